@@ -1,0 +1,287 @@
+"""Chunk interpreter: SSE payloads with arrival times in, a classified :class:`RequestResult` out.
+
+Pure: no sockets, no Locust, no clock reads (times are passed in, seconds since the request was sent).
+This module *is* the metric definitions of the README ("Metric definitions"); change one there, change it
+here, and the stream-case tests in ``tests/test_interpret.py`` say whether the two still agree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from harness.histogram import LogHistogram
+from harness.result import SUCCESS_FINISH_REASONS, RequestResult
+
+try:  # orjson is ~5x faster than json on chunk-sized objects; the stdlib is the fallback.
+    from orjson import JSONDecodeError as _JSONError
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - exercised only without orjson
+    from json import JSONDecodeError as _JSONError  # type: ignore[assignment]
+    from json import loads as _loads  # type: ignore[assignment]
+
+__all__ = ["StreamInterpreter", "estimate_tokens"]
+
+_DONE = b"[DONE]"
+
+
+def estimate_tokens(text: str) -> int:
+    """Client-side output-token estimate for servers that send no ``usage``: UTF-8 bytes / 4, rounded up.
+
+    A deliberately simple, documented heuristic (≈ GPT-style BPE on English text); results using it are
+    flagged ``token_source == "estimate"``. Empty text gives 0.
+    """
+    if not text:
+        return 0
+    return math.ceil(len(text.encode("utf-8")) / 4)
+
+
+def _reasoning_text(delta: dict[str, Any]) -> str | None:
+    """Reasoning text of one delta: first non-empty of reasoning_content, reasoning, reasoning_details[*].text.
+
+    Never the sum: servers that send both keys (with the same text) must not be double-counted.
+    """
+    r = delta.get("reasoning_content") or delta.get("reasoning")
+    if r:
+        return r if isinstance(r, str) else None
+    details = delta.get("reasoning_details")
+    if details and isinstance(details, list):
+        text = "".join(d.get("text") or "" for d in details if isinstance(d, dict))
+        return text or None
+    return None
+
+
+class StreamInterpreter:
+    """Accumulates one streamed chat completion, chunk by chunk.
+
+    Call :meth:`on_payload` for every SSE data payload with its arrival time (seconds since the request was
+    sent), then :meth:`finish` once the stream has ended (or failed) to fill a :class:`RequestResult`.
+
+    Args:
+        max_tokens: the request's ``max_tokens`` (for truncation), or None.
+        keep_chunk_times: also keep every token-bearing chunk's arrival time (and per-chunk token counts when
+            the server sends cumulative usage) in the result; large, off by default.
+    """
+
+    def __init__(self, max_tokens: int | None = None, keep_chunk_times: bool = False) -> None:
+        self.max_tokens = max_tokens
+        self.keep = keep_chunk_times
+        self.ttft: float | None = None
+        self.ttfat: float | None = None
+        self.t_first_reasoning: float | None = None
+        self.t_last: float | None = None
+        self.chunks = 0
+        self.reasoning_chunks = 0
+        self.answer_chunks = 0
+        self.gaps = LogHistogram()
+        self.itl = LogHistogram()
+        self.reasoning_parts: list[str] = []
+        self.answer_parts: list[str] = []
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.cum_tokens: int | None = None  # cumulative completion_tokens from per-chunk usage
+        self.cum_at_last_reasoning: int | None = None
+        self.done_seen = False
+        self.error_class: str | None = None
+        self.error_detail: str | None = None
+        self.chunk_times: list[float] | None = [] if keep_chunk_times else None
+        self.chunk_tokens: list[int] | None = [] if keep_chunk_times else None
+
+    # -- hot path ---------------------------------------------------------------------------------------
+    def on_payload(self, t: float, payload: bytes) -> None:
+        """Interpret one SSE data payload that completed at ``t`` seconds after the request was sent."""
+        if payload == _DONE:
+            self.done_seen = True
+            return
+        if not payload:
+            return
+        try:
+            obj = _loads(payload)
+        except _JSONError:
+            if self.error_class is None:
+                self.error_class = "malformed_chunk"
+                self.error_detail = payload[:200].decode("utf-8", "replace")
+            return
+        if not isinstance(obj, dict):
+            if self.error_class is None:
+                self.error_class = "malformed_chunk"
+                self.error_detail = payload[:200].decode("utf-8", "replace")
+            return
+        if "error" in obj and obj["error"] or obj.get("object") == "error":
+            err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
+            if self.error_class in (None, "malformed_chunk"):
+                self.error_class = "server_error_event"
+                self.error_detail = f"code={err.get('code')} type={err.get('type')} message={err.get('message')}"
+            return
+        usage = obj.get("usage")
+        token_bearing = False
+        is_reasoning = False
+        choices = obj.get("choices")
+        if choices:
+            ch = choices[0]
+            delta = ch.get("delta")
+            if delta:
+                content = delta.get("content")
+                reasoning = _reasoning_text(delta)
+                if reasoning:
+                    is_reasoning = True
+                    token_bearing = True
+                    self.reasoning_parts.append(reasoning)
+                    self.reasoning_chunks += 1
+                    if self.t_first_reasoning is None:
+                        self.t_first_reasoning = t
+                if content:
+                    token_bearing = True
+                    is_reasoning = False
+                    self.answer_parts.append(content)
+                    self.answer_chunks += 1
+                    if self.ttfat is None:
+                        self.ttfat = t
+                elif delta.get("tool_calls"):
+                    token_bearing = True
+                    is_reasoning = False
+                    self.answer_chunks += 1
+                    if self.ttfat is None:
+                        self.ttfat = t
+            fr = ch.get("finish_reason")
+            if fr:
+                self.finish_reason = fr
+        n_tok = 0
+        if usage and isinstance(usage, dict):
+            self.usage = usage
+            cum = usage.get("completion_tokens")
+            if token_bearing and isinstance(cum, int):
+                prev = self.cum_tokens or 0
+                n_tok = cum - prev
+                self.cum_tokens = cum
+        if token_bearing:
+            if self.ttft is None:
+                self.ttft = t
+            else:
+                gap = t - self.t_last  # type: ignore[operator]
+                self.gaps.add(gap)
+                if n_tok > 0:
+                    self.itl.add(gap / n_tok)
+            self.t_last = t
+            self.chunks += 1
+            if is_reasoning and self.cum_tokens is not None:
+                self.cum_at_last_reasoning = self.cum_tokens
+            if self.keep:
+                self.chunk_times.append(t)  # type: ignore[union-attr]
+                self.chunk_tokens.append(n_tok)  # type: ignore[union-attr]
+
+    # -- end of stream ------------------------------------------------------------------------------------
+    def finish(
+        self,
+        result: RequestResult,
+        e2e: float,
+        transport_error: str | None = None,
+        transport_detail: str | None = None,
+        error_field: str | None = None,
+        comments: int = 0,
+    ) -> RequestResult:
+        """Fill ``result`` from what was seen and classify the outcome.
+
+        Args:
+            result: the result to fill (identity, timing of headers and HTTP status already set).
+            e2e: seconds from request sent to the last byte (or to the failure).
+            transport_error: an error class from the transport (a timeout, ``stream_truncated`` for a body cut
+                short, ``protocol_error``), or None when the body ended cleanly.
+            transport_detail: human-readable detail for that error.
+            error_field: the value of a non-standard SSE ``error:`` field, if the decoder saw one.
+            comments: number of SSE comment lines seen.
+
+        Returns:
+            ``result``, for chaining.
+        """
+        r = result
+        r.e2e = e2e
+        r.ttft, r.ttfat, r.t_first_reasoning, r.t_last_token = self.ttft, self.ttfat, self.t_first_reasoning, self.t_last
+        r.chunks, r.reasoning_chunks, r.answer_chunks = self.chunks, self.reasoning_chunks, self.answer_chunks
+        r.sse_comments = comments
+        r.gap_hist = self.gaps.to_json() if self.gaps.n else None
+        r.itl_hist = self.itl.to_json() if self.itl.n else None
+        r.chunk_times, r.chunk_tokens = self.chunk_times, self.chunk_tokens
+        r.finish_reason = self.finish_reason
+        r.done_seen = self.done_seen
+        reasoning_text = "".join(self.reasoning_parts)
+        answer_text = "".join(self.answer_parts)
+        r.reasoning_chars, r.answer_chars = len(reasoning_text), len(answer_text)
+
+        # -- tokens
+        est = estimate_tokens(reasoning_text + answer_text)
+        r.estimated_output_tokens = est
+        usage = self.usage or {}
+        completion = usage.get("completion_tokens")
+        if isinstance(completion, int):
+            r.output_tokens, r.token_source = completion, "usage"
+        else:
+            r.output_tokens, r.token_source = est, "estimate"
+        pt = usage.get("prompt_tokens")
+        r.prompt_tokens = pt if isinstance(pt, int) else None
+        details = usage.get("completion_tokens_details") or {}
+        rt = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        if isinstance(rt, int) and 0 < rt <= r.output_tokens:
+            r.reasoning_tokens, r.reasoning_source = rt, "usage"
+        elif self.reasoning_chunks == 0:
+            r.reasoning_tokens, r.reasoning_source = 0, "none"
+        elif self.cum_at_last_reasoning is not None and r.token_source == "usage":
+            r.reasoning_tokens, r.reasoning_source = min(self.cum_at_last_reasoning, r.output_tokens), "chunk_usage"
+        else:
+            # Share of token-bearing chunks, not of text: one server streams both phases with the same
+            # tokens-per-chunk, while characters per token differ between prose, code and numbers.
+            share = self.reasoning_chunks / max(1, self.reasoning_chunks + self.answer_chunks)
+            r.reasoning_tokens, r.reasoning_source = round(r.output_tokens * share), "estimate"
+        r.answer_tokens = max(0, r.output_tokens - r.reasoning_tokens)
+
+        # -- outcome
+        status_ok = r.http_status is not None and 200 <= r.http_status < 300
+        err: str | None = None
+        detail: str | None = None
+        if not status_ok:
+            err = r.error_class or "http_other"
+            detail = r.error_detail
+        elif self.error_class == "server_error_event":
+            err, detail = self.error_class, self.error_detail
+        elif transport_error is not None:
+            err, detail = transport_error, transport_detail
+        elif self.error_class is not None:
+            err, detail = self.error_class, self.error_detail
+        elif self.finish_reason is None:
+            if self.done_seen:
+                err = "no_finish_reason"
+                detail = f"sse error field: {error_field}" if error_field else "stream ended without finish_reason"
+            else:
+                err = "stream_truncated"
+                detail = "stream ended with neither finish_reason nor [DONE]"
+                if error_field:
+                    detail += f"; sse error field: {error_field}"
+        elif self.finish_reason not in SUCCESS_FINISH_REASONS:
+            err, detail = "aborted", f"finish_reason={self.finish_reason}"
+        r.ok = err is None
+        r.error_class, r.error_detail = err, detail
+
+        mt = self.max_tokens
+        hit_cap = mt is not None and r.token_source == "usage" and r.output_tokens >= mt
+        r.truncated = self.finish_reason == "length" or hit_cap
+        r.suspect_truncation = hit_cap and self.finish_reason != "length"
+        r.truncated_in_reasoning = r.truncated and self.answer_chunks == 0
+        r.usable = r.ok and not r.truncated
+
+        # -- rates
+        if self.chunks >= 2 and r.output_tokens > 1 and self.ttft is not None and self.t_last is not None:
+            r.tpot = (self.t_last - self.ttft) / (r.output_tokens - 1)
+        if self.ttft is not None and e2e > self.ttft and r.output_tokens > 0:
+            r.decode_rate = r.output_tokens / (e2e - self.ttft)
+        if self.t_first_reasoning is not None and r.reasoning_tokens > 0:
+            end = self.ttfat if self.ttfat is not None else e2e
+            if end > self.t_first_reasoning:
+                r.reasoning_rate = r.reasoning_tokens / (end - self.t_first_reasoning)
+        if self.ttfat is not None and r.answer_tokens > 0 and e2e > self.ttfat:
+            r.answer_rate = r.answer_tokens / (e2e - self.ttfat)
+        return r
+
+    @property
+    def answer_text(self) -> str:
+        """The answer (``content``) text received so far."""
+        return "".join(self.answer_parts)

@@ -1,0 +1,101 @@
+"""Incremental Server-Sent Events decoder (bytes in, event payloads out).
+
+A pure function of the bytes it is fed: no sockets, no clocks. It follows the WHATWG SSE parsing rules that
+matter for OpenAI-compatible streams (see ``docs`` in the README, "Stream parsing"):
+
+* lines end in ``\\n``, ``\\r\\n`` or ``\\r``; a ``\\r\\n`` split across two reads is one line end;
+* ``data:`` with or without the space after the colon; several ``data:`` lines in one event are joined with
+  ``\\n``;
+* a blank line dispatches the event; an event with no ``data`` dispatches nothing;
+* lines starting with ``:`` are comments (keep-alive pings) and are counted, not dispatched;
+* other fields (``id``, ``event``, ``retry``) are ignored, except a non-standard ``error:`` field (older
+  llama-server), whose last value is kept in :attr:`SSEDecoder.error_field` so the caller can report it;
+* an event not terminated by a blank line when the stream ends is discarded (the spec's rule).
+
+Bytes are decoded to text only per complete event, so a UTF-8 character split across reads is never
+corrupted.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SSEDecoder"]
+
+
+class SSEDecoder:
+    """Turn a stream of byte pieces into complete SSE ``data`` payloads.
+
+    Usage::
+
+        dec = SSEDecoder()
+        for piece in pieces:             # bytes, any split
+            for payload in dec.feed(piece):
+                ...                      # bytes: the event's data, lines joined with b"\\n"
+
+    Attributes:
+        comments: number of comment lines (``:...``) seen, e.g. keep-alive pings.
+        error_field: the value of the last non-standard ``error:`` field, decoded as UTF-8, or None.
+        events: number of events dispatched (each with a non-empty data buffer).
+    """
+
+    __slots__ = ("_buf", "_data", "_pending_cr", "comments", "error_field", "events")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+        self._pending_cr = False
+        self.comments = 0
+        self.error_field: str | None = None
+        self.events = 0
+
+    def feed(self, piece: bytes) -> list[bytes]:
+        """Consume ``piece`` and return the data payloads of the events it completed (possibly none).
+
+        Args:
+            piece: the next bytes of the response body (transfer encoding already removed).
+
+        Returns:
+            A list of payloads, each the raw bytes of one event's data (UTF-8 JSON for OpenAI streams, or
+            ``b"[DONE]"``), in arrival order.
+        """
+        if self._pending_cr:
+            # The previous piece ended in CR: it was a line end; drop a LF that completes a CRLF pair.
+            self._pending_cr = False
+            if piece[:1] == b"\n":
+                piece = piece[1:]
+        buf = self._buf + piece if self._buf else piece
+        if b"\r" in buf:
+            if buf.endswith(b"\r"):
+                self._pending_cr = True
+                buf = buf[:-1] + b"\n"
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in buf:
+            self._buf = buf
+            return []
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()
+        out: list[bytes] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    out.append(data[0] if len(data) == 1 else b"\n".join(data))
+                    data = self._data = []
+                continue
+            first = line[0]
+            if first == 100 and line.startswith(b"data:"):  # 100 == ord("d")
+                value = line[5:]
+                if value[:1] == b" ":
+                    value = value[1:]
+                data.append(value)
+            elif first == 58:  # 58 == ord(":"): a comment
+                self.comments += 1
+            elif line.startswith(b"error:"):
+                value = line[6:]
+                if value[:1] == b" ":
+                    value = value[1:]
+                self.error_field = value.decode("utf-8", "replace")
+            elif line == b"data":
+                data.append(b"")
+            # id, event, retry and unknown fields: ignored.
+        self.events += len(out)
+        return out

@@ -1,0 +1,189 @@
+"""Every public stream case through the pure path (SSE decoder + chunk interpreter) with exact times.
+
+The writes of each case are fed at their exact offsets, so every timing must match the reference to the
+microsecond; the loopback replay of the same cases (``test_client.py``) checks the network path.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.interpret import StreamInterpreter, estimate_tokens
+from harness.result import RequestResult
+from harness.sse import SSEDecoder
+from tests.stream_cases import expected, fixtures
+
+SSE_CASES = sorted(k for k, c in fixtures().items() if c["http_status"] == 200)
+
+
+def replay(name: str) -> tuple[RequestResult, StreamInterpreter]:
+    """Feed a case's writes to the decoder and interpreter; the stream ends at the last write (close)."""
+    case = fixtures()[name]
+    req = case.get("request") or {}
+    interp = StreamInterpreter(req.get("max_tokens"), keep_chunk_times=True)
+    dec = SSEDecoder()
+    t = 0.0
+    for w in case["writes"]:
+        t = w["t"]
+        for payload in dec.feed(w["bytes"]):
+            interp.on_payload(t, payload)
+    res = RequestResult(prompt_id=name, http_status=case["http_status"], max_tokens=req.get("max_tokens"))
+    interp.finish(res, t, None, None, dec.error_field, dec.comments)
+    return res, interp
+
+
+@pytest.mark.parametrize("name", SSE_CASES)
+def test_reference_values(name: str) -> None:
+    exp = expected()[name]
+    r, _ = replay(name)
+    assert r.ok is (exp["status"] == "ok"), (r.error_class, r.error_detail)
+    assert r.ttft == pytest.approx(exp["ttft"], abs=1e-9) if exp["ttft"] is not None else r.ttft is None
+    assert r.ttfat == pytest.approx(exp["ttfat"], abs=1e-9) if exp["ttfat"] is not None else r.ttfat is None
+    assert r.finish_reason == exp["finish"]
+    assert r.chunks == exp["chunks"]
+    assert r.done_seen is exp["done_seen"]
+    assert r.e2e == pytest.approx(exp["last_write"])
+    if exp["completion_tokens"] is None:
+        assert r.token_source == "estimate"
+    else:
+        assert (r.output_tokens, r.token_source) == (exp["completion_tokens"], "usage")
+    if exp["gap_min_ms"] is None:
+        assert r.gap_hist is None
+    else:
+        assert r.gap_hist is not None
+        assert r.gap_hist["min"] * 1000 == pytest.approx(exp["gap_min_ms"], abs=1e-6)
+        assert r.gap_hist["max"] * 1000 == pytest.approx(exp["gap_max_ms"], abs=1e-6)
+        assert r.gap_hist["n"] == exp["chunks"] - 1
+    if exp["error_object"]:
+        assert r.error_class == "server_error_event"
+
+
+def test_c01_comments_are_counted_not_tokens() -> None:
+    r, _ = replay("C01/a_comment_keepalive_during_long_prefill")
+    assert r.sse_comments == 3
+    assert r.ttft == pytest.approx(62.3) and r.output_tokens == 3
+    r, i = replay("C01/b_id_fields_then_comment_then_blank_line")
+    assert i.answer_text == "AB" and r.ok
+
+
+@pytest.mark.parametrize("name", [k for k in SSE_CASES if k.startswith("C02/")])
+def test_c02_framings_give_identical_results(name: str) -> None:
+    r, i = replay(name)
+    assert i.answer_text == "Hello, 世界"
+    assert "\ufffd" not in i.answer_text
+    assert (r.ok, r.ttft, r.output_tokens, r.chunks) == (True, 0.25, 3, 3)
+
+
+def test_c02d_event_time_is_arrival_of_its_end() -> None:
+    r, _ = replay("C02/d_fragmented_writes_and_split_utf8")
+    assert r.chunk_times == pytest.approx([0.25, 0.28, 0.312])
+
+
+def test_c03_usage_only_chunk_and_missing_usage() -> None:
+    r, _ = replay("C03/a_usage_only_final_chunk_with_timings")
+    assert (r.output_tokens, r.token_source, r.chunks, r.prompt_tokens) == (2, "usage", 2, 75)
+    assert r.chunk_times == pytest.approx([0.18, 0.21])
+    r, i = replay("C03/b_no_usage_at_all")
+    assert r.token_source == "estimate" and r.ok
+    assert r.output_tokens == estimate_tokens("Hi there") == 2
+
+
+@pytest.mark.parametrize("name", [k for k in SSE_CASES if k.startswith("C04/")])
+def test_c04_every_reasoning_field_counts_once(name: str) -> None:
+    r, i = replay(name)
+    assert "".join(i.reasoning_parts) == "Think hard"
+    assert i.answer_text == "OK"
+    assert (r.reasoning_chunks, r.answer_chunks, r.ttft, r.ttfat, r.output_tokens) == (2, 1, 0.4, 0.44, 3)
+    assert r.t_first_reasoning == 0.4
+
+
+def test_c05_ttft_not_anchored_on_role_chunk() -> None:
+    r, _ = replay("C05/a_role_only_chunk_first")
+    assert r.ttft == pytest.approx(0.214)
+    r, _ = replay("C05/b_whole_answer_in_first_chunk")
+    assert (r.ttft, r.chunks, r.gap_hist, r.tpot, r.output_tokens, r.ok) == (0.18, 1, None, None, 2, True)
+
+
+def test_c06_reasoning_then_answer_and_budget_in_reasoning() -> None:
+    r, _ = replay("C06/a_reasoning_then_answer")
+    assert (r.ttft, r.ttfat) == (pytest.approx(0.35), pytest.approx(40.35))
+    assert (r.output_tokens, r.reasoning_tokens, r.answer_tokens) == (2010, 2000, 10)
+    assert r.reasoning_source == "estimate"
+    assert not r.truncated and r.usable
+    r, _ = replay("C06/b_budget_exhausted_inside_reasoning")
+    assert r.ok and r.truncated and r.truncated_in_reasoning and not r.usable
+    assert (r.ttft, r.ttfat, r.answer_chunks) == (pytest.approx(0.35), None, 0)
+
+
+@pytest.mark.parametrize("name", ["C07/a_4_tokens_per_chunk_usage_at_end", "C07/b_4_tokens_per_chunk_continuous_usage"])
+def test_c07_multi_token_chunks(name: str) -> None:
+    r, _ = replay(name)
+    assert r.tpot == pytest.approx((0.788 - 0.200) / 199)  # 2.955 ms, not 12 ms
+    assert 1 / r.tpot == pytest.approx(338.4, abs=0.1)
+    assert r.output_tokens == 200 and r.chunks == 50
+    if name.startswith("C07/b"):
+        assert r.itl_hist is not None and r.itl_hist["n"] == 49
+        assert r.itl_hist["min"] == pytest.approx(0.003) and r.itl_hist["max"] == pytest.approx(0.003)
+        assert r.chunk_tokens == [4] * 50
+    else:
+        assert r.itl_hist is None
+
+
+def test_c08_token_counts() -> None:
+    r, _ = replay("C08/a_4_tokens_per_chunk_no_usage")
+    assert r.token_source == "estimate" and r.output_tokens != 50
+    assert abs(r.output_tokens - 200) / 200 < 0.15  # the estimate is within 15 % of the true 200
+    r, _ = replay("C08/b_token_split_across_chunks")
+    assert (r.output_tokens, r.token_source) == (2, "usage")
+    r, _ = replay("C08/c_100_whitespace_tokens")
+    assert (r.output_tokens, r.token_source) == (100, "usage")
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "detail"),
+    [
+        ("C10/a_inband_error_object_then_done", "server_error_event", "code=500"),
+        ("C10/b_toplevel_object_error", "server_error_event", "code=400"),
+        ("C10/c_nonstandard_error_field_then_done", "no_finish_reason", "request exceeds context"),
+        ("C10/d_finish_reason_abort_then_done", "aborted", "abort"),
+        ("C10/e_connection_closed_mid_stream", "stream_truncated", ""),
+    ],
+)
+def test_c10_failures_inside_200_streams(name: str, cls: str, detail: str) -> None:
+    r, _ = replay(name)
+    assert not r.ok and not r.usable
+    assert r.error_class == cls
+    assert detail in (r.error_detail or "")
+
+
+def test_c11_truncation() -> None:
+    a, _ = replay("C11/a_truncated_all_reasoning")
+    b, _ = replay("C11/b_complete")
+    c, _ = replay("C11/c_server_says_stop_but_hit_cap")
+    assert a.truncated and a.truncated_in_reasoning and a.ttfat is None and a.output_tokens == 4096
+    assert a.e2e == pytest.approx(82.272)
+    assert not b.truncated and b.usable and b.output_tokens == 1500 and b.e2e == pytest.approx(30.352)
+    assert c.truncated and c.suspect_truncation and c.finish_reason == "stop" and not c.usable
+    mix = [a] * 4 + [b] * 6
+    assert sum(r.truncated for r in mix) / len(mix) == pytest.approx(0.40)
+
+
+def test_c12_long_streams() -> None:
+    r, _ = replay("C12/a_350s_stream")
+    assert r.ok and (r.ttft, r.ttfat) == (pytest.approx(0.3), pytest.approx(349.8))
+    assert r.output_tokens == 14000 and r.e2e == pytest.approx(350.302)
+    r, _ = replay("C12/b_90s_silent_gap_before_first_token")
+    assert r.ok and r.ttft == pytest.approx(90.05) and r.ttfat == pytest.approx(99.55)
+
+
+def test_c16_tpot() -> None:
+    r, _ = replay("C16/a_headers_at_5ms_first_token_800ms")
+    assert r.ttft == pytest.approx(0.8)
+    assert r.tpot == pytest.approx(0.020)
+    assert r.output_tokens == 1001
+
+
+def test_record_has_no_text() -> None:
+    r, _ = replay("C04/b_reasoning")
+    rec = r.to_record()
+    assert "Think" not in str(rec) and "OK" not in str(rec)
