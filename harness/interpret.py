@@ -238,7 +238,10 @@ class StreamInterpreter:
         status_ok = r.http_status is not None and 200 <= r.http_status < 300
         err: str | None = None
         detail: str | None = None
-        if not status_ok:
+        if r.http_status is None:  # failed before a response head: connect error or a timeout
+            err = r.error_class or transport_error or "protocol_error"
+            detail = r.error_detail or transport_detail
+        elif not status_ok:
             err = r.error_class or "http_other"
             detail = r.error_detail
         elif self.error_class == "server_error_event":

@@ -1,0 +1,258 @@
+"""Continuous-batching engine model: one greenlet that hands out tokens step by step.
+
+Model (all durations are simulated seconds multiplied by ``time_scale``):
+
+1. A submitted :class:`Sequence` waits in a FIFO queue while ``running >= max_num_seqs``.
+2. Once admitted it prefills for ``preset.prefill_seconds(prompt_tokens)``; the prefill produces its
+   first token (emitted when the prefill ends).
+3. It then joins the decode batch at the next step boundary.  Each engine step lasts
+   ``preset.step_seconds(n)`` for a batch of ``n`` decoding sequences and gives every member one
+   token at the step's end.
+
+Steps are scheduled on absolute deadlines (``time.perf_counter`` seconds) so timer lateness does
+not accumulate; if the loop falls behind by more than one step it re-synchronises instead of
+bursting.  Sequences never block the engine: the engine only bumps ``Sequence.generated`` and sets
+the sequence's event; the request greenlet writes to the socket at its own pace.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import deque
+from collections.abc import Callable
+from itertools import count
+
+import gevent
+from gevent.event import Event
+
+from harness.sim.lengths import LengthPlan
+from harness.sim.presets import Preset
+
+clock: Callable[[], float] = time.perf_counter
+
+#: Minimum lateness (seconds) tolerated before the step schedule is re-synchronised to "now".
+_RESYNC_MIN = 0.002
+
+
+class Sequence:
+    """One request inside the engine.
+
+    Times are ``time.perf_counter()`` seconds; token counts are tokens.  ``generated`` only grows;
+    ``finished`` becomes true when ``generated == plan.total_tokens`` (or the sequence was aborted).
+    """
+
+    __slots__ = (
+        "request_id",
+        "prompt_tokens",
+        "plan",
+        "generated",
+        "finished",
+        "aborted",
+        "event",
+        "arrival",
+        "admitted_at",
+        "ready_at",
+        "first_token_at",
+        "finished_at",
+        "_order",
+    )
+
+    def __init__(self, request_id: str, prompt_tokens: int, plan: LengthPlan) -> None:
+        self.request_id = request_id
+        self.prompt_tokens = prompt_tokens
+        self.plan = plan
+        self.generated = 0
+        self.finished = False
+        self.aborted = False
+        self.event = Event()
+        self.arrival = clock()
+        self.admitted_at: float | None = None
+        self.ready_at = 0.0
+        self.first_token_at: float | None = None
+        self.finished_at: float | None = None
+        self._order = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Completion tokens this sequence will produce."""
+        return self.plan.total_tokens
+
+    def __lt__(self, other: Sequence) -> bool:  # heap order: prefill end time, then FIFO
+        return (self.ready_at, self._order) < (other.ready_at, other._order)
+
+
+class EngineListener:
+    """Callbacks the engine fires (used for Prometheus metrics).  Default: do nothing."""
+
+    def on_first_token(self, seq: Sequence) -> None:
+        """The sequence's prefill finished and its first token was produced."""
+
+    def on_tokens(self, n: int) -> None:
+        """``n`` tokens were produced in one step (or one prefill)."""
+
+    def on_finish(self, seq: Sequence, reason: str) -> None:
+        """The sequence ended with ``reason`` (``stop`` / ``length`` / ``abort``)."""
+
+
+class Engine:
+    """Continuous-batching scheduler run by a single greenlet (see module docstring)."""
+
+    def __init__(
+        self,
+        preset: Preset,
+        time_scale: float = 1.0,
+        max_num_seqs: int | None = None,
+        listener: EngineListener | None = None,
+    ) -> None:
+        self.preset = preset
+        self.time_scale = float(time_scale)
+        self.max_num_seqs = int(max_num_seqs or preset.max_num_seqs)
+        self.listener = listener or EngineListener()
+        self._waiting: deque[Sequence] = deque()
+        self._prefilling: list[Sequence] = []  # heap by ready_at
+        self._active: list[Sequence] = []  # decoding (joined or waiting for the next step)
+        self._batch: list[Sequence] = []  # members of the step in progress
+        self._step_end: float | None = None
+        self._last_step_end: float | None = None
+        self._wake = Event()
+        self._order = count()
+        self._greenlet: gevent.Greenlet | None = None
+        self.steps = 0
+
+    # -- public API -------------------------------------------------------------------------
+    @property
+    def num_running(self) -> int:
+        """Sequences admitted (prefilling or decoding), like ``vllm:num_requests_running``."""
+        return len(self._prefilling) + len(self._active)
+
+    @property
+    def num_waiting(self) -> int:
+        """Sequences queued for admission, like ``vllm:num_requests_waiting``."""
+        return len(self._waiting)
+
+    def start(self) -> None:
+        """Spawn the engine loop greenlet (idempotent)."""
+        if self._greenlet is None:
+            self._greenlet = gevent.spawn(self._run)
+
+    def stop(self) -> None:
+        """Kill the engine loop greenlet."""
+        if self._greenlet is not None:
+            self._greenlet.kill(block=False)
+            self._greenlet = None
+
+    def submit(self, seq: Sequence) -> None:
+        """Queue a sequence; its ``event`` is set whenever tokens arrive or it finishes."""
+        seq._order = next(self._order)
+        if seq.total_tokens <= 0:
+            self._finish(seq, clock())
+            return
+        self._waiting.append(seq)
+        self._wake.set()
+
+    def abort(self, seq: Sequence) -> None:
+        """Drop a sequence (client went away).  Safe to call on finished sequences."""
+        if seq.finished:
+            return
+        seq.aborted = True
+        seq.finished = True
+        seq.finished_at = clock()
+        try:
+            self._waiting.remove(seq)
+        except ValueError:
+            pass
+        if seq in self._prefilling:
+            self._prefilling.remove(seq)
+            heapq.heapify(self._prefilling)
+        # decoding sequences are filtered out at the next step boundary
+        self.listener.on_finish(seq, "abort")
+        seq.event.set()
+        self._wake.set()
+
+    # -- loop -------------------------------------------------------------------------------
+    def _finish(self, seq: Sequence, now: float) -> None:
+        seq.finished = True
+        seq.finished_at = now
+        self.listener.on_finish(seq, seq.plan.finish_reason)
+
+    def _admit(self, now: float) -> None:
+        scale = self.time_scale
+        while self._waiting and self.num_running < self.max_num_seqs:
+            seq = self._waiting.popleft()
+            seq.admitted_at = now
+            seq.ready_at = now + self.preset.prefill_seconds(seq.prompt_tokens) * scale
+            heapq.heappush(self._prefilling, seq)
+
+    def _complete_prefills(self, now: float) -> None:
+        produced = 0
+        while self._prefilling and self._prefilling[0].ready_at <= now:
+            seq = heapq.heappop(self._prefilling)
+            seq.generated = 1
+            seq.first_token_at = now
+            produced += 1
+            self.listener.on_first_token(seq)
+            if seq.generated >= seq.total_tokens:
+                self._finish(seq, now)
+            else:
+                self._active.append(seq)
+            seq.event.set()
+        if produced:
+            self.listener.on_tokens(produced)
+
+    def _end_step(self, now: float) -> None:
+        produced = 0
+        for seq in self._batch:
+            if seq.finished:
+                continue
+            seq.generated += 1
+            produced += 1
+            if seq.generated >= seq.total_tokens:
+                self._finish(seq, now)
+            seq.event.set()
+        self.steps += 1
+        if produced:
+            self.listener.on_tokens(produced)
+        self._active = [s for s in self._active if not s.finished]
+        self._batch = []
+
+    def _run(self) -> None:
+        scale = self.time_scale
+        preset = self.preset
+        wake = self._wake
+        while True:
+            now = clock()
+            if self._step_end is not None and now >= self._step_end:
+                self._end_step(now)
+                late = now - self._step_end
+                self._last_step_end = self._step_end
+                self._step_end = None
+            else:
+                late = 0.0
+            self._admit(now)
+            self._complete_prefills(now)
+            if self._step_end is None and self._active:
+                self._batch = list(self._active)
+                step = preset.step_seconds(len(self._batch)) * scale
+                start = self._last_step_end if self._last_step_end is not None else now
+                if now - start > max(step, _RESYNC_MIN) or late > max(step, _RESYNC_MIN):
+                    start = now
+                self._step_end = start + step
+            elif self._step_end is None:
+                self._last_step_end = None
+            # sleep until the next event: step end, prefill end, or a new submission
+            deadline = self._step_end
+            if self._prefilling:
+                ready = self._prefilling[0].ready_at
+                deadline = ready if deadline is None else min(deadline, ready)
+            if deadline is None:
+                wake.wait()
+                wake.clear()
+                continue
+            timeout = deadline - clock()
+            if timeout > 0:
+                wake.clear()
+                wake.wait(timeout)
+                wake.clear()
+            else:
+                gevent.sleep(0)

@@ -1,0 +1,203 @@
+"""The streaming client against a loopback server replaying the public stream cases (network path).
+
+Timings are checked against the cases' offsets with a tolerance for the loopback and scheduler (the pure
+path in ``test_interpret.py`` checks them exactly). Long cases are time-scaled; the scale is applied to the
+expected values too.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import gevent
+import pytest
+from gevent.server import StreamServer
+
+from harness.client import ChatClient, Timeouts
+from tests.replay_server import ReplayServer
+from tests.stream_cases import expected, fixtures
+
+SSE_CASES = sorted(k for k, c in fixtures().items() if c["http_status"] == 200)
+
+
+def scale_for(name: str) -> float:
+    """Replay short cases in real time; compress long ones to about 1 s."""
+    last = fixtures()[name]["writes"][-1]["t"]
+    return 1.0 if last <= 1.0 else 1.0 / last
+
+
+def tol(v: float) -> float:
+    """Timing tolerance on loopback under a shared 2-core machine: 15 ms + 3 %."""
+    return 0.015 + 0.03 * v
+
+
+def run_case(name: str, framing: str, **client_kw: object) -> tuple[ReplayServer, object]:
+    scale = scale_for(name)
+    with ReplayServer(framing=framing, scale=scale) as srv:
+        srv.queue.append(name)
+        client = ChatClient(srv.url, api_key="sk-test-secret", **client_kw)  # type: ignore[arg-type]
+        req = fixtures()[name].get("request") or {}
+        payload = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}]}
+        if "max_tokens" in req:
+            payload["max_tokens"] = req["max_tokens"]
+        r = client.stream_chat(payload, prompt_id="p")
+        client.close()
+    return srv, r
+
+
+@pytest.mark.parametrize("framing", ["close", "chunked"])
+@pytest.mark.parametrize("name", SSE_CASES)
+def test_case_over_loopback(name: str, framing: str) -> None:
+    exp = expected()[name]
+    scale = scale_for(name)
+    srv, r = run_case(name, framing)
+    assert r.ok is (exp["status"] == "ok"), (r.error_class, r.error_detail)
+    assert r.http_status == 200
+    for key in ("ttft", "ttfat"):
+        if exp[key] is None:
+            assert getattr(r, key) is None
+        else:
+            assert getattr(r, key) == pytest.approx(exp[key] * scale, abs=tol(exp[key] * scale))
+    assert r.e2e == pytest.approx(exp["last_write"] * scale, abs=tol(exp["last_write"] * scale))
+    assert r.chunks == exp["chunks"]
+    assert r.finish_reason == exp["finish"]
+    if exp["completion_tokens"] is not None:
+        assert r.output_tokens == exp["completion_tokens"] and r.token_source == "usage"
+    if exp["gap_min_ms"] is not None and scale == 1.0:
+        assert r.gap_hist["min"] * 1000 == pytest.approx(exp["gap_min_ms"], abs=8)
+        assert r.gap_hist["max"] * 1000 == pytest.approx(exp["gap_max_ms"], abs=8)
+    body = json.loads(srv.requests[0]["body"])
+    assert body["stream"] is True and body["stream_options"]["include_usage"] is True
+    assert "Authorization: Bearer sk-test-secret" in srv.requests[0]["head"]
+    assert "sk-test-secret" not in json.dumps(r.to_record())
+
+
+def test_c10_error_classes_over_loopback() -> None:
+    classes = {}
+    for name in [k for k in SSE_CASES if k.startswith("C10/")]:
+        _, r = run_case(name, "chunked")
+        classes[name[:5]] = r.error_class
+    assert classes == {
+        "C10/a": "server_error_event",
+        "C10/b": "server_error_event",
+        "C10/c": "no_finish_reason",
+        "C10/d": "aborted",
+        "C10/e": "stream_truncated",
+    }
+
+
+def test_c12c_429_is_one_visible_error_and_no_retry() -> None:
+    with ReplayServer(framing="chunked") as srv:
+        srv.queue.extend(["C12/c_429_then_success", "C05/a_role_only_chunk_first"])
+        client = ChatClient(srv.url)
+        r1 = client.stream_chat({"model": "m", "messages": []}, prompt_id="p")
+        assert (r1.ok, r1.error_class, r1.http_status) == (False, "http_429", 429)
+        assert "retry-after=2" in r1.error_detail and "rate limited" in r1.error_detail
+        assert len(srv.requests) == 1  # the client did not retry by itself
+        r2 = client.stream_chat({"model": "m", "messages": []}, prompt_id="p")
+        assert r2.ok and r2.ttft == pytest.approx(0.214, abs=tol(0.214))
+        assert len(srv.requests) == 2
+
+
+def test_keep_alive_reuses_one_connection() -> None:
+    with ReplayServer(framing="chunked") as srv:
+        srv.queue.extend(["C05/a_role_only_chunk_first", "C04/b_reasoning", "C03/a_usage_only_final_chunk_with_timings"])
+        client = ChatClient(srv.url)
+        results = [client.stream_chat({"model": "m", "messages": []}, prompt_id="p") for _ in range(3)]
+        assert all(r.ok for r in results)
+        assert srv.connections == 1
+        assert results[0].connect > 0 and results[1].connect == 0.0 and results[2].connect == 0.0
+
+
+def test_reconnects_when_server_closed_the_idle_connection() -> None:
+    with ReplayServer(framing="close") as srv:
+        srv.queue.extend(["C05/a_role_only_chunk_first", "C05/a_role_only_chunk_first"])
+        client = ChatClient(srv.url)
+        assert client.stream_chat({"messages": []}, prompt_id="p").ok
+        assert client.stream_chat({"messages": []}, prompt_id="p").ok
+        assert srv.connections == 2
+
+
+def test_timeout_first_token_despite_keepalive_comments() -> None:
+    # C01/a sends comments at 30/45/60 s and the first token at 62.3 s; scaled x0.01 the token comes at 623 ms.
+    with ReplayServer(framing="chunked", scale=0.01) as srv:
+        srv.queue.append("C01/a_comment_keepalive_during_long_prefill")
+        client = ChatClient(srv.url, timeouts=Timeouts(first_token=0.5))
+        r = client.stream_chat({"messages": []}, prompt_id="p")
+    assert (r.ok, r.error_class, r.ttft) == (False, "timeout_first_token", None)
+    assert r.e2e == pytest.approx(0.5, abs=0.05)
+
+
+def test_first_token_timeout_is_generous_enough_for_a_silent_prefill() -> None:
+    # C12/b: 90 s of silence before the first token (scaled x0.01 = 0.9 s); a 1.2 s budget lets it through.
+    with ReplayServer(framing="chunked", scale=0.01) as srv:
+        srv.queue.append("C12/b_90s_silent_gap_before_first_token")
+        client = ChatClient(srv.url, timeouts=Timeouts(first_token=1.2, idle=0.5))
+        r = client.stream_chat({"messages": []}, prompt_id="p")
+    assert r.ok and r.ttft == pytest.approx(0.9005, abs=0.03)
+
+
+def test_timeout_idle_between_chunks() -> None:
+    # C01/b: 'A' at 0.3 s, then 15.1 s until 'B'; scaled x0.05: a 0.755 s gap against a 0.3 s idle limit.
+    with ReplayServer(framing="chunked", scale=0.05) as srv:
+        srv.queue.append("C01/b_id_fields_then_comment_then_blank_line")
+        client = ChatClient(srv.url, timeouts=Timeouts(idle=0.3))
+        r = client.stream_chat({"messages": []}, prompt_id="p")
+    assert (r.ok, r.error_class, r.chunks) == (False, "timeout_idle", 1)
+    assert r.e2e == pytest.approx(0.015 + 0.3, abs=0.05)
+    assert "timeouts.idle" in r.error_detail
+
+
+def test_timeout_total() -> None:
+    with ReplayServer(framing="chunked", scale=0.01) as srv:
+        srv.queue.append("C16/a_headers_at_5ms_first_token_800ms")  # 208 ms scaled
+        client = ChatClient(srv.url, timeouts=Timeouts(total=0.1))
+        r = client.stream_chat({"messages": []}, prompt_id="p")
+    assert (r.ok, r.error_class) == (False, "timeout_total")
+    assert r.e2e == pytest.approx(0.1, abs=0.03)
+    assert r.chunks > 0  # partial tokens are kept in the failed result
+
+
+def test_timeout_first_byte() -> None:
+    def silent(sock: socket.socket, addr: object) -> None:
+        gevent.sleep(2)
+        sock.close()
+
+    server = StreamServer(("127.0.0.1", 0), silent)
+    server.start()
+    try:
+        client = ChatClient(f"http://127.0.0.1:{server.server_port}", timeouts=Timeouts(first_byte=0.2))
+        t = time.perf_counter()
+        r = client.stream_chat({"messages": []}, prompt_id="p")
+        assert time.perf_counter() - t < 1.0
+    finally:
+        server.stop(timeout=0.1)
+    assert (r.ok, r.error_class, r.http_status) == (False, "timeout_first_byte", None)
+
+
+def test_connect_error() -> None:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    r = ChatClient(f"http://127.0.0.1:{port}").stream_chat({"messages": []}, prompt_id="p")
+    assert (r.ok, r.error_class) == (False, "connect_error")
+
+
+def test_json_body_instead_of_stream_is_an_error() -> None:
+    def jsonish(sock: socket.socket, addr: object) -> None:
+        sock.recv(65536)
+        body = b'{"choices":[{"message":{"content":"hi"}}]}'
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        gevent.sleep(0.2)
+        sock.close()
+
+    server = StreamServer(("127.0.0.1", 0), jsonish)
+    server.start()
+    try:
+        r = ChatClient(f"http://127.0.0.1:{server.server_port}").stream_chat({"messages": []}, prompt_id="p")
+    finally:
+        server.stop(timeout=0.1)
+    assert (r.ok, r.error_class) == (False, "not_sse")
