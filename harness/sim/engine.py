@@ -43,19 +43,19 @@ class Sequence:
     """
 
     __slots__ = (
-        "request_id",
-        "prompt_tokens",
-        "plan",
-        "generated",
-        "finished",
-        "aborted",
-        "event",
-        "arrival",
-        "admitted_at",
-        "ready_at",
-        "first_token_at",
-        "finished_at",
         "_order",
+        "aborted",
+        "admitted_at",
+        "arrival",
+        "event",
+        "finished",
+        "finished_at",
+        "first_token_at",
+        "generated",
+        "plan",
+        "prompt_tokens",
+        "ready_at",
+        "request_id",
     )
 
     def __init__(self, request_id: str, prompt_tokens: int, plan: LengthPlan) -> None:

@@ -26,7 +26,7 @@ _LONG_RE = re.compile(r"guide|comprehensive", re.IGNORECASE)
 SHORT_PROMPT_CHARS = 20
 
 
-class PromptClass(str, enum.Enum):
+class PromptClass(enum.StrEnum):
     """Coarse prompt class that selects the length distribution."""
 
     SHORT = "short"

@@ -1,0 +1,42 @@
+"""``llmload`` command: ``llmload report RUN_DIR`` and ``llmload sim ...`` (the load itself runs under Locust).
+
+    llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
+    llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+USAGE = """usage: llmload {report,sim} ...
+
+  report RUN_DIR [options]   rebuild and print the report of a run directory (llmload report --help)
+  sim serve [options]        run the OpenAI-compatible reasoning-model simulator (llmload sim serve --help)
+
+The load test itself runs under Locust: locust -f locustfiles/k26.py --headless (see README.md).
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``llmload`` console script; returns the process exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0 if args else 2
+    cmd, rest = args[0], args[1:]
+    if cmd == "report":
+        from harness.report.cli import main as report_main
+
+        return report_main(rest)
+    if cmd == "sim":
+        from harness.sim.cli import main as sim_main
+
+        return int(sim_main(rest) or 0)
+    sys.stderr.write(f"llmload: unknown command {cmd!r}\n{USAGE}")
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

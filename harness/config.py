@@ -1,0 +1,275 @@
+"""Profiles: the YAML that says what to load, how hard, for how long, and what to report.
+
+:func:`load_profile` validates a file completely before any load is sent; every problem is reported as
+``<file>: <key.path>: <what is wrong>``. See ``profiles/k26.yaml`` for a commented example.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.client import Timeouts
+
+__all__ = ["Profile", "ProfileError", "PromptSpec", "load_profile"]
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used. The message names the file, the key and the problem."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TargetSpec(_Model):
+    """Where the load goes. ``base_url`` None means the built-in simulator (unless ``--host`` is given)."""
+
+    base_url: str | None = None
+    model: str | None = Field(None, description="model id; None asks GET /v1/models and takes the first")
+    api_key_env: str | None = Field(None, description="NAME of the environment variable holding the API key")
+    headers: dict[str, str] = Field(default_factory=dict)
+    verify_tls: bool = True
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is not None and (not v or not v.replace("_", "").isalnum()):
+            raise ValueError("must be the NAME of an environment variable (letters, digits, _), not a key")
+        return v
+
+    def api_key(self) -> str | None:
+        """The API key read from the environment variable named by ``api_key_env`` (None when unset)."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+
+class SimulatorSpec(_Model):
+    """Settings of the built-in simulator, used only when the target has no base URL."""
+
+    preset: str = "demo"
+    flavour: str = "vllm"
+    time_scale: float = Field(1.0, gt=0)
+    seed: int = 0
+    model: str = "sim-reasoner"
+
+
+class PromptSpec(_Model):
+    """One prompt of the mix. Give ``text`` (one user message) or ``messages`` (a full chat)."""
+
+    id: str = Field(min_length=1)
+    text: str | None = None
+    system: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    weight: float = Field(1.0, gt=0)
+    max_tokens: int | None = Field(None, gt=0)
+    thinking: bool | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _text_or_messages(self) -> PromptSpec:
+        if (self.text is None) == (self.messages is None):
+            raise ValueError("give exactly one of 'text' or 'messages'")
+        if self.messages is not None:
+            for i, m in enumerate(self.messages):
+                if not isinstance(m, dict) or "role" not in m or "content" not in m:
+                    raise ValueError(f"messages[{i}] needs 'role' and 'content'")
+        return self
+
+    def chat_messages(self) -> list[dict[str, Any]]:
+        """The ``messages`` array sent to the server."""
+        if self.messages is not None:
+            return list(self.messages)
+        out: list[dict[str, Any]] = []
+        if self.system:
+            out.append({"role": "system", "content": self.system})
+        out.append({"role": "user", "content": self.text})
+        return out
+
+
+class RequestDefaults(_Model):
+    """Fields merged into every request body (a prompt's own fields win).
+
+    ``thinking`` True/False sets ``chat_template_kwargs.thinking`` and ``.enable_thinking`` (the keys used by
+    Kimi/DeepSeek-style and Qwen-style chat templates); None leaves the server's default.
+    ``continuous_usage_stats`` asks vLLM/SGLang for cumulative usage on every chunk (exact tokens per chunk).
+    """
+
+    max_tokens: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0)
+    top_p: float | None = Field(None, gt=0, le=1)
+    thinking: bool | None = None
+    continuous_usage_stats: bool = False
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class WarmupSpec(_Model):
+    """The warm-up: C=1, excluded from every figure. Defaults are the seed's fix for its 120 s time-out."""
+
+    enabled: bool = True
+    prompt: str = "Say just 'OK'"
+    max_tokens: int = Field(16, gt=0)
+    timeout: float = Field(300.0, gt=0, description="seconds, end to end")
+    requests: int = Field(1, ge=1)
+
+
+class SingleStreamSpec(_Model):
+    """The single-stream phase (C=1). ``duration`` 0 skips it."""
+
+    duration: float = Field(120.0, ge=0, description="seconds")
+
+
+class StepsSpec(_Model):
+    """The concurrency steps, each held for ``duration`` seconds with all its users started at once."""
+
+    concurrency: list[int] = Field(default_factory=lambda: [8, 16, 32, 64])
+    duration: float = Field(600.0, gt=0, description="seconds per step")
+
+    @field_validator("concurrency")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(c <= 0 for c in v):
+            raise ValueError("every concurrency must be a positive integer")
+        return v
+
+
+class TimeoutsSpec(_Model):
+    """Per-request timeouts in seconds (see :class:`harness.client.Timeouts`)."""
+
+    connect: float = Field(10.0, gt=0)
+    first_byte: float = Field(300.0, gt=0)
+    first_token: float = Field(600.0, gt=0)
+    idle: float = Field(120.0, gt=0)
+    total: float = Field(3600.0, gt=0)
+
+    def to_timeouts(self) -> Timeouts:
+        """As the client's :class:`~harness.client.Timeouts`."""
+        return Timeouts(self.connect, self.first_byte, self.first_token, self.idle, self.total)
+
+
+class OutputSpec(_Model):
+    """Where run directories go, and optional bulky per-request detail."""
+
+    dir: str = "runs"
+    chunk_times: bool = Field(False, description="store every token-bearing chunk's arrival time per record")
+
+
+class ReportSpec(_Model):
+    """Post-processing settings."""
+
+    hours_to_n: list[int] = Field(default_factory=lambda: [100_000, 200_000, 500_000, 900_000])
+
+    @field_validator("hours_to_n")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if not v or any(n <= 0 for n in v):
+            raise ValueError("must be a non-empty list of positive sample counts")
+        return v
+
+
+class Profile(_Model):
+    """A validated profile. Build with :func:`load_profile`."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    simulator: SimulatorSpec = Field(default_factory=SimulatorSpec)
+    request: RequestDefaults = Field(default_factory=RequestDefaults)
+    prompts: list[PromptSpec] = Field(min_length=1)
+    warmup: WarmupSpec = Field(default_factory=WarmupSpec)
+    single_stream: SingleStreamSpec = Field(default_factory=SingleStreamSpec)
+    steps: StepsSpec = Field(default_factory=StepsSpec)
+    timeouts: TimeoutsSpec = Field(default_factory=TimeoutsSpec)
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    report: ReportSpec = Field(default_factory=ReportSpec)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Profile:
+        seen: set[str] = set()
+        for p in self.prompts:
+            if p.id in seen:
+                raise ValueError(f"prompt id {p.id!r} appears twice")
+            seen.add(p.id)
+        return self
+
+    def build_body(self, prompt: PromptSpec, model: str) -> dict[str, Any]:
+        """The JSON request body for ``prompt`` (without ``stream``/``stream_options``, which the client sets).
+
+        Precedence, lowest first: request defaults, then the prompt's own ``max_tokens``/``thinking``, then
+        ``request.extra_body``, then the prompt's ``extra_body``.
+        """
+        req = self.request
+        body: dict[str, Any] = {"model": model, "messages": prompt.chat_messages()}
+        mt = prompt.max_tokens or req.max_tokens
+        if mt is not None:
+            body["max_tokens"] = mt
+        if req.temperature is not None:
+            body["temperature"] = req.temperature
+        if req.top_p is not None:
+            body["top_p"] = req.top_p
+        ctk = dict(req.chat_template_kwargs)
+        thinking = prompt.thinking if prompt.thinking is not None else req.thinking
+        if thinking is not None:
+            ctk["thinking"] = thinking
+            ctk["enable_thinking"] = thinking
+        if ctk:
+            body["chat_template_kwargs"] = ctk
+        if req.continuous_usage_stats:
+            body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
+        _deep_merge(body, req.extra_body)
+        _deep_merge(body, prompt.extra_body)
+        return body
+
+    def public_dict(self) -> dict[str, Any]:
+        """The profile as a JSON-ready dict (it holds the API key's variable *name*, never the key)."""
+        return self.model_dump(mode="json")
+
+
+def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            _deep_merge(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def _format_errors(path: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (typo?)"
+        lines.append(f"{path}: {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def load_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read and validate a profile YAML file.
+
+    Raises:
+        ProfileError: the file is missing, is not YAML, is not a mapping, or fails validation; the message
+            names the file, each bad key (dotted path, list indexes included) and the problem.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ProfileError(f"{p}: cannot read profile: {e.strerror or e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ProfileError(f"{p}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{p}: (top level): expected a mapping of keys (name, target, prompts, ...)")
+    data.setdefault("name", p.stem)
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as e:
+        raise ProfileError(_format_errors(str(p), e)) from None

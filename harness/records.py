@@ -1,0 +1,205 @@
+"""Run directories: metadata, per-request records and phase boundaries, each written as it happens.
+
+Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
+
+``run.json``
+    Metadata written at start and rewritten at the end: profile (as loaded, API key *name* only), target base
+    URL and model, simulator settings when the built-in simulator was the target, versions, host, argv with
+    secrets removed, ``start_wall`` / ``end_wall`` (epoch seconds), ``status`` ("running" | "finished" |
+    "interrupted").
+``records.jsonl``
+    One JSON object per request (:meth:`harness.result.RequestResult.to_record`), appended and flushed when
+    the request completes, so an interrupted run keeps every record written so far.
+``phases.jsonl``
+    ``{"event": "phase_start", "phase", "step", "concurrency", "wall", "planned_duration"}`` at each phase
+    start, and ``{"event": "run_end", "wall"}`` when the load stops.
+``report.md`` / ``report.json``
+    Written by :mod:`harness.report`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+try:
+    from orjson import dumps as _dumps
+except ImportError:  # pragma: no cover
+
+    def _dumps(obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+
+__all__ = ["RunDir", "read_phases", "read_records", "versions"]
+
+_SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)")
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python, the harness and its main dependencies (those importable)."""
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    from importlib import metadata
+
+    for dist in ("llmload", "locust", "gevent", "orjson", "pydantic", "prometheus-client"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _clean_argv(argv: list[str]) -> list[str]:
+    """argv with the value of any secret-looking option replaced by ``***``."""
+    out: list[str] = []
+    hide = False
+    for a in argv:
+        if hide:
+            out.append("***")
+            hide = False
+            continue
+        if a.startswith("-") and _SECRET_ARG.search(a):
+            if "=" in a:
+                out.append(a.split("=", 1)[0] + "=***")
+            else:
+                out.append(a)
+                hide = True
+            continue
+        out.append(a)
+    return out
+
+
+@dataclass
+class RunDir:
+    """An open run directory. Create with :meth:`create`; :meth:`close` it at the end of the run."""
+
+    path: Path
+    meta: dict[str, Any]
+    _records: IO[bytes] | None = None
+    _phases: IO[bytes] | None = None
+    count: int = 0
+
+    @classmethod
+    def create(cls, base: str | os.PathLike[str], name: str, meta: dict[str, Any]) -> RunDir:
+        """Create ``base/<timestamp>-<name>/`` (a suffix keeps it unique) and write ``run.json``.
+
+        Args:
+            base: the output directory (created if missing).
+            name: the profile name, used in the directory name.
+            meta: metadata to store (profile, target...); versions, host, argv and start time are added.
+
+        Raises:
+            OSError: when the directory cannot be created or written.
+        """
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name) or "run"
+        root = Path(base)
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / f"{stamp}-{safe}"
+        n = 1
+        while True:
+            try:
+                path.mkdir()
+                break
+            except FileExistsError:
+                n += 1
+                path = root / f"{stamp}-{safe}-{n}"
+        full = {
+            "run_id": path.name,
+            "status": "running",
+            "start_wall": time.time(),
+            "end_wall": None,
+            "hostname": socket.gethostname(),
+            "argv": _clean_argv(sys.argv),
+            "versions": versions(),
+            **meta,
+        }
+        rd = cls(path, full)
+        rd.write_meta()
+        rd._records = open(path / "records.jsonl", "ab")  # noqa: SIM115 - kept open for the run
+        rd._phases = open(path / "phases.jsonl", "ab")  # noqa: SIM115
+        return rd
+
+    def write_meta(self) -> None:
+        """(Re)write ``run.json`` atomically."""
+        tmp = self.path / "run.json.tmp"
+        tmp.write_text(json.dumps(self.meta, indent=2, default=str) + "\n")
+        tmp.replace(self.path / "run.json")
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        """Append one request record and flush it to the OS."""
+        f = self._records
+        if f is None:
+            raise ValueError(f"{self.path}: run directory is closed")
+        f.write(_dumps(record) + b"\n")
+        f.flush()
+        self.count += 1
+
+    def write_phase(self, event: dict[str, Any]) -> None:
+        """Append one phase event (``phase_start`` / ``run_end``) and flush it."""
+        f = self._phases
+        if f is None:
+            raise ValueError(f"{self.path}: run directory is closed")
+        f.write(_dumps(event) + b"\n")
+        f.flush()
+
+    def close(self, status: str = "finished") -> None:
+        """Record the end time and status in ``run.json`` and close the files (idempotent)."""
+        if self._records is None:
+            return
+        now = time.time()
+        self.write_phase({"event": "run_end", "wall": now})
+        self.meta["end_wall"] = now
+        self.meta["status"] = status
+        self.meta["records"] = self.count
+        self.write_meta()
+        for f in (self._records, self._phases):
+            if f is not None:
+                f.close()
+        self._records = self._phases = None
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Yield each JSON object of a JSON-lines file; a torn last line (interrupted write) is skipped.
+
+    Raises:
+        ValueError: naming the file and line when a line in the middle is not valid JSON.
+    """
+    if not path.exists():
+        return
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as e:
+            if i == last:
+                return  # a record cut short by a kill: everything before it is kept
+            raise ValueError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
+
+
+def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """All request records of a run directory (every ``records*.jsonl`` file), in file order."""
+    root = Path(run_dir)
+    out: list[dict[str, Any]] = []
+    for p in sorted(root.glob("records*.jsonl")):
+        out.extend(_read_jsonl(p))
+    return out
+
+
+def read_phases(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The phase events of a run directory, in order."""
+    return list(_read_jsonl(Path(run_dir) / "phases.jsonl"))

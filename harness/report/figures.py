@@ -1,0 +1,210 @@
+"""Per-step figures: counts, steady-state throughput, latency percentiles and hours to N.
+
+Units in the returned rows: seconds (``*_s``), tokens, tokens per second (``*_tps``), requests per second
+(``request_rate``), percentages (``*_pct``, 0..100) and shares (0..1).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from harness.histogram import LogHistogram
+from harness.report.hours import hours_by_requests, hours_by_tokens
+from harness.report.load import Phase, record_end
+from harness.report.stats import mean, overlap_fraction, percentile
+from harness.report.steady import Window
+
+__all__ = ["output_tokens_in", "step_row", "usable_ends_in"]
+
+
+def _start(r: dict[str, Any]) -> float:
+    return float(r.get("start_wall") or 0.0)
+
+
+def output_tokens_in(records: Sequence[dict[str, Any]], w0: float, w1: float) -> float:
+    """Output tokens of successful requests generated inside ``[w0, w1)`` (tokens).
+
+    Each request's ``output_tokens`` are spread uniformly over its decode interval
+    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window.
+    """
+    total = 0.0
+    for r in records:
+        if not r.get("ok") or not r.get("output_tokens"):
+            continue
+        s = _start(r)
+        ttft = r.get("ttft")
+        a0 = s + float(ttft) if ttft is not None else s
+        total += float(r["output_tokens"]) * overlap_fraction(a0, record_end(r), w0, w1)
+    return total
+
+
+def usable_ends_in(records: Sequence[dict[str, Any]], w0: float, w1: float) -> int:
+    """Number of usable requests whose end (``start_wall + e2e``) falls in ``[w0, w1)``."""
+    return sum(1 for r in records if r.get("usable") and w0 <= record_end(r) < w1)
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return 100.0 * part / whole if whole else None
+
+
+def _latency(sample: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Latency and per-request figures over ``sample`` (successful requests). Seconds and tokens."""
+
+    def vals(key: str) -> list[float]:
+        return [float(r[key]) for r in sample if r.get(key) is not None]
+
+    ttft, ttfat, tpot, e2e = vals("ttft"), vals("ttfat"), vals("tpot"), vals("e2e")
+    gaps = LogHistogram()
+    for r in sample:
+        if r.get("gap_hist"):
+            gaps.merge(LogHistogram.from_json(r["gap_hist"]))
+    usable = [r for r in sample if r.get("usable")]
+    return {
+        "latency_n": len(sample),
+        "ttft_p50_s": percentile(ttft, 50),
+        "ttft_p90_s": percentile(ttft, 90),
+        "ttft_p99_s": percentile(ttft, 99),
+        "ttfat_n": len(ttfat),
+        "ttfat_p50_s": percentile(ttfat, 50),
+        "ttfat_p90_s": percentile(ttfat, 90),
+        "ttfat_p99_s": percentile(ttfat, 99),
+        "gap_n": gaps.n,
+        "gap_p50_s": gaps.quantile(0.50),
+        "gap_p99_s": gaps.quantile(0.99),
+        "tpot_mean_s": mean(tpot),
+        "tpot_p50_s": percentile(tpot, 50),
+        "e2e_p50_s": percentile(e2e, 50),
+        "per_stream_tps": mean(vals("decode_rate")),
+        "mean_output_tokens": mean(float(r.get("output_tokens") or 0) for r in sample),
+        "mean_output_tokens_usable": mean(float(r.get("output_tokens") or 0) for r in usable),
+        "usable_share": len(usable) / len(sample) if sample else None,
+    }
+
+
+def step_row(
+    phase: Phase,
+    window: Window,
+    records: Sequence[dict[str, Any]],
+    hours_n: Sequence[int],
+    time_scale: float = 1.0,
+) -> dict[str, Any]:
+    """The report row of one step.
+
+    Args:
+        phase: the step.
+        window: its steady window (:func:`harness.report.steady.steady_window`).
+        records: every non-warm-up record of the run.
+        hours_n: sample counts N for the hours-to-N figures.
+        time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
+    """
+    step_recs = [r for r in records if int(r.get("step", 0)) == phase.step]
+    ok = [r for r in step_recs if r.get("ok")]
+    errors = Counter(str(r.get("error_class") or "unknown") for r in step_recs if not r.get("ok"))
+    truncated = sum(1 for r in ok if r.get("truncated"))
+    trunc_reason = sum(1 for r in ok if r.get("truncated_in_reasoning"))
+    usable = sum(1 for r in step_recs if r.get("usable"))
+    estimated = sum(1 for r in ok if r.get("token_source") == "estimate")
+
+    # measurement interval: the steady window, or (flagged) the whole step
+    if window.steady:
+        w0, w1 = window.start, window.end
+        sample = [r for r in records if r.get("ok") and w0 <= _start(r) < w1]
+    else:
+        w0, w1 = phase.start, phase.end
+        sample = ok
+    length = max(0.0, w1 - w0)
+    tokens = output_tokens_in(records, w0, w1)
+    k = usable_ends_in(records, w0, w1)
+    lat = _latency(sample)
+    tokens_per_usable = (
+        lat["mean_output_tokens"] / lat["usable_share"]
+        if lat["mean_output_tokens"] is not None and lat["usable_share"]
+        else None
+    )
+    output_tps = tokens / length if length > 0 else None
+    row: dict[str, Any] = {
+        "label": phase.label,
+        "phase": phase.phase,
+        "step": phase.step,
+        "concurrency": phase.concurrency,
+        "start_wall": phase.start,
+        "end_wall": phase.end,
+        "duration_s": phase.duration,
+        "planned_duration_s": phase.planned_duration,
+        "end_source": phase.end_source,
+        "steady": window.steady,
+        "not_steady_reason": window.reason,
+        "first_wave_end_s": window.first_wave_end - phase.start,
+        "first_wave_users": window.users,
+        "first_wave_method": window.method,
+        "window_start_wall": w0,
+        "window_end_wall": w1,
+        "window_start_s": w0 - phase.start,
+        "window_s": length,
+        "requests": len(step_recs),
+        "completed": len(ok),
+        "errors": len(step_recs) - len(ok),
+        "errors_by_class": dict(sorted(errors.items())),
+        "error_rate": (len(step_recs) - len(ok)) / len(step_recs) if step_recs else None,
+        "usable": usable,
+        "truncated": truncated,
+        "truncated_pct": _pct(truncated, len(ok)),
+        "truncated_in_reasoning": trunc_reason,
+        "truncated_in_reasoning_pct": _pct(trunc_reason, len(ok)),
+        "suspect_truncations": sum(1 for r in step_recs if r.get("suspect_truncation")),
+        "estimated_tokens_share": estimated / len(ok) if ok else None,
+        "window_output_tokens": tokens,
+        "output_tps": output_tps,
+        "window_usable_completions": k,
+        "request_rate": k / length if length > 0 else None,
+        **lat,
+        "tokens_per_usable": tokens_per_usable,
+    }
+    row["hours"] = [
+        {
+            "n": int(n),
+            **hours_by_requests(int(n), k, length),
+            "token_hours": hours_by_tokens(int(n), lat["mean_output_tokens"], output_tps, lat["usable_share"]),
+        }
+        for n in hours_n
+    ]
+    row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
+    return row
+
+
+def real_time(row: dict[str, Any], time_scale: float) -> dict[str, Any]:
+    """Real-time equivalents of a row measured against a simulator running at ``time_scale``.
+
+    Wall durations are simulated durations × ``time_scale``, so real durations are wall ÷ ``time_scale``
+    and real rates are wall rates × ``time_scale`` (client overheads do not scale: approximate).
+    """
+
+    def rate(v: float | None) -> float | None:
+        return v * time_scale if v is not None else None
+
+    def dur(v: float | None) -> float | None:
+        return v / time_scale if v is not None else None
+
+    return {
+        "time_scale": time_scale,
+        "window_s": dur(row["window_s"]),
+        "output_tps": rate(row["output_tps"]),
+        "request_rate": rate(row["request_rate"]),
+        "per_stream_tps": rate(row["per_stream_tps"]),
+        "ttft_p50_s": dur(row["ttft_p50_s"]),
+        "ttfat_p50_s": dur(row["ttfat_p50_s"]),
+        "e2e_p50_s": dur(row["e2e_p50_s"]),
+        "tpot_mean_s": dur(row["tpot_mean_s"]),
+        "hours": [
+            {
+                "n": h["n"],
+                "hours": dur(h["hours"]),
+                "hours_low": dur(h["hours_low"]),
+                "hours_high": dur(h["hours_high"]),
+                "token_hours": dur(h["token_hours"]),
+            }
+            for h in row["hours"]
+        ],
+    }

@@ -1,0 +1,193 @@
+"""Loading a run directory for the report: metadata, request records and phase intervals.
+
+All times are wall-clock epoch seconds. A record's *end* is ``start_wall + e2e`` (request sent -> last byte
+or failure); a phase ``[start, end)`` ends at the next ``phase_start``, at ``run_end``, or, in an interrupted
+run without ``run_end``, at the latest record end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.records import read_phases, read_records
+
+__all__ = [
+    "DEFAULT_HOURS_TO_N",
+    "NoRecordsError",
+    "Phase",
+    "RunData",
+    "load_run",
+    "record_end",
+]
+
+#: Sample counts N for the hours-to-N table when the profile does not set ``report.hours_to_n``.
+DEFAULT_HOURS_TO_N: tuple[int, ...] = (100_000, 200_000, 500_000, 900_000)
+
+
+class NoRecordsError(FileNotFoundError):
+    """The directory does not exist or holds no ``records.jsonl``."""
+
+
+def record_end(rec: dict[str, Any]) -> float:
+    """Wall time (epoch s) the request ended: ``start_wall + e2e``.
+
+    When ``e2e`` is missing (should not happen), the latest timing present is used, else ``start_wall``.
+    """
+    start = float(rec.get("start_wall") or 0.0)
+    e2e = rec.get("e2e")
+    if e2e is not None:
+        return start + float(e2e)
+    timings = [rec.get(k) for k in ("t_last_token", "ttfat", "ttft", "t_headers")]
+    present = [float(t) for t in timings if t is not None]
+    return start + (max(present) if present else 0.0)
+
+
+@dataclass
+class Phase:
+    """One phase of the run: warm-up, single stream (step 0) or a load step (1..).
+
+    Attributes:
+        phase: "warmup" | "single" | "step".
+        step: step index (-1 warm-up, 0 single stream, 1.. load steps).
+        concurrency: target number of concurrent users.
+        start / end: wall interval [start, end) in epoch seconds.
+        planned_duration: the planned length in seconds, when the phase event gave one.
+        end_source: "next_phase" | "run_end" | "last_record" (interrupted run) | "records" (no phases.jsonl).
+    """
+
+    phase: str
+    step: int
+    concurrency: int
+    start: float
+    end: float
+    planned_duration: float | None = None
+    end_source: str = "next_phase"
+
+    @property
+    def label(self) -> str:
+        """Table label: ``warmup``, ``single`` or ``C=<concurrency>``."""
+        if self.phase == "warmup" or self.step < 0:
+            return "warmup"
+        if self.phase == "single" or self.step == 0:
+            return "single"
+        return f"C={self.concurrency}"
+
+    @property
+    def duration(self) -> float:
+        """Length of the phase in seconds."""
+        return max(0.0, self.end - self.start)
+
+
+@dataclass
+class RunData:
+    """Everything the report is computed from.
+
+    Attributes:
+        path: the run directory.
+        meta: ``run.json`` (empty when missing or unreadable).
+        records: every request record, warm-up included, in file order.
+        phases: the phases in order (warm-up included).
+        has_run_end: whether ``phases.jsonl`` holds a ``run_end`` event.
+        phases_inferred: True when ``phases.jsonl`` was missing and boundaries were inferred from records.
+        problems: human-readable issues met while loading (shown as notes).
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    records: list[dict[str, Any]]
+    phases: list[Phase]
+    has_run_end: bool
+    phases_inferred: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+def _read_meta(root: Path, problems: list[str]) -> dict[str, Any]:
+    p = root / "run.json"
+    if not p.exists():
+        problems.append("run.json is missing: no metadata (profile, target, status) in this report.")
+        return {}
+    try:
+        meta = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        problems.append(f"run.json is unreadable ({e}); metadata ignored.")
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _phases_from_events(events: list[dict[str, Any]], records: list[dict[str, Any]]) -> tuple[list[Phase], bool]:
+    starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
+    run_end = next((float(e["wall"]) for e in events if e.get("event") == "run_end" and e.get("wall") is not None),
+                   None)
+    last_end = max((record_end(r) for r in records), default=None)
+    phases: list[Phase] = []
+    for i, ev in enumerate(starts):
+        start = float(ev["wall"])
+        if i + 1 < len(starts):
+            end, src = float(starts[i + 1]["wall"]), "next_phase"
+        elif run_end is not None:
+            end, src = run_end, "run_end"
+        else:
+            end, src = (last_end if last_end is not None else start), "last_record"
+        pd = ev.get("planned_duration")
+        phases.append(
+            Phase(
+                phase=str(ev.get("phase") or "step"),
+                step=int(ev.get("step", 0)),
+                concurrency=int(ev.get("concurrency") or 1),
+                start=start,
+                end=max(start, end),
+                planned_duration=float(pd) if pd is not None else None,
+                end_source=src,
+            )
+        )
+    return phases, run_end is not None
+
+
+def _phases_from_records(records: list[dict[str, Any]]) -> list[Phase]:
+    """Phase intervals inferred from records alone: [first request sent, last request ended] per step."""
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for r in records:
+        by_step.setdefault(int(r.get("step", 0)), []).append(r)
+    out = []
+    for step in sorted(by_step):
+        recs = by_step[step]
+        start = min(float(r.get("start_wall") or 0.0) for r in recs)
+        end = max(record_end(r) for r in recs)
+        phase = str(recs[0].get("phase") or ("warmup" if step < 0 else "single" if step == 0 else "step"))
+        conc = int(recs[0].get("concurrency") or 1)
+        out.append(Phase(phase, step, conc, start, end, None, "records"))
+    # consecutive steps must not overlap: a step ends where the next one starts
+    for a, b in zip(out, out[1:], strict=False):
+        a.end = max(a.start, min(a.end, b.start))
+    return out
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunData:
+    """Read a run directory.
+
+    Raises:
+        NoRecordsError: when the directory or its ``records.jsonl`` does not exist (message names the path).
+        ValueError: when a line in the middle of a JSON-lines file is not valid JSON.
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise NoRecordsError(f"{root}: no such run directory")
+    if not (root / "records.jsonl").exists() and not any(root.glob("records*.jsonl")):
+        raise NoRecordsError(f"{root / 'records.jsonl'}: not found (is {root} a run directory?)")
+    problems: list[str] = []
+    meta = _read_meta(root, problems)
+    records = [r for r in read_records(root) if isinstance(r, dict)]
+    events = read_phases(root)
+    inferred = False
+    if any(e.get("event") == "phase_start" for e in events):
+        phases, has_end = _phases_from_events(events, records)
+    else:
+        phases, has_end, inferred = _phases_from_records(records), False, True
+        if records:
+            problems.append("phases.jsonl is missing or empty: step boundaries were inferred from the records "
+                            "(first request sent to last request ended per step).")
+    return RunData(root, meta, records, phases, has_end, inferred, problems)

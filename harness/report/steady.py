@@ -1,0 +1,91 @@
+"""Steady-state window of a step: the part after the first wave of requests has been replaced.
+
+For step k with wall interval ``[s, e)``: every user active in the step (users with a record of step k, plus
+users whose request was in flight at ``s``) contributes the end time of its first request that ends after
+``s`` (the request in flight at ``s``, or its first request of the step). The window starts at the latest of
+those end times, ``ws = max(...)``, and is ``[ws, e)``. From ``ws`` on every in-flight request was started
+inside the step, at the step's concurrency. When ``ws >= e`` the step has no steady window.
+
+Warm-up requests in flight at ``s`` count in the first wave (they load the server) but, ending before
+``ws`` by construction, they never contribute to any figure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.report.load import Phase, record_end
+
+__all__ = ["Window", "steady_window"]
+
+
+@dataclass(frozen=True)
+class Window:
+    """The steady window of one step (wall-clock epoch seconds).
+
+    Attributes:
+        start / end: the window ``[start, end)``; ``start == first_wave_end`` (``end`` is the step's end).
+        first_wave_end: when the last request of the first wave ended (``ws``), possibly after the step end.
+        steady: True when there is a non-empty window and the step recorded at least one request.
+        users: number of users counted in the first wave.
+        method: "users" (per-user first requests) or "first_c_requests" (records without user ids: the
+            requests in flight at the step start plus the first C - in-flight requests of the step).
+        reason: why the step is not steady (None when steady).
+    """
+
+    start: float
+    end: float
+    first_wave_end: float
+    steady: bool
+    users: int
+    method: str
+    reason: str | None = None
+
+    @property
+    def length(self) -> float:
+        """Window length in seconds (0 when there is no window)."""
+        return max(0.0, self.end - self.start)
+
+
+def steady_window(phase: Phase, records: Sequence[dict[str, Any]]) -> Window:
+    """Compute the steady window of ``phase`` from every record of the run (warm-up included).
+
+    Args:
+        phase: the step, with its wall interval [start, end).
+        records: all request records of the run.
+    """
+    s, e = phase.start, phase.end
+    step_recs = [r for r in records if int(r.get("step", 0)) == phase.step]
+    inflight = [r for r in records if float(r.get("start_wall") or 0.0) < s < record_end(r)]
+    relevant = step_recs + inflight
+    if all(r.get("user") not in (None, "") for r in relevant):
+        method = "users"
+        users = {str(r["user"]) for r in relevant}
+        first_end: dict[str, float] = {}
+        for r in records:
+            u = str(r.get("user"))
+            if u not in users:
+                continue
+            end = record_end(r)
+            if (end > s or int(r.get("step", 0)) == phase.step) and end < first_end.get(u, float("inf")):
+                first_end[u] = end
+        ws = max(first_end.values(), default=s)
+        n_users = len(users)
+    else:
+        method = "first_c_requests"
+        need = max(0, phase.concurrency - len(inflight))
+        first = sorted(step_recs, key=lambda r: float(r.get("start_wall") or 0.0))[:need]
+        wave = inflight + [r for r in first if r not in inflight]
+        ws = max((record_end(r) for r in wave), default=s)
+        n_users = len(wave)
+    ws = max(ws, s)
+    reason: str | None = None
+    if not step_recs:
+        reason = "no request of this step was recorded"
+    elif ws >= e:
+        reason = f"step too short for steady state: first wave ended at +{ws - s:.1f} s, step lasted {e - s:.1f} s"
+    steady = reason is None
+    return Window(start=min(ws, e), end=e, first_wave_end=ws, steady=steady, users=n_users, method=method,
+                  reason=reason)

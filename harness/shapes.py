@@ -1,0 +1,123 @@
+"""The standard sweep as a Locust load shape: warm-up, single stream, then concurrency steps.
+
+Runs on the master (or the single local process) only. The warm-up is sent by the shape itself, before any
+user starts, with its own timeout (the seed's fix: a short prompt, ``max_tokens`` 16, 300 s); its records are
+marked ``phase: "warmup"`` and excluded from every figure. Then the single-stream phase holds 1 user, and each
+step holds its users, all started at once (spawn rate = users), for the configured duration. Phase starts are
+written to ``phases.jsonl`` and broadcast to workers before the users of that phase are spawned.
+"""
+
+from __future__ import annotations
+
+from locust import LoadTestShape
+
+import logging
+import time
+from dataclasses import dataclass
+
+from harness.client import Timeouts
+from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
+
+__all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
+
+log = logging.getLogger("llmload")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One phase after the warm-up: ``users`` held for ``duration`` seconds."""
+
+    phase: str
+    step: int
+    users: int
+    duration: float
+
+
+def plan_stages(ctx: RunContext) -> list[Stage]:
+    """The stages of a profile: the single-stream phase (if its duration > 0), then each step."""
+    p = ctx.profile
+    stages = []
+    if p.single_stream.duration > 0:
+        stages.append(Stage("single", 0, 1, p.single_stream.duration))
+    for i, c in enumerate(p.steps.concurrency, start=1):
+        stages.append(Stage("step", i, c, p.steps.duration))
+    return stages
+
+
+class WarmupFailed(RuntimeError):
+    """Every warm-up request failed: the server is not ready, and no figure would be meaningful."""
+
+
+class ReasoningSweepShape(LoadTestShape):
+    """Warm-up -> single stream (C=1) -> steps (default C = 8, 16, 32, 64), from the profile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stages: list[Stage] | None = None
+        self._t0: float | None = None
+        self._current: int = -1
+        self.warmup_error: str | None = None
+
+    def _warmup(self, ctx: RunContext) -> None:
+        w = ctx.profile.warmup
+        if not w.enabled:
+            return
+        to = ctx.profile.timeouts
+        timeouts = Timeouts(to.connect, w.timeout, w.timeout, w.timeout, w.timeout)
+        client = ctx.new_client(timeouts)
+        body = {"model": ctx.model, "messages": [{"role": "user", "content": w.prompt}], "max_tokens": w.max_tokens}
+        ctx.state = PhaseState("warmup", -1, 1)
+        if ctx.run_dir is not None:
+            ctx.run_dir.write_phase(
+                {"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": time.time(),
+                 "planned_duration": None}
+            )
+        ok = False
+        for i in range(w.requests):
+            res = client.stream_chat(body, prompt_id="warmup", phase="warmup", step=-1, concurrency=1)
+            res.user = "warmup"
+            ctx.record(res.to_record())
+            log.info(
+                "warm-up %d/%d: %s in %.1f s (%d output tokens, finish_reason %s)",
+                i + 1, w.requests, "ok" if res.ok else f"FAILED ({res.error_class}: {res.error_detail})",
+                res.e2e or 0.0, res.output_tokens, res.finish_reason,
+            )
+            ok = ok or res.ok
+        client.close()
+        if not ok:
+            self.warmup_error = "every warm-up request failed; see records.jsonl (phase warmup)"
+            log.error("llmload: %s: stopping before any measured load", self.warmup_error)
+
+    def tick(self) -> tuple[int, float] | tuple[int, float, list[type]] | None:
+        """Locust calls this about once a second; see the class docstring for the sequence."""
+        ctx = context()
+        if self._stages is None:
+            self._stages = plan_stages(ctx)
+            self._warmup(ctx)
+            if self.warmup_error:
+                return None
+            self._t0 = time.perf_counter()
+        assert self._t0 is not None
+        elapsed = time.perf_counter() - self._t0
+        idx, acc = -1, 0.0
+        for i, st in enumerate(self._stages):
+            acc += st.duration
+            if elapsed < acc:
+                idx = i
+                break
+        if idx < 0:
+            ctx.finished = True
+            return None
+        st = self._stages[idx]
+        if idx != self._current:
+            self._current = idx
+            ctx.state = PhaseState(st.phase, st.step, st.users)
+            if ctx.run_dir is not None:
+                ctx.run_dir.write_phase(
+                    {"event": "phase_start", "phase": st.phase, "step": st.step, "concurrency": st.users,
+                     "wall": time.time(), "planned_duration": st.duration}
+                )
+            log.info("llmload: phase %s step %d: %d users for %.0f s", st.phase, st.step, st.users, st.duration)
+            if self.runner is not None:
+                self.runner.send_message(MSG_PHASE, ctx.phase_message())
+        return st.users, float(st.users)

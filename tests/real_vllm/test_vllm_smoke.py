@@ -1,0 +1,277 @@
+"""Smoke tests of a real vLLM server (CPU build) serving the scripted model; stdlib HTTP only.
+
+They pin down what vLLM 0.32.0 really streams, because the harness must parse exactly that:
+
+* the first chunk is role-only (``{"role": "assistant", "content": ""}``): not a token;
+* reasoning text arrives in ``delta.reasoning`` (not ``reasoning_content``), one chunk per token;
+* the ``</think>`` token gets no chunk: it is counted in the cumulative usage of the first answer chunk;
+* the EOS token gets the final chunk with ``delta.content == ""`` and ``finish_reason``;
+* the usage-only chunk has ``choices: []``; ``usage.completion_tokens`` is K + M + 2 (``</think>`` and
+  EOS included) while ``completion_tokens_details.reasoning_tokens`` stays 0.
+
+Measured values are printed (``pytest -s``) and attached with ``record_property``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+pytestmark = pytest.mark.real_vllm
+
+#: Seconds allowed for one request.
+REQUEST_TIMEOUT = 120.0
+
+
+@dataclass
+class StreamResult:
+    """One streamed chat completion, parsed.
+
+    Attributes:
+        chunks: every ``data:`` JSON object, in order (``[DONE]`` excluded).
+        arrival: ``time.monotonic()`` seconds at which each chunk of ``chunks`` was read.
+        done: whether ``data: [DONE]`` arrived.
+        started: ``time.monotonic()`` seconds just before sending the request.
+        finished: ``time.monotonic()`` seconds after the stream ended.
+    """
+
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    arrival: list[float] = field(default_factory=list)
+    done: bool = False
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def duration(self) -> float:
+        """Seconds from sending the request to the end of the stream."""
+        return self.finished - self.started
+
+    def deltas(self, key: str) -> list[tuple[int, str]]:
+        """Return ``(chunk index, text)`` for each chunk whose first choice's delta has non-empty ``key``."""
+        out: list[tuple[int, str]] = []
+        for i, chunk in enumerate(self.chunks):
+            choices = chunk.get("choices") or []
+            if choices:
+                text = (choices[0].get("delta") or {}).get(key)
+                if text:
+                    out.append((i, text))
+        return out
+
+    def has_key(self, key: str) -> bool:
+        """Whether any delta carries ``key`` at all (even empty or null)."""
+        return any(key in (c.get("delta") or {}) for ch in self.chunks for c in ch.get("choices") or [])
+
+    @property
+    def finish_reason(self) -> str | None:
+        """The last non-null ``finish_reason`` seen."""
+        reason: str | None = None
+        for chunk in self.chunks:
+            for choice in chunk.get("choices") or []:
+                if choice.get("finish_reason") is not None:
+                    reason = choice["finish_reason"]
+        return reason
+
+    @property
+    def final_usage(self) -> dict[str, Any]:
+        """``usage`` of the usage-only chunk (``choices == []``), or ``{}``."""
+        for chunk in reversed(self.chunks):
+            if not chunk.get("choices") and chunk.get("usage"):
+                usage: dict[str, Any] = chunk["usage"]
+                return usage
+        return {}
+
+    @property
+    def ttft(self) -> float:
+        """Seconds from sending the request to the first chunk carrying reasoning or content text."""
+        for i, chunk in enumerate(self.chunks):
+            for choice in chunk.get("choices") or []:
+                delta = choice.get("delta") or {}
+                if delta.get("reasoning") or delta.get("content") or delta.get("reasoning_content"):
+                    return self.arrival[i] - self.started
+        return float("nan")
+
+
+def stream_chat(base_url: str, model: str, max_tokens: int | None = None, prompt: str = "Hello") -> StreamResult:
+    """POST one streaming ``/v1/chat/completions`` request with continuous usage stats; parse the SSE."""
+    url = urlsplit(base_url)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+    }
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    result = StreamResult()
+    conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port, timeout=REQUEST_TIMEOUT)
+    try:
+        result.started = time.monotonic()
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            body=json.dumps(body),
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        )
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise AssertionError(f"HTTP {resp.status}: {resp.read()[:2000]!r}")
+        while True:
+            raw = resp.readline()
+            if not raw:
+                break
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[len("data:") :].strip()
+            if data == "[DONE]":
+                result.done = True
+                break
+            result.chunks.append(json.loads(data))
+            result.arrival.append(time.monotonic())
+        result.finished = time.monotonic()
+    finally:
+        conn.close()
+    return result
+
+
+def report(record_property: Any, name: str, value: object) -> None:
+    """Print a measured value and attach it to the test report (junit ``property``)."""
+    print(f"[measured] {name} = {value}")
+    record_property(name, value)
+
+
+def test_stream_reasoning_then_answer(vllm_server: Any, record_property: Any) -> None:
+    """One full reply: K reasoning deltas, M answer deltas, ``stop``, and vLLM's token accounting."""
+    k, m = vllm_server.reasoning, vllm_server.answer
+    report(record_property, "server_startup_seconds", round(vllm_server.startup_seconds, 2))
+    stream_chat(vllm_server.base_url, vllm_server.model)  # warm-up
+    res = stream_chat(vllm_server.base_url, vllm_server.model)
+
+    assert res.done, "stream did not end with data: [DONE]"
+    reasoning = res.deltas("reasoning")
+    content = res.deltas("content")
+    report(record_property, "chunks_total", len(res.chunks))
+    report(record_property, "reasoning_chunks", len(reasoning))
+    report(record_property, "content_chunks", len(content))
+    report(record_property, "reasoning_content_key_present", res.has_key("reasoning_content"))
+    report(record_property, "single_request_seconds", round(res.duration, 3))
+    report(record_property, "ttft_seconds", round(res.ttft, 4))
+
+    # The first chunk is role-only: an empty content string, not a token.
+    first = res.chunks[0]["choices"][0]
+    assert first["delta"] == {"role": "assistant", "content": ""}
+    assert res.chunks[0]["usage"]["completion_tokens"] == 0
+
+    # Reasoning in delta.reasoning (renamed from reasoning_content, which 0.32.0 no longer sends).
+    assert len(reasoning) == k
+    assert "".join(t for _, t in reasoning) == vllm_server.expected_reasoning
+    assert not res.has_key("reasoning_content")
+    assert len(content) == m
+    assert "".join(t for _, t in content) == vllm_server.expected_answer
+    assert reasoning[-1][0] < content[0][0], "answer text began before the reasoning ended"
+    assert not any(t for _, t in res.deltas("reasoning") if _ > content[0][0])
+
+    # Chunk layout: role chunk, K reasoning, M content, finish chunk (EOS, empty content), usage chunk.
+    assert len(res.chunks) == 1 + k + m + 1 + 1
+    finish = res.chunks[-2]["choices"][0]
+    assert finish["finish_reason"] == "stop"
+    assert finish["delta"] == {"content": ""}
+    assert res.finish_reason == "stop"
+    assert res.chunks[-1]["choices"] == []
+
+    usage = res.final_usage
+    details = usage.get("completion_tokens_details") or {}
+    report(record_property, "usage_completion_tokens", usage.get("completion_tokens"))
+    report(record_property, "usage_prompt_tokens", usage.get("prompt_tokens"))
+    report(record_property, "usage_reasoning_tokens", details.get("reasoning_tokens"))
+    # </think> and EOS are generated tokens too.
+    assert usage["completion_tokens"] == k + m + 2
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
+    # vLLM does not fill this in even though K tokens were reasoning: never trust a zero here.
+    assert details.get("reasoning_tokens") == 0
+
+    # Cumulative per-chunk usage (continuous_usage_stats).
+    at_last_reasoning = res.chunks[reasoning[-1][0]]["usage"]["completion_tokens"]
+    at_first_content = res.chunks[content[0][0]]["usage"]["completion_tokens"]
+    at_last_content = res.chunks[content[-1][0]]["usage"]["completion_tokens"]
+    at_finish = res.chunks[-2]["usage"]["completion_tokens"]
+    report(record_property, "cumulative_completion_tokens_at_last_reasoning_chunk", at_last_reasoning)
+    report(record_property, "cumulative_completion_tokens_at_first_content_chunk", at_first_content)
+    report(record_property, "cumulative_completion_tokens_at_last_content_chunk", at_last_content)
+    report(record_property, "cumulative_completion_tokens_at_finish_chunk", at_finish)
+    report(
+        record_property,
+        "reasoning_tokens_at_last_reasoning_chunk",
+        res.chunks[reasoning[-1][0]]["usage"].get("completion_tokens_details", {}).get("reasoning_tokens"),
+    )
+    assert at_last_reasoning == k
+    assert at_first_content == k + 2, "</think> is counted with the first answer chunk"
+    assert at_last_content == k + m + 1
+    assert at_finish == k + m + 2, "EOS is counted with the (empty) finish chunk"
+    # One token per text chunk: cumulative count rises by exactly 1 between consecutive reasoning chunks.
+    counts = [res.chunks[i]["usage"]["completion_tokens"] for i, _ in reasoning]
+    assert counts == list(range(1, k + 1))
+
+
+def test_max_tokens_below_reasoning_ends_with_length(vllm_server: Any, record_property: Any) -> None:
+    """``max_tokens`` < K: the reply is cut inside the reasoning, ``finish_reason == "length"``."""
+    k = vllm_server.reasoning
+    limit = k // 2
+    res = stream_chat(vllm_server.base_url, vllm_server.model, max_tokens=limit)
+    assert res.done
+    assert res.finish_reason == "length"
+    assert res.deltas("content") == []
+    reasoning = res.deltas("reasoning")
+    report(record_property, "length_reasoning_chunks", len(reasoning))
+    assert len(reasoning) == limit
+    assert vllm_server.expected_reasoning.startswith("".join(t for _, t in reasoning))
+    assert res.final_usage["completion_tokens"] == limit
+
+
+def _tokens_per_second(base_url: str, model: str, concurrency: int) -> tuple[float, list[StreamResult]]:
+    """Run ``concurrency`` simultaneous streams; return (aggregate completion tokens/s, results)."""
+    results: list[StreamResult | None] = [None] * concurrency
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(concurrency)
+
+    def worker(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[i] = stream_chat(base_url, model)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=REQUEST_TIMEOUT)
+    assert not errors, errors
+    done = [r for r in results if r is not None]
+    assert len(done) == concurrency
+    tokens = sum(r.final_usage["completion_tokens"] for r in done)
+    wall = max(r.finished for r in done) - min(r.started for r in done)
+    return tokens / wall, done
+
+
+def test_concurrency_increases_throughput(vllm_server: Any, record_property: Any) -> None:
+    """Four concurrent streams yield more aggregate tokens/s than one (the server batches)."""
+    k, m = vllm_server.reasoning, vllm_server.answer
+    stream_chat(vllm_server.base_url, vllm_server.model)  # warm-up
+    tps1 = max(_tokens_per_second(vllm_server.base_url, vllm_server.model, 1)[0] for _ in range(2))
+    tps4, results4 = _tokens_per_second(vllm_server.base_url, vllm_server.model, 4)
+    report(record_property, "tokens_per_second_c1", round(tps1, 1))
+    report(record_property, "tokens_per_second_c4", round(tps4, 1))
+    report(record_property, "c4_request_seconds", [round(r.duration, 3) for r in results4])
+    for r in results4:
+        assert r.finish_reason == "stop"
+        assert len(r.deltas("reasoning")) == k
+        assert len(r.deltas("content")) == m
+    assert tps4 > tps1
