@@ -6,6 +6,12 @@ from this process (a ``selectors`` loop, no gevent, no JSON parsing), and counts
 Prints per-run rates and the median of ``--runs`` runs (chunks/s = token-bearing events/s).
 
     .venv/bin/python benchmarks/sim_capacity.py --concurrency 64 --duration 5 --runs 3
+
+``--sweep PRESET`` instead measures a preset's real decode throughput (time scale 1) at several
+concurrencies: aggregate token events/s in the measured window and the mean per-stream rate
+(tokens - 1) / (last token - first token) of the requests that finished inside it.
+
+    .venv/bin/python benchmarks/sim_capacity.py --sweep demo --levels 1,8,32,64 --duration 20
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.sim import launch  # noqa: E402
+from harness.sim import launch
 
 _EVENT = b"data: "
 _END = b"0\r\n\r\n"
 #: Non-token events per request: role chunk, finish chunk, [DONE].
 _OVERHEAD_EVENTS = 3
+
+
+_TOKEN_MARKERS = (b'{"reasoning":', b'{"content":"')
 
 
 class Stream:
@@ -40,6 +49,12 @@ class Stream:
         self.tail = b""
         self.events = 0
         self.completed = 0
+        self.tokens = 0  # token-bearing events (vllm flavour, 1 token each)
+        self.req_tokens = 0
+        self.t_first = 0.0
+        self.t_last = 0.0
+        #: (finish time, tokens, per-stream rate tokens/s) of completed requests
+        self.finished: list[tuple[float, int, float]] = []
 
     def send(self) -> None:
         self.sock.setblocking(True)
@@ -50,14 +65,26 @@ class Stream:
         data = self.sock.recv(262144)
         if not data:
             raise ConnectionError("server closed the connection")
+        now = time.perf_counter()
         window = self.tail + data
         self.events += window.count(_EVENT)
+        n_tok = sum(window.count(m) for m in _TOKEN_MARKERS)
+        if n_tok:
+            if self.req_tokens == 0:
+                self.t_first = now
+            self.t_last = now
+            self.req_tokens += n_tok
+            self.tokens += n_tok
         if window.endswith(_END):  # last bytes of a response (the server sends it in one write)
             self.completed += 1
+            span = self.t_last - self.t_first
+            rate = (self.req_tokens - 1) / span if span > 0 else float("nan")
+            self.finished.append((now, self.req_tokens, rate))
+            self.req_tokens = 0
             self.tail = b""
             self.send()
         else:
-            self.tail = window[-5:]
+            self.tail = window[-12:]
 
 
 def run_once(url: str, concurrency: int, duration: float, warmup: float) -> dict[str, float]:
@@ -65,9 +92,9 @@ def run_once(url: str, concurrency: int, duration: float, warmup: float) -> dict
     host, port = url.removeprefix("http://").rsplit(":", 1)
     body = json.dumps({
         "model": "sim-reasoner",
-        "messages": [{"role": "user", "content": "benchmark the simulator please"}],
+        "messages": [{"role": "user", "content": "Benchmark the simulator, please, with an ordinary prompt."}],
         "stream": True,
-        "max_tokens": 1000,
+        "max_tokens": 4000,
     }).encode()
     request = (
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n"
@@ -81,12 +108,13 @@ def run_once(url: str, concurrency: int, duration: float, warmup: float) -> dict
     t_start = time.perf_counter()
     t_measure = t_start + warmup
     t_end = t_measure + duration
-    base_events = base_done = None
+    base_events = base_done = base_tokens = None
     while True:
         now = time.perf_counter()
         if base_events is None and now >= t_measure:
             base_events = sum(s.events for s in streams)
             base_done = sum(s.completed for s in streams)
+            base_tokens = sum(s.tokens for s in streams)
             t_measure = now
         if now >= t_end:
             break
@@ -95,6 +123,8 @@ def run_once(url: str, concurrency: int, duration: float, warmup: float) -> dict
     elapsed = time.perf_counter() - t_measure
     events = sum(s.events for s in streams) - (base_events or 0)
     done = sum(s.completed for s in streams) - (base_done or 0)
+    tokens = sum(s.tokens for s in streams) - (base_tokens or 0)
+    rates = [r for s in streams for (t, _n, r) in s.finished if t >= t_measure and r == r]
     for s in streams:
         sel.unregister(s.sock)
         s.sock.close()
@@ -103,6 +133,9 @@ def run_once(url: str, concurrency: int, duration: float, warmup: float) -> dict
         "events_per_s": events / elapsed,
         "chunks_per_s": token_chunks / elapsed,
         "requests_per_s": done / elapsed,
+        "tokens_per_s": tokens / elapsed,
+        "per_stream": statistics.fmean(rates) if rates else float("nan"),
+        "finished": float(len(rates)),
     }
 
 
@@ -115,7 +148,12 @@ def main() -> int:
     parser.add_argument("--tokens-per-chunk", type=int, default=1, help="passed to the simulator")
     parser.add_argument("--decode-base", type=float, default=0.0,
                         help="engine step time, seconds (0 = as fast as possible; e.g. 0.01 = 100 chunks/s/stream)")
+    parser.add_argument("--sweep", metavar="PRESET", default=None,
+                        help="measure PRESET's throughput at --levels instead of the capacity")
+    parser.add_argument("--levels", default="1,8,32,64", help="concurrency levels for --sweep")
     args = parser.parse_args()
+    if args.sweep:
+        return sweep(args.sweep, [int(x) for x in args.levels.split(",")], args.duration, args.warmup)
     results = []
     extra = ["--tokens-per-chunk", str(args.tokens_per_chunk), "--decode-base", repr(args.decode_base)]
     with launch(preset="bench", extra_args=extra) as sim:
@@ -129,6 +167,20 @@ def main() -> int:
     median = statistics.median(r["chunks_per_s"] for r in results)
     print(f"median: {median:.0f} token chunks/s per simulator process (C={args.concurrency}, "
           f"{args.tokens_per_chunk} token/chunk, decode step {args.decode_base} s)")
+    return 0
+
+
+def sweep(preset: str, levels: list[int], duration: float, warmup: float) -> int:
+    """Print aggregate and per-stream decode rates (tokens/s) of ``preset`` at each concurrency level."""
+    from harness.sim.presets import get_preset
+
+    model = get_preset(preset)
+    with launch(preset=preset) as sim:
+        for c in levels:
+            r = run_once(sim.url, c, duration, warmup)
+            print(f"C={c:<3d} aggregate {r['tokens_per_s']:8.1f} tok/s (model {model.aggregate_rate(c):7.1f})   "
+                  f"per-stream {r['per_stream']:6.1f} tok/s (model {model.per_stream_rate(c):6.1f}, "
+                  f"{r['finished']:.0f} requests)   {r['requests_per_s']:.2f} req/s", flush=True)
     return 0
 
 

@@ -64,10 +64,11 @@ class SSEDecoder:
                 piece = piece[1:]
         buf = self._buf + piece if self._buf else piece
         if b"\r" in buf:
-            if buf.endswith(b"\r"):
+            tail = b""
+            if buf.endswith(b"\r"):  # may be the first half of a CRLF split across reads
                 self._pending_cr = True
-                buf = buf[:-1] + b"\n"
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                buf, tail = buf[:-1], b"\n"
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
         if b"\n" not in buf:
             self._buf = buf
             return []

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +162,7 @@ def _phases_from_records(records: list[dict[str, Any]]) -> list[Phase]:
         conc = int(recs[0].get("concurrency") or 1)
         out.append(Phase(phase, step, conc, start, end, None, "records"))
     # consecutive steps must not overlap: a step ends where the next one starts
-    for a, b in zip(out, out[1:], strict=False):
+    for a, b in pairwise(out):
         a.end = max(a.start, min(a.end, b.start))
     return out
 

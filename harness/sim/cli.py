@@ -125,8 +125,13 @@ def print_presets() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.command == "serve":
+        if args.time_scale < 0:
+            parser.error("--time-scale must be >= 0")
+        if args.tokens_per_chunk < 1:
+            parser.error("--tokens-per-chunk must be >= 1")
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
         return serve(args)
     return print_presets()

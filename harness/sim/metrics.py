@@ -90,7 +90,7 @@ class SimMetrics(EngineListener):
     def on_finish(self, seq: Sequence, reason: str) -> None:
         """Count the finished request and observe E2E / TPOT."""
         self.success.labels(self.model, reason).inc()
-        if seq.finished_at is None:
+        if seq.finished_at is None or reason == "abort":
             return
         self._e2e.observe(seq.finished_at - seq.arrival)
         if seq.first_token_at is not None and seq.generated > 1:

@@ -102,8 +102,11 @@ def parse_chat_request(body: bytes, served_model: str) -> ChatRequest:
             raise ApiError(400, "'stream_options' must be an object", param="stream_options")
         if not stream:
             raise ApiError(400, "Stream options can only be defined when `stream=True`.", param="stream_options")
-        include_usage = _bool(opts.get("include_usage"), "stream_options.include_usage")
-        continuous = _bool(opts.get("continuous_usage_stats"), "stream_options.continuous_usage_stats")
+        # vLLM: include_usage defaults to true once stream_options is given; continuous stats need it
+        raw_include = opts.get("include_usage")
+        include_usage = raw_include is None or _bool(raw_include, "stream_options.include_usage")
+        raw_continuous = opts.get("continuous_usage_stats")
+        continuous = include_usage and _bool(raw_continuous, "stream_options.continuous_usage_stats")
     else:
         include_usage = continuous = False
     max_tokens = _opt_int(data.get("max_completion_tokens"), "max_completion_tokens", 1)

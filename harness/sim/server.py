@@ -162,6 +162,8 @@ class SimServer:
                     return
         except (OSError, TimeoutError, gevent.Timeout):
             return  # client went away or idled out
+        except Exception:
+            log.exception("request handling failed; closing the connection")
         finally:
             try:
                 sock.close()

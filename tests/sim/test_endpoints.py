@@ -143,7 +143,8 @@ def test_client_disconnect_aborts(sim: SimProcess) -> None:
         s.sendall(raw_chat_request({"messages": MSG, "max_tokens": 5000, "stream": True, "ignore_eos": True}))
         assert s.recv(4096).startswith(b"HTTP/1.1 200")
     # the server notices on its next write and frees the slot
-    pattern = re.compile(r'^vllm:request_success_total\{finished_reason="abort",model_name="sim-reasoner"\} (\S+)$', re.M)
+    series = 'vllm:request_success_total{finished_reason="abort",model_name="sim-reasoner"}'
+    pattern = re.compile(rf"^{re.escape(series)} (\S+)$", re.M)
     for _ in range(100):
         m = pattern.search(request(sim.url, "GET", "/metrics").body.decode())
         if m and float(m.group(1)) >= 1:

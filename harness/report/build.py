@@ -1,0 +1,229 @@
+"""Assemble the report dict of a run directory and write ``report.json`` / ``report.md``.
+
+See :func:`build_report` for the keys. All durations are seconds, token counts are tokens, throughputs are
+tokens or requests per second, ``*_pct`` are percentages and ``*_share`` / ``*_rate`` (error rate) 0..1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.report.figures import step_row
+from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run, record_end
+from harness.report.stats import percentile
+from harness.report.steady import steady_window
+
+__all__ = ["DEFINITIONS", "SCHEMA", "build_report", "write_report"]
+
+#: Identifies the layout of ``report.json``.
+SCHEMA = "llmload-report/1"
+
+#: The formulas behind every figure, shown in the Markdown report and stored in ``report.json``.
+DEFINITIONS: dict[str, str] = {
+    "warmup": "Warm-up requests (phase 'warmup', step -1) are excluded from every figure; they only count in the "
+    "first wave of the single-stream phase when still in flight when it starts.",
+    "step": "A step runs from its phase_start event to the next phase_start (or run_end; in an interrupted run "
+    "without run_end, to the latest request end). A request's end = start_wall + e2e.",
+    "steady_window": "For step [s, e): for every user active in the step (users with a request of the step, plus "
+    "users with a request in flight at s), take the end of its first request ending after s; the window start "
+    "ws = max of those ends (the first wave has been replaced), window = [ws, e). If ws >= e the step has no "
+    "steady window and its row shows burst figures over [s, e), marked NOT steady.",
+    "output_tps": "Aggregate output tok/s = Σ over successful requests (any step) of output_tokens × (part of the "
+    "decode interval [start + ttft, start + e2e] inside the window ÷ its length) ÷ window length. Tokens are "
+    "assumed spread uniformly over the decode interval; failed requests' tokens are not counted.",
+    "request_rate": "req/s = usable requests (success, not truncated) whose end falls in the window ÷ window length.",
+    "counts": "completed (successful), errors (by class), % truncated and % truncated in reasoning count all "
+    "records whose step field is the step, whenever they ended; % truncated is over completed requests.",
+    "latency": "TTFT, TTFAT (over requests with an answer token), inter-chunk gaps (merged per-request log "
+    "histograms, ±0.5 %), TPOT, E2E, per-stream tok/s (mean of output tokens ÷ (e2e − ttft)) and mean output "
+    "tokens are over successful requests that started inside the steady window (the whole step when not "
+    "steady). Percentiles interpolate linearly between closest ranks (numpy's default).",
+    "hours_requests": "Hours to N (requests) = N ÷ (req/s × 3600); 95 % interval from the Poisson count k of "
+    "usable completions in the window: rate bounds (k ± 1.96√k) ÷ window; no upper hours bound when the lower "
+    "rate bound ≤ 0.",
+    "hours_tokens": "Hours to N (tokens, the seed article's method) = N × mean output tokens per successful "
+    "request ÷ usable share (usable ÷ successful) ÷ aggregate tok/s ÷ 3600, with mean tokens and usable share "
+    "over the latency sample. Truncated requests are usually the longest, so the per-successful-request mean "
+    "(not the per-usable mean) is what each attempt costs.",
+}
+
+
+def _hours_n(meta: dict[str, Any], override: Sequence[int] | None) -> list[int]:
+    if override:
+        return [int(n) for n in override]
+    profile = meta.get("profile") if isinstance(meta.get("profile"), dict) else {}
+    rep = profile.get("report") if isinstance(profile.get("report"), dict) else {}
+    ns = rep.get("hours_to_n")
+    if isinstance(ns, list) and ns:
+        return [int(n) for n in ns]
+    return list(DEFAULT_HOURS_TO_N)
+
+
+def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
+    """(time_scale, target is the simulator) from run.json."""
+    for holder in (meta, meta.get("profile") if isinstance(meta.get("profile"), dict) else {}):
+        sim = holder.get("simulator")
+        if isinstance(sim, dict):
+            ts = sim.get("time_scale")
+            try:
+                v = float(ts) if ts is not None else 1.0
+            except (TypeError, ValueError):
+                v = 1.0
+            return (v if v > 0 and math.isfinite(v) else 1.0), True
+    return 1.0, False
+
+
+def _warmup(records: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in records if r.get("ok")]
+    e2e = [float(r["e2e"]) for r in records if r.get("e2e") is not None]
+    errs = Counter(str(r.get("error_class") or "unknown") for r in records if not r.get("ok"))
+    return {
+        "requests": len(records),
+        "completed": len(ok),
+        "errors": len(records) - len(ok),
+        "errors_by_class": dict(sorted(errs.items())),
+        "e2e_p50_s": percentile(e2e, 50),
+        "e2e_max_s": max(e2e) if e2e else None,
+    }
+
+
+def _is_warmup(r: dict[str, Any]) -> bool:
+    return r.get("phase") == "warmup" or int(r.get("step", 0)) < 0
+
+
+def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
+    notes: list[str] = list(run.problems)
+    status = rep["status"]
+    if rep["interrupted"]:
+        why = f"status '{status}'" if status not in ("finished", "unknown") else "no run_end event"
+        if not run.has_run_end:
+            why += ", no run_end event: the last step ends at the latest request end"
+        notes.append(f"INTERRUPTED RUN ({why}). Figures cover only what was recorded; the last step may be short.")
+    ts = rep["time_scale"]
+    if ts != 1.0:
+        notes.append(
+            f"COMPRESSED TIME: the target was the simulator at time_scale={ts:g} (wall seconds per simulated "
+            f"second). Every figure in the tables is in compressed wall time; real-time equivalents (durations "
+            f"÷ {ts:g}, rates × {ts:g}) are in the 'Real-time equivalents' table. Client overheads do not scale, "
+            "so the equivalents are approximate."
+        )
+    tot = rep["totals"]
+    if tot["estimated_tokens"]:
+        notes.append(
+            f"{tot['estimated_tokens']} of {tot['completed']} successful requests "
+            f"({100 * (tot['estimated_tokens_share'] or 0):.1f} %) have client-estimated output token counts "
+            "(token_source = estimate: the server sent no usage); token figures that include them are approximate."
+        )
+    if tot["suspect_truncations"]:
+        notes.append(
+            f"{tot['suspect_truncations']} requests ended with finish_reason 'stop' but output tokens == max_tokens "
+            "(suspect truncation); they are counted as truncated, not usable."
+        )
+    for r in rows:
+        if not r["steady"]:
+            notes.append(f"{r['label']}: NOT steady, {r['not_steady_reason']}; its row shows burst figures over "
+                         "the whole step.")
+        if r["first_wave_method"] != "users":
+            notes.append(f"{r['label']}: records carry no user id; the first wave was taken as the requests in "
+                         "flight at the step start plus the first C requests of the step.")
+    if unplaced:
+        notes.append(f"{unplaced} non-warm-up records belong to no phase in phases.jsonl and were ignored in the "
+                     "per-step counts (they still count in throughput when inside a window).")
+    if rows and rows[-1]["end_source"] in ("run_end", "last_record"):
+        notes.append("Requests cut off when the run stopped (or that failed) are not counted in tok/s: the last "
+                     "step's throughput can be slightly low.")
+    return notes
+
+
+def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
+    """The report of a run directory as a JSON-ready dict.
+
+    Args:
+        run_dir: the run directory (``run.json``, ``records.jsonl``, ``phases.jsonl``).
+        n: sample counts for hours-to-N (default: ``profile.report.hours_to_n``, else 100K/200K/500K/900K).
+
+    Returns:
+        Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
+        start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
+        definitions, notes``. ``steps`` holds one row per single-stream phase / load step
+        (:func:`harness.report.figures.step_row`).
+
+    Raises:
+        NoRecordsError: the directory or its records.jsonl is missing.
+        ValueError: a JSON-lines file is corrupt before its last line.
+    """
+    run = load_run(run_dir)
+    meta = run.meta
+    hours_n = _hours_n(meta, n)
+    time_scale, simulated = _time_scale(meta)
+    warm = [r for r in run.records if _is_warmup(r)]
+    main = [r for r in run.records if not _is_warmup(r)]
+    steps = [p for p in run.phases if p.label != "warmup"]
+    rows = [step_row(p, steady_window(p, run.records), main, hours_n, time_scale) for p in steps]
+    placed = {p.step for p in steps}
+    unplaced = sum(1 for r in main if int(r.get("step", 0)) not in placed)
+
+    ok = [r for r in main if r.get("ok")]
+    est = sum(1 for r in ok if r.get("token_source") == "estimate")
+    errs = Counter(str(r.get("error_class") or "unknown") for r in main if not r.get("ok"))
+    target = meta.get("target") if isinstance(meta.get("target"), dict) else {}
+    profile = meta.get("profile") if isinstance(meta.get("profile"), dict) else {}
+    status = str(meta.get("status") or "unknown")
+    start = meta.get("start_wall")
+    if start is None and run.phases:
+        start = run.phases[0].start
+    end = meta.get("end_wall")
+    if end is None:
+        end = run.phases[-1].end if run.phases else max((record_end(r) for r in run.records), default=None)
+    rep: dict[str, Any] = {
+        "schema": SCHEMA,
+        "run_id": str(meta.get("run_id") or Path(run.path).resolve().name),
+        "run_dir": str(run.path),
+        "status": status,
+        "interrupted": status in ("interrupted", "running") or (not run.has_run_end and not run.phases_inferred),
+        "profile_name": profile.get("name") or meta.get("profile_name"),
+        "target": target,
+        "model": target.get("model") or meta.get("model"),
+        "start_wall": start,
+        "end_wall": end,
+        "duration_s": (float(end) - float(start)) if start is not None and end is not None else None,
+        "simulated": simulated,
+        "time_scale": time_scale,
+        "hours_to_n": hours_n,
+        "warmup": _warmup(warm),
+        "totals": {
+            "requests": len(main),
+            "completed": len(ok),
+            "errors": len(main) - len(ok),
+            "errors_by_class": dict(sorted(errs.items())),
+            "usable": sum(1 for r in main if r.get("usable")),
+            "truncated": sum(1 for r in ok if r.get("truncated")),
+            "suspect_truncations": sum(1 for r in main if r.get("suspect_truncation")),
+            "estimated_tokens": est,
+            "estimated_tokens_share": est / len(ok) if ok else None,
+        },
+        "steps": rows,
+        "definitions": dict(DEFINITIONS),
+    }
+    rep["notes"] = _notes(run, rep, rows, unplaced)
+    return rep
+
+
+def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[dict[str, Any], str]:
+    """Build the report, write ``report.json`` and ``report.md`` into the run directory, return both."""
+    from harness.report.render import render_markdown
+
+    rep = build_report(run_dir, n)
+    md = render_markdown(rep)
+    root = Path(run_dir)
+    for name, text in (("report.json", json.dumps(rep, indent=2, allow_nan=False) + "\n"), ("report.md", md)):
+        tmp = root / (name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(root / name)
+    return rep, md

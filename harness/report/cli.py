@@ -1,0 +1,66 @@
+"""Command line: ``python -m harness.report RUN_DIR [--json] [--n N ...] [--quiet]`` (also ``llmload report``).
+
+Writes ``report.json`` and ``report.md`` into the run directory and prints the Markdown (rendered with rich
+on a terminal, raw otherwise) or, with ``--json``, the JSON. Exit codes: 0 done, 2 bad input (missing run
+directory or records.jsonl, corrupt records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from harness.report.build import write_report
+from harness.report.load import NoRecordsError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser(prog: str = "python -m harness.report") -> argparse.ArgumentParser:
+    """The argument parser of the report command."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Per-step steady-state report of a run directory (writes report.md and report.json).",
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="run directory holding run.json, records.jsonl, phases.jsonl")
+    p.add_argument("--json", action="store_true", help="print the JSON report instead of the Markdown")
+    p.add_argument("--n", type=int, nargs="+", metavar="N",
+                   help="sample counts for the hours-to-N table (default: profile report.hours_to_n)")
+    p.add_argument("--quiet", action="store_true", help="write the files but print nothing")
+    return p
+
+
+def _print_markdown(md: str) -> None:
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(md))
+    else:
+        sys.stdout.write(md)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the report command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.n is not None and any(n <= 0 for n in args.n):
+        print("error: --n values must be positive", file=sys.stderr)
+        return 2
+    try:
+        rep, md = write_report(args.run_dir, args.n)
+    except NoRecordsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: cannot write the report: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        if args.json:
+            sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+        else:
+            _print_markdown(md)
+    return 0

@@ -1,0 +1,201 @@
+"""GitHub Markdown rendering of a report dict (:func:`harness.report.build.build_report`).
+
+Display units: TTFT, TTFAT and E2E in seconds; inter-chunk gaps and TPOT in milliseconds; throughput in
+tokens or requests per second; hours to N in hours. ``report.json`` always keeps seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+__all__ = ["render_markdown"]
+
+_DASH = "–"
+
+
+def _s(v: float | None) -> str:
+    """Seconds, 3 significant-ish digits."""
+    if v is None:
+        return _DASH
+    if v < 1:
+        return f"{v:.3f}"
+    if v < 100:
+        return f"{v:.2f}"
+    return f"{v:.0f}"
+
+
+def _ms(v_s: float | None) -> str:
+    """Seconds shown as milliseconds."""
+    if v_s is None:
+        return _DASH
+    ms = v_s * 1000.0
+    if ms < 10:
+        return f"{ms:.2f}"
+    if ms < 100:
+        return f"{ms:.1f}"
+    return f"{ms:.0f}"
+
+
+def _num(v: float | None, digits: int = 1) -> str:
+    return _DASH if v is None else f"{v:,.{digits}f}"
+
+
+def _rate(v: float | None) -> str:
+    """Requests per second: more digits when small."""
+    if v is None:
+        return _DASH
+    return f"{v:.4f}" if v < 1 else f"{v:.2f}"
+
+
+def _pct(v: float | None) -> str:
+    return _DASH if v is None else f"{v:.1f}"
+
+
+def _esc(text: object) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def _wall(t: float | None) -> str:
+    if t is None:
+        return "?"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(t)))
+
+
+def _label(row: dict[str, Any]) -> str:
+    return row["label"] if row["steady"] else f"{row['label']} †"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_esc(c) for c in r) + " |" for r in rows]
+    return out
+
+
+def _triple(row: dict[str, Any], key: str) -> str:
+    return " / ".join(_s(row[f"{key}_p{q}_s"]) for q in (50, 90, 99))
+
+
+def _steps_table(rep: dict[str, Any]) -> list[str]:
+    header = [
+        "step", "C", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s",
+        "TTFT p50/p90/p99 (s)", "TTFAT p50/p90/p99 (s)", "inter-chunk p50/p99 (ms)", "TPOT mean/p50 (ms)",
+        "E2E p50 (s)", "mean out tok", "% trunc", "% trunc in reasoning", "steady window (s)",
+    ]
+    rows = []
+    for r in rep["steps"]:
+        window = f"{r['window_s']:.1f} (from +{r['window_start_s']:.1f})" if r["steady"] else "NOT steady †"
+        rows.append([
+            _label(r), str(r["concurrency"]), str(r["completed"]), str(r["errors"]), _rate(r["request_rate"]),
+            _num(r["output_tps"]), _num(r["per_stream_tps"]), _triple(r, "ttft"), _triple(r, "ttfat"),
+            f"{_ms(r['gap_p50_s'])} / {_ms(r['gap_p99_s'])}", f"{_ms(r['tpot_mean_s'])} / {_ms(r['tpot_p50_s'])}",
+            _s(r["e2e_p50_s"]), _num(r["mean_output_tokens"], 0), _pct(r["truncated_pct"]),
+            _pct(r["truncated_in_reasoning_pct"]), window,
+        ])
+    return _table(header, rows)
+
+
+def _hours_cell(h: dict[str, Any]) -> str:
+    if h["hours"] is None:
+        req = "∞ (no usable completions)"
+    else:
+        hi = "∞" if h["hours_high"] is None else _num(h["hours_high"])
+        req = f"{_num(h['hours'])} h ({_num(h['hours_low'])}{_DASH}{hi})"
+    tok = _DASH if h["token_hours"] is None else f"{_num(h['token_hours'])} h"
+    return f"{req} · tok {tok}"
+
+
+def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
+    header = ["step", "C", "usable/ok", "% trunc", "% errors", "mean out tok"]
+    header += [f"N={n:,}" for n in rep["hours_to_n"]]
+    rows = []
+    for r in rep["steps"]:
+        hours = r["real_time"]["hours"] if real and r["real_time"] else r["hours"]
+        err = None if r["error_rate"] is None else 100.0 * r["error_rate"]
+        share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
+        rows.append([_label(r), str(r["concurrency"]), share, _pct(r["truncated_pct"]), _pct(err),
+                     _num(r["mean_output_tokens"], 0)] + [_hours_cell(h) for h in hours])
+    return _table(header, rows)
+
+
+def _real_table(rep: dict[str, Any]) -> list[str]:
+    header = ["step", "C", "window (s)", "output tok/s", "req/s", "per-stream tok/s", "TTFT p50 (s)",
+              "TTFAT p50 (s)", "TPOT mean (ms)", "E2E p50 (s)"]
+    rows = []
+    for r in rep["steps"]:
+        rt = r["real_time"] or {}
+        rows.append([_label(r), str(r["concurrency"]), _num(rt.get("window_s")), _num(rt.get("output_tps")),
+                     _rate(rt.get("request_rate")), _num(rt.get("per_stream_tps")), _s(rt.get("ttft_p50_s")),
+                     _s(rt.get("ttfat_p50_s")), _ms(rt.get("tpot_mean_s")), _s(rt.get("e2e_p50_s"))])
+    return _table(header, rows)
+
+
+def _warmup_line(w: dict[str, Any]) -> str:
+    if not w["requests"]:
+        return "Warm-up: none recorded."
+    errs = ", ".join(f"{k} ×{v}" for k, v in w["errors_by_class"].items()) or "none"
+    return (f"Warm-up (excluded from every figure): {w['requests']} requests, {w['completed']} ok, "
+            f"E2E p50 {_s(w['e2e_p50_s'])} s (max {_s(w['e2e_max_s'])} s), errors: {errs}.")
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The report as GitHub Markdown: title, per-step table, hours-to-N table, formulas and notes."""
+    rep = report
+    target = rep.get("target") or {}
+    url = target.get("base_url") or target.get("url") or target.get("host") or "?"
+    model = rep.get("model") or "?"
+    lines = [f"# Load report: {rep['run_id']}", ""]
+    meta = [f"target `{url}`", f"model `{model}`"]
+    if rep.get("profile_name"):
+        meta.append(f"profile `{rep['profile_name']}`")
+    meta.append(f"status **{rep['status']}**")
+    if rep.get("duration_s") is not None:
+        meta.append(f"started {_wall(rep.get('start_wall'))}, {rep['duration_s']:.0f} s")
+    lines.append(" · ".join(meta))
+    lines.append("")
+    if rep.get("interrupted"):
+        lines += ["> **Interrupted run**: figures are partial (see notes).", ""]
+    ts = rep.get("time_scale", 1.0)
+    if ts != 1.0:
+        lines += [f"> **COMPRESSED TIME** (simulator time_scale = {ts:g}): the tables below are in compressed wall "
+                  f"time; see *Real-time equivalents*.", ""]
+    lines += [_warmup_line(rep["warmup"]), ""]
+
+    lines += ["## Per step", ""]
+    if rep["steps"]:
+        lines += _steps_table(rep)
+    else:
+        lines.append("No steps recorded.")
+    lines.append("")
+    foot = [r for r in rep["steps"] if not r["steady"]]
+    for r in foot:
+        lines.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
+    errs = [r for r in rep["steps"] if r["errors_by_class"]]
+    for r in errs:
+        classes = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items())
+        lines.append(f"Errors at {r['label']}: {classes}.")
+    if foot or errs:
+        lines.append("")
+
+    lines += ["## Hours to N usable samples", ""]
+    lines.append("Each cell: request-based hours with its 95 % Poisson interval · token-based hours (seed method). "
+                 "Assumptions per row: concurrency C, usable share, truncation and error rates, mean output tokens.")
+    lines.append("")
+    if rep["steps"]:
+        lines += _hours_table(rep)
+        lines.append("")
+    if ts != 1.0 and rep["steps"]:
+        lines += ["## Real-time equivalents", "",
+                  f"Compressed figures converted with time_scale = {ts:g}: durations ÷ {ts:g}, rates × {ts:g}.", ""]
+        lines += _real_table(rep)
+        lines += ["", "Hours to N in real time:", ""]
+        lines += _hours_table(rep, real=True)
+        lines.append("")
+
+    lines += ["## Formulas", ""]
+    lines += [f"- **{k}**: {v}" for k, v in rep["definitions"].items()]
+    lines.append("")
+    lines += ["## Notes", ""]
+    lines += [f"- {n}" for n in rep["notes"]] or ["- none"]
+    lines.append("")
+    return "\n".join(lines)

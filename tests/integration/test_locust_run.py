@@ -1,0 +1,141 @@
+"""End to end: ``locust -f locustfiles/k26.py --headless`` against the built-in simulator, as a user runs it.
+
+Each run is bounded: short phases, a time-scaled simulator, a subprocess timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCUST = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless"]
+SECRET = "sk-llmload-test-secret-4242"
+
+PROFILE = """
+name: itest
+target: {api_key_env: LLMLOAD_TEST_KEY}
+simulator: {preset: demo, time_scale: 0.25, seed: 7}
+request: {thinking: true, continuous_usage_stats: true}
+prompts:
+  - {id: short, text: "Explain X briefly", max_tokens: 400, weight: 2}
+  - {id: guide, text: "Write a comprehensive guide to Y", max_tokens: 150, weight: 1}
+warmup: {max_tokens: 16, timeout: 60}
+single_stream: {duration: 3}
+steps: {concurrency: [2, 4], duration: %(step)s}
+timeouts: {connect: 5, first_byte: 30, first_token: 30, idle: 10, total: 120}
+output: {dir: %(out)s}
+"""
+
+
+def run_dir_of(out: Path) -> Path:
+    dirs = [p for p in out.iterdir() if p.is_dir()]
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["LLMLOAD_TEST_KEY"] = SECRET
+    e["PYTHONUNBUFFERED"] = "1"
+    return e
+
+
+def test_headless_sweep_on_the_simulator(tmp_path: Path, env: dict[str, str]) -> None:
+    prof = tmp_path / "p.yaml"
+    out = tmp_path / "runs"
+    prof.write_text(PROFILE % {"out": out, "step": 4})
+    proc = subprocess.run(
+        [*LOCUST, "--profile", str(prof), "--json-file", str(tmp_path / "locust")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = run_dir_of(out)
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "finished"
+    assert meta["target"]["simulator"] is True and meta["simulator"]["time_scale"] == 0.25
+    recs = records(run)
+    assert meta["records"] == len(recs)
+    phases = [(p["phase"], p["step"], p["concurrency"]) for p in map(json.loads, (run / "phases.jsonl").read_text().splitlines()) if p["event"] == "phase_start"]
+    assert phases == [("warmup", -1, 1), ("single", 0, 1), ("step", 1, 2), ("step", 2, 4)]
+    warm = [r for r in recs if r["phase"] == "warmup"]
+    assert len(warm) == 1 and warm[0]["ok"] and warm[0]["max_tokens"] == 16
+    assert {(r["phase"], r["step"], r["concurrency"]) for r in recs} == set(phases)
+    assert all(r["ok"] for r in recs), [r["error_class"] for r in recs if not r["ok"]]
+    assert any(r["truncated"] for r in recs) and all(r["token_source"] == "usage" for r in recs)
+    assert len({r["user"] for r in recs if r["phase"] == "step" and r["step"] == 2}) == 4
+
+    # Locust's own stats (--json-file holds the final figures; its CSV is refreshed once a second and can
+    # miss the last requests): one entry per prompt id, response_time = E2E (ms), response_length = tokens.
+    entries = {e["name"]: e for e in json.loads((tmp_path / "locust.json").read_text())}
+    for pid in ("short", "guide"):
+        mine = [r for r in recs if r["prompt_id"] == pid]
+        e = entries[pid]
+        assert e["method"] == "chat" and e["num_requests"] == len(mine) and e["num_failures"] == 0
+        assert e["total_response_time"] == pytest.approx(1000 * sum(r["e2e"] for r in mine), rel=1e-9)
+        assert e["total_content_length"] == sum(r["output_tokens"] for r in mine)
+    assert "warmup" not in entries  # excluded from Locust's figures too
+
+    # The report is printed and written.
+    assert (run / "report.md").exists() and (run / "report.json").exists()
+    assert "Hours to N" in proc.stdout or "hours" in proc.stdout.lower()
+    # The API key never appears in records, run metadata, reports or logs.
+    for p in run.iterdir():
+        assert SECRET not in p.read_text(), p
+    assert SECRET not in proc.stdout and SECRET not in proc.stderr
+
+
+def test_bad_profile_fails_before_any_load(tmp_path: Path, env: dict[str, str]) -> None:
+    prof = tmp_path / "bad.yaml"
+    prof.write_text("name: bad\nprompts:\n  - {id: a, text: x, max_tokens: 0}\n")
+    proc = subprocess.run(
+        [*LOCUST, "--profile", str(prof)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2
+    assert f"{prof}: prompts.0.max_tokens: Input should be greater than 0" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_ctrl_c_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, str]) -> None:
+    prof = tmp_path / "p.yaml"
+    out = tmp_path / "runs"
+    prof.write_text(PROFILE % {"out": out, "step": 60})
+    proc = subprocess.Popen(
+        [*LOCUST, "--profile", str(prof)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        seen = 0
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if out.exists() and any(out.iterdir()):
+                rec = run_dir_of(out) / "records.jsonl"
+                seen = sum(1 for line in rec.read_text().splitlines() if '"phase":"step"' in line) if rec.exists() else 0
+                if seen >= 10:
+                    break
+        assert seen >= 10, "the run did not reach the steps in time"
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run = run_dir_of(out)
+    recs = records(run)
+    assert len([r for r in recs if r["phase"] == "step"]) >= seen  # nothing already written was lost
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["records"] == len(recs)
+    assert (run / "report.md").exists()
+    assert str(run) in stdout

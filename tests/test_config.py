@@ -1,0 +1,92 @@
+"""Profile loading: the shipped profiles validate, and bad input names the file, the key and the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import ProfileError, load_profile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "p.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_shipped_profiles_load() -> None:
+    k26 = load_profile(ROOT / "profiles" / "k26.yaml")
+    assert [p.id for p in k26.prompts] == ["quicksort", "quantum", "redis-guide"]
+    assert all(p.max_tokens == 4096 for p in k26.prompts)
+    assert k26.steps.concurrency == [8, 16, 32, 64]
+    assert (k26.warmup.prompt, k26.warmup.max_tokens, k26.warmup.timeout) == ("Say just 'OK'", 16, 300)
+    assert k26.report.hours_to_n == [100_000, 200_000, 500_000, 900_000]
+    demo = load_profile(ROOT / "profiles" / "demo.yaml")
+    total = demo.single_stream.duration + demo.steps.duration * len(demo.steps.concurrency)
+    assert total < 150  # the demo must finish in under 3 minutes with warm-up and report
+
+
+def test_body_precedence_and_thinking(tmp_path: Path) -> None:
+    p = load_profile(
+        write(
+            tmp_path,
+            """
+name: t
+request: {max_tokens: 100, temperature: 0.5, thinking: true, continuous_usage_stats: true,
+          extra_body: {top_k: 20, chat_template_kwargs: {x: 1}}}
+prompts:
+  - {id: a, text: hi}
+  - {id: b, messages: [{role: system, content: s}, {role: user, content: u}], max_tokens: 7, thinking: false,
+     extra_body: {top_k: 5}}
+""",
+        )
+    )
+    a = p.build_body(p.prompts[0], "m")
+    assert a["model"] == "m" and a["max_tokens"] == 100 and a["temperature"] == 0.5
+    assert a["messages"] == [{"role": "user", "content": "hi"}]
+    assert a["chat_template_kwargs"] == {"thinking": True, "enable_thinking": True, "x": 1}
+    assert a["stream_options"] == {"include_usage": True, "continuous_usage_stats": True}
+    assert a["top_k"] == 20
+    b = p.build_body(p.prompts[1], "m")
+    assert b["max_tokens"] == 7 and b["top_k"] == 5
+    assert b["chat_template_kwargs"]["thinking"] is False and b["chat_template_kwargs"]["enable_thinking"] is False
+    assert b["messages"][0]["role"] == "system"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("name: t\nprompts: []\n", "prompts: List should have at least 1 item"),
+        ("name: t\nprompts:\n  - {id: a}\n", "prompts.0: Value error, give exactly one of 'text' or 'messages'"),
+        ("name: t\nprompts:\n  - {id: a, text: x, weight: 0}\n", "prompts.0.weight: Input should be greater than 0"),
+        ("name: t\nprompts:\n  - {id: a, text: x}\nsteps: {concurrency: [8, 0]}\n", "steps.concurrency"),
+        ("name: t\nprompts:\n  - {id: a, text: x}\nstepz: {}\n", "stepz: unknown key (typo?)"),
+        ("name: t\nprompts:\n  - {id: a, text: x}\n  - {id: a, text: y}\n", "prompt id 'a' appears twice"),
+        ("name: t\nprompts:\n  - {id: a, text: x}\ntarget: {api_key_env: 'sk-abc 123'}\n", "target.api_key_env"),
+        ("name: t\nprompts:\n  - {id: a, text: x, max_tokens: -1}\n", "prompts.0.max_tokens"),
+        ("name: t\nprompts: [\n", "not valid YAML (line"),
+        ("- a\n- b\n", "expected a mapping"),
+    ],
+)
+def test_bad_profiles_name_file_key_and_problem(tmp_path: Path, text: str, needle: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    msg = str(e.value)
+    assert str(path) in msg
+    assert needle in msg
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match="cannot read profile"):
+        load_profile(tmp_path / "nope.yaml")
+
+
+def test_api_key_comes_from_the_named_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p = load_profile(write(tmp_path, "name: t\ntarget: {api_key_env: MY_KEY}\nprompts:\n  - {id: a, text: x}\n"))
+    monkeypatch.setenv("MY_KEY", "sk-secret-value")
+    assert p.target.api_key() == "sk-secret-value"
+    assert "sk-secret-value" not in str(p.public_dict())

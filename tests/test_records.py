@@ -1,0 +1,45 @@
+"""Run directories: records flushed as written, torn last lines tolerated, secrets kept out of argv."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.records import RunDir, _clean_argv, read_phases, read_records
+
+
+def test_records_are_on_disk_before_close(tmp_path: Path) -> None:
+    rd = RunDir.create(tmp_path, "demo", {"profile": {"name": "demo"}})
+    rd.write_record({"a": 1})
+    rd.write_phase({"event": "phase_start", "phase": "single"})
+    # Another reader sees the record immediately: nothing waits for close().
+    assert read_records(rd.path) == [{"a": 1}]
+    meta = json.loads((rd.path / "run.json").read_text())
+    assert meta["status"] == "running" and meta["profile"] == {"name": "demo"} and "versions" in meta
+    rd.close("interrupted")
+    meta = json.loads((rd.path / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["records"] == 1 and meta["end_wall"] >= meta["start_wall"]
+    assert [p["event"] for p in read_phases(rd.path)] == ["phase_start", "run_end"]
+    with pytest.raises(ValueError, match="closed"):
+        rd.write_record({"b": 2})
+
+
+def test_unique_directories(tmp_path: Path) -> None:
+    a = RunDir.create(tmp_path, "x", {})
+    b = RunDir.create(tmp_path, "x", {})
+    assert a.path != b.path
+
+
+def test_torn_last_line_is_skipped_but_a_bad_middle_line_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "records.jsonl").write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b"')
+    assert read_records(tmp_path) == [{"a": 1}, {"a": 2}]
+    (tmp_path / "records.jsonl").write_text('{"a": 1}\nnot json\n{"a": 3}\n')
+    with pytest.raises(ValueError, match=r"records.jsonl:2"):
+        read_records(tmp_path)
+
+
+def test_argv_secrets_removed() -> None:
+    argv = ["locust", "--api-key", "sk-1", "--token=abc", "--host", "http://x"]
+    assert _clean_argv(argv) == ["locust", "--api-key", "***", "--token=***", "--host", "http://x"]
