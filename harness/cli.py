@@ -1,7 +1,7 @@
 """``llmload`` command: ``llmload report RUN_DIR`` and ``llmload sim ...`` (the load itself runs under Locust).
 
-    llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
-    llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
+llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
+llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
 """
 
 from __future__ import annotations

@@ -155,12 +155,8 @@ class ChatClient:
         body["stream_options"] = so
         max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
         data = _dumps(body)
-        req = (
-            f"POST {self._path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
-        )
-        res = RequestResult(
-            prompt_id=prompt_id, phase=phase, step=step, concurrency=concurrency, max_tokens=max_tokens
-        )
+        req = f"POST {self._path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
+        res = RequestResult(prompt_id=prompt_id, phase=phase, step=step, concurrency=concurrency, max_tokens=max_tokens)
         interp = StreamInterpreter(max_tokens, keep_chunk_times)
         perf = time.perf_counter
         try:
@@ -218,8 +214,12 @@ class ChatClient:
                     conn.close()
                     err = None if dechunk.complete_on_eof() else "stream_truncated"
                     return interp.finish(
-                        res, t, err, "connection closed before the end of the body" if err else None,
-                        dec.error_field, dec.comments,
+                        res,
+                        t,
+                        err,
+                        "connection closed before the end of the body" if err else None,
+                        dec.error_field,
+                        dec.comments,
                     )
                 body_bytes = dechunk.feed(raw)
                 if body_bytes:
@@ -268,7 +268,9 @@ class ChatClient:
         try:
             conn.open(self.timeouts.connect)
             head_lines = self._head.replace("Accept: text/event-stream", "Accept: application/json")
-            conn.send(f"GET {self.origin.base_path}/models HTTP/1.1\r\n{head_lines}Connection: close\r\n\r\n".encode(), 30)
+            conn.send(
+                f"GET {self.origin.base_path}/models HTTP/1.1\r\n{head_lines}Connection: close\r\n\r\n".encode(), 30
+            )
             dl = time.perf_counter() + 30
             head = conn.read_head(lambda: dl - time.perf_counter())
             hdrs = head.headers

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -124,10 +124,18 @@ class SingleStreamSpec(_Model):
 
 
 class StepsSpec(_Model):
-    """The concurrency steps, each held for ``duration`` seconds with all its users started at once."""
+    """The concurrency steps, each held for ``duration`` seconds with all its users started at once.
+
+    After the last step no new request starts; requests in flight get ``drain_timeout`` seconds to finish
+    (Locust's ``--stop-timeout``, which overrides it), so the last step's steady window is not short of the
+    tokens of its in-flight requests.
+    """
 
     concurrency: list[int] = Field(default_factory=lambda: [8, 16, 32, 64])
     duration: float = Field(600.0, gt=0, description="seconds per step")
+    drain_timeout: float = Field(
+        300.0, ge=0, description="seconds to let in-flight requests finish after the last step (0: cut them off)"
+    )
 
     @field_validator("concurrency")
     @classmethod

@@ -182,7 +182,7 @@ class Connection:
                     ctx.check_hostname = False
                     ctx.verify_mode = ssl.CERT_NONE
                 sock = ctx.wrap_socket(sock, server_hostname=self.origin.host)
-        except (TimeoutError, socket.timeout) as e:
+        except TimeoutError as e:
             raise HTTPTimeout(str(e)) from None
         except OSError as e:
             raise HTTPError("connect_error", f"{self.origin.host}:{self.origin.port}: {e}") from None
@@ -209,7 +209,7 @@ class Connection:
         try:
             self.sock.settimeout(timeout_s)
             self.sock.sendall(data)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise HTTPTimeout("send") from None
         except OSError as e:
             raise HTTPError("connect_error", f"send failed: {e}") from None
@@ -230,7 +230,7 @@ class Connection:
         try:
             self.sock.settimeout(timeout_s)
             return self.sock.recv(_RECV)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise HTTPTimeout("recv") from None
         except OSError as e:
             raise HTTPError("stream_truncated", f"connection error while reading: {e}") from None

@@ -107,7 +107,7 @@ class StreamInterpreter:
                 self.error_class = "malformed_chunk"
                 self.error_detail = payload[:200].decode("utf-8", "replace")
             return
-        if "error" in obj and obj["error"] or obj.get("object") == "error":
+        if obj.get("error") or obj.get("object") == "error":
             err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
             if self.error_class in (None, "malformed_chunk"):
                 self.error_class = "server_error_event"
@@ -196,7 +196,12 @@ class StreamInterpreter:
         """
         r = result
         r.e2e = e2e
-        r.ttft, r.ttfat, r.t_first_reasoning, r.t_last_token = self.ttft, self.ttfat, self.t_first_reasoning, self.t_last
+        r.ttft, r.ttfat, r.t_first_reasoning, r.t_last_token = (
+            self.ttft,
+            self.ttfat,
+            self.t_first_reasoning,
+            self.t_last,
+        )
         r.chunks, r.reasoning_chunks, r.answer_chunks = self.chunks, self.reasoning_chunks, self.answer_chunks
         r.sse_comments = comments
         r.gap_hist = self.gaps.to_json() if self.gaps.n else None

@@ -44,7 +44,9 @@ _state: dict[str, Any] = {"report_md": None, "ctx": None}
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any, **_: Any) -> None:
     # ``--profile`` is Locust's own option (a free-form run label there); llmload reads it as the profile path.
-    parser.add_argument("--output-dir", default=None, help="directory for run directories (default: profile output.dir)")
+    parser.add_argument(
+        "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
+    )
 
 
 def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
@@ -78,6 +80,8 @@ def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
     set_context(ctx)
     _state["ctx"] = ctx
     environment.host = ctx.base_url
+    if not environment.stop_timeout:  # --stop-timeout not given: drain in-flight requests at the end
+        environment.stop_timeout = ctx.profile.steps.drain_timeout
     if opts is not None:
         opts.host = ctx.base_url
 

@@ -12,7 +12,8 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     the request completes, so an interrupted run keeps every record written so far.
 ``phases.jsonl``
     ``{"event": "phase_start", "phase", "step", "concurrency", "wall", "planned_duration"}`` at each phase
-    start, and ``{"event": "run_end", "wall"}`` when the load stops.
+    start, ``{"event": "load_end", "wall"}`` when the last step ends (in-flight requests then drain), and
+    ``{"event": "run_end", "wall"}`` when the run directory is closed.
 ``report.md`` / ``report.json``
     Written by :mod:`harness.report`.
 """
@@ -124,8 +125,8 @@ class RunDir:
         }
         rd = cls(path, full)
         rd.write_meta()
-        rd._records = open(path / "records.jsonl", "ab")  # noqa: SIM115 - kept open for the run
-        rd._phases = open(path / "phases.jsonl", "ab")  # noqa: SIM115
+        rd._records = open(path / "records.jsonl", "ab")
+        rd._phases = open(path / "phases.jsonl", "ab")
         return rd
 
     def write_meta(self) -> None:

@@ -45,9 +45,10 @@ class RequestResult:
     """Everything measured about one request. Seconds unless the name says otherwise.
 
     Identity and context:
-        prompt_id: the profile's prompt id; user: id of the Locust user that sent it (unique in the run); phase: "warmup" | "single" | "step"; step: step index (0 for the
-        single-stream phase, 1.. for the load steps, -1 for warm-up); concurrency: the target concurrency of
-        that step; max_tokens: the request's cap (None when unset).
+        prompt_id: the profile's prompt id; user: id of the Locust user that sent it (unique in the run);
+        phase: "warmup" | "single" | "step"; step: step index (0 for the single-stream phase, 1.. for the load
+        steps, -1 for warm-up); concurrency: the target concurrency of that step; max_tokens: the request's cap
+        (None when unset).
     Timings (None when the event never happened):
         t_headers: request sent -> response status line and headers parsed.
         ttft: request sent -> first token-bearing chunk of any channel (reasoning included).

@@ -162,9 +162,7 @@ def set_context(ctx: RunContext | None) -> None:
     _CONTEXT = ctx
 
 
-def setup_master(
-    profile_arg: str | None, host: str | None, role: str, output_dir: str | None = None
-) -> RunContext:
+def setup_master(profile_arg: str | None, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
     """Load the profile, resolve the target (starting the simulator if needed), open the run directory.
 
     Raises:

@@ -69,8 +69,14 @@ class ReasoningSweepShape(LoadTestShape):
         ctx.state = PhaseState("warmup", -1, 1)
         if ctx.run_dir is not None:
             ctx.run_dir.write_phase(
-                {"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": time.time(),
-                 "planned_duration": None}
+                {
+                    "event": "phase_start",
+                    "phase": "warmup",
+                    "step": -1,
+                    "concurrency": 1,
+                    "wall": time.time(),
+                    "planned_duration": None,
+                }
             )
         ok = False
         for i in range(w.requests):
@@ -79,8 +85,12 @@ class ReasoningSweepShape(LoadTestShape):
             ctx.record(res.to_record())
             log.info(
                 "warm-up %d/%d: %s in %.1f s (%d output tokens, finish_reason %s)",
-                i + 1, w.requests, "ok" if res.ok else f"FAILED ({res.error_class}: {res.error_detail})",
-                res.e2e or 0.0, res.output_tokens, res.finish_reason,
+                i + 1,
+                w.requests,
+                "ok" if res.ok else f"FAILED ({res.error_class}: {res.error_detail})",
+                res.e2e or 0.0,
+                res.output_tokens,
+                res.finish_reason,
             )
             ok = ok or res.ok
         client.close()
@@ -106,7 +116,14 @@ class ReasoningSweepShape(LoadTestShape):
                 idx = i
                 break
         if idx < 0:
-            ctx.finished = True
+            if not ctx.finished:
+                ctx.finished = True
+                if ctx.run_dir is not None:  # the last step ends here; in-flight requests drain after it
+                    ctx.run_dir.write_phase({"event": "load_end", "wall": time.time()})
+                log.info(
+                    "llmload: last step done; letting in-flight requests finish (stop timeout %.0f s)",
+                    self.runner.environment.stop_timeout if self.runner else 0.0,
+                )
             return None
         st = self._stages[idx]
         if idx != self._current:
@@ -114,8 +131,14 @@ class ReasoningSweepShape(LoadTestShape):
             ctx.state = PhaseState(st.phase, st.step, st.users)
             if ctx.run_dir is not None:
                 ctx.run_dir.write_phase(
-                    {"event": "phase_start", "phase": st.phase, "step": st.step, "concurrency": st.users,
-                     "wall": time.time(), "planned_duration": st.duration}
+                    {
+                        "event": "phase_start",
+                        "phase": st.phase,
+                        "step": st.step,
+                        "concurrency": st.users,
+                        "wall": time.time(),
+                        "planned_duration": st.duration,
+                    }
                 )
             log.info("llmload: phase %s step %d: %d users for %.0f s", st.phase, st.step, st.users, st.duration)
             if self.runner is not None:

@@ -103,7 +103,9 @@ def test_c12c_429_is_one_visible_error_and_no_retry() -> None:
 
 def test_keep_alive_reuses_one_connection() -> None:
     with ReplayServer(framing="chunked") as srv:
-        srv.queue.extend(["C05/a_role_only_chunk_first", "C04/b_reasoning", "C03/a_usage_only_final_chunk_with_timings"])
+        srv.queue.extend(
+            ["C05/a_role_only_chunk_first", "C04/b_reasoning", "C03/a_usage_only_final_chunk_with_timings"]
+        )
         client = ChatClient(srv.url)
         results = [client.stream_chat({"model": "m", "messages": []}, prompt_id="p") for _ in range(3)]
         assert all(r.ok for r in results)
@@ -136,7 +138,7 @@ def test_first_token_timeout_is_generous_enough_for_a_silent_prefill() -> None:
         srv.queue.append("C12/b_90s_silent_gap_before_first_token")
         client = ChatClient(srv.url, timeouts=Timeouts(first_token=1.2, idle=0.5))
         r = client.stream_chat({"messages": []}, prompt_id="p")
-    assert r.ok and r.ttft == pytest.approx(0.9005, abs=0.03)
+    assert r.ok and 0.9 <= r.ttft < 1.2  # the silent gap, never cut by the 1.2 s first-token budget
 
 
 def test_timeout_idle_between_chunks() -> None:
@@ -190,7 +192,9 @@ def test_json_body_instead_of_stream_is_an_error() -> None:
     def jsonish(sock: socket.socket, addr: object) -> None:
         sock.recv(65536)
         body = b'{"choices":[{"message":{"content":"hi"}}]}'
-        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
         gevent.sleep(0.2)
         sock.close()
 

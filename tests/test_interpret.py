@@ -83,7 +83,7 @@ def test_c03_usage_only_chunk_and_missing_usage() -> None:
     r, _ = replay("C03/a_usage_only_final_chunk_with_timings")
     assert (r.output_tokens, r.token_source, r.chunks, r.prompt_tokens) == (2, "usage", 2, 75)
     assert r.chunk_times == pytest.approx([0.18, 0.21])
-    r, i = replay("C03/b_no_usage_at_all")
+    r, _i = replay("C03/b_no_usage_at_all")
     assert r.token_source == "estimate" and r.ok
     assert r.output_tokens == estimate_tokens("Hi there") == 2
 

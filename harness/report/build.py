@@ -28,8 +28,9 @@ SCHEMA = "llmload-report/1"
 DEFINITIONS: dict[str, str] = {
     "warmup": "Warm-up requests (phase 'warmup', step -1) are excluded from every figure; they only count in the "
     "first wave of the single-stream phase when still in flight when it starts.",
-    "step": "A step runs from its phase_start event to the next phase_start (or run_end; in an interrupted run "
-    "without run_end, to the latest request end). A request's end = start_wall + e2e.",
+    "step": "A step runs from its phase_start event to the next phase_start; the last one to load_end (in-flight "
+    "requests then drain), else run_end, else (interrupted run) the latest request end. A request's end = "
+    "start_wall + e2e.",
     "steady_window": "For step [s, e): for every user active in the step (users with a request of the step, plus "
     "users with a request in flight at s), take the end of its first request ending after s; the window start "
     "ws = max of those ends (the first wave has been replaced), window = [ws, e). If ws >= e the step has no "
@@ -54,29 +55,37 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
+def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
+    """``d[key]`` when it is a dict, else an empty dict."""
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}
+
+
 def _hours_n(meta: dict[str, Any], override: Sequence[int] | None) -> list[int]:
     if override:
         return [int(n) for n in override]
-    profile = meta.get("profile") if isinstance(meta.get("profile"), dict) else {}
-    rep = profile.get("report") if isinstance(profile.get("report"), dict) else {}
-    ns = rep.get("hours_to_n")
+    ns = _sub(_sub(meta, "profile"), "report").get("hours_to_n")
     if isinstance(ns, list) and ns:
         return [int(n) for n in ns]
     return list(DEFAULT_HOURS_TO_N)
 
 
 def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
-    """(time_scale, target is the simulator) from run.json."""
-    for holder in (meta, meta.get("profile") if isinstance(meta.get("profile"), dict) else {}):
-        sim = holder.get("simulator")
-        if isinstance(sim, dict):
-            ts = sim.get("time_scale")
-            try:
-                v = float(ts) if ts is not None else 1.0
-            except (TypeError, ValueError):
-                v = 1.0
-            return (v if v > 0 and math.isfinite(v) else 1.0), True
-    return 1.0, False
+    """(time_scale, target is the built-in simulator) from run.json.
+
+    Only the top-level ``simulator`` dict (written when the simulator was the target) counts: the profile's
+    ``simulator`` section is present even when a real server was measured.
+    """
+    sim = meta.get("simulator")
+    target = _sub(meta, "target")
+    if not isinstance(sim, dict):
+        return 1.0, bool(target.get("simulator") is True)
+    ts = sim.get("time_scale")
+    try:
+        v = float(ts) if ts is not None else 1.0
+    except (TypeError, ValueError):
+        v = 1.0
+    return (v if v > 0 and math.isfinite(v) else 1.0), True
 
 
 def _warmup(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -172,8 +181,8 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     ok = [r for r in main if r.get("ok")]
     est = sum(1 for r in ok if r.get("token_source") == "estimate")
     errs = Counter(str(r.get("error_class") or "unknown") for r in main if not r.get("ok"))
-    target = meta.get("target") if isinstance(meta.get("target"), dict) else {}
-    profile = meta.get("profile") if isinstance(meta.get("profile"), dict) else {}
+    target = _sub(meta, "target")
+    profile = _sub(meta, "profile")
     status = str(meta.get("status") or "unknown")
     start = meta.get("start_wall")
     if start is None and run.phases:
@@ -212,7 +221,18 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         "definitions": dict(DEFINITIONS),
     }
     rep["notes"] = _notes(run, rep, rows, unplaced)
-    return rep
+    return _finite(rep)
+
+
+def _finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by None (strict JSON)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[dict[str, Any], str]:

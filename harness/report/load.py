@@ -1,8 +1,8 @@
 """Loading a run directory for the report: metadata, request records and phase intervals.
 
 All times are wall-clock epoch seconds. A record's *end* is ``start_wall + e2e`` (request sent -> last byte
-or failure); a phase ``[start, end)`` ends at the next ``phase_start``, at ``run_end``, or, in an interrupted
-run without ``run_end``, at the latest record end.
+or failure); a phase ``[start, end)`` ends at the next ``phase_start``; the last one at ``load_end`` (the load
+stopped, in-flight requests then drain), else ``run_end``, else (interrupted run) at the latest record end.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class Phase:
         concurrency: target number of concurrent users.
         start / end: wall interval [start, end) in epoch seconds.
         planned_duration: the planned length in seconds, when the phase event gave one.
-        end_source: "next_phase" | "run_end" | "last_record" (interrupted run) | "records" (no phases.jsonl).
+        end_source: "next_phase" | "load_end" (last step; in-flight requests drained after it) | "run_end" |
+            "last_record" (interrupted run without run_end) | "records" (no phases.jsonl).
     """
 
     phase: str
@@ -121,14 +122,18 @@ def _read_meta(root: Path, problems: list[str]) -> dict[str, Any]:
 
 def _phases_from_events(events: list[dict[str, Any]], records: list[dict[str, Any]]) -> tuple[list[Phase], bool]:
     starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
-    run_end = next((float(e["wall"]) for e in events if e.get("event") == "run_end" and e.get("wall") is not None),
-                   None)
+    def first(name: str) -> float | None:
+        return next((float(e["wall"]) for e in events if e.get("event") == name and e.get("wall") is not None), None)
+
+    run_end, load_end = first("run_end"), first("load_end")
     last_end = max((record_end(r) for r in records), default=None)
     phases: list[Phase] = []
     for i, ev in enumerate(starts):
         start = float(ev["wall"])
         if i + 1 < len(starts):
             end, src = float(starts[i + 1]["wall"]), "next_phase"
+        elif load_end is not None and load_end >= start:
+            end, src = load_end, "load_end"
         elif run_end is not None:
             end, src = run_end, "run_end"
         else:

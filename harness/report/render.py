@@ -106,7 +106,7 @@ def _hours_cell(h: dict[str, Any]) -> str:
 
 
 def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
-    header = ["step", "C", "usable/ok", "% trunc", "% errors", "mean out tok"]
+    header = ["step", "C", "usable/ok (window)", "% trunc", "% errors", "mean out tok"]
     header += [f"N={n:,}" for n in rep["hours_to_n"]]
     rows = []
     for r in rep["steps"]:
@@ -134,7 +134,8 @@ def _warmup_line(w: dict[str, Any]) -> str:
     if not w["requests"]:
         return "Warm-up: none recorded."
     errs = ", ".join(f"{k} ×{v}" for k, v in w["errors_by_class"].items()) or "none"
-    return (f"Warm-up (excluded from every figure): {w['requests']} requests, {w['completed']} ok, "
+    noun = "request" if w["requests"] == 1 else "requests"
+    return (f"Warm-up (excluded from every figure): {w['requests']} {noun}, {w['completed']} ok, "
             f"E2E p50 {_s(w['e2e_p50_s'])} s (max {_s(w['e2e_max_s'])} s), errors: {errs}.")
 
 
@@ -179,7 +180,8 @@ def render_markdown(report: dict[str, Any]) -> str:
 
     lines += ["## Hours to N usable samples", ""]
     lines.append("Each cell: request-based hours with its 95 % Poisson interval · token-based hours (seed method). "
-                 "Assumptions per row: concurrency C, usable share, truncation and error rates, mean output tokens.")
+                 "Assumptions per row: concurrency C, usable share and mean output tokens of the requests "
+                 "started in the steady window, truncation and error rates of the step.")
     lines.append("")
     if rep["steps"]:
         lines += _hours_table(rep)

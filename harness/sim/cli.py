@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require 'Authorization: Bearer KEY' on /v1/* (401 otherwise)")
     serve.add_argument("--tokens-per-chunk", type=int, default=1,
                        help="tokens per SSE event, like vLLM --stream-interval (phase changes split events)")
+    serve.add_argument("--max-lag", type=float, default=0.05,
+                       help="seconds of engine lateness (CPU contention) caught up with shorter steps; "
+                            "a longer stall is absorbed as one long step")
     group = serve.add_argument_group("preset overrides (simulated seconds, before --time-scale)")
     group.add_argument("--decode-base", type=float, default=None, help="fixed cost of one engine step, s")
     group.add_argument("--decode-per-seq", type=float, default=None, help="step cost per decoding sequence, s")
@@ -93,7 +96,7 @@ def serve(args: argparse.Namespace) -> int:
     config = SimConfig(
         host=args.host, port=args.port, preset=preset, flavour=args.flavour, time_scale=args.time_scale,
         seed=args.seed, model=args.model, max_num_seqs=args.max_num_seqs, api_key=args.api_key,
-        tokens_per_chunk=args.tokens_per_chunk,
+        tokens_per_chunk=args.tokens_per_chunk, max_lag=args.max_lag,
     )
     server = SimServer(config)
     server.start()

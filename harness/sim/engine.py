@@ -10,8 +10,10 @@ Model (all durations are simulated seconds multiplied by ``time_scale``):
    token at the step's end.
 
 Steps are scheduled on absolute deadlines (``time.perf_counter`` seconds) so timer lateness does
-not accumulate; if the loop falls behind by more than one step it re-synchronises instead of
-bursting.  Sequences never block the engine: the engine only bumps ``Sequence.generated`` and sets
+not accumulate: a late step is followed by shorter ones until the schedule is met again, as long as
+the loop is at most ``max(step, max_lag)`` seconds behind (CPU contention, timer granularity);
+beyond that it re-synchronises to "now" (the stall then shows as one long step, like a server
+hiccup, instead of a burst).  Sequences never block the engine: the engine only bumps ``Sequence.generated`` and sets
 the sequence's event; the request greenlet writes to the socket at its own pace.
 """
 
@@ -31,8 +33,8 @@ from harness.sim.presets import Preset
 
 clock: Callable[[], float] = time.perf_counter
 
-#: Minimum lateness (seconds) tolerated before the step schedule is re-synchronised to "now".
-_RESYNC_MIN = 0.002
+#: Default lateness (seconds) the step schedule catches up on before re-synchronising to "now".
+DEFAULT_MAX_LAG = 0.05
 
 
 class Sequence:
@@ -104,8 +106,10 @@ class Engine:
         time_scale: float = 1.0,
         max_num_seqs: int | None = None,
         listener: EngineListener | None = None,
+        max_lag: float = DEFAULT_MAX_LAG,
     ) -> None:
         self.preset = preset
+        self.max_lag = float(max_lag)
         self.time_scale = float(time_scale)
         self.max_num_seqs = int(max_num_seqs or preset.max_num_seqs)
         self.listener = listener or EngineListener()
@@ -224,19 +228,16 @@ class Engine:
             now = clock()
             if self._step_end is not None and now >= self._step_end:
                 self._end_step(now)
-                late = now - self._step_end
                 self._last_step_end = self._step_end
                 self._step_end = None
-            else:
-                late = 0.0
             self._admit(now)
             self._complete_prefills(now)
             if self._step_end is None and self._active:
                 self._batch = list(self._active)
                 step = preset.step_seconds(len(self._batch)) * scale
                 start = self._last_step_end if self._last_step_end is not None else now
-                if now - start > max(step, _RESYNC_MIN) or late > max(step, _RESYNC_MIN):
-                    start = now
+                if now - start > max(step, self.max_lag):
+                    start = now  # too far behind: absorb the stall instead of bursting
                 self._step_end = start + step
             elif self._step_end is None:
                 self._last_step_end = None

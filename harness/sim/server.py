@@ -53,6 +53,8 @@ class SimConfig:
     api_key: str | None = None
     #: Tokens per SSE event (like vLLM ``--stream-interval``); phase changes always split events.
     tokens_per_chunk: int = 1
+    #: Seconds of engine lateness caught up with shorter steps before re-synchronising (real seconds).
+    max_lag: float = 0.05
     backlog: int = 2048
 
     def resolved_preset(self) -> Preset:
@@ -76,7 +78,8 @@ class SimServer:
         self.config = config
         self.preset = config.resolved_preset()
         self.metrics = SimMetrics(config.model)
-        self.engine = Engine(self.preset, config.time_scale, self.preset.max_num_seqs, self.metrics)
+        self.engine = Engine(self.preset, config.time_scale, self.preset.max_num_seqs, self.metrics,
+                             max_lag=config.max_lag)
         self.metrics.bind(self.engine)
         self.lengths = LengthModel(self.preset, config.seed)
         self._auth = f"Bearer {config.api_key}" if config.api_key else None

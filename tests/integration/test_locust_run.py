@@ -59,7 +59,11 @@ def test_headless_sweep_on_the_simulator(tmp_path: Path, env: dict[str, str]) ->
     prof.write_text(PROFILE % {"out": out, "step": 4})
     proc = subprocess.run(
         [*LOCUST, "--profile", str(prof), "--json-file", str(tmp_path / "locust")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_dir_of(out)
@@ -68,7 +72,11 @@ def test_headless_sweep_on_the_simulator(tmp_path: Path, env: dict[str, str]) ->
     assert meta["target"]["simulator"] is True and meta["simulator"]["time_scale"] == 0.25
     recs = records(run)
     assert meta["records"] == len(recs)
-    phases = [(p["phase"], p["step"], p["concurrency"]) for p in map(json.loads, (run / "phases.jsonl").read_text().splitlines()) if p["event"] == "phase_start"]
+    phases = [
+        (p["phase"], p["step"], p["concurrency"])
+        for p in map(json.loads, (run / "phases.jsonl").read_text().splitlines())
+        if p["event"] == "phase_start"
+    ]
     assert phases == [("warmup", -1, 1), ("single", 0, 1), ("step", 1, 2), ("step", 2, 4)]
     warm = [r for r in recs if r["phase"] == "warmup"]
     assert len(warm) == 1 and warm[0]["ok"] and warm[0]["max_tokens"] == 16
@@ -113,7 +121,11 @@ def test_ctrl_c_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, s
     out = tmp_path / "runs"
     prof.write_text(PROFILE % {"out": out, "step": 60})
     proc = subprocess.Popen(
-        [*LOCUST, "--profile", str(prof)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [*LOCUST, "--profile", str(prof)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     try:
@@ -123,12 +135,14 @@ def test_ctrl_c_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, s
             time.sleep(0.5)
             if out.exists() and any(out.iterdir()):
                 rec = run_dir_of(out) / "records.jsonl"
-                seen = sum(1 for line in rec.read_text().splitlines() if '"phase":"step"' in line) if rec.exists() else 0
+                seen = (
+                    sum(1 for line in rec.read_text().splitlines() if '"phase":"step"' in line) if rec.exists() else 0
+                )
                 if seen >= 10:
                     break
         assert seen >= 10, "the run did not reach the steps in time"
         proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, _stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()

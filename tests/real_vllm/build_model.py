@@ -26,6 +26,7 @@ The build is seeded and deterministic for a given Python standard library; it is
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import re
@@ -187,7 +188,7 @@ def build_model(vocab_size: int, chain: list[int], eos_id: int, pad_id: int) -> 
         model.model.norm.weight.fill_(1.0)
         head = model.lm_head.weight
         head.zero_()
-        for cur, nxt in zip(chain, chain[1:]):
+        for cur, nxt in itertools.pairwise(chain):
             head[nxt] = LOGIT_SCALE * emb[cur]
     model.generation_config.eos_token_id = eos_id
     model.generation_config.pad_token_id = pad_id

@@ -21,7 +21,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,15 +35,21 @@ import pytest
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 
-#: K: reasoning tokens per reply. With M below, one request takes about 0.6 s at concurrency 1 here.
-REASONING_TOKENS = 120
+#: K: reasoning tokens per reply. With M below (K + M + 2 = 290 completion tokens), one request takes
+#: about 0.6-0.7 s at concurrency 1 on a 2-core machine (~400-500 completion tokens/s).
+REASONING_TOKENS = 240
 #: M: answer tokens per reply.
-ANSWER_TOKENS = 24
+ANSWER_TOKENS = 48
 SERVED_MODEL_NAME = "scripted-qwen3"
 MODEL_CACHE = REPO / ".cache"
 REQUIRE_ENV = "LLMLOAD_REQUIRE_VLLM"
-#: Seconds allowed for building the model (normally about 5 s).
+#: Seconds allowed for building the model (normally about 5-10 s).
 BUILD_TIMEOUT = 600.0
+#: Warm-up rounds: number of simultaneous requests per round. A fresh server stalls for a few tenths of a
+#: second the first times it meets new batch shapes (lazy compilation), which would distort timings.
+WARMUP_CONCURRENCY = (1, 1, 2, 4, 8, 4, 2, 1)
+#: Seconds allowed for one warm-up request.
+WARMUP_TIMEOUT = 120.0
 
 
 def _load_server_module() -> ModuleType:
@@ -72,6 +80,7 @@ class VLLMTarget:
         expected_reasoning: the concatenated reasoning text of every reply.
         expected_answer: the concatenated answer text of every reply.
         startup_seconds: seconds from spawning the server to its first ``GET /v1/models`` 200.
+        warmup_seconds: seconds spent on warm-up requests after start-up (see :func:`warm_up`).
         log_path: the server's combined stdout/stderr log.
         script: the full ``script.json`` record written by ``build_model.py``.
     """
@@ -83,6 +92,7 @@ class VLLMTarget:
     expected_reasoning: str
     expected_answer: str
     startup_seconds: float
+    warmup_seconds: float
     log_path: Path
     script: dict[str, Any] = field(repr=False)
 
@@ -141,6 +151,39 @@ def build_scripted_model(venv: Path, k: int, m: int) -> tuple[Path, dict[str, An
     return out_dir, record
 
 
+def _chat_once(base_url: str, model: str, prompt: str) -> None:
+    """Send one non-streaming chat completion and check it answered 200 (raises otherwise)."""
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": prompt}]}).encode()
+    req = urllib.request.Request(
+        f"{base_url}/v1/chat/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=WARMUP_TIMEOUT) as resp:
+        resp.read()
+
+
+def warm_up(base_url: str, model: str, rounds: tuple[int, ...] = WARMUP_CONCURRENCY) -> float:
+    """Run rounds of simultaneous full-length requests (same and distinct prompts); return seconds taken."""
+    t0 = time.monotonic()
+    errors: list[BaseException] = []
+
+    def one(prompt: str) -> None:
+        try:
+            _chat_once(base_url, model, prompt)
+        except BaseException as exc:
+            errors.append(exc)
+
+    for r, n in enumerate(rounds):
+        prompts = ["Hello" if r % 2 == 0 else f"warm-up {r}.{i}" for i in range(n)]
+        threads = [threading.Thread(target=one, args=(p,)) for p in prompts]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(WARMUP_TIMEOUT)
+        if errors:
+            raise RuntimeError(f"warm-up request failed: {errors[0]!r}")
+    return time.monotonic() - t0
+
+
 @pytest.fixture(scope="session")
 def vllm_server() -> Iterator[VLLMTarget]:
     """Build the scripted model, start one vLLM server for the session, yield a :class:`VLLMTarget`."""
@@ -161,6 +204,10 @@ def vllm_server() -> Iterator[VLLMTarget]:
     except server_module.VLLMServerError as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
+        try:
+            warmup_seconds = warm_up(server.base_url, server.model)
+        except RuntimeError as exc:
+            pytest.fail(f"{exc}; server log {log_path}:\n{server_module.tail(log_path)}", pytrace=False)
         yield VLLMTarget(
             base_url=server.base_url,
             model=server.model,
@@ -169,6 +216,7 @@ def vllm_server() -> Iterator[VLLMTarget]:
             expected_reasoning=str(record["expected_reasoning"]),
             expected_answer=str(record["expected_answer"]),
             startup_seconds=server.startup_seconds or (time.monotonic() - t0),
+            warmup_seconds=warmup_seconds,
             log_path=log_path,
             script=record,
         )

@@ -151,6 +151,7 @@ def test_stream_reasoning_then_answer(vllm_server: Any, record_property: Any) ->
     """One full reply: K reasoning deltas, M answer deltas, ``stop``, and vLLM's token accounting."""
     k, m = vllm_server.reasoning, vllm_server.answer
     report(record_property, "server_startup_seconds", round(vllm_server.startup_seconds, 2))
+    report(record_property, "server_warmup_seconds", round(vllm_server.warmup_seconds, 2))
     stream_chat(vllm_server.base_url, vllm_server.model)  # warm-up
     res = stream_chat(vllm_server.base_url, vllm_server.model)
 
@@ -245,7 +246,7 @@ def _tokens_per_second(base_url: str, model: str, concurrency: int) -> tuple[flo
         try:
             barrier.wait(timeout=30)
             results[i] = stream_chat(base_url, model)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(concurrency)]
@@ -262,11 +263,15 @@ def _tokens_per_second(base_url: str, model: str, concurrency: int) -> tuple[flo
 
 
 def test_concurrency_increases_throughput(vllm_server: Any, record_property: Any) -> None:
-    """Four concurrent streams yield more aggregate tokens/s than one (the server batches)."""
+    """Four concurrent streams yield more aggregate tokens/s than one (the server batches).
+
+    Best of two runs at each concurrency, since a 2-core machine shared with the client is noisy.
+    """
     k, m = vllm_server.reasoning, vllm_server.answer
-    stream_chat(vllm_server.base_url, vllm_server.model)  # warm-up
-    tps1 = max(_tokens_per_second(vllm_server.base_url, vllm_server.model, 1)[0] for _ in range(2))
-    tps4, results4 = _tokens_per_second(vllm_server.base_url, vllm_server.model, 4)
+    base_url, model = vllm_server.base_url, vllm_server.model
+    tps1, results1 = max((_tokens_per_second(base_url, model, 1) for _ in range(2)), key=lambda x: x[0])
+    tps4, results4 = max((_tokens_per_second(base_url, model, 4) for _ in range(2)), key=lambda x: x[0])
+    report(record_property, "c1_request_seconds", round(results1[0].duration, 3))
     report(record_property, "tokens_per_second_c1", round(tps1, 1))
     report(record_property, "tokens_per_second_c4", round(tps4, 1))
     report(record_property, "c4_request_seconds", [round(r.duration, 3) for r in results4])

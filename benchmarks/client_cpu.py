@@ -1,0 +1,191 @@
+"""CPU cost per SSE chunk of the harness's streaming client, against the openai SDK's streaming path.
+
+    .venv/bin/python benchmarks/client_cpu.py [--streams 8] [--chunks 4000] [--runs 5]
+
+A server process on 127.0.0.1 streams vLLM-shaped chunks (role chunk, reasoning deltas with cumulative
+usage, answer deltas, finish, usage, [DONE]) over chunked transfer encoding, one HTTP chunk per event, with a
+short pause every few events so that reads see a realistic mix of single and batched events. The client
+process runs ``--streams`` concurrent greenlets (gevent, as under Locust) and measures its own CPU time
+(``time.process_time``) per token-bearing chunk for:
+
+* ``harness``: :class:`harness.client.ChatClient` (our HTTP/1.1 reader + SSE decoder + chunk interpreter);
+* ``openai-sdk``: ``client.chat.completions.create(stream=True)``, iterating the ``ChatCompletionChunk``
+  objects (pydantic) and reading the same fields, if the ``openai`` package is installed.
+
+Prints the median of ``--runs`` runs per path and the ratio. Numbers depend on the machine: compare paths
+within one run, not across machines.
+"""
+
+from __future__ import annotations
+
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import multiprocessing as mp  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import gevent  # noqa: E402
+
+ENV = '"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,"model":"bench",'
+
+
+def build_stream(n: int) -> list[bytes]:
+    """The events of one response with ``n`` token-bearing chunks (80 % reasoning, 20 % answer)."""
+    role = '{"role":"assistant","content":""}'
+    ev = [f'data: {{{ENV}"choices":[{{"index":0,"delta":{role},"logprobs":null,"finish_reason":null}}]}}\n\n']
+    n_reason = int(n * 0.8)
+    for i in range(n):
+        key = "reasoning" if i < n_reason else "content"
+        ev.append(
+            f'data: {{{ENV}"choices":[{{"index":0,"delta":{{"{key}":" tok{i}"}},"logprobs":null,'
+            f'"finish_reason":null}}],"usage":{{"prompt_tokens":20,"completion_tokens":{i + 1},'
+            f'"total_tokens":{i + 21}}}}}\n\n'
+        )
+    ev.append(f'data: {{{ENV}"choices":[{{"index":0,"delta":{{}},"logprobs":null,"finish_reason":"stop"}}]}}\n\n')
+    ev.append(
+        f'data: {{{ENV}"choices":[],"usage":{{"prompt_tokens":20,"completion_tokens":{n},'
+        f'"total_tokens":{n + 20}}}}}\n\n'
+    )
+    ev.append("data: [DONE]\n\n")
+    return [b"%x\r\n%s\r\n" % (len(e.encode()), e.encode()) for e in ev]
+
+
+def serve(port_q: mp.Queue, n: int) -> None:  # type: ignore[type-arg]
+    """Server process: answer every POST with the stream of ``n`` chunks (keep-alive)."""
+    from gevent.server import StreamServer
+
+    chunks = build_stream(n)
+
+    def handle(sock: socket.socket, addr: object) -> None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        buf = b""
+        while True:
+            while b"\r\n\r\n" not in buf:
+                d = sock.recv(65536)
+                if not d:
+                    return
+                buf += d
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                ),
+                0,
+            )
+            while len(rest) < length:
+                rest += sock.recv(65536)
+            buf = rest[length:]
+            if head.startswith(b"GET"):
+                body = b'{"data":[{"id":"bench"}]}'
+                sock.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(body), body)
+                )
+                continue
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for i, c in enumerate(chunks):
+                sock.sendall(c)
+                if i % 4 == 3:
+                    gevent.sleep(0.0005)
+            sock.sendall(b"0\r\n\r\n")
+
+    server = StreamServer(("127.0.0.1", 0), handle)
+    server.start()
+    port_q.put(server.server_port)
+    server.serve_forever()
+
+
+def run_harness(url: str, streams: int, requests: int) -> tuple[float, int]:
+    from harness.client import ChatClient
+
+    def one() -> int:
+        c = ChatClient(url)
+        n = 0
+        for _ in range(requests):
+            r = c.stream_chat({"model": "bench", "messages": [{"role": "user", "content": "x"}]}, prompt_id="b")
+            assert r.ok, (r.error_class, r.error_detail)
+            n += r.chunks
+        c.close()
+        return n
+
+    t = time.process_time()
+    gs = [gevent.spawn(one) for _ in range(streams)]
+    gevent.joinall(gs, raise_error=True)
+    return time.process_time() - t, sum(g.value for g in gs)
+
+
+def run_sdk(url: str, streams: int, requests: int) -> tuple[float, int]:
+    import openai
+
+    def one() -> int:
+        c = openai.OpenAI(base_url=url + "/v1", api_key="x", max_retries=0)
+        n = 0
+        for _ in range(requests):
+            stream = c.chat.completions.create(
+                model="bench",
+                messages=[{"role": "user", "content": "x"}],
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            for chunk in stream:
+                if chunk.choices:
+                    d = chunk.choices[0].delta
+                    if d.content or getattr(d, "reasoning", None) or (d.model_extra or {}).get("reasoning"):
+                        n += 1
+        c.close()
+        return n
+
+    t = time.process_time()
+    gs = [gevent.spawn(one) for _ in range(streams)]
+    gevent.joinall(gs, raise_error=True)
+    return time.process_time() - t, sum(g.value for g in gs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--streams", type=int, default=8, help="concurrent streams (greenlets)")
+    ap.add_argument("--chunks", type=int, default=2000, help="token-bearing chunks per response")
+    ap.add_argument("--requests", type=int, default=2, help="sequential requests per stream")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=serve, args=(q, args.chunks), daemon=True)
+    proc.start()
+    url = f"http://127.0.0.1:{q.get(timeout=30)}"
+    try:
+        import openai  # noqa: F401
+
+        paths = {"harness": run_harness, "openai-sdk": run_sdk}
+    except ImportError:
+        paths = {"harness": run_harness}
+    results: dict[str, list[float]] = {k: [] for k in paths}
+    run_harness(url, 2, 1)  # warm the imports and the server
+    for _ in range(args.runs):
+        for name, fn in paths.items():
+            cpu, chunks = fn(url, args.streams, args.requests)
+            expected = args.streams * args.requests * args.chunks
+            assert chunks == expected, f"{name}: {chunks} token-bearing chunks counted, expected {expected}"
+            results[name].append(cpu / chunks * 1e6)
+    proc.terminate()
+    out = {
+        k: {"median_us_per_chunk": round(statistics.median(v), 2), "runs": [round(x, 2) for x in v]}
+        for k, v in results.items()
+    }
+    if "openai-sdk" in out:
+        out["ratio_sdk_over_harness"] = round(
+            out["openai-sdk"]["median_us_per_chunk"] / out["harness"]["median_us_per_chunk"], 1
+        )
+    out["setup"] = {"streams": args.streams, "chunks_per_response": args.chunks, "requests_per_stream": args.requests}
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Per-step figures on a hand-computed run: pro-rata tokens, request rate, counts, latencies, warm-up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.histogram import LogHistogram
+from harness.report import build_report, render_markdown
+from tests.report.rundir import T0, phase, rec, run_end, write_run
+
+
+def _scenario(root: Path, meta: dict[str, Any] | None = None) -> Path:
+    """Warm-up [0, 10), single stream [10, 40), C=2 [40, 100); times relative to T0.
+
+    Single stream (u1): A 10->20, B 20->30, C 30->45 (carried into C=2). Window [20, 40).
+    C=2: u1 D 45->65, E 65->85, F 85->105; u2 G 41->61, H 61->80 (truncated in reasoning),
+    I 80->90 (error), J 90->98 (truncated). First wave: u1's C (45), u2's G (61) -> window [61, 100).
+    """
+    records = [
+        rec("w", -1, 1, 5, tokens=5000),
+        rec("w", -1, 6, 2, ok=False),
+        rec("u1", 0, 10, 10, ttft=1, tokens=90),   # A decode [11, 20]
+        rec("u1", 0, 20, 10, ttft=1, tokens=90),   # B decode [21, 30]
+        rec("u1", 0, 30, 15, ttft=1, tokens=140),  # C decode [31, 45]
+        rec("u1", 1, 45, 20, ttft=2, tokens=180, concurrency=2),  # D decode [47, 65]
+        rec("u1", 1, 65, 20, ttft=2, tokens=180, concurrency=2),  # E decode [67, 85]
+        rec("u1", 1, 85, 20, ttft=2, tokens=180, concurrency=2),  # F decode [87, 105]
+        rec("u2", 1, 41, 20, ttft=1, tokens=190, concurrency=2),  # G decode [42, 61]
+        rec("u2", 1, 61, 19, ttft=1, tokens=180, truncated=True, in_reasoning=True, concurrency=2),  # H [62, 80]
+        rec("u2", 1, 80, 10, ttft=1, tokens=50, ok=False, concurrency=2),  # I error
+        rec("u2", 1, 90, 8, ttft=2, tokens=60, truncated=True, concurrency=2),  # J decode [92, 98]
+    ]
+    phases = [phase("warmup", -1, 1, 0), phase("single", 0, 1, 10, 30), phase("step", 1, 2, 40, 60), run_end(100)]
+    return write_run(root, records, phases, meta)
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> dict[str, Any]:
+    return build_report(_scenario(tmp_path / "run"))
+
+
+def test_steps_and_windows(report: dict[str, Any]) -> None:
+    single, c2 = report["steps"]
+    assert (single["label"], single["concurrency"], c2["label"], c2["concurrency"]) == ("single", 1, "C=2", 2)
+    assert single["steady"] and c2["steady"]
+    assert single["window_start_wall"] == pytest.approx(T0 + 20) and single["window_s"] == pytest.approx(20)
+    assert c2["window_start_wall"] == pytest.approx(T0 + 61) and c2["window_s"] == pytest.approx(39)
+    assert c2["first_wave_end_s"] == pytest.approx(21)
+    assert c2["end_source"] == "run_end" and single["end_source"] == "next_phase"
+
+
+def test_pro_rata_tokens_at_window_edges(report: dict[str, Any]) -> None:
+    single, c2 = report["steps"]
+    # single [20, 40): A 0, B 90, C 140 * 9/14 = 90 -> 180 tokens / 20 s
+    assert single["window_output_tokens"] == pytest.approx(180.0)
+    assert single["output_tps"] == pytest.approx(9.0)
+    # C=2 [61, 100): D 180*4/18=40, E 180, F 180*13/18=130, G 0, H 180, J 60, I (error) not counted
+    assert c2["window_output_tokens"] == pytest.approx(590.0)
+    assert c2["output_tps"] == pytest.approx(590.0 / 39)
+
+
+def test_request_rate_counts_usable_ends_in_window(report: dict[str, Any]) -> None:
+    single, c2 = report["steps"]
+    assert single["window_usable_completions"] == 2  # A (ends at 20 = window start), B
+    assert single["request_rate"] == pytest.approx(0.1)
+    # G (61), D (65), E (85); H and J truncated, I failed, F ends after the window
+    assert c2["window_usable_completions"] == 3
+    assert c2["request_rate"] == pytest.approx(3 / 39)
+
+
+def test_counts_errors_truncation(report: dict[str, Any]) -> None:
+    single, c2 = report["steps"]
+    assert (single["requests"], single["completed"], single["errors"], single["truncated_pct"]) == (3, 3, 0, 0.0)
+    assert (c2["requests"], c2["completed"], c2["errors"], c2["usable"]) == (7, 6, 1, 4)  # D, E, F, G
+    assert c2["errors_by_class"] == {"timeout_idle": 1}
+    assert c2["error_rate"] == pytest.approx(1 / 7)
+    assert c2["truncated"] == 2 and c2["truncated_pct"] == pytest.approx(100 * 2 / 6)
+    assert c2["truncated_in_reasoning"] == 1 and c2["truncated_in_reasoning_pct"] == pytest.approx(100 / 6)
+
+
+def test_latency_over_requests_started_in_window(report: dict[str, Any]) -> None:
+    single, c2 = report["steps"]
+    assert single["latency_n"] == 2  # B, C
+    assert single["e2e_p50_s"] == pytest.approx(12.5)
+    assert single["mean_output_tokens"] == pytest.approx(115)
+    # C=2 sample: H (61), E (65), F (85), J (90); I failed
+    assert c2["latency_n"] == 4
+    assert c2["e2e_p50_s"] == pytest.approx(19.5)  # [8, 19, 20, 20]
+    assert c2["ttfat_n"] == 3  # H has no answer token
+    assert c2["mean_output_tokens"] == pytest.approx(150)
+    assert c2["mean_output_tokens_usable"] == pytest.approx(180)
+    assert c2["usable_share"] == pytest.approx(0.5)
+    assert c2["tokens_per_usable"] == pytest.approx(300)
+    # per-stream tok/s: mean of decode_rate = tokens / (e2e - ttft)
+    assert c2["per_stream_tps"] == pytest.approx((180 / 18 + 180 / 18 + 180 / 18 + 60 / 6) / 4)
+
+
+def test_hours_rows(report: dict[str, Any]) -> None:
+    c2 = report["steps"][1]
+    assert report["hours_to_n"] == [100_000, 200_000, 500_000, 900_000]
+    h = c2["hours"][0]
+    assert h["n"] == 100_000
+    assert h["hours"] == pytest.approx(100_000 * 39 / 3 / 3600)
+    assert h["hours_high"] is None  # k = 3: lower rate bound <= 0
+    assert h["hours_low"] == pytest.approx(100_000 / ((3 + 1.96 * 3**0.5) / 39 * 3600))
+    assert h["token_hours"] == pytest.approx(100_000 * 150 / 0.5 / (590 / 39) / 3600)
+
+
+def test_warmup_excluded(report: dict[str, Any]) -> None:
+    w = report["warmup"]
+    assert (w["requests"], w["completed"], w["errors"]) == (2, 1, 1)
+    assert w["errors_by_class"] == {"timeout_idle": 1}
+    assert w["e2e_p50_s"] == pytest.approx(3.5) and w["e2e_max_s"] == pytest.approx(5)
+    assert report["totals"]["requests"] == 10 and report["totals"]["completed"] == 9
+    assert all(r["step"] >= 0 for r in report["steps"])
+    md = render_markdown(report)
+    assert "Warm-up (excluded from every figure): 2 requests, 1 ok" in md
+
+
+def test_percentiles_and_gap_histograms(tmp_path: Path) -> None:
+    # C=10: ten users; first requests all end at +10 -> window [10, 20); second requests carry the figures
+    gaps = LogHistogram.of([0.02] * 9 + [0.5]).to_json()
+    records = []
+    for i in range(10):
+        u = f"u{i}"
+        records.append(rec(u, 1, 0, 10, ttft=5.0, concurrency=10))
+        records.append(rec(u, 1, 10, 5, ttft=0.1 * (i + 1), concurrency=10, gap_hist=gaps))
+    root = write_run(tmp_path / "run", records, [phase("step", 1, 10, 0), run_end(20)])
+    (row,) = build_report(root)["steps"]
+    assert row["window_start_s"] == pytest.approx(10)
+    assert row["latency_n"] == 10
+    assert row["ttft_p50_s"] == pytest.approx(0.55)
+    assert row["ttft_p90_s"] == pytest.approx(0.91)
+    assert row["ttft_p99_s"] == pytest.approx(0.991)
+    assert row["gap_n"] == 100
+    assert row["gap_p50_s"] == pytest.approx(0.02, rel=0.005)
+    assert row["gap_p99_s"] == pytest.approx(0.5, rel=0.005)
+
+
+def test_seed_figures_reproduced_from_a_step(tmp_path: Path) -> None:
+    """32 users each streaming 2965-token requests back to back at 577.8/32 tok/s -> 577.8 tok/s, 142.5 h."""
+    d = 32 * 2965 / 577.8  # seconds per request so that 32 streams sum to 577.8 tok/s
+    records = []
+    for i in range(32):
+        t = i * d / 32  # users ramp up over one request duration: completions evenly spread
+        while t < 12 * d:
+            records.append(rec(f"u{i}", 1, t, d, ttft=0.0, tokens=2965, concurrency=32))
+            t += d
+    root = write_run(tmp_path / "run", records, [phase("step", 1, 32, 0), run_end(10 * d)],
+                     {"profile": {"name": "seed", "report": {"hours_to_n": [100_000]}}})
+    rep = build_report(root)
+    (row,) = rep["steps"]
+    assert row["steady"]
+    assert row["output_tps"] == pytest.approx(577.8, rel=1e-9)
+    assert row["mean_output_tokens"] == pytest.approx(2965)
+    assert rep["hours_to_n"] == [100_000]
+    assert row["hours"][0]["token_hours"] == pytest.approx(142.5, abs=0.1)
+    # request-based figure agrees within the count's granularity
+    assert row["hours"][0]["hours"] == pytest.approx(142.5, rel=0.05)
+
+
+def test_time_scale_compressed_time(tmp_path: Path) -> None:
+    root = _scenario(tmp_path / "run", {"simulator": {"preset": "demo", "time_scale": 0.1}})
+    rep = build_report(root)
+    assert rep["simulated"] and rep["time_scale"] == 0.1
+    c2 = rep["steps"][1]
+    rt = c2["real_time"]
+    assert rt["output_tps"] == pytest.approx(c2["output_tps"] * 0.1)
+    assert rt["e2e_p50_s"] == pytest.approx(c2["e2e_p50_s"] / 0.1)
+    assert rt["hours"][0]["hours"] == pytest.approx(c2["hours"][0]["hours"] / 0.1)
+    assert any("COMPRESSED TIME" in n for n in rep["notes"])
+    md = render_markdown(rep)
+    assert "COMPRESSED TIME" in md and "Real-time equivalents" in md
+
+
+def test_real_server_has_no_real_time_block(report: dict[str, Any]) -> None:
+    assert report["time_scale"] == 1.0 and report["simulated"] is False
+    assert all(r["real_time"] is None for r in report["steps"])
+
+
+def test_estimated_tokens_and_suspect_truncation_notes(tmp_path: Path) -> None:
+    records = [
+        rec("u1", 0, 0, 10, token_source="estimate"),
+        rec("u1", 0, 10, 10),
+        rec("u1", 0, 20, 10, truncated=True, suspect_truncation=True),
+        rec("u1", 0, 30, 10),
+    ]
+    root = write_run(tmp_path / "run", records, [phase("single", 0, 1, 0), run_end(40)])
+    rep = build_report(root)
+    assert rep["totals"]["estimated_tokens"] == 1
+    assert rep["totals"]["estimated_tokens_share"] == pytest.approx(0.25)
+    assert rep["steps"][0]["estimated_tokens_share"] == pytest.approx(0.25)
+    assert rep["totals"]["suspect_truncations"] == 1
+    notes = " ".join(rep["notes"])
+    assert "client-estimated" in notes and "suspect truncation" in notes
+
+
+def test_report_is_json_ready_and_markdown_has_tables(report: dict[str, Any]) -> None:
+    json.dumps(report, allow_nan=False)
+    md = render_markdown(report)
+    assert md.startswith(f"# Load report: {report['run_id']}")
+    assert "k2-test" in md and "http://127.0.0.1:8000/v1" in md
+    assert "| step | C | completed | errors | req/s | output tok/s | per-stream tok/s |" in md
+    assert "| C=2 | 2 | 6 | 1 |" in md
+    assert "N=100,000" in md and "## Formulas" in md and "## Notes" in md
+    assert "Errors at C=2: timeout_idle ×1." in md
