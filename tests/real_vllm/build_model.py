@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the construction changes, so cached models are rebuilt.
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 SEED = 1234
 VOCAB_SIZE = 2048
 HIDDEN_SIZE = 128
@@ -222,7 +222,8 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
     """Build the tokenizer, model and ``script.json`` in ``out_dir``; return the script record.
 
     The record's keys: ``builder_version``, ``reasoning_tokens`` (K), ``answer_tokens`` (M),
-    ``expected_reasoning`` / ``expected_answer`` (the texts the server streams), ``reasoning_ids``,
+    ``expected_reasoning`` / ``expected_answer`` (the texts the server streams), ``reasoning_pieces`` /
+    ``answer_pieces`` (the text of each token, in order), ``reasoning_ids``,
     ``answer_ids``, ``p0_id``, ``end_think_id``, ``eos_id``, ``expected_completion_tokens`` (K + M + 2:
     ``</think>`` and EOS are generated tokens too), ``min_margin_logits`` and ``build_seconds``.
     """
@@ -254,6 +255,8 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
         "answer_tokens": m,
         "expected_reasoning": "".join(tokenizer.decode([t]) for t in reasoning_ids),
         "expected_answer": "".join(tokenizer.decode([t]) for t in answer_ids),
+        "reasoning_pieces": [tokenizer.decode([t]) for t in reasoning_ids],
+        "answer_pieces": [tokenizer.decode([t]) for t in answer_ids],
         "reasoning_ids": reasoning_ids,
         "answer_ids": answer_ids,
         "p0_id": p0,

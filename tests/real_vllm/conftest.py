@@ -79,6 +79,8 @@ class VLLMTarget:
         answer: M, answer tokens (and content deltas) per reply.
         expected_reasoning: the concatenated reasoning text of every reply.
         expected_answer: the concatenated answer text of every reply.
+        reasoning_pieces: the text of each reasoning token, in order (K strings).
+        answer_pieces: the text of each answer token, in order (M strings).
         startup_seconds: seconds from spawning the server to its first ``GET /v1/models`` 200.
         warmup_seconds: seconds spent on warm-up requests after start-up (see :func:`warm_up`).
         log_path: the server's combined stdout/stderr log.
@@ -91,6 +93,8 @@ class VLLMTarget:
     answer: int
     expected_reasoning: str
     expected_answer: str
+    reasoning_pieces: tuple[str, ...]
+    answer_pieces: tuple[str, ...]
     startup_seconds: float
     warmup_seconds: float
     log_path: Path
@@ -215,6 +219,8 @@ def vllm_server() -> Iterator[VLLMTarget]:
             answer=int(record["answer_tokens"]),
             expected_reasoning=str(record["expected_reasoning"]),
             expected_answer=str(record["expected_answer"]),
+            reasoning_pieces=tuple(record["reasoning_pieces"]),
+            answer_pieces=tuple(record["answer_pieces"]),
             startup_seconds=server.startup_seconds or (time.monotonic() - t0),
             warmup_seconds=warmup_seconds,
             log_path=log_path,
