@@ -81,6 +81,7 @@ class StreamInterpreter:
         self.usage: dict[str, Any] | None = None
         self.cum_tokens: int | None = None  # cumulative completion_tokens from per-chunk usage
         self.cum_at_last_reasoning: int | None = None
+        self.mixed_chunks = 0  # chunks carrying both reasoning text and answer text
         self.done_seen = False
         self.error_class: str | None = None
         self.error_detail: str | None = None
@@ -131,6 +132,8 @@ class StreamInterpreter:
                     if self.t_first_reasoning is None:
                         self.t_first_reasoning = t
                 if content:
+                    if reasoning:  # one chunk spans the end of reasoning: per-chunk usage cannot split it
+                        self.mixed_chunks += 1
                     token_bearing = True
                     is_reasoning = False
                     self.answer_parts.append(content)
@@ -230,7 +233,7 @@ class StreamInterpreter:
             r.reasoning_tokens, r.reasoning_source = rt, "usage"
         elif self.reasoning_chunks == 0:
             r.reasoning_tokens, r.reasoning_source = 0, "none"
-        elif self.cum_at_last_reasoning is not None and r.token_source == "usage":
+        elif self.cum_at_last_reasoning is not None and r.token_source == "usage" and not self.mixed_chunks:
             r.reasoning_tokens, r.reasoning_source = min(self.cum_at_last_reasoning, r.output_tokens), "chunk_usage"
         else:
             # Share of token-bearing chunks, not of text: one server streams both phases with the same

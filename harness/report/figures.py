@@ -76,11 +76,28 @@ def _latency(sample: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tpot_mean_s": mean(tpot),
         "tpot_p50_s": percentile(tpot, 50),
         "e2e_p50_s": percentile(e2e, 50),
-        "per_stream_tps": mean(vals("decode_rate")),
+        "per_stream_tps": _per_stream_tps(sample),
         "mean_output_tokens": mean(float(r.get("output_tokens") or 0) for r in sample),
         "mean_output_tokens_usable": mean(float(r.get("output_tokens") or 0) for r in usable),
         "usable_share": len(usable) / len(sample) if sample else None,
     }
+
+
+def _per_stream_tps(sample: Sequence[dict[str, Any]]) -> float | None:
+    """Per-stream decode rate of a sample: Σ output tokens ÷ Σ (E2E − TTFT), in tokens per second.
+
+    A ratio of sums, not the mean of per-request rates: a request whose tokens all arrive in one read (a busy
+    server flushing late) has a near-zero decode interval and would dominate a mean of ratios.
+    """
+    tokens = 0.0
+    seconds = 0.0
+    for r in sample:
+        ttft, e2e = r.get("ttft"), r.get("e2e")
+        if ttft is None or e2e is None or e2e <= ttft or not r.get("output_tokens"):
+            continue
+        tokens += float(r["output_tokens"])
+        seconds += float(e2e) - float(ttft)
+    return tokens / seconds if seconds > 0 else None
 
 
 def step_row(

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--seed", type=int, default=0, help="seed of the output-length model")
     serve.add_argument("--model", default="sim-reasoner", help="served model id")
     serve.add_argument("--max-num-seqs", type=int, default=None,
-                       help="max concurrently running sequences; more wait in a queue (default: preset's)")
+                       help="max concurrently running sequences; more wait in a queue (None = the preset's)")
     serve.add_argument("--api-key", default=None,
                        help="require 'Authorization: Bearer KEY' on /v1/* (401 otherwise)")
     serve.add_argument("--tokens-per-chunk", type=int, default=1,
@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-lag", type=float, default=0.05,
                        help="seconds of engine lateness (CPU contention) caught up with shorter steps; "
                             "a longer stall is absorbed as one long step")
-    group = serve.add_argument_group("preset overrides (simulated seconds, before --time-scale)")
+    group = serve.add_argument_group(
+        "preset overrides", "durations in simulated seconds (before --time-scale); None = the preset's value"
+    )
     group.add_argument("--decode-base", type=float, default=None, help="fixed cost of one engine step, s")
     group.add_argument("--decode-per-seq", type=float, default=None, help="step cost per decoding sequence, s")
     group.add_argument("--prefill-base", type=float, default=None, help="fixed prefill cost, s")

@@ -59,16 +59,17 @@ class Request:
         return self.target.split("?", 1)[0]
 
 
-_date_cache: list[Any] = [0, b""]
+_date_cache: dict[int, bytes] = {}
 
 
 def http_date() -> bytes:
     """RFC 7231 date, cached per second."""
     now = int(time.time())
-    if _date_cache[0] != now:
-        _date_cache[0] = now
-        _date_cache[1] = formatdate(now, usegmt=True).encode()
-    return _date_cache[1]
+    cached = _date_cache.get(now)
+    if cached is None:
+        _date_cache.clear()
+        cached = _date_cache[now] = formatdate(now, usegmt=True).encode()
+    return cached
 
 
 class Connection:

@@ -178,7 +178,23 @@ class StreamFormatter:
             + b',"choices":'
         )
         self._sglang = flavour == "sglang"
-        self._reasoning_key = b"reasoning" if flavour == "vllm" else b"reasoning_content"
+        key = b"reasoning" if flavour == "vllm" else b"reasoning_content"
+        # pre-rendered token-event pieces: PRE + json(text) + POST (+ usage tail when continuous)
+        choice0 = self._head + b'[{"index":0,"delta":'
+        if self._sglang:
+            self._r_pre = choice0 + b'{"role":null,"content":null,"reasoning_content":'
+            self._a_pre = choice0 + b'{"role":null,"content":'
+            end = b',"logprobs":null,"finish_reason":null,"matched_stop":null}]'
+            self._r_post = b',"tool_calls":null}' + end
+            self._a_post = b',"reasoning_content":null,"tool_calls":null}' + end
+        else:
+            self._r_pre = choice0 + b'{"' + key + b'":'
+            self._a_pre = choice0 + b'{"content":'
+            self._r_post = self._a_post = b'},"logprobs":null,"finish_reason":null}]'
+        if not continuous_usage:
+            plain = self._tail(None)
+            self._r_post += plain
+            self._a_post += plain
 
     def _tail(self, completion: int | None) -> bytes:
         """Closing bytes after ``choices``: optional usage, then ``}`` and the event terminator."""
@@ -205,18 +221,13 @@ class StreamFormatter:
 
         ``completion_so_far`` (tokens, including this event's) is used for continuous usage.
         """
-        quoted = orjson.dumps(text)
-        if self._sglang:
-            if reasoning:
-                delta = b'{"role":null,"content":null,"reasoning_content":' + quoted + b',"tool_calls":null}'
-            else:
-                delta = b'{"role":null,"content":' + quoted + b',"reasoning_content":null,"tool_calls":null}'
-            choice = self._choice(delta, extra=b',"matched_stop":null')
-        elif reasoning:
-            choice = self._choice(b'{"' + self._reasoning_key + b'":' + quoted + b"}")
+        if reasoning:
+            event = self._r_pre + orjson.dumps(text) + self._r_post
         else:
-            choice = self._choice(b'{"content":' + quoted + b"}")
-        return self._head + choice + self._tail(completion_so_far if self.continuous_usage else None)
+            event = self._a_pre + orjson.dumps(text) + self._a_post
+        if self.continuous_usage:
+            event += self._tail(completion_so_far)
+        return event
 
     def finish_event(self, finish_reason: str, completion: int) -> bytes:
         """Event with an empty delta and ``finish_reason`` (``stop`` / ``length``)."""

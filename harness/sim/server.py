@@ -305,11 +305,12 @@ class SimServer:
                 k = min(per_chunk, phase_end - sent, generated - sent)
                 if k < per_chunk and sent + k < phase_end and not finished:
                     break  # wait until the chunk is full (stream interval)
-                if in_reasoning:
-                    text = "".join(token_text("r", i) for i in range(sent, sent + k))
+                first = sent if in_reasoning else sent - n_reason
+                kind = "r" if in_reasoning else "a"
+                if k == 1:
+                    text = token_text(kind, first)
                 else:
-                    base = sent - n_reason
-                    text = "".join(token_text("a", i) for i in range(base, base + k))
+                    text = "".join([token_text(kind, i) for i in range(first, first + k)])
                 sent += k
                 events.append(fmt.token_event(in_reasoning, text, sent))
             if finished and sent >= total:

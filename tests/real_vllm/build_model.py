@@ -6,10 +6,14 @@ Run with the vLLM venv's python (it needs ``torch``, ``tokenizers`` and ``transf
 
 No network access is needed. The result, in ``OUT_DIR``:
 
-* a byte-level BPE tokenizer (vocabulary about 2,000 entries) trained on the Python standard library's
-  sources, with special tokens ``<|im_start|>``, ``<|im_end|>``, ``<think>``, ``</think>`` and
-  ``<|endoftext|>``, wrapped in ``PreTrainedTokenizerFast`` with a Qwen-style chat template whose generation
-  prompt ends in ``<|im_start|>assistant\\n<think>\\n``;
+* a byte-level BPE tokenizer (vocabulary 2,048 entries) trained on the Python standard library's
+  sources, with special tokens ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>`` and the added tokens
+  ``<think>``, ``</think>``, wrapped in ``PreTrainedTokenizerFast`` with a Qwen-style chat template whose
+  generation prompt ends in ``<|im_start|>assistant\\n<think>\\n``. As in Qwen3 and DeepSeek-R1, the think tags
+  are atomic added tokens but *not* special: vLLM detokenizes with ``skip_special_tokens=True`` and its
+  ``deepseek_r1`` reasoning parser looks for the text ``</think>`` in a delta, so a special ``</think>``
+  corrupts the text whenever vLLM coalesces ``</think>`` with neighbouring tokens into one delta (seen:
+  the last reasoning character lost, junk at the start of the answer);
 * a ``Qwen3ForCausalLM`` (hidden size 128, 1 layer, 2 heads of dimension 64) whose weights are *scripted*:
   every layer's ``o_proj`` and ``down_proj`` are zero, so the final hidden state is (the RMS-normalised)
   embedding of the current token; ``lm_head`` is untied, all its rows are zero except, for the chain
@@ -28,8 +32,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import random
 import re
+import shutil
 import sys
 import sysconfig
 import time
@@ -37,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the construction changes, so cached models are rebuilt.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 SEED = 1234
 VOCAB_SIZE = 2048
 HIDDEN_SIZE = 128
@@ -55,7 +61,10 @@ IM_END = "<|im_end|>"
 THINK = "<think>"
 END_THINK = "</think>"
 ENDOFTEXT = "<|endoftext|>"
-SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END, THINK, END_THINK]
+#: Special tokens (ids 0, 1, 2); skipped when vLLM detokenizes.
+SPECIAL_TOKENS = [ENDOFTEXT, IM_START, IM_END]
+#: Added, non-special tokens (the last two ids): kept in detokenized text, as in Qwen3.
+THINK_TOKENS = [THINK, END_THINK]
 
 GENERATION_PROMPT = f"{IM_START}assistant\n{THINK}\n"
 CHAT_TEMPLATE = (
@@ -96,26 +105,27 @@ def training_text() -> list[str]:
 
 def build_tokenizer() -> Any:
     """Train the byte-level BPE and wrap it in a ``PreTrainedTokenizerFast`` with the chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE,
+        vocab_size=VOCAB_SIZE - len(THINK_TOKENS),
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(training_text(), trainer=trainer)
+    tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token=IM_END,
         pad_token=ENDOFTEXT,
         unk_token=None,
         bos_token=None,
-        additional_special_tokens=[IM_START, IM_END, THINK, END_THINK],
+        additional_special_tokens=[IM_START, IM_END],
         clean_up_tokenization_spaces=False,
         model_max_length=MAX_POSITIONS,
     )
@@ -238,6 +248,10 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
     if tokenizer.decode([p0]) != "\n":
         raise SystemExit(f"last prompt token {p0} is {tokenizer.decode([p0])!r}, expected a newline")
     end_think = tokenizer.convert_tokens_to_ids(END_THINK)
+    if tokenizer.decode([end_think], skip_special_tokens=True) != END_THINK:
+        raise SystemExit(f"{END_THINK} must survive skip_special_tokens (an added, non-special token)")
+    if tokenizer.encode(f"x{THINK}y{END_THINK}z", add_special_tokens=False).count(end_think) != 1:
+        raise SystemExit(f"{END_THINK} is not encoded as one token")
     eos = tokenizer.convert_tokens_to_ids(IM_END)
     pad = tokenizer.convert_tokens_to_ids(ENDOFTEXT)
     reasoning_ids, answer_ids = choose_chain(tokenizer, p0, k, m)
@@ -246,9 +260,14 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
     model = build_model(len(tokenizer), chain, eos, pad)
     margin = check_chain(model, chain)
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(out_dir)
-    model.save_pretrained(out_dir)
+    # Write into a private sibling directory, then rename it into place, so that a concurrent build or a
+    # server reading the cache never sees a half-written model.
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp_dir = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    tmp_dir.mkdir()
+    tokenizer.save_pretrained(tmp_dir)
+    model.save_pretrained(tmp_dir)
     record: dict[str, Any] = {
         "builder_version": BUILDER_VERSION,
         "reasoning_tokens": k,
@@ -267,8 +286,18 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
         "min_margin_logits": round(margin, 3),
         "build_seconds": round(time.monotonic() - t0, 3),
     }
-    # script.json last: its presence marks a complete build.
-    (out_dir / "script.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    (tmp_dir / "script.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if out_dir.exists():
+        shutil.rmtree(out_dir, ignore_errors=True)
+    try:
+        os.replace(tmp_dir, out_dir)
+    except OSError:
+        # Another process finished the same build first: keep its result if it is complete.
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        other = cached(out_dir, k, m)
+        if other is None:
+            raise
+        return other
     return record
 
 

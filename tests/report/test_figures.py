@@ -95,8 +95,8 @@ def test_latency_over_requests_started_in_window(report: dict[str, Any]) -> None
     assert c2["mean_output_tokens_usable"] == pytest.approx(180)
     assert c2["usable_share"] == pytest.approx(0.5)
     assert c2["tokens_per_usable"] == pytest.approx(300)
-    # per-stream tok/s: mean of decode_rate = tokens / (e2e - ttft)
-    assert c2["per_stream_tps"] == pytest.approx((180 / 18 + 180 / 18 + 180 / 18 + 60 / 6) / 4)
+    # per-stream tok/s: Σ tokens / Σ (e2e - ttft), a ratio of sums
+    assert c2["per_stream_tps"] == pytest.approx((180 * 3 + 60) / (18 * 3 + 6))
 
 
 def test_hours_rows(report: dict[str, Any]) -> None:
@@ -208,3 +208,12 @@ def test_report_is_json_ready_and_markdown_has_tables(report: dict[str, Any]) ->
     assert "| C=2 | 2 | 6 | 1 |" in md
     assert "N=100,000" in md and "## Formulas" in md and "## Notes" in md
     assert "Errors at C=2: timeout_idle ×1." in md
+
+
+def test_per_stream_rate_is_a_ratio_of_sums_robust_to_burst_delivery() -> None:
+    from harness.report.figures import _per_stream_tps
+
+    normal = {"ttft": 0.1, "e2e": 10.1, "output_tokens": 100}  # 10 tok/s
+    burst = {"ttft": 5.0, "e2e": 5.0001, "output_tokens": 100}  # all tokens in one read: 1e6 tok/s alone
+    assert _per_stream_tps([normal, burst]) == pytest.approx(200 / 10.0001)
+    assert _per_stream_tps([{"ttft": None, "e2e": 1.0, "output_tokens": 5}]) is None

@@ -85,6 +85,7 @@ def test_unknown_model_404(sim: SimProcess) -> None:
 
 
 def test_bad_requests_400(sim: SimProcess) -> None:
+    bad: Any
     for bad in (
         b"{not json",
         {"messages": []},
@@ -92,7 +93,7 @@ def test_bad_requests_400(sim: SimProcess) -> None:
         {"messages": MSG, "stream_options": {"include_usage": True}},  # stream_options without stream
         {"messages": MSG, "max_tokens": 10**9},  # beyond the context length
     ):
-        r = chat(sim.url, bad)  # type: ignore[arg-type]
+        r = request(sim.url, "POST", "/v1/chat/completions", bad)
         assert r.status == 400, bad
         assert r.json()["error"]["code"] == 400
 

@@ -148,16 +148,17 @@ def test_engine_timing_model() -> None:
         engine.submit(single)
         _wait_finished(single)
         assert single.first_token_at is not None and single.finished_at is not None
-        assert single.first_token_at - single.arrival == pytest.approx(0.03, abs=0.01)
+        assert 0.029 < single.first_token_at - single.arrival < 0.06
         tpot_1 = (single.finished_at - single.first_token_at) / 20
-        assert tpot_1 == pytest.approx(0.006, rel=0.2)
+        assert 0.006 * 0.9 < tpot_1 < 0.006 * 1.5  # contention can only make steps longer
         batch = [_seq(21) for _ in range(4)]
         for s in batch:
             engine.submit(s)
         gevent.joinall([gevent.spawn(_wait_finished, s) for s in batch], timeout=5, raise_error=True)
         assert all(s.finished and s.generated == 21 for s in batch)
         tpots = [(s.finished_at - s.first_token_at) / 20 for s in batch]  # type: ignore[operator]
-        assert all(t == pytest.approx(0.004 + 4 * 0.002, rel=0.2) for t in tpots)
+        assert all(0.012 * 0.9 < t < 0.012 * 1.5 for t in tpots), tpots  # model: 4 + 4 x 2 ms
+        assert min(tpots) > 1.4 * tpot_1  # model: 2x
     finally:
         engine.stop()
 
