@@ -187,3 +187,33 @@ def test_record_has_no_text() -> None:
     r, _ = replay("C04/b_reasoning")
     rec = r.to_record()
     assert "Think" not in str(rec) and "OK" not in str(rec)
+
+
+def _chunk(delta: dict, usage: int | None = None, finish: str | None = None) -> bytes:
+    import json
+
+    obj: dict = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage is not None:
+        obj["usage"] = {"prompt_tokens": 5, "completion_tokens": usage}
+    return json.dumps(obj).encode()
+
+
+def test_chunk_usage_gives_exact_reasoning_tokens() -> None:
+    it = StreamInterpreter(100)
+    it.on_payload(0.1, _chunk({"reasoning": "a b"}, 2))
+    it.on_payload(0.2, _chunk({"reasoning": "c"}, 3))
+    it.on_payload(0.3, _chunk({"content": "X"}, 5))  # + the delimiter token
+    it.on_payload(0.4, _chunk({}, 6, "stop"))  # + EOS
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.4)
+    assert (r.output_tokens, r.reasoning_tokens, r.reasoning_source, r.answer_tokens) == (6, 3, "chunk_usage", 3)
+    assert r.itl_hist is not None and r.itl_hist["n"] == 2  # 0.1 s / 1 token, 0.1 s / 2 tokens
+
+
+def test_chunk_spanning_end_of_reasoning_is_not_called_exact() -> None:
+    it = StreamInterpreter(100)
+    it.on_payload(0.1, _chunk({"reasoning": "a"}, 1))
+    it.on_payload(0.2, _chunk({"reasoning": "b", "content": "X"}, 4))
+    it.on_payload(0.3, _chunk({}, 4, "stop"))
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.3)
+    assert r.reasoning_source == "estimate" and r.output_tokens == 4
+    assert (r.reasoning_chunks, r.answer_chunks, r.chunks) == (2, 1, 2)
