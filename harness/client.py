@@ -27,7 +27,7 @@ try:
 except ImportError:  # pragma: no cover
     import json
 
-    def _dumps(obj: Any) -> bytes:
+    def _dumps(obj: Any) -> bytes:  # type: ignore[misc]
         return json.dumps(obj, separators=(",", ":")).encode()
 
     _loads = json.loads  # type: ignore[assignment]

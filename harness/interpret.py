@@ -109,7 +109,8 @@ class StreamInterpreter:
                 self.error_detail = payload[:200].decode("utf-8", "replace")
             return
         if obj.get("error") or obj.get("object") == "error":
-            err = obj.get("error") if isinstance(obj.get("error"), dict) else obj
+            e = obj.get("error")
+            err: dict[str, Any] = e if isinstance(e, dict) else obj
             if self.error_class in (None, "malformed_chunk"):
                 self.error_class = "server_error_event"
                 self.error_detail = f"code={err.get('code')} type={err.get('type')} message={err.get('message')}"

@@ -36,7 +36,7 @@ try:
     from orjson import dumps as _dumps
 except ImportError:  # pragma: no cover
 
-    def _dumps(obj: Any) -> bytes:
+    def _dumps(obj: Any) -> bytes:  # type: ignore[misc]
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
