@@ -43,8 +43,8 @@ DEFINITIONS: dict[str, str] = {
     "records whose step field is the step, whenever they ended; % truncated is over completed requests.",
     "latency": "TTFT, TTFAT (over requests with an answer token), inter-chunk gaps (merged per-request log "
     "histograms, ±0.5 %), TPOT, E2E, per-stream tok/s (Σ output tokens ÷ Σ (e2e − ttft), a ratio of sums) "
-    "and mean output tokens are over successful requests that started inside the steady window (the whole step when not "
-    "steady). Percentiles interpolate linearly between closest ranks (numpy's default).",
+    "and mean output tokens are over successful requests that started inside the steady window (the whole step "
+    "when not steady). Percentiles interpolate linearly between closest ranks (numpy's default).",
     "hours_requests": "Hours to N (requests) = N ÷ (req/s × 3600); 95 % interval from the Poisson count k of "
     "usable completions in the window: rate bounds (k ± 1.96√k) ÷ window; no upper hours bound when the lower "
     "rate bound ≤ 0.",
