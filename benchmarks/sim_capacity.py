@@ -162,11 +162,15 @@ def main() -> int:
             r = run_once(sim.url, args.concurrency, args.duration, args.warmup)
             r["server_cpu"] = (_cpu_seconds(sim.pid) - cpu0) / (args.duration + args.warmup)
             results.append(r)
+            us = 1e6 * r["server_cpu"] / r["events_per_s"] if r["events_per_s"] else float("nan")
             print(f"run {i + 1}: {r['chunks_per_s']:9.0f} token chunks/s  {r['events_per_s']:9.0f} events/s  "
-                  f"{r['requests_per_s']:7.1f} req/s  server CPU {r['server_cpu']:.0%}  (C={args.concurrency})")
+                  f"{r['requests_per_s']:7.1f} req/s  server CPU {r['server_cpu']:.0%} "
+                  f"({us:.1f} us CPU/event)  (C={args.concurrency})")
     median = statistics.median(r["chunks_per_s"] for r in results)
+    cpu_us = statistics.median(1e6 * r["server_cpu"] / r["events_per_s"] for r in results if r["events_per_s"])
     print(f"median: {median:.0f} token chunks/s per simulator process (C={args.concurrency}, "
-          f"{args.tokens_per_chunk} token/chunk, decode step {args.decode_base} s)")
+          f"{args.tokens_per_chunk} token/chunk, decode step {args.decode_base} s); "
+          f"{cpu_us:.1f} us server CPU per event -> ~{1e6 / cpu_us:.0f} events/s per fully used core")
     return 0
 
 

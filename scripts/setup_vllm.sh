@@ -59,7 +59,7 @@ fi
 rm -f "$MARKER"
 
 log "upgrading pip"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet --upgrade pip || log "pip upgrade failed; continuing with the bundled pip"
 
 t_pip=$(date +%s)
 log "installing $WANT tokenizers transformers (takes a few minutes)"

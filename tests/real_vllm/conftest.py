@@ -199,7 +199,8 @@ def vllm_server() -> Iterator[VLLMTarget]:
         pytest.skip(reason)
 
     model_dir, record = build_scripted_model(venv, REASONING_TOKENS, ANSWER_TOKENS)
-    log_path = MODEL_CACHE / f"vllm-server-{REASONING_TOKENS}-{ANSWER_TOKENS}.log"
+    # One log per pytest process: concurrent sessions must not share (or delete) each other's log.
+    log_path = MODEL_CACHE / f"vllm-server-{REASONING_TOKENS}-{ANSWER_TOKENS}-{os.getpid()}.log"
     log_path.unlink(missing_ok=True)
     server = server_module.VLLMServer(model_dir, SERVED_MODEL_NAME, venv=venv, log_path=log_path)
     t0 = time.monotonic()

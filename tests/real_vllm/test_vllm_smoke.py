@@ -161,15 +161,19 @@ class ChunkTokens:
         usage_delta: completion tokens added since the previous chunk (continuous usage stats).
         reasoning: reasoning tokens whose text is in this chunk's ``delta.reasoning``.
         content: answer tokens whose text is in this chunk's ``delta.content``.
-        hidden: tokens without text attributed to this chunk: ``</think>`` (on the first chunk carrying
-            answer text) and EOS (on the chunk with ``finish_reason == "stop"``).
+        finish_reason: the chunk's ``finish_reason`` (None on all but the last choice chunk).
     """
 
     index: int
     usage_delta: int
     reasoning: int
     content: int
-    hidden: int
+    finish_reason: str | None
+
+    @property
+    def hidden(self) -> int:
+        """Tokens counted in this chunk's usage without text in it (``</think>``, EOS)."""
+        return self.usage_delta - self.reasoning - self.content
 
 
 def _consume(text: str, pieces: tuple[str, ...], start: int) -> int:
@@ -185,11 +189,9 @@ def _consume(text: str, pieces: tuple[str, ...], start: int) -> int:
 
 
 def account(res: StreamResult, reasoning_pieces: tuple[str, ...], answer_pieces: tuple[str, ...]) -> list[ChunkTokens]:
-    """Attribute every generated token to a chunk; check chunks hold whole tokens, in script order."""
+    """Count the scripted tokens in each choice chunk; check chunks hold whole tokens, in script order."""
     out: list[ChunkTokens] = []
-    r = a = 0
-    prev = 0
-    seen_content = False
+    r = a = prev = 0
     for i, chunk in enumerate(res.chunks):
         choices = chunk.get("choices") or []
         if not choices:
@@ -199,15 +201,31 @@ def account(res: StreamResult, reasoning_pieces: tuple[str, ...], answer_pieces:
         nr = _consume(delta.get("reasoning") or "", reasoning_pieces, r)
         nc = _consume(delta.get("content") or "", answer_pieces, a)
         assert nr == 0 or a == 0, "reasoning text after answer text"
-        hidden = 0
-        if nc and not seen_content:
-            hidden += 1  # </think>
-            seen_content = True
-        if choices[0].get("finish_reason") == "stop":
-            hidden += 1  # EOS
-        out.append(ChunkTokens(i, cum - prev, nr, nc, hidden))
+        out.append(ChunkTokens(i, cum - prev, nr, nc, choices[0].get("finish_reason")))
         r, a, prev = r + nr, a + nc, cum
     return out
+
+
+def check_accounting(acc: list[ChunkTokens], k: int, m: int, stopped: bool = True) -> None:
+    """Assert that the chunks' cumulative usage accounts for every token exactly once.
+
+    K reasoning and M answer tokens carry text. The only tokens without text are ``</think>`` (counted
+    either in the chunk holding the last reasoning token, when vLLM merged them, or else in the first
+    chunk with answer text) and, if ``stopped``, EOS (counted in the chunk with ``finish_reason``).
+    """
+    assert sum(c.reasoning for c in acc) == k
+    assert sum(c.content for c in acc) == m
+    assert all(c.hidden >= 0 for c in acc), acc
+    if not stopped:
+        assert all(c.hidden == 0 for c in acc), [c for c in acc if c.hidden]
+        return
+    assert sum(c.hidden for c in acc) == 2, [c for c in acc if c.hidden]
+    last_reasoning = max(c.index for c in acc if c.reasoning)
+    first_content = min(c.index for c in acc if c.content)
+    finish = [c.index for c in acc if c.finish_reason is not None]
+    allowed = {last_reasoning, first_content, *finish}
+    assert all(c.index in allowed for c in acc if c.hidden), [c for c in acc if c.hidden]
+    assert sum(c.hidden for c in acc if c.index in finish) >= 1, "EOS is counted with the finish chunk"
 
 
 def test_stream_reasoning_then_answer(vllm_server: Any, record_property: Any) -> None:
@@ -249,10 +267,7 @@ def test_stream_reasoning_then_answer(vllm_server: Any, record_property: Any) ->
     assert reasoning[-1][0] <= content[0][0], "answer text began before the reasoning ended"
 
     # Every token is accounted for by exactly one chunk's cumulative usage step.
-    for c in acc:
-        assert c.usage_delta == c.reasoning + c.content + c.hidden, c
-    assert sum(c.reasoning for c in acc) == k
-    assert sum(c.content for c in acc) == m
+    check_accounting(acc, k, m)
     assert sum(c.usage_delta for c in acc) == k + m + 2
     assert len(reasoning) <= k and len(content) <= m
 
@@ -303,6 +318,7 @@ def test_max_tokens_below_reasoning_ends_with_length(vllm_server: Any, record_pr
     report(record_property, "length_reasoning_chunks", len(reasoning))
     report(record_property, "length_completion_tokens", res.final_usage.get("completion_tokens"))
     assert "".join(t for _, t in reasoning) == "".join(vllm_server.reasoning_pieces[:limit])
+    check_accounting(account(res, vllm_server.reasoning_pieces[:limit], ()), limit, 0, stopped=False)
     assert len(reasoning) <= limit
     assert res.final_usage["completion_tokens"] == limit
 
@@ -338,6 +354,7 @@ def test_concurrency_increases_throughput(vllm_server: Any, record_property: Any
 
     Best of two runs at each concurrency, since a 2-core machine shared with the client is noisy.
     """
+    k, m = vllm_server.reasoning, vllm_server.answer
     base_url, model = vllm_server.base_url, vllm_server.model
     tps1, results1 = max((_tokens_per_second(base_url, model, 1) for _ in range(2)), key=lambda x: x[0])
     tps4, results4 = max((_tokens_per_second(base_url, model, 4) for _ in range(2)), key=lambda x: x[0])
@@ -347,6 +364,7 @@ def test_concurrency_increases_throughput(vllm_server: Any, record_property: Any
     report(record_property, "c4_request_seconds", [round(r.duration, 3) for r in results4])
     for r in results4:
         assert r.finish_reason == "stop"
+        check_accounting(account(r, vllm_server.reasoning_pieces, vllm_server.answer_pieces), k, m)
         assert "".join(t for _, t in r.deltas("reasoning")) == vllm_server.expected_reasoning
         assert "".join(t for _, t in r.deltas("content")) == vllm_server.expected_answer
     assert tps4 > tps1
