@@ -99,10 +99,7 @@ class StreamInterpreter:
         try:
             obj = _loads(payload)
         except _JSONError:
-            if self.error_class is None:
-                self.error_class = "malformed_chunk"
-                self.error_detail = payload[:200].decode("utf-8", "replace")
-            return
+            obj = None
         if not isinstance(obj, dict):
             if self.error_class is None:
                 self.error_class = "malformed_chunk"

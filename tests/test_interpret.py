@@ -217,3 +217,15 @@ def test_chunk_spanning_end_of_reasoning_is_not_called_exact() -> None:
     r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.3)
     assert r.reasoning_source == "estimate" and r.output_tokens == 4
     assert (r.reasoning_chunks, r.answer_chunks, r.chunks) == (2, 1, 2)
+
+
+@pytest.mark.parametrize("payload", [b"{not json", b"[1, 2]", b'"text"'])
+def test_malformed_chunk_fails_the_request_but_keeps_partial_counts(payload: bytes) -> None:
+    it = StreamInterpreter(100)
+    it.on_payload(0.1, _chunk({"content": "A"}))
+    it.on_payload(0.2, payload)
+    it.on_payload(0.3, _chunk({"content": "B"}))
+    it.on_payload(0.4, _chunk({}, 2, "stop"))
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.4)
+    assert (r.ok, r.error_class, r.chunks) == (False, "malformed_chunk", 2)
+    assert payload[:5].decode() in r.error_detail
