@@ -1,7 +1,8 @@
 """A loopback HTTP server that replays the public stream cases byte for byte, at their offsets.
 
 Each accepted request takes the next case name from :attr:`ReplayServer.queue` and writes that case's
-bytes at ``t * scale`` seconds after the request was read. Framing: ``"close"`` (no length, connection closed
+bytes at ``t * scale`` seconds after the request was read, logging when each write actually ended
+(:attr:`ReplayServer.write_log`, the ground truth for timing checks). Framing: ``"close"`` (no length, connection closed
 after the last write, as the cases describe) or ``"chunked"`` (one HTTP chunk per write, then the final
 zero-length chunk, except for a case that ends by dropping the connection; the connection is then kept open
 for the next request).
@@ -30,6 +31,8 @@ class ReplayServer:
         self.head_delay = head_delay
         self.queue: collections.deque[str] = collections.deque()
         self.requests: list[dict[str, Any]] = []
+        #: per request: {scheduled offset t (unscaled): seconds after the request was read when that write ended}
+        self.write_log: list[dict[float, float]] = []
         self.connections = 0
         self.server = StreamServer(("127.0.0.1", 0), self._handle)
 
@@ -86,6 +89,8 @@ class ReplayServer:
             hdr = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
             sock.sendall(f"HTTP/1.1 {status} Error\r\n{hdr}Content-Length: {len(body)}\r\n\r\n".encode() + body)
             return True
+        log: dict[float, float] = {}
+        self.write_log.append(log)
         chunked = self.framing == "chunked"
         headers["Transfer-Encoding" if chunked else "Connection"] = "chunked" if chunked else "close"
         hdr = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
@@ -98,6 +103,7 @@ class ReplayServer:
                 gevent.sleep(delay)
             data = w["bytes"]
             sock.sendall(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+            log[w["t"]] = time.perf_counter() - t0
         if not chunked or name in CUT_CASES:
             return False
         sock.sendall(b"0\r\n\r\n")
