@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.http import Connection, HTTPError, HTTPTimeout, Origin
+from harness.http import ChunkedDecoder, Connection, HTTPError, HTTPTimeout, Origin
 from harness.interpret import StreamInterpreter
 from harness.result import RequestResult
 from harness.sse import SSEDecoder
@@ -291,13 +291,12 @@ class _Dechunk:
     __slots__ = ("_chunked", "_left", "done")
 
     def __init__(self, chunked: bool, length: int | None) -> None:
-        from harness.http import ChunkedDecoder
-
         self._chunked = ChunkedDecoder() if chunked else None
         self._left = length
         self.done = length == 0
 
     def feed(self, raw: bytes) -> bytes:
+        """Body bytes carried by ``raw`` (framing removed); sets ``done`` at the end of the body."""
         if self._chunked is not None:
             out = self._chunked.feed(raw)
             self.done = self._chunked.done

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -239,7 +240,7 @@ class Connection:
         """Push bytes back to be returned by the next :meth:`recv`."""
         self._buf = data + self._buf
 
-    def read_head(self, timeout_fn: object) -> ResponseHead:
+    def read_head(self, timeout_fn: Callable[[], float]) -> ResponseHead:
         """Read the status line and headers. ``timeout_fn()`` gives the seconds left for each read.
 
         Raises:
@@ -248,7 +249,7 @@ class Connection:
         """
         buf = b""
         while True:
-            data = self.recv(timeout_fn())  # type: ignore[operator]
+            data = self.recv(timeout_fn())
             if not data:
                 raise HTTPError("stream_truncated", "connection closed before the response head")
             buf += data
