@@ -196,6 +196,12 @@ class Profile(_Model):
     report: ReportSpec = Field(default_factory=ReportSpec)
 
     @model_validator(mode="after")
+    def _something_to_measure(self) -> Profile:
+        if not self.steps.concurrency and self.single_stream.duration <= 0:
+            raise ValueError("nothing to measure: steps.concurrency is empty and single_stream.duration is 0")
+        return self
+
+    @model_validator(mode="after")
     def _unique_ids(self) -> Profile:
         seen: set[str] = set()
         for p in self.prompts:
@@ -249,7 +255,7 @@ def _format_errors(path: str, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
-        msg = e["msg"]
+        msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key (typo?)"
         lines.append(f"{path}: {loc}: {msg}")

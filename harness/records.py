@@ -40,7 +40,7 @@ except ImportError:  # pragma: no cover
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
-__all__ = ["RunDir", "read_phases", "read_records", "versions"]
+__all__ = ["RunDir", "read_phases", "read_records", "redact_url", "versions"]
 
 _SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)")
 
@@ -58,11 +58,19 @@ def versions() -> dict[str, str]:
     return out
 
 
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the credentials of any URL (``scheme://user:password@host``) replaced by ``***``."""
+    return _URL_USERINFO.sub(r"\1***@", text)
+
+
 def _clean_argv(argv: list[str]) -> list[str]:
-    """argv with the value of any secret-looking option replaced by ``***``."""
+    """argv with the value of any secret-looking option and URL credentials replaced by ``***``."""
     out: list[str] = []
     hide = False
-    for a in argv:
+    for a in map(redact_url, argv):
         if hide:
             out.append("***")
             hide = False

@@ -21,7 +21,8 @@ import gevent
 
 from harness.client import ChatClient, Timeouts
 from harness.config import Profile, ProfileError, PromptSpec, load_profile
-from harness.records import RunDir
+from harness.http import HTTPError, HTTPTimeout
+from harness.records import RunDir, redact_url
 
 __all__ = ["PhaseState", "RunContext", "context", "default_profile_path"]
 
@@ -45,8 +46,10 @@ def resolve_profile_path(arg: str | None, host: str | None) -> Path:
     p = Path(arg)
     if p.exists() or p.is_absolute():
         return p
-    alt = _PROFILES_DIR / p.name
-    return alt if alt.exists() else p
+    for alt in (_PROFILES_DIR / p.name, _PROFILES_DIR / f"{p.name}.yaml"):
+        if alt.exists():
+            return alt
+    return p
 
 
 @dataclass
@@ -182,27 +185,39 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         sim = launch(preset=s.preset, flavour=s.flavour, time_scale=s.time_scale, seed=s.seed, model=s.model)
         base_url = sim.url
         sim_meta = {"preset": s.preset, "flavour": s.flavour, "time_scale": s.time_scale, "seed": s.seed}
+    shown = redact_url(base_url)
+    key_env = profile.target.api_key_env
+    if key_env and not profile.target.api_key():
+        log.warning("llmload: %s: target.api_key_env names %s, which is unset or empty: no API key is sent",
+                    path, key_env)
     model = profile.target.model
     if not model:
         probe = ChatClient(base_url, api_key=profile.target.api_key(), timeouts=Timeouts(connect=10.0))
         try:
             models = probe.list_models()
-        except Exception as e:
+        except (HTTPError, HTTPTimeout, ValueError) as e:
             if sim is not None:
                 sim.stop()
-            raise RuntimeError(f"{base_url}: cannot list models ({e}); set target.model in {path}") from None
+            kind = getattr(e, "kind", "timeout" if isinstance(e, HTTPTimeout) else "bad response")
+            if kind in ("connect_error", "timeout"):
+                hint = "is the server up and the URL right?"
+            elif kind == "http_4xx" and ("HTTP 401" in str(e) or "HTTP 403" in str(e)):
+                hint = f"the server rejected the API key (target.api_key_env: {key_env or 'not set'})"
+            else:
+                hint = f"or set target.model in {path} to skip the model lookup"
+            raise RuntimeError(f"{shown}: GET /v1/models failed: {redact_url(str(e))}; {hint}") from None
         if not models:
-            raise RuntimeError(f"{base_url}: GET /v1/models returned no model; set target.model in {path}")
+            raise RuntimeError(f"{shown}: GET /v1/models returned no model; set target.model in {path}")
         model = models[0]
     ctx = RunContext(profile=profile, base_url=base_url, model=model, role=role, sim=sim)
     meta = {
         "profile_path": str(path),
         "profile": profile.public_dict(),
-        "target": {"base_url": base_url, "model": model, "simulator": sim is not None},
+        "target": {"base_url": shown, "model": model, "simulator": sim is not None},
         "simulator": sim_meta,
     }
     ctx.run_dir = RunDir.create(output_dir or profile.output.dir, profile.name, meta)
-    log.info("llmload: profile %s -> %s model %s; records in %s", path, base_url, model, ctx.run_dir.path)
+    log.info("llmload: profile %s -> %s model %s; records in %s", path, shown, model, ctx.run_dir.path)
     return ctx
 
 

@@ -60,7 +60,7 @@ prompts:
     ("text", "needle"),
     [
         ("name: t\nprompts: []\n", "prompts: List should have at least 1 item"),
-        ("name: t\nprompts:\n  - {id: a}\n", "prompts.0: Value error, give exactly one of 'text' or 'messages'"),
+        ("name: t\nprompts:\n  - {id: a}\n", "prompts.0: give exactly one of 'text' or 'messages'"),
         ("name: t\nprompts:\n  - {id: a, text: x, weight: 0}\n", "prompts.0.weight: Input should be greater than 0"),
         ("name: t\nprompts:\n  - {id: a, text: x}\nsteps: {concurrency: [8, 0]}\n", "steps.concurrency"),
         ("name: t\nprompts:\n  - {id: a, text: x}\nstepz: {}\n", "stepz: unknown key (typo?)"),
@@ -90,3 +90,11 @@ def test_api_key_comes_from_the_named_variable(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("MY_KEY", "sk-secret-value")
     assert p.target.api_key() == "sk-secret-value"
     assert "sk-secret-value" not in str(p.public_dict())
+
+
+def test_a_profile_must_measure_something(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, "name: t\nprompts:\n  - {id: a, text: x}\nsingle_stream: {duration: 0}\nsteps: {concurrency: []}\n"
+    )
+    with pytest.raises(ProfileError, match="nothing to measure"):
+        load_profile(path)

@@ -43,3 +43,11 @@ def test_torn_last_line_is_skipped_but_a_bad_middle_line_is_an_error(tmp_path: P
 def test_argv_secrets_removed() -> None:
     argv = ["locust", "--api-key", "sk-1", "--token=abc", "--host", "http://x"]
     assert _clean_argv(argv) == ["locust", "--api-key", "***", "--token=***", "--host", "http://x"]
+
+
+def test_url_credentials_are_redacted() -> None:
+    from harness.records import redact_url
+
+    assert redact_url("http://user:pw123@10.0.0.1:8000/v1") == "http://***@10.0.0.1:8000/v1"
+    assert _clean_argv(["locust", "--host", "https://u:p@h"]) == ["locust", "--host", "https://***@h"]
+    assert redact_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000"

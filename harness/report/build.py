@@ -135,6 +135,11 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
             "(suspect truncation); they are counted as truncated, not usable."
         )
     for r in rows:
+        rate = r.get("error_rate") or 0.0
+        if rate > 0.05:
+            top = ", ".join(f"{k} {v}" for k, v in sorted(r["errors_by_class"].items(), key=lambda kv: -kv[1])[:3])
+            notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
+                         "failing server.")
         if not r["steady"]:
             notes.append(f"{r['label']}: NOT steady, {r['not_steady_reason']}; its row shows burst figures over "
                          "the whole step.")

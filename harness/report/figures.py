@@ -187,8 +187,33 @@ def step_row(
         }
         for n in hours_n
     ]
+    row["low_confidence"] = low_confidence(row)
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
     return row
+
+
+#: A steady window shorter than this many median E2E latencies, or holding fewer usable completions than
+#: :data:`MIN_WINDOW_COMPLETIONS`, gives low-confidence figures (flagged ‡ in the report).
+MIN_WINDOW_E2E = 3.0
+MIN_WINDOW_COMPLETIONS = 10
+
+
+def low_confidence(row: dict[str, Any]) -> str | None:
+    """Why a steady row's figures are low-confidence (a window too short or too empty), or None.
+
+    Two runs of the same too-short step can differ by 3x in hours to N: the row then says so instead of
+    presenting one draw as the answer.
+    """
+    if not row["steady"]:
+        return None
+    why = []
+    e2e = row.get("e2e_p50_s")
+    if e2e and row["window_s"] < MIN_WINDOW_E2E * e2e:
+        why.append(f"window {row['window_s']:.1f} s < {MIN_WINDOW_E2E:g} × median E2E ({e2e:.1f} s)")
+    k = row.get("window_usable_completions") or 0
+    if k < MIN_WINDOW_COMPLETIONS:
+        why.append(f"{k} usable completions in the window (< {MIN_WINDOW_COMPLETIONS})")
+    return "; ".join(why) or None
 
 
 def real_time(row: dict[str, Any], time_scale: float) -> dict[str, Any]:

@@ -63,7 +63,9 @@ def _wall(t: float | None) -> str:
 
 
 def _label(row: dict[str, Any]) -> str:
-    return row["label"] if row["steady"] else f"{row['label']} †"
+    if not row["steady"]:
+        return f"{row['label']} †"
+    return f"{row['label']} ‡" if row.get("low_confidence") else row["label"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -171,6 +173,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     foot = [r for r in rep["steps"] if not r["steady"]]
     for r in foot:
         lines.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
+    for r in (r for r in rep["steps"] if r.get("low_confidence")):
+        lines.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; lengthen steps.duration.")
     errs = [r for r in rep["steps"] if r["errors_by_class"]]
     for r in errs:
         classes = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items())

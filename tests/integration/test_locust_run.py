@@ -153,3 +153,22 @@ def test_ctrl_c_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, s
     assert meta["status"] == "interrupted" and meta["records"] == len(recs)
     assert (run / "report.md").exists()
     assert str(run) in stdout
+
+
+def test_unreachable_host_fails_before_any_load_with_a_clear_message(tmp_path: Path, env: dict[str, str]) -> None:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    prof = tmp_path / "p.yaml"
+    prof.write_text(PROFILE % {"out": tmp_path / "runs", "step": 4})
+    proc = subprocess.run(
+        [*LOCUST, "--profile", str(prof), "--host", f"http://user:pw-secret@127.0.0.1:{port}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 2
+    assert f"http://***@127.0.0.1:{port}: GET /v1/models failed: connect_error" in proc.stderr
+    assert "is the server up and the URL right?" in proc.stderr
+    assert "pw-secret" not in proc.stderr + proc.stdout

@@ -205,7 +205,8 @@ def test_report_is_json_ready_and_markdown_has_tables(report: dict[str, Any]) ->
     assert md.startswith(f"# Load report: {report['run_id']}")
     assert "k2-test" in md and "http://127.0.0.1:8000/v1" in md
     assert "| step | C | completed | errors | req/s | output tok/s | per-stream tok/s |" in md
-    assert "| C=2 | 2 | 6 | 1 |" in md
+    assert "| C=2 ‡ | 2 | 6 | 1 |" in md  # a handful of synthetic completions: flagged low-confidence
+    assert "‡ C=2: low confidence," in md
     assert "N=100,000" in md and "## Formulas" in md and "## Notes" in md
     assert "Errors at C=2: timeout_idle ×1." in md
 
@@ -217,3 +218,28 @@ def test_per_stream_rate_is_a_ratio_of_sums_robust_to_burst_delivery() -> None:
     burst = {"ttft": 5.0, "e2e": 5.0001, "output_tokens": 100}  # all tokens in one read: 1e6 tok/s alone
     assert _per_stream_tps([normal, burst]) == pytest.approx(200 / 10.0001)
     assert _per_stream_tps([{"ttft": None, "e2e": 1.0, "output_tokens": 5}]) is None
+
+
+def test_short_or_empty_steady_window_is_low_confidence() -> None:
+    from harness.report.figures import low_confidence
+
+    base = {"steady": True, "window_s": 20.0, "e2e_p50_s": 5.0, "window_usable_completions": 40}
+    assert low_confidence(base) is None
+    short = {**base, "window_s": 10.0}
+    assert "window 10.0 s < 3 × median E2E (5.0 s)" in (low_confidence(short) or "")
+    empty = {**base, "window_usable_completions": 3}
+    assert "3 usable completions in the window (< 10)" in (low_confidence(empty) or "")
+    assert low_confidence({**short, "steady": False}) is None  # not steady is flagged separately (†)
+
+
+def test_failing_step_is_called_out_in_the_notes(tmp_path: Path) -> None:
+    from harness.report import build_report
+    from tests.report.rundir import phase, rec, run_end, write_run
+
+    recs = [rec("u1", 0, 0.0, 2.0)] + [
+        rec(f"u{i % 4}", 1, 10.0 + 0.01 * i, 0.001, ttft=None, tokens=0, ok=False, concurrency=4) for i in range(300)
+    ]
+    run = write_run(tmp_path / "run", recs, [phase("single", 0, 1, 0.0), phase("step", 1, 4, 10.0), run_end(20.0)])
+    rep = build_report(run)
+    notes = " ".join(rep["notes"])
+    assert "C=4: 100.0 % of requests FAILED (timeout_idle 300)" in notes
