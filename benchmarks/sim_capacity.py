@@ -6,6 +6,7 @@ from this process (a ``selectors`` loop, no gevent, no JSON parsing), and counts
 Prints per-run rates and the median of ``--runs`` runs (chunks/s = token-bearing events/s).
 
     .venv/bin/python benchmarks/sim_capacity.py --concurrency 64 --duration 5 --runs 3
+    .venv/bin/python benchmarks/sim_capacity.py --sim-args "--truth-log /tmp/truth.jsonl"   # cost of the truth log
 
 ``--sweep PRESET`` instead measures a preset's real decode throughput (time scale 1) at several
 concurrencies: aggregate token events/s in the measured window and the mean per-stream rate
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import selectors
+import shlex
 import socket
 import statistics
 import sys
@@ -148,6 +150,8 @@ def main() -> int:
     parser.add_argument("--tokens-per-chunk", type=int, default=1, help="passed to the simulator")
     parser.add_argument("--decode-base", type=float, default=0.0,
                         help="engine step time, seconds (0 = as fast as possible; e.g. 0.01 = 100 chunks/s/stream)")
+    parser.add_argument("--sim-args", default="",
+                        help="extra simulator options, shell-quoted (e.g. '--truth-log /tmp/t.jsonl')")
     parser.add_argument("--sweep", metavar="PRESET", default=None,
                         help="measure PRESET's throughput at --levels instead of the capacity")
     parser.add_argument("--levels", default="1,8,32,64", help="concurrency levels for --sweep")
@@ -155,7 +159,8 @@ def main() -> int:
     if args.sweep:
         return sweep(args.sweep, [int(x) for x in args.levels.split(",")], args.duration, args.warmup)
     results = []
-    extra = ["--tokens-per-chunk", str(args.tokens_per_chunk), "--decode-base", repr(args.decode_base)]
+    extra = ["--tokens-per-chunk", str(args.tokens_per_chunk), "--decode-base", repr(args.decode_base),
+             *shlex.split(args.sim_args)]
     with launch(preset="bench", extra_args=extra) as sim:
         for i in range(args.runs):
             cpu0 = _cpu_seconds(sim.pid)
@@ -168,8 +173,9 @@ def main() -> int:
                   f"({us:.1f} us CPU/event)  (C={args.concurrency})")
     median = statistics.median(r["chunks_per_s"] for r in results)
     cpu_us = statistics.median(1e6 * r["server_cpu"] / r["events_per_s"] for r in results if r["events_per_s"])
+    opts = f", {args.sim_args}" if args.sim_args else ""
     print(f"median: {median:.0f} token chunks/s per simulator process (C={args.concurrency}, "
-          f"{args.tokens_per_chunk} token/chunk, decode step {args.decode_base} s); "
+          f"{args.tokens_per_chunk} token/chunk, decode step {args.decode_base} s{opts}); "
           f"{cpu_us:.1f} us server CPU per event -> ~{1e6 / cpu_us:.0f} events/s per fully used core")
     return 0
 

@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import signal
 import sys
 from collections.abc import Sequence
 
+from harness.sim.engine import DEFAULT_MAX_LAG
+from harness.sim.faults import FAULT_TYPES, FaultConfig, FaultError
 from harness.sim.presets import PRESETS, get_preset
-from harness.sim.protocol import FLAVOURS
+from harness.sim.protocol import FLAVOUR_ALIASES, FLAVOURS
 
 READY_PREFIX = "READY "
+
+#: ``--fault-X RATE`` options: option suffix -> fault type.
+RATE_OPTIONS = {
+    "429": "http_429",
+    "503": "http_503",
+    "error-event": "error_event",
+    "drop": "drop",
+    "abort": "abort",
+    "malformed": "malformed",
+    "stall-first": "stall_first",
+    "stall-chunk": "stall_chunk",
+    "slow-headers": "slow_headers",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,11 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind")
     serve.add_argument("--port", type=int, default=8000, help="TCP port to bind (0 = any free port)")
     serve.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="performance + length model")
-    serve.add_argument("--flavour", default="vllm", choices=FLAVOURS,
-                       help="stream flavour: vllm (delta.reasoning) or vllm-old/sglang (delta.reasoning_content)")
+    serve.add_argument("--flavour", "--flavor", default="vllm", choices=[*FLAVOURS, *FLAVOUR_ALIASES],
+                       metavar="{" + ",".join(FLAVOURS) + "}",
+                       help="stream flavour: vllm (delta.reasoning), vllm-old / sglang (delta.reasoning_content), "
+                            "openai (hidden reasoning, usage.completion_tokens_details.reasoning_tokens only), "
+                            "llamacpp (llama-server: keep-alive comments, usage + timings sent unasked)")
     serve.add_argument("--time-scale", type=float, default=1.0,
                        help="multiply every simulated duration by this factor (0.1 = 10x faster)")
-    serve.add_argument("--seed", type=int, default=0, help="seed of the output-length model")
+    serve.add_argument("--seed", type=int, default=0, help="seed of the output-length, acceptance and fault draws")
     serve.add_argument("--model", default="sim-reasoner", help="served model id")
     serve.add_argument("--max-num-seqs", type=int, default=None,
                        help="max concurrently running sequences; more wait in a queue (None = the preset's)")
@@ -47,9 +66,44 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require 'Authorization: Bearer KEY' on /v1/* (401 otherwise)")
     serve.add_argument("--tokens-per-chunk", type=int, default=1,
                        help="tokens per SSE event, like vLLM --stream-interval (phase changes split events)")
-    serve.add_argument("--max-lag", type=float, default=0.05,
-                       help="seconds of engine lateness (CPU contention) caught up with shorter steps; "
-                            "a longer stall is absorbed as one long step")
+    serve.add_argument("--max-lag", type=float, default=DEFAULT_MAX_LAG,
+                       help="real seconds of engine lateness (CPU starvation, host stalls) caught up with "
+                            "back-to-back steps, so throughput does not depend on the host; a longer stall is "
+                            "absorbed as one long step")
+    serve.add_argument("--sse-ping-interval", type=float, default=None,
+                       help="send an SSE ':' keep-alive comment after this many silent simulated seconds "
+                            "(default: 30 for llamacpp, off for the other flavours; 0 = off)")
+    serve.add_argument("--truth-log", default=None, metavar="PATH",
+                       help="append the ground truth (per request: receipt, headers and every chunk's write time "
+                            "and tokens, finish, injected fault) to PATH as JSON lines")
+    spec = serve.add_argument_group("speculative decoding")
+    spec.add_argument("--spec-tokens", type=int, default=0, metavar="K",
+                      help="draft tokens per engine step (0 = off); a chunk then carries 1 + accepted tokens")
+    spec.add_argument("--spec-acceptance", type=float, default=0.7, metavar="P",
+                      help="probability that each draft token is accepted (until the first rejection)")
+    spec.add_argument("--spec-overhead", type=float, default=0.05,
+                      help="extra step time per draft token, as a fraction of a plain step")
+    faults = serve.add_argument_group(
+        "faults", "rates are probabilities per chat request (at most one fault per request; rates sum <= 1); "
+                  "a request can also ask for one fault with the body field 'sim_fault' or the header "
+                  "'x-sim-fault' (e.g. 'drop; after_tokens=5')"
+    )
+    for suffix, kind in RATE_OPTIONS.items():
+        faults.add_argument(f"--fault-{suffix}", type=float, default=0.0, metavar="RATE", dest=f"rate_{kind}",
+                            help=f"rate of fault {kind}")
+    faults.add_argument("--fault-restart-every", type=float, default=None, metavar="S",
+                        help="restart the server every S simulated seconds (in-flight requests fail)")
+    faults.add_argument("--restart-downtime", type=float, default=2.0, metavar="S",
+                        help="simulated seconds the port stays closed during a restart")
+    faults.add_argument("--stall-seconds", type=float, default=10.0, metavar="S",
+                        help="duration of stall_first / stall_chunk faults, simulated seconds")
+    faults.add_argument("--slow-headers-seconds", type=float, default=10.0, metavar="S",
+                        help="delay of slow_headers faults, simulated seconds")
+    faults.add_argument("--retry-after", type=int, default=1, metavar="S",
+                        help="Retry-After header of 429/503 faults, whole seconds (not time-scaled)")
+    faults.add_argument("--fault-grace", type=int, default=0, metavar="N",
+                        help="never fault the first N chat requests by rate (e.g. 1 spares a warm-up)")
+    faults.add_argument("--fault-seed", type=int, default=None, help="seed of the fault draws (default: --seed)")
     group = serve.add_argument_group(
         "preset overrides", "durations in simulated seconds (before --time-scale); None = the preset's value"
     )
@@ -58,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument("--prefill-base", type=float, default=None, help="fixed prefill cost, s")
     group.add_argument("--prefill-per-token", type=float, default=None, help="prefill cost per prompt token, s")
     group.add_argument("--max-model-len", type=int, default=None, help="context length, tokens")
+    group.add_argument("--reasoning-mean", type=float, default=None, help="mean reasoning tokens (normal prompts)")
+    group.add_argument("--answer-mean", type=float, default=None, help="mean answer tokens (normal prompts)")
+    group.add_argument("--length-sigma", type=float, default=None,
+                       help="log-space spread of both length draws (0 = fixed lengths)")
+    group.add_argument("--long-factor", type=float, default=None,
+                       help="length multiplier for 'guide' / 'comprehensive' prompts")
     serve.add_argument("--exit-on-stdin-eof", action="store_true",
                        help="exit when stdin closes (the launcher uses this so the server dies with its parent)")
     serve.add_argument("--log-level", default="WARNING", help="logging level (logs go to stderr)")
@@ -79,7 +139,46 @@ def _watch_stdin(stop: object) -> None:
     stop()  # type: ignore[operator]
 
 
-def serve(args: argparse.Namespace) -> int:
+def _mask_secrets(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the value of ``--api-key`` replaced by ``***`` (it is recorded in the truth log)."""
+    out: list[str] = []
+    hide = False
+    for a in argv:
+        if hide:
+            out.append("***")
+            hide = False
+        elif a == "--api-key":
+            out.append(a)
+            hide = True
+        elif a.startswith("--api-key="):
+            out.append("--api-key=***")
+        else:
+            out.append(a)
+    return out
+
+
+def fault_config(args: argparse.Namespace) -> FaultConfig | None:
+    """The fault settings of the command line (None when no rate and no periodic restart is set).
+
+    Raises:
+        FaultError: a rate outside [0, 1] or rates summing to more than 1.
+    """
+    rates = {kind: getattr(args, f"rate_{kind}") for kind in FAULT_TYPES if hasattr(args, f"rate_{kind}")}
+    rates = {k: v for k, v in rates.items() if v}
+    cfg = FaultConfig(
+        rates=rates,
+        stall_seconds=args.stall_seconds,
+        slow_headers_seconds=args.slow_headers_seconds,
+        retry_after=args.retry_after,
+        restart_every=args.fault_restart_every,
+        restart_downtime=args.restart_downtime,
+        grace=args.fault_grace,
+        seed=args.seed if args.fault_seed is None else args.fault_seed,
+    )
+    return cfg
+
+
+def serve(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
     """Run the server until SIGTERM/SIGINT (or stdin EOF with ``--exit-on-stdin-eof``)."""
     import gevent
     from gevent.event import Event
@@ -88,17 +187,28 @@ def serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    sigma = args.length_sigma
     preset = get_preset(args.preset).with_overrides(
         decode_base=args.decode_base,
         decode_per_seq=args.decode_per_seq,
         prefill_base=args.prefill_base,
         prefill_per_token=args.prefill_per_token,
         max_model_len=args.max_model_len,
+        reasoning_mean=args.reasoning_mean,
+        answer_mean=args.answer_mean,
+        reasoning_sigma=sigma,
+        answer_sigma=sigma,
+        long_factor=args.long_factor,
     )
+    if preset.step_table is not None and (args.decode_base is not None or args.decode_per_seq is not None):
+        preset = dataclasses.replace(preset, step_table=None)  # the parametric step model was asked for
     config = SimConfig(
         host=args.host, port=args.port, preset=preset, flavour=args.flavour, time_scale=args.time_scale,
         seed=args.seed, model=args.model, max_num_seqs=args.max_num_seqs, api_key=args.api_key,
-        tokens_per_chunk=args.tokens_per_chunk, max_lag=args.max_lag,
+        tokens_per_chunk=args.tokens_per_chunk, max_lag=args.max_lag, spec_tokens=args.spec_tokens,
+        spec_acceptance=args.spec_acceptance, spec_overhead=args.spec_overhead,
+        sse_ping_interval=args.sse_ping_interval, truth_log=args.truth_log, faults=fault_config(args),
+        argv=_mask_secrets(argv),
     )
     server = SimServer(config)
     server.start()
@@ -110,7 +220,7 @@ def serve(args: argparse.Namespace) -> int:
     sys.stdout.write(f"{READY_PREFIX}{server.url}\n")
     sys.stdout.flush()
     logging.getLogger("harness.sim").info("serving %s preset=%s flavour=%s time_scale=%s", server.url,
-                                          preset.name, args.flavour, args.time_scale)
+                                          preset.name, config.flavour, args.time_scale)
     done.wait()
     server.stop(timeout=0.5)
     return 0
@@ -131,12 +241,19 @@ def print_presets() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(raw)
     if args.command == "serve":
         if args.time_scale < 0:
             parser.error("--time-scale must be >= 0")
         if args.tokens_per_chunk < 1:
             parser.error("--tokens-per-chunk must be >= 1")
+        if args.spec_tokens < 0 or not 0.0 <= args.spec_acceptance <= 1.0:
+            parser.error("--spec-tokens must be >= 0 and --spec-acceptance in [0, 1]")
+        try:
+            fault_config(args)
+        except FaultError as e:
+            parser.error(str(e))
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
-        return serve(args)
+        return serve(args, raw)
     return print_presets()

@@ -4,10 +4,17 @@ Enough for an OpenAI-compatible endpoint driven by load-test clients: request li
 ``Content-Length`` or chunked request bodies, ``Expect: 100-continue``, keep-alive (HTTP/1.1
 default, ``Connection: close`` honoured, HTTP/1.0 closes unless ``keep-alive``), pipelined
 requests, and responses with either ``Content-Length`` or ``Transfer-Encoding: chunked``.
+
+With ``rx_timestamps`` (Linux), request bytes are read with ``recvmsg`` and the kernel's receive timestamp
+(``SO_TIMESTAMPNS``, wall-clock epoch) of the last segment read is kept in ``Connection.rx_epoch``: the
+moment the request really arrived, however late the event loop got to it (the ground-truth log uses it).
 """
 
 from __future__ import annotations
 
+import socket
+import struct
+import sys
 import time
 from dataclasses import dataclass, field
 from email.utils import formatdate
@@ -18,6 +25,8 @@ MAX_HEAD_BYTES = 64 * 1024
 #: Largest accepted request body, bytes.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _RECV = 65536
+#: ``SO_TIMESTAMPNS`` (also the ``SCM_TIMESTAMPNS`` control-message type); Linux only.
+SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 
 REASONS = {
     100: "Continue",
@@ -85,15 +94,41 @@ def send_all(sock: Any, data: bytes) -> None:
             sent += sock.send(view[sent:])
 
 
-class Connection:
-    """Reads requests from and writes responses to one client socket."""
+def enable_rx_timestamps(sock: Any) -> bool:
+    """Turn on kernel receive timestamps (``SO_TIMESTAMPNS``) on ``sock``; on a listening socket every accepted
+    socket inherits them and the kernel stamps every incoming packet while it listens.  Returns success."""
+    if SO_TIMESTAMPNS is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
 
-    def __init__(self, sock: Any) -> None:
+
+class Connection:
+    """Reads requests from and writes responses to one client socket.
+
+    ``rx_epoch`` is the kernel receive time (epoch seconds) of the last bytes read, when ``rx_timestamps``
+    was asked for and the platform supports it; else None.
+    """
+
+    def __init__(self, sock: Any, rx_timestamps: bool = False) -> None:
         self.sock = sock
         self.buf = bytearray()
+        self.rx_epoch: float | None = None
+        self._ts = rx_timestamps and enable_rx_timestamps(sock)
 
     def _fill(self) -> bool:
-        data = self.sock.recv(_RECV)
+        if self._ts:
+            data, anc, _flags, _addr = self.sock.recvmsg(_RECV, 64)
+            self.rx_epoch = None  # never a stale time: no control message means no timestamp
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
+                    sec, nsec = struct.unpack("qq", payload[:16])
+                    self.rx_epoch = sec + nsec * 1e-9
+        else:
+            data = self.sock.recv(_RECV)
         if not data:
             return False
         self.buf += data

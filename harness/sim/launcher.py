@@ -3,6 +3,11 @@
 Works with or without gevent monkey-patching (Locust patches everything): readiness is read from
 the child's stdout with ``select`` + ``os.read``; the child's stderr goes to a temporary file so it
 can never block on a full pipe, and its tail is quoted when the child fails to start.
+
+Extra simulator options can come from the environment: ``LLMLOAD_SIM_ARGS`` (shell-quoted, e.g.
+``LLMLOAD_SIM_ARGS="--truth-log /tmp/truth.jsonl --fault-drop 0.05 --fault-grace 1"``) is appended to the
+command line of every simulator this module starts, including the one the harness starts when a profile has
+no target. The profile's ``simulator`` section only carries preset, flavour, time scale, seed and model.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import select
+import shlex
 import signal
 import subprocess
 import sys
@@ -25,6 +31,8 @@ from harness.sim.cli import READY_PREFIX
 
 #: Default time to wait for the readiness line, seconds.
 DEFAULT_START_TIMEOUT = 20.0
+#: Environment variable whose (shell-quoted) value is appended to every simulator command line.
+ENV_EXTRA_ARGS = "LLMLOAD_SIM_ARGS"
 _live: weakref.WeakSet[SimProcess] = weakref.WeakSet()
 
 
@@ -151,11 +159,12 @@ def launch(
     """Start ``python -m harness.sim serve`` and return once it prints its readiness line.
 
     ``port=0`` lets the child pick a free port (reported in ``SimProcess.url``).  ``extra_args`` are
-    appended to the command line (e.g. ``["--max-num-seqs", "8", "--api-key", "k"]``).  ``timeout``
-    is in seconds.  Raises :class:`SimStartError` with the child's stderr tail if it exits or stays
-    silent.  The child exits by itself when this process dies (its stdin pipe closes).
+    appended to the command line (e.g. ``["--max-num-seqs", "8", "--api-key", "k"]``), then the words of
+    ``$LLMLOAD_SIM_ARGS``.  ``timeout`` is in seconds.  Raises :class:`SimStartError` with the child's
+    stderr tail if it exits or stays silent.  The child exits by itself when this process dies (its stdin pipe closes).
     """
-    args = build_command(host, port, preset, flavour, time_scale, seed, model, extra_args)
+    extra = [*extra_args, *shlex.split(os.environ.get(ENV_EXTRA_ARGS, ""))]
+    args = build_command(host, port, preset, flavour, time_scale, seed, model, extra)
     env = dict(os.environ)
     root = _project_root()
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

@@ -7,7 +7,15 @@ Exposed series (times in seconds, counts in tokens or requests):
 * ``vllm:request_success_total{finished_reason=stop|length|abort}`` — counter, requests;
 * ``vllm:time_to_first_token_seconds``, ``vllm:e2e_request_latency_seconds``,
   ``vllm:request_queue_time_seconds``, ``vllm:request_time_per_output_token_seconds`` — histograms,
-  server-side truth (wall-clock seconds as experienced with the configured time scale).
+  server-side truth (wall-clock seconds as experienced with the configured time scale);
+* with speculative decoding (``--spec-tokens``): ``vllm:spec_decode_num_drafts_total``,
+  ``vllm:spec_decode_num_draft_tokens_total``, ``vllm:spec_decode_num_accepted_tokens_total`` and
+  ``vllm:spec_decode_num_accepted_tokens_per_pos_total{position}`` — counters (drafts = sequence-steps
+  that proposed draft tokens; acceptance rate = accepted / draft tokens; mean tokens per step =
+  1 + accepted / drafts).
+
+A server restart (fault) replaces the whole registry, so every counter starts again from 0, as after a real
+process restart.
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 class SimMetrics(EngineListener):
     """Owns a private registry and updates it from engine callbacks."""
 
-    def __init__(self, model: str, engine_ref: Engine | None = None) -> None:
+    def __init__(self, model: str, engine_ref: Engine | None = None, spec_tokens: int = 0) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.model = model
         labels = ["model_name"]
@@ -66,6 +74,18 @@ class SimMetrics(EngineListener):
         self._tpot = self.tpot.labels(model)
         for reason in ("stop", "length", "abort"):
             self.success.labels(model, reason)
+        self.spec_tokens = spec_tokens
+        if spec_tokens > 0:
+            self.spec_drafts = Counter("vllm:spec_decode_num_drafts", "Sequence-steps that proposed draft tokens.",
+                                       labels, registry=r).labels(model)
+            self.spec_draft_tokens = Counter("vllm:spec_decode_num_draft_tokens", "Draft tokens proposed.",
+                                             labels, registry=r).labels(model)
+            self.spec_accepted = Counter("vllm:spec_decode_num_accepted_tokens", "Draft tokens accepted.",
+                                         labels, registry=r).labels(model)
+            per_pos = Counter("vllm:spec_decode_num_accepted_tokens_per_pos",
+                              "Drafts whose token at this position was accepted.", [*labels, "position"],
+                              registry=r)
+            self.spec_per_pos = [per_pos.labels(model, str(i)) for i in range(spec_tokens)]
         if engine_ref is not None:
             self.bind(engine_ref)
 
@@ -95,6 +115,17 @@ class SimMetrics(EngineListener):
         self._e2e.observe(seq.finished_at - seq.arrival)
         if seq.first_token_at is not None and seq.generated > 1:
             self._tpot.observe((seq.finished_at - seq.first_token_at) / (seq.generated - 1))
+
+    def on_spec(self, drafts: int, draft_tokens: int, accepted: int, accepted_per_pos: list[int]) -> None:
+        """Count one speculative step's drafts, draft tokens and accepted tokens."""
+        if self.spec_tokens <= 0:
+            return
+        self.spec_drafts.inc(drafts)
+        self.spec_draft_tokens.inc(draft_tokens)
+        self.spec_accepted.inc(accepted)
+        for counter, n in zip(self.spec_per_pos, accepted_per_pos, strict=False):
+            if n:
+                counter.inc(n)
 
     def render(self) -> bytes:
         """Prometheus text exposition of the registry."""

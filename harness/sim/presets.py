@@ -11,14 +11,17 @@ Engine step time (seconds, before time scale) for a batch of ``n`` decoding sequ
 
     step(n) = decode_base + decode_per_seq * n + decode_sat * (1 - exp(-(n - 1) / decode_sat_n))
 
-``decode_sat`` is 0 for ``demo`` and ``bench`` (pure linear batching model); ``k26`` uses it to model
-a MoE server whose step cost jumps between batch 1 and batch ~4 (more experts activated) and then
-grows slowly.  A request's prefill takes ``prefill_base + prefill_per_token * prompt_tokens``.
+unless the preset has a ``step_table``: then ``step(n)`` is interpolated linearly between its
+``(batch size, step seconds)`` points (and extrapolated linearly beyond the last two).  ``decode_sat`` is 0
+for ``demo`` and ``bench`` (pure linear batching model).  ``k26`` uses a table calibrated to the seed
+benchmark's figures (see :data:`K26`).  A request's prefill takes
+``prefill_base + prefill_per_token * prompt_tokens``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -61,11 +64,16 @@ class Preset:
     #: Fixed lengths (tokens) overriding the random draw for every prompt class (bench only).
     fixed_reasoning: int | None = None
     fixed_answer: int | None = None
+    #: ``((batch size, step seconds), ...)`` sorted by batch size: when set, it replaces the parametric
+    #: step model (linear interpolation between points, linear extrapolation beyond the last two).
+    step_table: tuple[tuple[int, float], ...] | None = None
 
     def step_seconds(self, n: int) -> float:
         """Engine step duration in simulated seconds (before time scale) for ``n`` decoding sequences."""
         if n <= 0:
             return 0.0
+        if self.step_table:
+            return _interpolate(self.step_table, n)
         t = self.decode_base + self.decode_per_seq * n
         if self.decode_sat > 0.0 and n > 1:
             t += self.decode_sat * (1.0 - math.exp(-(n - 1) / max(self.decode_sat_n, 1e-9)))
@@ -94,7 +102,22 @@ class Preset:
 
     def describe(self) -> dict[str, Any]:
         """All fields as a JSON-able dict (used in the ``/v1/models`` ``sim`` object)."""
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if self.step_table is not None:
+            d["step_table"] = [list(p) for p in self.step_table]
+        return d
+
+
+def _interpolate(table: tuple[tuple[int, float], ...], n: int) -> float:
+    """Step seconds at batch size ``n`` from ``table`` (piecewise linear; clamped at the first point,
+    extrapolated linearly from the last two points, never below the last point's value)."""
+    if n <= table[0][0] or len(table) == 1:
+        return table[0][1]
+    for (n0, t0), (n1, t1) in itertools.pairwise(table):
+        if n <= n1:
+            return t0 + (t1 - t0) * (n - n0) / (n1 - n0)
+    (n0, t0), (n1, t1) = table[-2], table[-1]
+    return max(t1, t1 + (t1 - t0) * (n - n1) / (n1 - n0))
 
 
 #: Fast interactive default: ~93 tok/s single stream, ~33 tok/s per stream (~2.1k tok/s aggregate) at 64.
@@ -117,24 +140,44 @@ DEMO = Preset(
     max_num_seqs=256,
 )
 
-#: First cut of Kimi K2.6 on 8x RTX PRO 6000 (TP8): 26.5 tok/s at C=1, ~17-18 tok/s per stream at C=8..32.
+#: Seed benchmark figures for Kimi K2.6 on 8x RTX PRO 6000 (TP8, SGLang): aggregate output tok/s by concurrency.
+K26_SEED_TPS: dict[int, float] = {1: 26.5, 8: 136.6, 16: 311.3, 32: 577.8}
+#: Seed mean output tokens per request at C=32 (reasoning + answer).
+K26_SEED_MEAN_OUTPUT = 2965
+#: Seed hours for 100K samples at C=32 (100 000 x 2 965 tokens / 577.8 tok/s / 3600).
+K26_SEED_HOURS_100K = 142.5
+
+
+def _k26_table() -> tuple[tuple[int, float], ...]:
+    """Step seconds per batch size reproducing :data:`K26_SEED_TPS`: ``step(C) = C / tps(C)``.
+
+    The seed's per-stream figures are not monotonic (17.1, 19.5, 18.1 tok/s at C = 8, 16, 32: its
+    concurrency figures were bursts), so no parametric batching curve goes through all four points; a
+    table interpolated between them does.  Beyond C=32 the C=16..32 slope is extrapolated
+    (C=64: ~63 ms per step, ~1010 tok/s aggregate).
+    """
+    return tuple((c, c / tps) for c, tps in sorted(K26_SEED_TPS.items()))
+
+
+#: Kimi K2.6 after the seed benchmark: 26.5 tok/s single stream; 136.6 / 311.3 / 577.8 tok/s aggregate at
+#: C = 8 / 16 / 32 (step table); output lengths around the seed's C=32 mean of 2,965 tokens per request
+#: (reasoning 2,300 + answer 665, narrow spread, every non-short prompt alike) so that hours-to-N match.
 K26 = Preset(
     name="k26",
-    decode_base=0.0376,
-    decode_per_seq=0.0001,
-    decode_sat=0.0178,
-    decode_sat_n=2.0,
+    decode_base=0.0,
+    decode_per_seq=0.0,
+    step_table=_k26_table(),
     prefill_base=0.15,
     prefill_per_token=0.00008,
     reasoning_mean=2300.0,
-    reasoning_sigma=0.6,
+    reasoning_sigma=0.1,
     reasoning_min=64,
     reasoning_max=30000,
-    answer_mean=650.0,
-    answer_sigma=0.6,
+    answer_mean=665.0,
+    answer_sigma=0.1,
     answer_min=16,
     answer_max=8000,
-    long_factor=4.0,
+    long_factor=1.0,
     max_model_len=262144,
     max_num_seqs=256,
 )

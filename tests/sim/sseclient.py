@@ -125,3 +125,73 @@ def raw_chat_request(body: dict[str, Any]) -> bytes:
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%b" % (len(data), data)
     )
+
+
+@dataclass
+class RawStream:
+    """A streamed response read as raw bytes: the head, the de-chunked body and its SSE events (exact bytes)."""
+
+    head: bytes
+    body: bytes
+    complete: bool
+
+    @property
+    def status(self) -> int:
+        return int(self.head.split(b" ", 2)[1])
+
+    @property
+    def headers(self) -> dict[str, str]:
+        lines = self.head.decode("latin-1").split("\r\n")[1:]
+        return {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines if ln)}
+
+    @property
+    def events(self) -> list[bytes]:
+        """Every SSE event (data events and comments) with its terminating blank line, in order."""
+        parts = self.body.split(b"\n\n")
+        return [p + b"\n\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+    @property
+    def data(self) -> list[Any]:
+        """Decoded ``data:`` payloads (dicts, or the string ``[DONE]``), comments skipped."""
+        out: list[Any] = []
+        for ev in self.events:
+            if ev.startswith(b"data: "):
+                payload = ev[6:].rstrip(b"\n")
+                out.append("[DONE]" if payload == b"[DONE]" else json.loads(payload))
+        return out
+
+
+def raw_stream(url: str, body: dict[str, Any], headers: dict[str, str] | None = None,
+               timeout: float = 20.0) -> RawStream:
+    """POST a chat completion on a fresh connection (``Connection: close``) and read the raw response."""
+    data = json.dumps(body).encode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items()).encode("latin-1")
+    req = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: sim\r\nContent-Type: application/json\r\n" + extra
+           + b"Content-Length: %d\r\nConnection: close\r\n\r\n%b" % (len(data), data))
+    with socket.create_connection(hostport(url), timeout=timeout) as s:
+        s.sendall(req)
+        raw = b""
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            raw += chunk
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    if b"chunked" not in head.lower():
+        return RawStream(head, rest, True)
+    body_out = b""
+    complete = False
+    while rest:
+        line, sep, rest = rest.partition(b"\r\n")
+        if not sep:
+            break
+        size = int(line.split(b";")[0], 16)
+        if size == 0:
+            complete = True
+            break
+        body_out += rest[:size]
+        rest = rest[size + 2:]
+    return RawStream(head, body_out, complete)
