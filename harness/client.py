@@ -6,7 +6,10 @@ The request is POSTed to ``{base}/chat/completions`` with ``stream: true`` and
 There are no retries of any kind: a failed request is reported as failed, with its error class.
 
 Timing anchor: ``t = 0`` is taken immediately before the request bytes are written to an already open
-connection; opening a new connection is timed separately (``RequestResult.connect``).
+connection; opening a new connection is timed separately (``RequestResult.connect``). On Linux over plain HTTP a
+chunk's time is the kernel's receive time of the bytes that completed it (``SO_TIMESTAMPNS``), so a busy client
+process does not delay its timestamps; elsewhere it is the time the bytes were read
+(``RequestResult.time_source``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ except ImportError:  # pragma: no cover
 __all__ = ["ChatClient", "Timeouts"]
 
 _USER_AGENT = "llmload/0.1"
+#: A kernel receive stamp older than this (seconds) is not trusted (e.g. the wall clock stepped).
+_MAX_STAMP_LAG_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +201,7 @@ class ChatClient:
                 return interp.finish(res, perf() - t0, "not_sse", f"content-type json: {text[:300]}")
             keep_alive = (chunked or length is not None) and hdrs.get("connection", "").lower() != "close"
             dechunk = _Dechunk(chunked, length)
+            kernel_stamps = conn.is_stamped
             dec = SSEDecoder()
             feed, on_payload = dec.feed, interp.on_payload
             t = res.t_headers
@@ -210,8 +216,18 @@ class ChatClient:
                     dl, phase_name = total_dl, "total"
                 raw = conn.recv(dl - perf())
                 t = perf() - t0
+                rx = conn.rx_epoch
+                if rx is not None:  # when the kernel got the bytes, not when this process read them
+                    lag = time.time() - rx
+                    if 0.0 <= lag < _MAX_STAMP_LAG_S:
+                        t -= lag
+                    else:
+                        kernel_stamps = False
+                elif raw:
+                    kernel_stamps = False
                 if not raw:
                     conn.close()
+                    res.time_source = "kernel" if kernel_stamps else "read"
                     err = None if dechunk.complete_on_eof() else "stream_truncated"
                     return interp.finish(
                         res,
@@ -229,6 +245,7 @@ class ChatClient:
                     break
             if not keep_alive:
                 conn.close()
+            res.time_source = "kernel" if kernel_stamps else "read"
             return interp.finish(res, t, None, None, dec.error_field, dec.comments)
         except HTTPTimeout:
             conn.close()

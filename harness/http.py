@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
@@ -23,6 +25,31 @@ from urllib.parse import urlsplit
 __all__ = ["ChunkedDecoder", "Connection", "HTTPError", "HTTPTimeout", "Origin", "ResponseHead"]
 
 _RECV = 65536
+
+# Kernel receive timestamps (Linux SO_TIMESTAMPNS): the time a packet reached the socket, not the time this
+# process got round to reading it. At C=64 a burst of chunks lands at once and a single process reads them one
+# after another; read-time stamps are then late by up to the burst's processing time (measured p99 3.5-8 ms vs
+# 0.2 ms with kernel stamps). The kernel enables stamping lazily and turns it off again when no socket asks
+# for it, so one socket with the option stays open for the life of the process.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+_SCM_TIMESTAMPNS = _SO_TIMESTAMPNS
+_CMSG_SPACE = 64
+_keeper: socket.socket | None = None
+
+
+def _enable_kernel_timestamps(sock: socket.socket) -> bool:
+    """Turn on kernel receive timestamps on ``sock``; False where the platform has none."""
+    global _keeper
+    if _SO_TIMESTAMPNS is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        if _keeper is None:
+            _keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            _keeper.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+        return True
+    except OSError:
+        return False
 
 
 class HTTPError(Exception):
@@ -160,11 +187,20 @@ class Connection:
         self.verify_tls = verify_tls
         self.sock: socket.socket | None = None
         self._buf = b""
+        self._stamped = False
+        #: Wall-clock (epoch) time at which the kernel received the bytes returned by the last :meth:`recv`, or
+        #: None when unknown (TLS, no kernel stamps, or bytes pushed back with :meth:`unread`).
+        self.rx_epoch: float | None = None
 
     @property
     def is_open(self) -> bool:
         """True while a socket is open (it may still turn out to be closed by the peer)."""
         return self.sock is not None
+
+    @property
+    def is_stamped(self) -> bool:
+        """True when reads on this connection carry kernel receive timestamps (see :attr:`rx_epoch`)."""
+        return self._stamped
 
     def open(self, timeout_s: float) -> None:
         """Connect (TCP, then TLS for https) within ``timeout_s`` seconds.
@@ -177,6 +213,7 @@ class Connection:
         try:
             sock = socket.create_connection((self.origin.host, self.origin.port), timeout=timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stamped = self.origin.scheme == "http" and _enable_kernel_timestamps(sock)
             if self.origin.scheme == "https":
                 ctx = ssl.create_default_context()
                 if not self.verify_tls:
@@ -189,6 +226,7 @@ class Connection:
             raise HTTPError("connect_error", f"{self.origin.host}:{self.origin.port}: {e}") from None
         self.sock = sock
         self._buf = b""
+        self._stamped = stamped
 
     def close(self) -> None:
         """Close the socket if open (idempotent)."""
@@ -224,13 +262,23 @@ class Connection:
         """
         if self._buf:
             data, self._buf = self._buf, b""
+            self.rx_epoch = None
             return data
         assert self.sock is not None
         if timeout_s <= 0:
             raise HTTPTimeout("deadline passed")
         try:
             self.sock.settimeout(timeout_s)
-            return self.sock.recv(_RECV)
+            if not self._stamped:
+                self.rx_epoch = None
+                return self.sock.recv(_RECV)
+            data, anc, _, _ = self.sock.recvmsg(_RECV, _CMSG_SPACE)
+            self.rx_epoch = None
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == _SCM_TIMESTAMPNS and len(payload) >= 16:
+                    sec, nsec = struct.unpack_from("qq", payload)
+                    self.rx_epoch = sec + nsec * 1e-9
+            return data
         except TimeoutError:
             raise HTTPTimeout("recv") from None
         except OSError as e:

@@ -57,6 +57,8 @@ class RequestResult:
         t_last_token: request sent -> last token-bearing chunk.
         e2e: request sent -> last byte of the stream (or the moment the request failed).
         connect: seconds spent opening a new connection before sending (0.0 on a reused connection).
+        time_source: "kernel" when every body read carried the kernel's receive time (Linux, plain HTTP), else
+            "read" (the time this process read the bytes).
     Chunks: token-bearing chunk counts (total, with reasoning text, with answer text) and a
         :class:`~harness.histogram.LogHistogram` of the gaps between consecutive token-bearing chunks
         (``gap_hist``, JSON form); ``itl_hist`` holds per-token ITL (gap / tokens in the later chunk) when the
@@ -78,6 +80,7 @@ class RequestResult:
     start_wall: float = 0.0
     # timings, seconds from request sent
     connect: float = 0.0
+    time_source: str = "read"
     t_headers: float | None = None
     ttft: float | None = None
     ttfat: float | None = None

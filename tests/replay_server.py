@@ -11,6 +11,7 @@ for the next request).
 from __future__ import annotations
 
 import collections
+import socket
 import time
 from typing import Any
 
@@ -31,7 +32,7 @@ class ReplayServer:
         self.head_delay = head_delay
         self.queue: collections.deque[str] = collections.deque()
         self.requests: list[dict[str, Any]] = []
-        #: per request: {scheduled offset t (unscaled): seconds after the request was read when that write ended}
+        #: per request: {scheduled offset t (unscaled): seconds after the request was read when that write began}
         self.write_log: list[dict[float, float]] = []
         self.connections = 0
         self.server = StreamServer(("127.0.0.1", 0), self._handle)
@@ -66,6 +67,7 @@ class ReplayServer:
 
     def _handle(self, sock: Any, addr: Any) -> None:
         self.connections += 1
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as real servers do: no Nagle delay
         buf = b""
         try:
             while True:
@@ -102,8 +104,9 @@ class ReplayServer:
             if delay > 0:
                 gevent.sleep(delay)
             data = w["bytes"]
-            sock.sendall(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+            # Logged just before the write: on loopback the client can receive the bytes before sendall returns.
             log[w["t"]] = time.perf_counter() - t0
+            sock.sendall(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
         if not chunked or name in CUT_CASES:
             return False
         sock.sendall(b"0\r\n\r\n")
