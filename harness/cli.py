@@ -1,4 +1,4 @@
-"""``llmload`` command: ``llmload report RUN_DIR`` and ``llmload sim ...`` (the load itself runs under Locust).
+"""``llmload`` command: ``report``, ``sim`` and ``fidelity`` subcommands (the load itself runs under Locust).
 
 llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
 llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
@@ -10,10 +10,11 @@ import sys
 
 __all__ = ["main"]
 
-USAGE = """usage: llmload {report,sim} ...
+USAGE = """usage: llmload {report,sim,fidelity} ...
 
   report RUN_DIR [options]   rebuild and print the report of a run directory (llmload report --help)
   sim serve [options]        run the OpenAI-compatible reasoning-model simulator (llmload sim serve --help)
+  fidelity RUN_DIR TRUTH     compare a run's records with the simulator's ground-truth log (--truth-log)
 
 The load test itself runs under Locust: locust -f locustfiles/k26.py --headless (see README.md).
 """
@@ -30,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
         from harness.report.cli import main as report_main
 
         return report_main(rest)
+    if cmd == "fidelity":
+        from harness.fidelity import main as fidelity_main
+
+        return int(fidelity_main(rest) or 0)
     if cmd == "sim":
         from harness.sim.cli import main as sim_main
 

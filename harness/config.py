@@ -55,6 +55,9 @@ class SimulatorSpec(_Model):
     time_scale: float = Field(1.0, gt=0)
     seed: int = 0
     model: str = "sim-reasoner"
+    args: list[str] = Field(
+        default_factory=list, description="extra `llmload sim serve` flags, e.g. [--fault-drop, '0.02']"
+    )
 
 
 class PromptSpec(_Model):

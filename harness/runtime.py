@@ -182,9 +182,14 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
 
         s = profile.simulator
         log.info("No --host and no target.base_url: starting the built-in simulator (preset %s)", s.preset)
-        sim = launch(preset=s.preset, flavour=s.flavour, time_scale=s.time_scale, seed=s.seed, model=s.model)
+        sim = launch(
+            preset=s.preset, flavour=s.flavour, time_scale=s.time_scale, seed=s.seed, model=s.model,
+            extra_args=tuple(s.args),
+        )
         base_url = sim.url
-        sim_meta = {"preset": s.preset, "flavour": s.flavour, "time_scale": s.time_scale, "seed": s.seed}
+        sim_meta = {
+            "preset": s.preset, "flavour": s.flavour, "time_scale": s.time_scale, "seed": s.seed, "args": s.args
+        }
     shown = redact_url(base_url)
     key_env = profile.target.api_key_env
     if key_env and not profile.target.api_key():

@@ -172,3 +172,24 @@ def test_unreachable_host_fails_before_any_load_with_a_clear_message(tmp_path: P
     assert f"http://***@127.0.0.1:{port}: GET /v1/models failed: connect_error" in proc.stderr
     assert "is the server up and the URL right?" in proc.stderr
     assert "pw-secret" not in proc.stderr + proc.stdout
+
+
+def test_failed_warmup_stops_the_run_and_simulator_args_reach_the_simulator(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    out = tmp_path / "runs"
+    prof = tmp_path / "p.yaml"
+    text = PROFILE % {"out": out, "step": 4}
+    text = text.replace("simulator: {preset: demo, time_scale: 0.25, seed: 7}",
+                        'simulator: {preset: demo, time_scale: 0.25, seed: 7, args: ["--fault-429", "1.0"]}')
+    prof.write_text(text)
+    proc = subprocess.run(
+        [*LOCUST, "--profile", str(prof)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    run = run_dir_of(out)
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "warmup_failed" and meta["simulator"]["args"] == ["--fault-429", "1.0"]
+    recs = records(run)
+    assert [(r["phase"], r["error_class"]) for r in recs] == [("warmup", "http_429")]
+    assert "every warm-up request failed" in proc.stderr
