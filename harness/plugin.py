@@ -7,6 +7,9 @@ Import this module from a locustfile (``locustfiles/k26.py`` does) to get:
 * on the master or the single process: the profile validated before any load (exit code 2 on error), the
   built-in simulator started when there is no host, the run directory created;
 * on workers: context from the master's phase messages, records sent to the master in batches;
+* on the master or the single process: the Prometheus exporter (:mod:`harness.exporter`) on its own port
+  (``--metrics-addr`` / ``--metrics-port``, off with ``--no-metrics``), counting every record written to
+  ``records.jsonl``; workers add their in-flight request count to their Locust reports;
 * at the end (finished, stopped or Ctrl-C): the run directory closed with its status and the report written
   to ``report.md`` / ``report.json`` and printed.
 """
@@ -18,12 +21,16 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
 import logging
+import os
+import signal
 import sys
 from typing import Any
 
 import gevent
 
 from harness.config import ProfileError
+from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT, Exporter, RunCollector, run_info
+from harness.metrics import IN_FLIGHT, RunMetrics
 from harness.runtime import (
     MSG_PHASE,
     MSG_RECORDS,
@@ -38,7 +45,9 @@ __all__ = ["installed"]
 
 log = logging.getLogger("llmload")
 installed = True
-_state: dict[str, Any] = {"report_md": None, "ctx": None}
+_state: dict[str, Any] = {"report_md": None, "ctx": None, "exporter": None, "linger": 0.0}
+#: Master: requests in flight on each worker, from the workers' Locust reports (key ``llmload_metrics``).
+_worker_in_flight: dict[str, int] = {}
 
 
 @events.init_command_line_parser.add_listener
@@ -46,6 +55,30 @@ def _add_options(parser: Any, **_: Any) -> None:
     # ``--profile`` is Locust's own option (a free-form run label there); llmload reads it as the profile path.
     parser.add_argument(
         "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        include_in_web_ui=False,
+        help=f"port of the Prometheus exporter (default {DEFAULT_PORT}; 0 picks a free port)",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default=DEFAULT_ADDR,
+        include_in_web_ui=False,
+        help=f"bind address of the Prometheus exporter (default {DEFAULT_ADDR}; 0.0.0.0 for every interface)",
+    )
+    parser.add_argument(
+        "--no-metrics", action="store_true", default=False, include_in_web_ui=False, help="no Prometheus exporter"
+    )
+    parser.add_argument(
+        "--metrics-linger",
+        type=float,
+        default=30.0,
+        include_in_web_ui=False,
+        help="at exit, if the exporter was scraped during the run, wait up to this many seconds for one more "
+        "scrape so Prometheus gets the final totals (default 30; 0: exit at once)",
     )
 
 
@@ -64,17 +97,44 @@ def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
         ctx.run_dir.write_record(rec)
 
 
+#: Seconds in-flight requests get to finish after a SIGTERM (docker stop waits 10 s before SIGKILL).
+_TERM_DRAIN_S = 3.0
+
+
+def _install_sigterm(runner: Any) -> None:
+    """Treat SIGTERM like Ctrl-C while the sweep runs (records closed, report written, status interrupted).
+
+    Locust 2.47 installs its own SIGTERM handler only after a headless shape has finished, so a SIGTERM during
+    the sweep (``timeout``, docker stop, Kubernetes, Slurm) killed the process with no report. While the shape
+    runs, this turns SIGTERM into the SIGINT path Locust does handle; afterwards Locust's handler is in place.
+    """
+
+    def on_term() -> None:
+        shape = getattr(runner, "shape_greenlet", None)
+        if shape is not None and not shape.dead:
+            log.warning("llmload: SIGTERM: stopping the sweep as for Ctrl-C (records kept, report written)")
+            env = runner.environment
+            env.stop_timeout = min(env.stop_timeout or 0.0, _TERM_DRAIN_S)  # a SIGKILL usually follows soon
+            os.kill(os.getpid(), signal.SIGINT)
+
+    gevent.signal_handler(signal.SIGTERM, on_term)
+
+
 @events.init.add_listener
 def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
     runner.register_message(MSG_PHASE, _on_phase)
     runner.register_message(MSG_RECORDS, _on_records)
     if isinstance(runner, WorkerRunner):
         return
+    _install_sigterm(runner)
     opts = environment.parsed_options
     role = "master" if isinstance(runner, MasterRunner) else "local"
+    exporter = _open_exporter(opts)  # first: a port in use stops the run before anything starts
     try:
         ctx = setup_master(getattr(opts, "profile", None), environment.host, role, getattr(opts, "output_dir", None))
     except (ProfileError, RuntimeError) as e:
+        if exporter is not None:
+            exporter.stop()
         sys.stderr.write(f"llmload: {e}\n")
         raise SystemExit(2) from None
     set_context(ctx)
@@ -84,6 +144,81 @@ def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
         environment.stop_timeout = ctx.profile.steps.drain_timeout
     if opts is not None:
         opts.host = ctx.base_url
+    if exporter is not None:
+        _serve_run(exporter, runner, ctx, float(getattr(opts, "metrics_linger", 0.0) or 0.0))
+
+
+def _open_exporter(opts: Any) -> Exporter | None:
+    """Start the exporter's HTTP server (nothing to serve yet), unless ``--no-metrics``.
+
+    An explicit ``--metrics-port`` that cannot be bound stops the run (exit code 2); the default port in use
+    (e.g. by another run on this machine) only logs a warning.
+    """
+    if getattr(opts, "no_metrics", False):
+        return None
+    port_arg = getattr(opts, "metrics_port", None)
+    addr = getattr(opts, "metrics_addr", None) or DEFAULT_ADDR
+    exporter = Exporter(addr, DEFAULT_PORT if port_arg is None else port_arg)
+    try:
+        exporter.start()
+    except OSError as e:
+        if port_arg is not None:
+            sys.stderr.write(f"llmload: cannot serve metrics on {addr}:{port_arg}: {e} (use --no-metrics to skip)\n")
+            raise SystemExit(2) from None
+        log.warning("llmload: Prometheus exporter NOT started on %s:%d: %s (see --metrics-port)", addr, DEFAULT_PORT, e)
+        return None
+    return exporter
+
+
+def _serve_run(exporter: Exporter, runner: Any, ctx: RunContext, linger: float) -> None:
+    """Count every record and phase event written to the run directory, and serve them to Prometheus."""
+    assert ctx.run_dir is not None
+    metrics = RunMetrics(ctx.model)
+    run_dir = ctx.run_dir
+    # The records are the ground truth: whatever writes a record (local users, the warm-up, the master for its
+    # workers' batches) goes through RunDir.write_record, so the exported totals equal records.jsonl exactly.
+    write_record, write_phase = run_dir.write_record, run_dir.write_phase
+
+    def _write_record(rec: dict[str, Any]) -> None:
+        write_record(rec)
+        metrics.observe(rec)
+
+    def _write_phase(event: dict[str, Any]) -> None:
+        write_phase(event)
+        metrics.on_phase(event)
+
+    run_dir.write_record = _write_record  # type: ignore[method-assign,assignment]
+    run_dir.write_phase = _write_phase  # type: ignore[method-assign,assignment]
+
+    def _in_flight() -> int:
+        clients = getattr(runner, "clients", None)
+        workers = sum(n for cid, n in _worker_in_flight.items() if clients is None or cid in clients)
+        return IN_FLIGHT.n + workers
+
+    exporter.attach(
+        RunCollector(
+            metrics,
+            run_info(ctx.profile.name, ctx.base_url, run_dir.path.name),
+            ctx.profile.report.hours_to_n[0],
+            users=lambda: runner.user_count,
+            in_flight=_in_flight,
+        )
+    )
+    _state["exporter"] = exporter
+    _state["linger"] = linger
+    log.info("llmload: Prometheus metrics on %s", exporter.url)
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(data: dict[str, Any], **_: Any) -> None:
+    data["llmload_metrics"] = {"in_flight": IN_FLIGHT.n}
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    m = data.get("llmload_metrics")
+    if isinstance(m, dict):
+        _worker_in_flight[client_id] = int(m.get("in_flight") or 0)
 
 
 @events.test_stop.add_listener
@@ -135,5 +270,8 @@ def _on_quit(**_: Any) -> None:
     if ctx.run_dir is not None:
         sys.stdout.write(f"\nllmload: records and report in {ctx.run_dir.path}\n")
     sys.stdout.flush()
+    exporter: Exporter | None = _state["exporter"]
+    if exporter is not None:
+        exporter.linger(_state["linger"])
     if ctx.sim is not None:
         ctx.sim.stop()

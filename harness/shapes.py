@@ -5,6 +5,10 @@ user starts, with its own timeout (the seed's fix: a short prompt, ``max_tokens`
 marked ``phase: "warmup"`` and excluded from every figure. Then the single-stream phase holds 1 user, and each
 step holds its users, all started at once (spawn rate = users), for the configured duration. Phase starts are
 written to ``phases.jsonl`` and broadcast to workers before the users of that phase are spawned.
+
+After the last step the shape asks for 0 users (each user ends its request in flight, up to the stop timeout)
+and stops the test only once every user is gone, so in master/worker mode the master is still receiving when the
+workers send the records of those last requests (a stopped master no longer receives anything).
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
 
 log = logging.getLogger("llmload")
+
+#: Seconds to keep the master receiving after the last user is gone (workers send records every 0.5 s).
+_SETTLE_S = 1.0
+#: Seconds past the stop timeout after which the drain gives up (worker reports arrive every 3 s).
+_DRAIN_MARGIN_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,8 @@ class ReasoningSweepShape(LoadTestShape):
         self._stages: list[Stage] | None = None
         self._t0: float | None = None
         self._current: int = -1
+        self._drain: tuple[float, int] | None = None  # (deadline, users of the last stage) while draining
+        self._idle_since: float | None = None
         self.warmup_error: str | None = None
 
     def _warmup(self, ctx: RunContext) -> None:
@@ -120,11 +131,13 @@ class ReasoningSweepShape(LoadTestShape):
                 ctx.finished = True
                 if ctx.run_dir is not None:  # the last step ends here; in-flight requests drain after it
                     ctx.run_dir.write_phase({"event": "load_end", "wall": time.time()})
+                stop_timeout = self.runner.environment.stop_timeout if self.runner else 0.0
                 log.info(
-                    "llmload: last step done; letting in-flight requests finish (stop timeout %.0f s)",
-                    self.runner.environment.stop_timeout if self.runner else 0.0,
+                    "llmload: last step done; letting in-flight requests finish (stop timeout %.0f s)", stop_timeout
                 )
-            return None
+                last = self._stages[-1].users if self._stages else 1
+                self._drain = (time.perf_counter() + (stop_timeout or 0.0) + _DRAIN_MARGIN_S, max(1, last))
+            return self._drain_tick()
         st = self._stages[idx]
         if idx != self._current:
             self._current = idx
@@ -144,3 +157,21 @@ class ReasoningSweepShape(LoadTestShape):
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message())
         return st.users, float(st.users)
+
+    def _drain_tick(self) -> tuple[int, float] | None:
+        """0 users until every user has ended its last request (and its records had time to arrive)."""
+        if self._drain is None or self.runner is None:
+            return None
+        deadline, rate = self._drain
+        now = time.perf_counter()
+        if self.runner.user_count == 0:
+            if self._idle_since is None:
+                self._idle_since = now
+            if now - self._idle_since >= _SETTLE_S:
+                return None
+        else:
+            self._idle_since = None
+        if now > deadline:
+            log.warning("llmload: users still running %.0f s after the stop timeout; stopping", _DRAIN_MARGIN_S)
+            return None
+        return 0, float(rate)

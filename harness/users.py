@@ -5,11 +5,20 @@ from __future__ import annotations
 from locust import User, constant, task
 
 import random
+import re
 import time
 
+import gevent
+
+from harness.metrics import IN_FLIGHT
+from harness.result import RequestResult
 from harness.runtime import context
 
 __all__ = ["ReasoningChatUser", "RequestFailed"]
+
+_BACKOFF_FIRST_S = 0.25
+_BACKOFF_MAX_S = 10.0
+_RETRY_AFTER = re.compile(r"retry-after=(\d+(?:\.\d+)?)")
 
 
 class RequestFailed(Exception):
@@ -29,6 +38,8 @@ class ReasoningChatUser(User):
     estimate), ``exception`` a :class:`RequestFailed` for failed requests. Truncated requests (finish_reason
     ``length``) are successes to Locust and are counted as truncated in the records and report.
     Every request is also written as one record (see :mod:`harness.records`) carrying the phase it started in.
+    After a failed request the user pauses (0.25 s doubling to 10 s, at least ``Retry-After``) before its next
+    one; a success resets the pause.
     """
 
     wait_time = constant(0)
@@ -42,6 +53,8 @@ class ReasoningChatUser(User):
 
     def on_stop(self) -> None:
         self.client.close()
+        # On a worker: send this user's last record now, before Locust reports the user gone to the master.
+        self.ctx.flush()
 
     @task
     def chat(self) -> None:
@@ -49,14 +62,18 @@ class ReasoningChatUser(User):
         ctx = self.ctx
         st = ctx.state
         prompt, body = ctx.pick(self.rng)
-        res = self.client.stream_chat(
-            body,
-            prompt_id=prompt.id,
-            phase=st.phase,
-            step=st.step,
-            concurrency=st.concurrency,
-            keep_chunk_times=ctx.profile.output.chunk_times,
-        )
+        IN_FLIGHT.inc()
+        try:
+            res = self.client.stream_chat(
+                body,
+                prompt_id=prompt.id,
+                phase=st.phase,
+                step=st.step,
+                concurrency=st.concurrency,
+                keep_chunk_times=ctx.profile.output.chunk_times,
+            )
+        finally:
+            IN_FLIGHT.dec()
         res.user = self.user_id
         ctx.record(res.to_record())
         exc = None
@@ -76,3 +93,22 @@ class ReasoningChatUser(User):
             url=None,
             start_time=res.start_wall,
         )
+        self._backoff_after(res)
+
+    def _backoff_after(self, res: RequestResult) -> None:
+        """After a failure, pause before the next request so a dead or throttling server is not hammered.
+
+        The pause starts at 0.25 s and doubles per consecutive failure up to 10 s (at least the server's
+        ``Retry-After``), and resets on success. It is not a retry: the next request is a new one, recorded as
+        such, and the pause is no request's latency. Without it a closed-loop user against a refused port writes
+        thousands of ``connect_error`` records per second.
+        """
+        if res.ok:
+            self._fail_streak = 0
+            return
+        self._fail_streak = getattr(self, "_fail_streak", 0) + 1
+        pause = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (self._fail_streak - 1))
+        m = _RETRY_AFTER.search(res.error_detail or "")
+        if m:
+            pause = max(pause, min(float(m.group(1)), _BACKOFF_MAX_S))
+        gevent.sleep(pause)

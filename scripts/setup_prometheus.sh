@@ -44,3 +44,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 log "installed $(prometheus --version 2>&1 | head -n1)"
+command -v promtool >/dev/null 2>&1 || { log "promtool missing after the install"; exit 1; }

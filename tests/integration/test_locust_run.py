@@ -116,7 +116,8 @@ def test_bad_profile_fails_before_any_load(tmp_path: Path, env: dict[str, str]) 
     assert not (tmp_path / "runs").exists()
 
 
-def test_ctrl_c_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, str]) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, str], sig: int) -> None:
     prof = tmp_path / "p.yaml"
     out = tmp_path / "runs"
     prof.write_text(PROFILE % {"out": out, "step": 60})
@@ -141,7 +142,7 @@ def test_ctrl_c_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, s
                 if seen >= 10:
                     break
         assert seen >= 10, "the run did not reach the steps in time"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         stdout, _stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -1,0 +1,257 @@
+"""Prometheus exporter: the run's metrics on their own HTTP port, in the master (or the single process).
+
+A custom collector (:class:`RunCollector`) on a dedicated registry turns :class:`harness.metrics.RunMetrics`
+and a few live values (users, requests in flight, current step) into Prometheus metric families at scrape
+time; :class:`Exporter` serves them with ``prometheus_client.start_http_server`` on ``--metrics-addr`` /
+``--metrics-port``, independently of Locust's web UI (so also with ``--headless`` and behind ``--web-login``).
+
+Exposed (every series has the ``model`` label; see :mod:`harness.metrics` for the label values):
+
+* counters ``llmload_requests_total{phase,concurrency,prompt,outcome,finish_reason}``,
+  ``llmload_request_errors_total{...,error_class}``, ``llmload_truncated_requests_total{...,kind}``,
+  ``llmload_output_tokens_total{...,outcome,kind}``, ``llmload_prompt_tokens_total{...,outcome}``;
+* histograms (``{phase,concurrency,prompt,outcome}``) ``llmload_time_to_first_token_seconds``,
+  ``llmload_time_to_first_answer_token_seconds``, ``llmload_inter_chunk_latency_seconds``,
+  ``llmload_time_per_output_token_seconds``, ``llmload_request_duration_seconds``,
+  ``llmload_request_output_tokens``;
+* gauges ``llmload_users``, ``llmload_requests_in_flight``, ``llmload_target_users``, ``llmload_step``,
+  ``llmload_step_start_time_seconds{phase,step,concurrency}``,
+  ``llmload_estimated_time_to_samples_seconds{n,step,concurrency}``, and
+  ``llmload_run_info{profile,host,hostname,run,version,locust_version}`` (value 1).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("PROMETHEUS_DISABLE_CREATED_SERIES", "True")
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import gevent
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.utils import floatToGoString
+
+from harness.metrics import COUNTERS, HIST_LABELS, HISTOGRAMS, RunMetrics
+
+__all__ = ["DEFAULT_ADDR", "DEFAULT_PORT", "Exporter", "RunCollector", "run_info"]
+
+log = logging.getLogger("llmload")
+
+#: Default port of the exporter (``--metrics-port``).
+DEFAULT_PORT = 9646
+#: Default bind address (``--metrics-addr``): loopback only.
+DEFAULT_ADDR = "127.0.0.1"
+
+
+def run_info(profile: str, host: str, run: str) -> dict[str, str]:
+    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id and versions."""
+    from importlib import metadata
+
+    def version(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+    return {
+        "profile": profile,
+        "host": host,
+        "hostname": socket.gethostname(),
+        "run": run,
+        "version": version("llmload"),
+        "locust_version": version("locust"),
+    }
+
+
+class RunCollector:
+    """Builds every metric family at scrape time (a ``prometheus_client`` custom collector).
+
+    Args:
+        metrics: the run's aggregated metrics.
+        info: label values of ``llmload_run_info`` (see :func:`run_info`).
+        hours_to_n: N of the live estimate (the profile's first ``report.hours_to_n``).
+        users: returns the current number of Locust users (None: unknown).
+        in_flight: returns the number of requests in flight, summed over every process.
+        clock: wall-clock time (epoch seconds), for the live estimate.
+    """
+
+    def __init__(
+        self,
+        metrics: RunMetrics,
+        info: dict[str, str],
+        hours_to_n: int,
+        users: Callable[[], int | None] = lambda: None,
+        in_flight: Callable[[], int] = lambda: 0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.metrics = metrics
+        self.info = info
+        self.hours_to_n = hours_to_n
+        self.users = users
+        self.in_flight = in_flight
+        self.clock = clock
+        self.scrapes = 0
+
+    def describe(self) -> list[Metric]:
+        """Nothing to pre-describe (keeps the registry from collecting at registration)."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """Every metric family, from the current state."""
+        self.scrapes += 1
+        m = self.metrics
+        model = m.model
+        with m.lock:
+            counters = sorted(m.counters.items())
+            hists = sorted((k, (list(h.counts), h.sum)) for k, h in m.hists.items())
+            phase = dict(m.phase) if m.phase else None
+            load_ended = m.load_ended
+            now = self.clock()
+            estimates = [(est, est.seconds_to(self.hours_to_n, now)) for _, est in sorted(m.steps.items())]
+
+        cfams = {name: CounterMetricFamily(name, doc, labels=list(lb)) for name, (lb, doc) in COUNTERS.items()}
+        for (name, labels), v in counters:
+            cfams[name].add_metric(list(labels), v)
+        hfams = {
+            name: HistogramMetricFamily(name, doc, labels=list(HIST_LABELS)) for name, (_, _, doc) in HISTOGRAMS.items()
+        }
+        for (name, labels), (counts, total) in hists:
+            bounds = HISTOGRAMS[name][1]
+            cum, acc = [], 0
+            for b, c in zip((*(floatToGoString(x) for x in bounds), "+Inf"), counts, strict=True):
+                acc += c
+                cum.append((b, acc))
+            hfams[name].add_metric(list(labels), cum, sum_value=total)
+        yield from cfams.values()
+        yield from hfams.values()
+
+        g = GaugeMetricFamily("llmload_users", "Locust users running now (all workers).", labels=["model"])
+        users = self.users()
+        if users is not None:
+            g.add_metric([model], users)
+        yield g
+        g = GaugeMetricFamily(
+            "llmload_requests_in_flight", "Requests sent and not yet ended (all workers).", labels=["model"]
+        )
+        g.add_metric([model], self.in_flight())
+        yield g
+        g = GaugeMetricFamily(
+            "llmload_target_users",
+            "Concurrency the load shape asks for now: the current step's target (1 during warm-up and the "
+            "single-stream phase), 0 after the last step.",
+            labels=["model"],
+        )
+        g.add_metric([model], 0 if (phase is None or load_ended) else int(phase.get("concurrency") or 0))
+        yield g
+        g = GaugeMetricFamily(
+            "llmload_step", "Index of the current step (-1 warm-up, 0 single stream, 1.. steps).", labels=["model"]
+        )
+        if phase is not None:
+            g.add_metric([model], int(phase.get("step") or 0))
+        yield g
+        g = GaugeMetricFamily(
+            "llmload_step_start_time_seconds",
+            "Wall-clock start (Unix seconds) of the current phase; its labels name the phase (step markers).",
+            labels=["model", "phase", "step", "concurrency"],
+        )
+        if phase is not None:
+            g.add_metric(
+                [model, str(phase.get("phase")), str(phase.get("step")), str(phase.get("concurrency"))],
+                float(phase.get("wall") or 0.0),
+            )
+        yield g
+        g = GaugeMetricFamily(
+            "llmload_estimated_time_to_samples_seconds",
+            "Live estimate of the time to N usable samples at each step's concurrency: N / (usable completions "
+            "per second in the step's steady window so far). The report's hours-to-N is authoritative.",
+            labels=["model", "n", "step", "concurrency"],
+        )
+        for est, seconds in estimates:
+            if seconds is not None:
+                g.add_metric([model, str(self.hours_to_n), str(est.step), str(est.concurrency)], seconds)
+        yield g
+        info = InfoMetricFamily("llmload_run", "The run: profile, target URL (host), machine, run id, versions.")
+        info.add_metric([], {"model": model, **self.info})
+        yield info
+
+
+class Exporter:
+    """The HTTP server of a :class:`RunCollector`, on its own registry and port.
+
+    The server can be started (so the port is known to be free) before the collector exists: it serves an
+    empty page until :meth:`attach`.
+
+    Args:
+        addr: bind address (``127.0.0.1`` by default: loopback only).
+        port: TCP port; 0 lets the OS pick one (see :attr:`port` after :meth:`start`).
+        collector: what to serve (or :meth:`attach` it later).
+    """
+
+    def __init__(self, addr: str = DEFAULT_ADDR, port: int = DEFAULT_PORT, collector: RunCollector | None = None):
+        self.addr = addr
+        self.port = port
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.collector: RunCollector | None = None
+        self._server: Any = None
+        if collector is not None:
+            self.attach(collector)
+
+    def attach(self, collector: RunCollector) -> None:
+        """Serve ``collector`` from now on."""
+        self.collector = collector
+        self.registry.register(collector)  # type: ignore[arg-type]
+
+    def start(self) -> None:
+        """Start serving ``/metrics`` in a daemon thread (a greenlet under gevent).
+
+        Raises:
+            OSError: the address cannot be bound (e.g. the port is in use).
+        """
+        self._server, _ = start_http_server(self.port, self.addr, registry=self.registry)
+        self.port = int(self._server.server_port)
+
+    @property
+    def url(self) -> str:
+        """``http://ADDR:PORT/metrics``."""
+        host = f"[{self.addr}]" if ":" in self.addr else self.addr
+        return f"http://{host}:{self.port}/metrics"
+
+    def linger(self, timeout: float) -> bool:
+        """Keep serving until one more scrape has read the final state, at most ``timeout`` seconds.
+
+        Returns at once (False) when nothing ever scraped the exporter: then no Prometheus is waiting for the
+        final totals. Returns True when a scrape started after this call (and had 0.5 s to be sent).
+        """
+        c = self.collector
+        if timeout <= 0 or c is None or c.scrapes == 0 or self._server is None:
+            return False
+        mark = c.scrapes
+        log.info(
+            "llmload: waiting up to %.0f s for a last Prometheus scrape of %s (--metrics-linger)", timeout, self.url
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if c.scrapes > mark:
+                gevent.sleep(0.5)  # the scrape's response is written after collect() returns
+                return True
+            gevent.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -1,0 +1,393 @@
+"""Run metrics for Prometheus: counters and fixed-bucket histograms computed from the request records.
+
+:class:`RunMetrics` is updated with every request record as it is written to ``records.jsonl`` (the records are
+the ground truth, so the exported totals equal the records' totals exactly) and with every ``phases.jsonl``
+event (for the current step and the live hours-to-N estimate). :mod:`harness.exporter` exposes it.
+
+Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple, so state
+from several processes merges by addition (:meth:`RunMetrics.merge`, wire form :meth:`RunMetrics.to_wire`):
+the result does not depend on which process saw which record, nor in which order.
+
+Label values come from the record: ``phase`` is the run phase (``warmup`` | ``single`` | ``step``; warm-up
+requests are counted with ``phase="warmup"``, never dropped), ``concurrency`` the step's target concurrency,
+``prompt`` the profile's prompt id (bounded by the profile), ``outcome`` one of :data:`OUTCOMES`,
+``finish_reason`` the server's value (``none`` when absent), ``error_class`` a key of
+:data:`harness.result.ERROR_CLASSES`, ``kind`` ``reasoning`` | ``answer``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.histogram import bucket_value
+
+__all__ = [
+    "COUNTERS",
+    "HISTOGRAMS",
+    "IN_FLIGHT",
+    "OUTCOMES",
+    "TIME_BUCKETS",
+    "TOKEN_BUCKETS",
+    "Hist",
+    "InFlight",
+    "RunMetrics",
+    "StepEstimate",
+    "outcome_of",
+]
+
+
+def _decades(lo_exp: int, hi_exp: int) -> list[float]:
+    """1, 1.5, 2, 3, 5, 7.5 times each power of ten from 10**lo_exp to 10**hi_exp."""
+    out = []
+    for e in range(lo_exp, hi_exp + 1):
+        for m in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5):
+            out.append(float(f"{m}e{e}"))  # exact decimal literals (0.0075, not 0.0075000000000000001)
+    return out
+
+
+#: Upper bounds (seconds) of every time histogram: 1 ms to 2 h, consecutive bounds at most x1.67 apart up to
+#: 1000 s (so histogram_quantile() interpolates within a narrow bucket), then 1500 s ... 7200 s.
+TIME_BUCKETS: tuple[float, ...] = (*_decades(-3, 2), 1000.0, 1500.0, 2000.0, 3000.0, 5000.0, 7200.0)
+#: Upper bounds (tokens) of the output-tokens-per-request histogram: powers of two, 1 to 131072.
+TOKEN_BUCKETS: tuple[float, ...] = tuple(float(2**i) for i in range(18))
+
+#: Request outcomes, mutually exclusive: ``usable`` (success, not truncated), ``truncated`` (success that hit
+#: ``max_tokens``), ``error`` (failed; its class is in ``llmload_request_errors_total``).
+OUTCOMES = ("usable", "truncated", "error")
+
+_BASE = ("model", "phase", "concurrency", "prompt")
+
+#: Counter name (without ``_total``) -> (label names, help).
+COUNTERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "llmload_requests": (
+        (*_BASE, "outcome", "finish_reason"),
+        "Completed requests (success or failure) by outcome (usable, truncated, error) and finish_reason.",
+    ),
+    "llmload_request_errors": ((*_BASE, "error_class"), "Failed requests by error class."),
+    "llmload_truncated_requests": (
+        (*_BASE, "kind"),
+        "Truncated requests (finish_reason length, or output tokens >= max_tokens), by the channel that was "
+        "cut: kind=reasoning when no answer token was streamed (truncated in reasoning), else answer.",
+    ),
+    "llmload_output_tokens": (
+        (*_BASE, "outcome", "kind"),
+        "Output tokens of completed requests (usage.completion_tokens, or the client estimate), split into "
+        "reasoning and answer tokens. Failed requests' partial tokens are counted with outcome=error.",
+    ),
+    "llmload_prompt_tokens": ((*_BASE, "outcome"), "Prompt tokens (usage.prompt_tokens) of completed requests."),
+}
+
+#: Histogram name -> (record field, bounds, help). Labels: model, phase, concurrency, prompt, outcome.
+HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
+    "llmload_time_to_first_token_seconds": (
+        "ttft",
+        TIME_BUCKETS,
+        "TTFT: request sent -> first token-bearing chunk of any channel (reasoning included).",
+    ),
+    "llmload_time_to_first_answer_token_seconds": (
+        "ttfat",
+        TIME_BUCKETS,
+        "TTFAT: request sent -> first chunk with answer content (requests whose answer started).",
+    ),
+    "llmload_inter_chunk_latency_seconds": (
+        "gap_hist",
+        TIME_BUCKETS,
+        "Gaps between consecutive token-bearing chunks (vLLM bench's ITL). Each gap is placed by its 1 % "
+        "log-bucket value from the record's gap histogram; count and sum are exact.",
+    ),
+    "llmload_time_per_output_token_seconds": (
+        "tpot",
+        TIME_BUCKETS,
+        "TPOT: (last token-bearing chunk - first) / (output tokens - 1), per request.",
+    ),
+    "llmload_request_duration_seconds": ("e2e", TIME_BUCKETS, "E2E latency: request sent -> last byte of the stream."),
+    "llmload_request_output_tokens": ("output_tokens", TOKEN_BUCKETS, "Output tokens per completed request."),
+}
+HIST_LABELS: tuple[str, ...] = (*_BASE, "outcome")
+
+
+def outcome_of(rec: Mapping[str, Any]) -> str:
+    """``error`` for a failed request, ``truncated`` for a truncated success, else ``usable``."""
+    if not rec.get("ok"):
+        return "error"
+    return "truncated" if rec.get("truncated") else "usable"
+
+
+class Hist:
+    """One fixed-bucket histogram series: per-bucket (non-cumulative) counts, the last one is ``+Inf``."""
+
+    __slots__ = ("counts", "sum")
+
+    def __init__(self, n_bounds: int) -> None:
+        self.counts = [0] * (n_bounds + 1)
+        self.sum = 0.0
+
+    @property
+    def count(self) -> int:
+        """Number of observations."""
+        return sum(self.counts)
+
+    def cumulative(self) -> list[int]:
+        """Cumulative counts, one per bound then ``+Inf`` (Prometheus ``_bucket`` values)."""
+        out, acc = [], 0
+        for c in self.counts:
+            acc += c
+            out.append(acc)
+        return out
+
+
+@dataclass
+class StepEstimate:
+    """Live request throughput of one step, for the hours-to-N estimate (wall-clock epoch seconds).
+
+    Mirrors the report's steady window (:mod:`harness.report.steady`) on the records seen so far: the window
+    starts when ``wave`` distinct users (the users in flight at the step start or started in it: closed-loop,
+    the larger of this step's and the previous step's concurrency) have each finished a request ending after
+    the step start (the first wave replaced), at the latest of those first ends; it ends at the step's end
+    (or now).
+    """
+
+    phase: str
+    step: int
+    concurrency: int
+    start: float
+    wave: int = 0
+    end: float | None = None
+    window_start: float | None = None
+    _first_end: dict[str, float] = field(default_factory=dict)
+    _early: list[float] = field(default_factory=list)  # usable ends before the window start is known
+    _k: int = 0  # usable ends in the window so far
+
+    def add(self, user: str, end: float, usable: bool) -> None:
+        """Account one completed request that ended at ``end`` (only ends inside the step matter)."""
+        if end <= self.start or (self.end is not None and end >= self.end):
+            return
+        if usable:
+            if self.window_start is None:
+                self._early.append(end)
+            elif end >= self.window_start:
+                self._k += 1
+        if self.window_start is None and user and user != "warmup":
+            if end < self._first_end.get(user, math.inf):
+                self._first_end[user] = end
+            if len(self._first_end) >= max(self.wave, self.concurrency):
+                ws = self.window_start = max(self._first_end.values())
+                self._k = sum(1 for t in self._early if t >= ws)
+                self._first_end, self._early = {}, []
+
+    def rate(self, now: float) -> tuple[float, float] | None:
+        """(usable completions, window seconds) of the steady window so far, or None before it starts."""
+        if self.window_start is None:
+            return None
+        w1 = min(now, self.end) if self.end is not None else now
+        length = w1 - self.window_start
+        if length <= 0:
+            return None
+        return float(self._k), length
+
+    def seconds_to(self, n: int, now: float) -> float | None:
+        """Estimated seconds to ``n`` usable samples at this step's rate (None: no window or no usable yet)."""
+        r = self.rate(now)
+        if r is None or r[0] <= 0:
+            return None
+        k, length = r
+        return n * length / k
+
+
+class RunMetrics:
+    """Aggregated run metrics: counters, histograms, current phase and per-step throughput.
+
+    Thread-safe (the exporter reads it from its HTTP server thread while records are added).
+
+    Args:
+        model: the ``model`` label value (the served model id).
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.counters: dict[tuple[str, tuple[str, ...]], float] = {}
+        self.hists: dict[tuple[str, tuple[str, ...]], Hist] = {}
+        self.records = 0
+        self.phase: dict[str, Any] | None = None  # the last phase_start event
+        self.load_ended = False
+        self.steps: dict[int, StepEstimate] = {}
+        self.lock = threading.Lock()
+        self._gap_index: dict[str, tuple[float, int]] = {}  # log-bucket key -> (its value, Prometheus bucket)
+
+    # -- updates ------------------------------------------------------------------------------------------------
+    def _inc(self, name: str, labels: tuple[str, ...], v: float) -> None:
+        key = (name, labels)
+        self.counters[key] = self.counters.get(key, 0) + v
+
+    def _hist(self, name: str, labels: tuple[str, ...], n_bounds: int) -> Hist:
+        key = (name, labels)
+        h = self.hists.get(key)
+        if h is None:
+            h = self.hists[key] = Hist(n_bounds)
+        return h
+
+    def observe(self, rec: Mapping[str, Any]) -> None:
+        """Count one request record (a dict as written to ``records.jsonl``)."""
+        with self.lock:
+            self._observe(rec)
+
+    def _observe(self, rec: Mapping[str, Any]) -> None:
+        self.records += 1
+        base = (self.model, str(rec.get("phase")), str(rec.get("concurrency")), str(rec.get("prompt_id")))
+        outcome = outcome_of(rec)
+        fr = rec.get("finish_reason")
+        self._inc("llmload_requests", (*base, outcome, str(fr) if fr else "none"), 1)
+        if outcome == "error":
+            self._inc("llmload_request_errors", (*base, str(rec.get("error_class") or "unknown")), 1)
+        if rec.get("truncated"):
+            self._inc(
+                "llmload_truncated_requests", (*base, "reasoning" if rec.get("truncated_in_reasoning") else "answer"), 1
+            )
+        out = int(rec.get("output_tokens") or 0)
+        reasoning = int(rec.get("reasoning_tokens") or 0)
+        self._inc("llmload_output_tokens", (*base, outcome, "reasoning"), reasoning)
+        self._inc("llmload_output_tokens", (*base, outcome, "answer"), out - reasoning)
+        self._inc("llmload_prompt_tokens", (*base, outcome), int(rec.get("prompt_tokens") or 0))
+        hl = (*base, outcome)
+        for name, (fld, bounds, _) in HISTOGRAMS.items():
+            v = rec.get(fld)
+            if v is None:
+                continue
+            if fld == "gap_hist":
+                self._observe_gaps(name, hl, v)
+                continue
+            h = self._hist(name, hl, len(bounds))
+            h.counts[bisect.bisect_left(bounds, v)] += 1
+            h.sum += v
+        self._observe_step(rec)
+
+    def _observe_gaps(self, name: str, labels: tuple[str, ...], gh: Mapping[str, Any]) -> None:
+        n = int(gh.get("n") or 0)
+        if n == 0:
+            return
+        h = self._hist(name, labels, len(TIME_BUCKETS))
+        lo = float(gh["min"]) if gh.get("min") is not None else -math.inf
+        hi = float(gh["max"]) if gh.get("max") is not None else math.inf
+        cache = self._gap_index
+        for k, c in (gh.get("buckets") or {}).items():
+            hit = cache.get(k)
+            if hit is None:
+                v = bucket_value(int(k))
+                hit = cache[k] = (v, bisect.bisect_left(TIME_BUCKETS, v))
+            v, i = hit
+            if v < lo or v > hi:  # never outside the exact observed range (as LogHistogram.quantile does)
+                i = bisect.bisect_left(TIME_BUCKETS, min(max(v, lo), hi))
+            h.counts[i] += int(c)
+        h.sum += float(gh.get("sum") or 0.0)
+
+    def _observe_step(self, rec: Mapping[str, Any]) -> None:
+        if rec.get("phase") == "warmup" or not self.steps:
+            return
+        start = float(rec.get("start_wall") or 0.0)
+        end = start + float(rec.get("e2e") or 0.0)
+        user, usable = str(rec.get("user") or ""), bool(rec.get("usable"))
+        for est in self.steps.values():
+            if est.end is None or end < est.end:
+                est.add(user, end, usable)
+
+    def on_phase(self, event: Mapping[str, Any]) -> None:
+        """Take one ``phases.jsonl`` event (``phase_start`` / ``load_end``) into account."""
+        with self.lock:
+            kind = event.get("event")
+            wall = float(event.get("wall") or 0.0)
+            if kind == "phase_start":
+                for est in self.steps.values():
+                    if est.end is None:
+                        est.end = wall
+                prev = self.phase
+                in_flight = 0 if prev is None or prev.get("phase") == "warmup" else int(prev.get("concurrency") or 0)
+                self.phase = dict(event)
+                self.load_ended = False
+                if event.get("phase") != "warmup":
+                    step, c = int(event.get("step") or 0), int(event.get("concurrency") or 1)
+                    self.steps[step] = StepEstimate(str(event.get("phase")), step, c, wall, wave=max(c, in_flight))
+            elif kind == "load_end":
+                self.load_ended = True
+                for est in self.steps.values():
+                    if est.end is None:
+                        est.end = wall
+
+    # -- reading ------------------------------------------------------------------------------------------------
+    def totals(self) -> dict[str, float]:
+        """Counter totals summed over every label set, by name (plus ``<hist>_count`` / ``<hist>_sum``)."""
+        with self.lock:
+            out: dict[str, float] = {}
+            for (name, _), v in self.counters.items():
+                out[name] = out.get(name, 0) + v
+            for (name, _), h in self.hists.items():
+                out[name + "_count"] = out.get(name + "_count", 0) + h.count
+                out[name + "_sum"] = out.get(name + "_sum", 0.0) + h.sum
+            return out
+
+    # -- merging ------------------------------------------------------------------------------------------------
+    def _wire(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "c": [[n, list(lb), v] for (n, lb), v in self.counters.items()],
+            "h": [[n, list(lb), list(h.counts), h.sum] for (n, lb), h in self.hists.items()],
+        }
+
+    def to_wire(self) -> dict[str, Any]:
+        """Counters and histograms as a msgpack/JSON-safe dict (lists only), for :meth:`merge`."""
+        with self.lock:
+            return self._wire()
+
+    def delta(self) -> dict[str, Any]:
+        """:meth:`to_wire`, then reset counters and histograms: what a process ships to another and forgets."""
+        with self.lock:
+            wire = self._wire()
+            self.counters, self.hists, self.records = {}, {}, 0
+            return wire
+
+    def merge(self, wire: Mapping[str, Any]) -> None:
+        """Add counters and histogram counts from :meth:`to_wire` / :meth:`delta` output of another instance."""
+        with self.lock:
+            self.records += int(wire.get("records") or 0)
+            for name, labels, v in wire.get("c", ()):
+                self._inc(name, tuple(labels), v)
+            for name, labels, counts, s in wire.get("h", ()):
+                h = self._hist(name, tuple(labels), len(counts) - 1)
+                if len(h.counts) != len(counts):
+                    raise ValueError(f"{name}: bucket layout differs ({len(h.counts)} vs {len(counts)} buckets)")
+                for i, c in enumerate(counts):
+                    h.counts[i] += c
+                h.sum += s
+
+    @classmethod
+    def of(cls, model: str, records: Iterable[Mapping[str, Any]]) -> RunMetrics:
+        """Metrics of the given records (e.g. re-read from ``records.jsonl``)."""
+        m = cls(model)
+        for r in records:
+            m.observe(r)
+        return m
+
+
+class InFlight:
+    """Requests in flight in this process (a gauge; Locust users increment and decrement it)."""
+
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def inc(self) -> None:
+        """A request was sent."""
+        self.n += 1
+
+    def dec(self) -> None:
+        """A request ended (success or failure)."""
+        self.n -= 1
+
+
+#: This process's in-flight requests (see :class:`InFlight`).
+IN_FLIGHT = InFlight()

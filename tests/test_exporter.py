@@ -1,0 +1,261 @@
+"""harness.exporter: metric families, naming conventions, the HTTP server, linger; the plugin's options."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from argparse import Namespace
+from pathlib import Path
+from typing import Any
+
+import gevent
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT, Exporter, RunCollector, run_info
+from harness.histogram import LogHistogram
+from harness.metrics import TIME_BUCKETS, RunMetrics
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "kimi-k2"
+
+
+def record(**kw: Any) -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "prompt_id": "quicksort", "user": "w:1", "phase": "step", "step": 1, "concurrency": 8,
+        "start_wall": 1000.0, "ttft": 0.8, "ttfat": 40.0, "e2e": 120.0, "tpot": 0.04,
+        "gap_hist": LogHistogram.of([0.03, 0.04, 0.05]).to_json(), "output_tokens": 3000,
+        "reasoning_tokens": 2300, "answer_tokens": 700, "prompt_tokens": 25, "ok": True, "error_class": None,
+        "finish_reason": "stop", "truncated": False, "truncated_in_reasoning": False, "usable": True,
+    }  # fmt: skip
+    r.update(kw)
+    return r
+
+
+def collector(now: float = 1200.0) -> RunCollector:
+    m = RunMetrics(MODEL)
+    m.on_phase({"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": 990.0})
+    m.observe(record(phase="warmup", step=-1, concurrency=1, prompt_id="warmup", user="warmup", e2e=1.0))
+    m.on_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 2, "wall": 1000.0})
+    for u, t, e2e in (("a", 1000.0, 120.0), ("b", 1000.0, 120.0), ("a", 1120.0, 50.0), ("b", 1120.0, 51.0)):
+        m.observe(record(user=u, start_wall=t, e2e=e2e, concurrency=2))
+    m.observe(record(ok=False, usable=False, error_class="timeout_idle", finish_reason=None, ttfat=None))
+    m.observe(record(finish_reason="length", truncated=True, usable=False, truncated_in_reasoning=True, ttfat=None))
+    info = run_info("k26", "http://gpu:30000", "20261129-120000-k26")
+    return RunCollector(m, info, 100_000, users=lambda: 8, in_flight=lambda: 7, clock=lambda: now)
+
+
+def exposition(c: RunCollector) -> str:
+    reg = CollectorRegistry()
+    reg.register(c)  # type: ignore[arg-type]
+    return generate_latest(reg).decode()
+
+
+def families(text: str) -> dict[str, Any]:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_metric_names_types_and_labels_follow_the_conventions() -> None:
+    """One prefix, base units, _total counters, bounded labels (no user, no prompt text), no _created."""
+    text = exposition(collector())
+    fams = families(text)
+    types = {name: f.type for name, f in fams.items()}
+    assert types == {
+        "llmload_requests": "counter",
+        "llmload_request_errors": "counter",
+        "llmload_truncated_requests": "counter",
+        "llmload_output_tokens": "counter",
+        "llmload_prompt_tokens": "counter",
+        "llmload_time_to_first_token_seconds": "histogram",
+        "llmload_time_to_first_answer_token_seconds": "histogram",
+        "llmload_inter_chunk_latency_seconds": "histogram",
+        "llmload_time_per_output_token_seconds": "histogram",
+        "llmload_request_duration_seconds": "histogram",
+        "llmload_request_output_tokens": "histogram",
+        "llmload_users": "gauge",
+        "llmload_requests_in_flight": "gauge",
+        "llmload_target_users": "gauge",
+        "llmload_step": "gauge",
+        "llmload_step_start_time_seconds": "gauge",
+        "llmload_estimated_time_to_samples_seconds": "gauge",
+        "llmload_run_info": "gauge",  # an info metric, exposed as a gauge of value 1 in the text format
+    }
+    allowed = {"model", "phase", "concurrency", "prompt", "outcome", "finish_reason", "error_class", "kind", "le",
+               "step", "n", "profile", "host", "hostname", "run", "version", "locust_version"}  # fmt: skip
+    for f in fams.values():
+        for s in f.samples:
+            assert s.labels["model"] == MODEL, s
+            assert set(s.labels) <= allowed, s
+            assert not s.name.endswith("_created"), s
+            if f.type == "counter":
+                assert s.name.endswith("_total")
+    assert "# TYPE llmload_requests_total counter" in text  # Prometheus text format names counters with _total
+    # Histogram buckets: 1 ms ... 2 h for times, 1 ... 131072 for tokens, then +Inf.
+    les = [s.labels["le"] for s in fams["llmload_request_duration_seconds"].samples if s.name.endswith("_bucket")]
+    assert les[:3] == ["0.001", "0.0015", "0.002"] and les[42] == "+Inf" and les[41] == "7200.0"
+    les = [s.labels["le"] for s in fams["llmload_request_output_tokens"].samples if s.name.endswith("_bucket")]
+    assert les[0] == "1.0" and les[-2:] == ["131072.0", "+Inf"]
+
+
+def sample(text: str, name: str, **labels: str) -> float:
+    vals = [
+        s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())
+    ]
+    return float(sum(vals))
+
+
+def test_values() -> None:
+    text = exposition(collector())
+    assert sample(text, "llmload_requests_total") == 7
+    assert sample(text, "llmload_requests_total", phase="warmup") == 1
+    assert sample(text, "llmload_requests_total", outcome="error", finish_reason="none") == 1
+    assert sample(text, "llmload_request_errors_total", error_class="timeout_idle") == 1
+    assert sample(text, "llmload_truncated_requests_total", kind="reasoning") == 1
+    assert sample(text, "llmload_output_tokens_total", kind="reasoning") == 7 * 2300
+    assert sample(text, "llmload_output_tokens_total", kind="answer", outcome="usable") == 5 * 700
+    assert sample(text, "llmload_request_duration_seconds_bucket", le="30.0") == 1  # the warm-up (1 s)
+    assert sample(text, "llmload_request_duration_seconds_bucket", le="50.0") == 2  # + 50 s (le: <=)
+    assert sample(text, "llmload_request_duration_seconds_bucket", le="75.0") == 3  # + 51 s
+    assert sample(text, "llmload_request_duration_seconds_bucket", le="150.0") == 7
+    assert sample(text, "llmload_inter_chunk_latency_seconds_count") == 21
+    assert sample(text, "llmload_users") == 8 and sample(text, "llmload_requests_in_flight") == 7
+    assert sample(text, "llmload_target_users") == 2 and sample(text, "llmload_step") == 1
+    assert sample(text, "llmload_step_start_time_seconds", phase="step", step="1", concurrency="2") == 1000.0
+    # First wave replaced at 1120 (a and b each ended a request); 4 usable ends in [1120, 1200): 80 s / 4.
+    est = sample(text, "llmload_estimated_time_to_samples_seconds", n="100000", step="1", concurrency="2")
+    assert est == pytest.approx(100_000 * 80 / 4)
+    info = [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == "llmload_run_info"]
+    assert len(info) == 1 and info[0].value == 1
+    assert info[0].labels["profile"] == "k26" and info[0].labels["host"] == "http://gpu:30000"
+    assert info[0].labels["run"] == "20261129-120000-k26" and info[0].labels["hostname"] == socket.gethostname()
+    assert re.match(r"\d+\.\d+", info[0].labels["version"]) and info[0].labels["locust_version"] == "2.47.0"
+
+
+def test_after_the_last_step_the_target_is_zero_and_estimates_are_frozen() -> None:
+    c = collector(now=1200.0)
+    c.metrics.on_phase({"event": "load_end", "wall": 1200.0})
+    later = RunCollector(c.metrics, c.info, c.hours_to_n, clock=lambda: 5000.0)
+    text = exposition(later)
+    assert sample(text, "llmload_target_users") == 0 and sample(text, "llmload_step") == 1
+    assert sample(text, "llmload_estimated_time_to_samples_seconds") == pytest.approx(100_000 * 80 / 4)
+    assert "llmload_users{" not in text  # unknown user count: no sample
+
+
+def test_empty_run_exposes_families_without_samples() -> None:
+    c = RunCollector(RunMetrics(MODEL), run_info("p", "http://h", "r"), 1000)
+    fams = families(exposition(c))
+    assert not fams["llmload_requests"].samples and not fams["llmload_step"].samples
+    assert [s.value for s in fams["llmload_requests_in_flight"].samples] == [0]
+
+
+def test_promtool_accepts_the_exposition() -> None:
+    tool = shutil.which("promtool")
+    if tool is None:
+        if os.environ.get("LLMLOAD_REQUIRE_PROMETHEUS") == "1":
+            pytest.fail("LLMLOAD_REQUIRE_PROMETHEUS=1 but promtool is missing (scripts/setup_prometheus.sh)")
+        pytest.skip("promtool not installed (bash scripts/setup_prometheus.sh)")
+    proc = subprocess.run([tool, "check", "metrics"], input=exposition(collector()), capture_output=True, text=True)
+    assert proc.returncode == 0 and not (proc.stdout + proc.stderr).strip(), proc.stdout + proc.stderr
+
+
+def get(url: str) -> tuple[int, str, str]:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+
+
+def test_http_server_and_linger() -> None:
+    exp = Exporter("127.0.0.1", 0)
+    exp.start()
+    try:
+        assert exp.port > 0 and exp.url == f"http://127.0.0.1:{exp.port}/metrics"
+        assert exp.linger(5) is False  # nothing attached
+        status, _, body = get(exp.url)
+        assert status == 200 and "llmload_" not in body  # serving before the run is set up: empty
+        c = collector()
+        exp.attach(c)
+        assert exp.linger(5) is False  # never scraped since: nobody waits for the final totals
+        status, ctype, body = get(exp.url)
+        assert status == 200 and ctype.startswith("text/plain") and "llmload_requests_total" in body
+        assert c.scrapes == 1
+        # A scrape after linger() started ends it (plus 0.5 s for the response); none: the timeout.
+        t0 = time.monotonic()
+        assert exp.linger(0.5) is False and 0.45 < time.monotonic() - t0 < 2
+        scraper = threading.Timer(0.3, get, args=(exp.url,))
+        scraper.start()
+        t0 = time.monotonic()
+        assert exp.linger(10) is True
+        assert 0.7 < time.monotonic() - t0 < 5
+        scraper.join()
+    finally:
+        exp.stop()
+    with pytest.raises(OSError):
+        get(exp.url)
+
+
+def test_port_in_use() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(OSError):
+            Exporter("127.0.0.1", port).start()
+
+
+def test_plugin_opens_the_exporter_per_options(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    from harness import plugin
+
+    def opts(**kw: Any) -> Namespace:
+        return Namespace(**{"no_metrics": False, "metrics_port": None, "metrics_addr": DEFAULT_ADDR, **kw})
+
+    assert plugin._open_exporter(opts(no_metrics=True)) is None
+    exp = plugin._open_exporter(opts(metrics_port=0))
+    assert exp is not None and exp.port > 0
+    try:
+        # The port is taken: an explicit --metrics-port stops the run (exit 2) ...
+        with pytest.raises(SystemExit) as ei:
+            plugin._open_exporter(opts(metrics_port=exp.port))
+        assert ei.value.code == 2
+        # ... the default port only warns (e.g. a second run on the same machine).
+        monkeypatch.setattr(plugin, "DEFAULT_PORT", exp.port)
+        assert plugin._open_exporter(opts()) is None
+        assert "Prometheus exporter NOT started" in caplog.text
+    finally:
+        exp.stop()
+    assert DEFAULT_PORT == 9646 and DEFAULT_ADDR == "127.0.0.1"
+
+
+def test_locust_parses_the_options() -> None:
+    """The options are Locust options (locust --help does not list a locustfile's own options)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless",
+         "--metrics-port", "x"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "argument --metrics-port: invalid int value: 'x'" in proc.stderr
+
+
+def test_gevent_cooperative_serving() -> None:
+    """Under gevent (as in Locust) the server greenlet answers while the main greenlet only sleeps."""
+    exp = Exporter("127.0.0.1", 0, collector())
+    exp.start()
+    try:
+        g = gevent.spawn(get, exp.url)
+        gevent.sleep(0.5)
+        assert g.ready() and g.value[0] == 200
+    finally:
+        exp.stop()
+
+
+def test_time_buckets_cover_reasoning_runs() -> None:
+    assert TIME_BUCKETS[0] == 0.001 and TIME_BUCKETS[-1] >= 7200  # 1 ms ... 2 h (vLLM's TTFT stops at 2560 s)
