@@ -202,6 +202,7 @@ class ChatClient:
             keep_alive = (chunked or length is not None) and hdrs.get("connection", "").lower() != "close"
             dechunk = _Dechunk(chunked, length)
             kernel_stamps = conn.is_stamped
+            t_prev = res.t_headers
             dec = SSEDecoder()
             feed, on_payload = dec.feed, interp.on_payload
             t = res.t_headers
@@ -220,11 +221,14 @@ class ChatClient:
                 if rx is not None:  # when the kernel got the bytes, not when this process read them
                     lag = time.time() - rx
                     if 0.0 <= lag < _MAX_STAMP_LAG_S:
-                        t -= lag
+                        # Never earlier than the previous read's time: TCP may coalesce later bytes into an
+                        # earlier segment, which keeps that segment's (earlier) stamp.
+                        t = max(t - lag, t_prev)
                     else:
                         kernel_stamps = False
                 elif raw:
                     kernel_stamps = False
+                t_prev = t
                 if not raw:
                     conn.close()
                     res.time_source = "kernel" if kernel_stamps else "read"
