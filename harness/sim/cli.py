@@ -11,24 +11,14 @@ import sys
 from collections.abc import Sequence
 
 from harness.sim.engine import DEFAULT_MAX_LAG
-from harness.sim.faults import FAULT_TYPES, FaultConfig, FaultError
+from harness.sim.faults import FAULT_TYPES, OPTION_NAMES, FaultConfig, FaultError
 from harness.sim.presets import PRESETS, get_preset
 from harness.sim.protocol import FLAVOUR_ALIASES, FLAVOURS
 
 READY_PREFIX = "READY "
 
 #: ``--fault-X RATE`` options: option suffix -> fault type.
-RATE_OPTIONS = {
-    "429": "http_429",
-    "503": "http_503",
-    "error-event": "error_event",
-    "drop": "drop",
-    "abort": "abort",
-    "malformed": "malformed",
-    "stall-first": "stall_first",
-    "stall-chunk": "stall_chunk",
-    "slow-headers": "slow_headers",
-}
+RATE_OPTIONS = OPTION_NAMES
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -52,10 +52,10 @@ FAULT_TYPES = (
 #: Faults that fire at a token position.
 MID_STREAM = frozenset({"error_event", "drop", "abort", "malformed", "stall_chunk", "restart"})
 #: Accepted spellings of fault names (``-`` or ``_``; short forms).
-_ALIASES = {
+#: Fault names as written in ``--fault-NAME RATE`` options and per-request specs -> fault type.
+OPTION_NAMES = {
     "429": "http_429",
     "503": "http_503",
-    "error": "error_event",
     "error-event": "error_event",
     "drop": "drop",
     "abort": "abort",
@@ -64,6 +64,7 @@ _ALIASES = {
     "stall-chunk": "stall_chunk",
     "slow-headers": "slow_headers",
 }
+_ALIASES = {**OPTION_NAMES, "error": "error_event"}
 
 
 class FaultError(ValueError):
