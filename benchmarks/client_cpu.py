@@ -28,6 +28,7 @@ import multiprocessing as mp  # noqa: E402
 import socket  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import gevent  # noqa: E402
 
@@ -102,6 +103,14 @@ def serve(port_q: mp.Queue, n: int) -> None:  # type: ignore[type-arg]
     server.serve_forever()
 
 
+def _cpu_of(one: Callable[[], int], streams: int) -> tuple[float, int]:
+    """Run ``one`` in ``streams`` concurrent greenlets; return (process CPU seconds, total chunks counted)."""
+    t = time.process_time()
+    gs = [gevent.spawn(one) for _ in range(streams)]
+    gevent.joinall(gs, raise_error=True)
+    return time.process_time() - t, sum(g.value for g in gs)
+
+
 def run_harness(url: str, streams: int, requests: int) -> tuple[float, int]:
     from harness.client import ChatClient
 
@@ -115,10 +124,7 @@ def run_harness(url: str, streams: int, requests: int) -> tuple[float, int]:
         c.close()
         return n
 
-    t = time.process_time()
-    gs = [gevent.spawn(one) for _ in range(streams)]
-    gevent.joinall(gs, raise_error=True)
-    return time.process_time() - t, sum(g.value for g in gs)
+    return _cpu_of(one, streams)
 
 
 def run_sdk(url: str, streams: int, requests: int) -> tuple[float, int]:
@@ -142,10 +148,7 @@ def run_sdk(url: str, streams: int, requests: int) -> tuple[float, int]:
         c.close()
         return n
 
-    t = time.process_time()
-    gs = [gevent.spawn(one) for _ in range(streams)]
-    gevent.joinall(gs, raise_error=True)
-    return time.process_time() - t, sum(g.value for g in gs)
+    return _cpu_of(one, streams)
 
 
 def main() -> None:

@@ -221,22 +221,24 @@ def _on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
         _worker_in_flight[client_id] = int(m.get("in_flight") or 0)
 
 
+def _flush_worker_records() -> None:
+    """On a worker: send the queued records to the master now (no-op before the first phase message)."""
+    try:
+        context().flush()
+    except RuntimeError:
+        pass
+
+
 @events.test_stop.add_listener
 def _on_test_stop(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
-        try:
-            context().flush()
-        except RuntimeError:
-            pass
+        _flush_worker_records()
 
 
 @events.quitting.add_listener
 def _on_quitting(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
-        try:
-            context().flush()
-        except RuntimeError:
-            pass
+        _flush_worker_records()
         return
     ctx: RunContext | None = _state["ctx"]
     if ctx is None or ctx.run_dir is None:
