@@ -61,9 +61,17 @@ class SimulatorSpec(_Model):
 
 
 class PromptSpec(_Model):
-    """One prompt of the mix. Give ``text`` (one user message) or ``messages`` (a full chat)."""
+    """One prompt of the mix. Give ``text`` (one user message) or ``messages`` (a full chat).
+
+    ``class`` (YAML key; attribute ``prompt_class``) groups prompts for Locust's statistics and the Prometheus
+    ``prompt`` label: a mix of thousands of distinct prompts should give them a few classes (e.g. ``short``,
+    ``long``) so both stay small. Without it the class is the prompt's ``id``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     id: str = Field(min_length=1)
+    prompt_class: str | None = Field(None, alias="class", min_length=1)
     text: str | None = None
     system: str | None = None
     messages: list[dict[str, Any]] | None = None
@@ -81,6 +89,12 @@ class PromptSpec(_Model):
                 if not isinstance(m, dict) or "role" not in m or "content" not in m:
                     raise ValueError(f"messages[{i}] needs 'role' and 'content'")
         return self
+
+    @property
+    def label(self) -> str:
+        """The prompt's class: ``class`` when given, else its ``id`` (Locust's request name, the records'
+        ``prompt_class``, the Prometheus ``prompt`` label)."""
+        return self.prompt_class or self.id
 
     def chat_messages(self) -> list[dict[str, Any]]:
         """The ``messages`` array sent to the server."""
@@ -243,7 +257,7 @@ class Profile(_Model):
 
     def public_dict(self) -> dict[str, Any]:
         """The profile as a JSON-ready dict (it holds the API key's variable *name*, never the key)."""
-        return self.model_dump(mode="json")
+        return self.model_dump(mode="json", by_alias=True)
 
 
 def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> None:

@@ -10,9 +10,12 @@ the result does not depend on which process saw which record, nor in which order
 
 Label values come from the record: ``phase`` is the run phase (``warmup`` | ``single`` | ``step``; warm-up
 requests are counted with ``phase="warmup"``, never dropped), ``concurrency`` the step's target concurrency,
-``prompt`` the profile's prompt id (bounded by the profile), ``outcome`` one of :data:`OUTCOMES`,
-``finish_reason`` the server's value (``none`` when absent), ``error_class`` a key of
-:data:`harness.result.ERROR_CLASSES`, ``kind`` ``reasoning`` | ``answer``.
+``prompt`` the prompt's class (``prompt_class``: the profile's ``class``, else the prompt id) as mapped by
+:func:`prompt_labels` from the profile (at most :data:`MAX_PROMPT_LABELS` values plus ``other``), ``outcome`` one
+of :data:`OUTCOMES`, ``finish_reason`` the server's value when it is one of :data:`FINISH_REASONS` (``none`` when
+absent, ``other`` for anything else), ``error_class`` a key of :data:`harness.result.ERROR_CLASSES` (else
+``other``), ``kind`` ``reasoning`` | ``answer``. So the number of series is bounded by the profile's phases and
+these sets, whatever the number of requests or distinct prompts (tests/test_metrics.py checks it).
 """
 
 from __future__ import annotations
@@ -25,11 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.histogram import bucket_value
+from harness.result import ERROR_CLASSES
 
 __all__ = [
     "COUNTERS",
+    "FINISH_REASONS",
     "HISTOGRAMS",
     "IN_FLIGHT",
+    "MAX_PROMPT_LABELS",
     "OUTCOMES",
     "TIME_BUCKETS",
     "TOKEN_BUCKETS",
@@ -38,6 +44,7 @@ __all__ = [
     "RunMetrics",
     "StepEstimate",
     "outcome_of",
+    "prompt_labels",
 ]
 
 
@@ -59,6 +66,11 @@ TOKEN_BUCKETS: tuple[float, ...] = tuple(float(2**i) for i in range(18))
 #: Request outcomes, mutually exclusive: ``usable`` (success, not truncated), ``truncated`` (success that hit
 #: ``max_tokens``), ``error`` (failed; its class is in ``llmload_request_errors_total``).
 OUTCOMES = ("usable", "truncated", "error")
+
+#: Distinct ``prompt`` label values kept per run; records of further prompt classes are labelled ``other``.
+MAX_PROMPT_LABELS = 32
+#: ``finish_reason`` label values kept as sent (plus ``none`` when absent); anything else is ``other``.
+FINISH_REASONS = frozenset({"stop", "length", "abort", "tool_calls", "content_filter", "function_call", "eos"})
 
 _BASE = ("model", "phase", "concurrency", "prompt")
 
@@ -109,6 +121,35 @@ HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "llmload_request_output_tokens": ("output_tokens", TOKEN_BUCKETS, "Output tokens per completed request."),
 }
 HIST_LABELS: tuple[str, ...] = (*_BASE, "outcome")
+
+
+def prompt_labels(prompts: Iterable[tuple[str, float, bool]], limit: int = MAX_PROMPT_LABELS) -> dict[str, str]:
+    """The ``prompt`` label value of every prompt class of a profile, at most ``limit`` distinct plus ``other``.
+
+    Args:
+        prompts: one ``(class, weight, explicit)`` per prompt of the profile: its class (the profile's ``class``,
+            else its id), its weight in the mix, and whether the class was given explicitly.
+        limit: distinct label values kept.
+
+    Returns:
+        class -> label. When the profile has at most ``limit`` classes every class is its own label. Otherwise
+        prompts without an explicit class are labelled ``other`` (a mix of thousands of distinct prompts: give
+        them classes), and if the explicit classes alone are too many, the ``limit`` heaviest by total weight
+        keep their name (ties by first appearance) and the rest are ``other``.
+    """
+    rows = list(prompts)
+    weight: dict[str, float] = {}
+    explicit: set[str] = set()
+    for cls, w, exp in rows:
+        weight[cls] = weight.get(cls, 0.0) + w
+        if exp:
+            explicit.add(cls)
+    if len(weight) <= limit:
+        return {c: c for c in weight}
+    keep = [c for c in weight if c in explicit]  # insertion order: first appearance
+    keep = sorted(keep, key=lambda c: -weight[c])[:limit]  # stable: ties keep the profile's order
+    kept = set(keep)
+    return {c: (c if c in kept else "other") for c in weight}
 
 
 def outcome_of(rec: Mapping[str, Any]) -> str:
@@ -206,10 +247,19 @@ class RunMetrics:
 
     Args:
         model: the ``model`` label value (the served model id).
+        labels: prompt class -> ``prompt`` label value (:func:`prompt_labels` of the profile); a class missing
+            from it is ``other``. None (e.g. records re-read without their profile): the first
+            ``max_prompt_labels`` distinct classes keep their name, later ones are ``other``.
+        max_prompt_labels: the limit when ``labels`` is None.
     """
 
-    def __init__(self, model: str) -> None:
+    def __init__(
+        self, model: str, labels: Mapping[str, str] | None = None, max_prompt_labels: int = MAX_PROMPT_LABELS
+    ) -> None:
         self.model = model
+        self.labels = dict(labels) if labels is not None else None
+        self.max_prompt_labels = max_prompt_labels
+        self._prompt_labels: set[str] = set()
         self.counters: dict[tuple[str, tuple[str, ...]], float] = {}
         self.hists: dict[tuple[str, tuple[str, ...]], Hist] = {}
         self.records = 0
@@ -238,12 +288,16 @@ class RunMetrics:
 
     def _observe(self, rec: Mapping[str, Any]) -> None:
         self.records += 1
-        base = (self.model, str(rec.get("phase")), str(rec.get("concurrency")), str(rec.get("prompt_id")))
+        prompt = self._prompt_label(str(rec.get("prompt_class") or rec.get("prompt_id")))
+        base = (self.model, str(rec.get("phase")), str(rec.get("concurrency")), prompt)
         outcome = outcome_of(rec)
         fr = rec.get("finish_reason")
-        self._inc("llmload_requests", (*base, outcome, str(fr) if fr else "none"), 1)
+        self._inc(
+            "llmload_requests", (*base, outcome, ("none" if not fr else fr if fr in FINISH_REASONS else "other")), 1
+        )
         if outcome == "error":
-            self._inc("llmload_request_errors", (*base, str(rec.get("error_class") or "unknown")), 1)
+            ec = rec.get("error_class")
+            self._inc("llmload_request_errors", (*base, ec if ec in ERROR_CLASSES else "other"), 1)
         if rec.get("truncated"):
             self._inc(
                 "llmload_truncated_requests", (*base, "reasoning" if rec.get("truncated_in_reasoning") else "answer"), 1
@@ -265,6 +319,16 @@ class RunMetrics:
             h.counts[bisect.bisect_left(bounds, v)] += 1
             h.sum += v
         self._observe_step(rec)
+
+    def _prompt_label(self, value: str) -> str:
+        if self.labels is not None:
+            return self.labels.get(value, "other")
+        if value in self._prompt_labels:
+            return value
+        if len(self._prompt_labels) < self.max_prompt_labels:
+            self._prompt_labels.add(value)
+            return value
+        return "other"
 
     def _observe_gaps(self, name: str, labels: tuple[str, ...], gh: Mapping[str, Any]) -> None:
         n = int(gh.get("n") or 0)

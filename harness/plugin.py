@@ -30,7 +30,7 @@ import gevent
 
 from harness.config import ProfileError
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT, Exporter, RunCollector, run_info
-from harness.metrics import IN_FLIGHT, RunMetrics
+from harness.metrics import IN_FLIGHT, RunMetrics, prompt_labels
 from harness.runtime import (
     MSG_PHASE,
     MSG_RECORDS,
@@ -173,7 +173,16 @@ def _open_exporter(opts: Any) -> Exporter | None:
 def _serve_run(exporter: Exporter, runner: Any, ctx: RunContext, linger: float) -> None:
     """Count every record and phase event written to the run directory, and serve them to Prometheus."""
     assert ctx.run_dir is not None
-    metrics = RunMetrics(ctx.model)
+    prompts = ctx.profile.prompts
+    labels = prompt_labels((q.label, q.weight, q.prompt_class is not None) for q in prompts)
+    if len(labels) > len(set(labels.values())):
+        log.warning(
+            "llmload: %d prompt classes: the Prometheus 'prompt' label shows %s, the rest as 'other' "
+            "(give prompts a 'class' in the profile to group them)",
+            len(labels),
+            sorted(set(labels.values()) - {"other"}) or "none of them",
+        )
+    metrics = RunMetrics(ctx.model, labels)
     run_dir = ctx.run_dir
     # The records are the ground truth: whatever writes a record (local users, the warm-up, the master for its
     # workers' batches) goes through RunDir.write_record, so the exported totals equal records.jsonl exactly.

@@ -45,7 +45,8 @@ class RequestResult:
     """Everything measured about one request. Seconds unless the name says otherwise.
 
     Identity and context:
-        prompt_id: the profile's prompt id; user: id of the Locust user that sent it (unique in the run);
+        prompt_id: the profile's prompt id; prompt_class: its class (``class`` in the profile, else the id;
+        None for warm-up); user: id of the Locust user that sent it (unique in the run);
         phase: "warmup" | "single" | "step"; step: step index (0 for the single-stream phase, 1.. for the load
         steps, -1 for warm-up); concurrency: the target concurrency of that step; max_tokens: the request's cap
         (None when unset).
@@ -72,6 +73,7 @@ class RequestResult:
     """
 
     prompt_id: str
+    prompt_class: str | None = None
     user: str = ""
     phase: str = "step"
     step: int = 0

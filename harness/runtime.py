@@ -9,6 +9,7 @@ writes every record to ``records.jsonl``. A local run writes directly.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -82,7 +83,7 @@ class RunContext:
     _runner: Any = None
 
     def __post_init__(self) -> None:
-        self._weights = [p.weight for p in self.profile.prompts]
+        self._weights = list(itertools.accumulate(p.weight for p in self.profile.prompts))  # cumulative
         self._bodies = {p.id: self.profile.build_body(p, self.model) for p in self.profile.prompts}
 
     # -- requests -------------------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ class RunContext:
 
     def pick(self, rng: random.Random) -> tuple[PromptSpec, dict[str, Any]]:
         """Draw a prompt from the weighted mix; return it with its prebuilt request body."""
-        prompt = rng.choices(self.profile.prompts, weights=self._weights)[0]
+        prompt = rng.choices(self.profile.prompts, cum_weights=self._weights)[0]
         return prompt, self._bodies[prompt.id]
 
     # -- records --------------------------------------------------------------------------------------------
@@ -183,18 +184,27 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         s = profile.simulator
         log.info("No --host and no target.base_url: starting the built-in simulator (preset %s)", s.preset)
         sim = launch(
-            preset=s.preset, flavour=s.flavour, time_scale=s.time_scale, seed=s.seed, model=s.model,
+            preset=s.preset,
+            flavour=s.flavour,
+            time_scale=s.time_scale,
+            seed=s.seed,
+            model=s.model,
             extra_args=tuple(s.args),
         )
         base_url = sim.url
         sim_meta = {
-            "preset": s.preset, "flavour": s.flavour, "time_scale": s.time_scale, "seed": s.seed, "args": s.args
+            "preset": s.preset,
+            "flavour": s.flavour,
+            "time_scale": s.time_scale,
+            "seed": s.seed,
+            "args": s.args,
         }
     shown = redact_url(base_url)
     key_env = profile.target.api_key_env
     if key_env and not profile.target.api_key():
-        log.warning("llmload: %s: target.api_key_env names %s, which is unset or empty: no API key is sent",
-                    path, key_env)
+        log.warning(
+            "llmload: %s: target.api_key_env names %s, which is unset or empty: no API key is sent", path, key_env
+        )
     model = profile.target.model
     if not model:
         probe = ChatClient(base_url, api_key=profile.target.api_key(), timeouts=Timeouts(connect=10.0))

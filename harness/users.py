@@ -33,8 +33,9 @@ class ReasoningChatUser(User):
     """A closed-loop user: sends one streamed chat completion after another, with no think time.
 
     Each request draws a prompt from the profile's weighted mix and fires one Locust ``request`` event:
-    ``request_type`` "chat", ``name`` the prompt id, ``response_time`` the E2E latency in milliseconds (request
-    sent -> last byte, not time to headers), ``response_length`` the output tokens (usage, or the flagged
+    ``request_type`` "chat", ``name`` the prompt's class (its id unless the profile gives ``class``),
+    ``response_time`` the E2E latency in milliseconds (request sent -> last byte, not time to headers),
+    ``response_length`` the output tokens (usage, or the flagged
     estimate), ``exception`` a :class:`RequestFailed` for failed requests. Truncated requests (finish_reason
     ``length``) are successes to Locust and are counted as truncated in the records and report.
     Every request is also written as one record (see :mod:`harness.records`) carrying the phase it started in.
@@ -75,6 +76,7 @@ class ReasoningChatUser(User):
         finally:
             IN_FLIGHT.dec()
         res.user = self.user_id
+        res.prompt_class = prompt.label
         ctx.record(res.to_record())
         exc = None
         if not res.ok:
@@ -84,7 +86,7 @@ class ReasoningChatUser(User):
             exc = RequestFailed(f"{res.error_class}{code}")
         self.environment.events.request.fire(
             request_type="chat",
-            name=prompt.id,
+            name=prompt.label,
             response_time=(res.e2e or 0.0) * 1000.0,
             response_length=res.output_tokens,
             exception=exc,

@@ -12,7 +12,15 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.histogram import LogHistogram
-from harness.metrics import TIME_BUCKETS, TOKEN_BUCKETS, RunMetrics, StepEstimate, outcome_of
+from harness.metrics import (
+    MAX_PROMPT_LABELS,
+    TIME_BUCKETS,
+    TOKEN_BUCKETS,
+    RunMetrics,
+    StepEstimate,
+    outcome_of,
+    prompt_labels,
+)
 from harness.report.figures import usable_ends_in
 from harness.report.load import Phase
 from harness.report.steady import steady_window
@@ -303,3 +311,85 @@ def test_step_estimate_counts_only_usable_ends_in_the_window() -> None:
     est.end = 12.0
     est.add("a", 13.0, usable=True)  # after the step: ignored
     assert est.rate(1e9) == (1.0, 4.0)
+
+
+# -- bounded label sets: the number of series does not grow with requests or distinct prompts ---------------
+def _exposition_series(m: RunMetrics) -> tuple[int, int]:
+    """(sample lines, bytes) of the exporter's text exposition of ``m``."""
+    from harness.exporter import RunCollector, run_info
+
+    registry = CollectorRegistry()
+    registry.register(RunCollector(m, run_info("p", "http://h", "r"), 1000, clock=lambda: 5000.0))
+    text = generate_latest(registry).decode()
+    return sum(1 for x in text.splitlines() if x and not x.startswith("#")), len(text)
+
+
+def _many(rng: random.Random, n: int, first_id: int) -> list[dict[str, Any]]:
+    """``n`` records of ``n`` distinct prompt ids (no class), mixed outcomes, odd finish reasons and classes."""
+    out = []
+    for i in range(n):
+        kind = rng.random()
+        kw: dict[str, Any] = {"prompt_id": f"prompt-{first_id + i}", "concurrency": rng.choice([1, 8, 16])}
+        kw["phase"] = "single" if kw["concurrency"] == 1 else "step"
+        if kind < 0.1:
+            kw.update(ok=False, usable=False, error_class=rng.choice(["http_429", f"made_up_{i}"]), finish_reason=None)
+        elif kind < 0.2:
+            kw.update(truncated=True, usable=False, finish_reason="length")
+        elif kind < 0.25:
+            kw.update(finish_reason=f"server_specific_{i}")  # a server's own value: not a label value
+        out.append(rec(**kw))
+    return out
+
+
+def test_series_count_is_bounded_with_thousands_of_distinct_prompts() -> None:
+    rng = random.Random(7)
+    m = RunMetrics(MODEL)
+    for r in _many(rng, 2000, 0):
+        m.observe(r)
+    series_2k, size_2k = _exposition_series(m)
+    for r in _many(rng, 6000, 2000):  # 6,000 more requests, each of a prompt never seen before
+        m.observe(r)
+    series_8k, size_8k = _exposition_series(m)
+    assert m.records == 8000
+    assert series_8k == series_2k, (series_2k, series_8k)
+    assert abs(size_8k - size_2k) < 0.01 * size_2k  # only digits of the values change
+    prompts = {lb[3] for (_, lb) in m.counters}
+    assert len(prompts) == MAX_PROMPT_LABELS + 1 and "other" in prompts  # the first 32 ids, then "other"
+    assert {lb[5] for (n, lb) in m.counters if n == "llmload_requests"} == {"stop", "length", "none", "other"}
+    assert {lb[4] for (n, lb) in m.counters if n == "llmload_request_errors"} == {"http_429", "other"}
+    # Every request is still counted: capping relabels, never drops.
+    assert m.totals()["llmload_requests"] == 8000
+
+
+def test_prompt_class_is_the_label_and_the_cap_is_per_run() -> None:
+    m = RunMetrics(MODEL, max_prompt_labels=2)
+    for pid, cls in [("a1", "short"), ("a2", "short"), ("b1", "long"), ("c1", None), ("b2", "long")]:
+        m.observe(rec(prompt_id=pid, prompt_class=cls))
+    by_prompt: dict[str, float] = {}
+    for (name, lb), v in m.counters.items():
+        if name == "llmload_requests":
+            by_prompt[lb[3]] = by_prompt.get(lb[3], 0) + v
+    assert by_prompt == {"short": 2, "long": 2, "other": 1}  # c1 (no class: its id) came third
+
+
+def test_prompt_labels_from_the_profile() -> None:
+    few = [("short", 1.0, True), ("short", 2.0, True), ("quicksort", 1.0, False)]
+    assert prompt_labels(few, limit=3) == {"short": "short", "quicksort": "quicksort"}
+    # Too many classes: unclassed prompts are "other", explicit classes keep their name.
+    many = [("short", 1.0, True), ("long", 1.0, True)] + [(f"p{i}", 1.0, False) for i in range(100)]
+    labels = prompt_labels(many, limit=3)
+    assert labels["short"] == "short" and labels["long"] == "long" and labels["p7"] == "other"
+    assert set(labels.values()) == {"short", "long", "other"}
+    # Too many explicit classes: the heaviest keep their name (ties: profile order).
+    heavy = [("a", 1.0, True), ("b", 5.0, True), ("c", 1.0, True), ("d", 3.0, True)]
+    assert prompt_labels(heavy, limit=2) == {"a": "other", "b": "b", "c": "other", "d": "d"}
+    assert prompt_labels([("a", 1.0, True), ("b", 1.0, True), ("c", 1.0, True)], limit=2) == {
+        "a": "a",
+        "b": "b",
+        "c": "other",
+    }
+    m = RunMetrics(MODEL, labels)
+    m.observe(rec(prompt_id="p1", prompt_class="p1"))
+    m.observe(rec(prompt_id="x", prompt_class="long"))
+    m.observe(rec(prompt_id="unknown-to-the-profile"))
+    assert {lb[3] for (n, lb) in m.counters if n == "llmload_requests"} == {"other", "long"}

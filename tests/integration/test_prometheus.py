@@ -747,3 +747,75 @@ def test_provisioning_and_compose_agree() -> None:
             assert (ROOT / host_path).exists(), host_path
     assert "--web.listen-address=127.0.0.1:9090" in compose["services"]["prometheus"]["command"]
     assert all(svc["network_mode"] == "host" for svc in compose["services"].values())
+
+
+# -- bounded memory: thousands of requests over thousands of distinct prompts, a constant number of series ----
+def series_of(exposition: str) -> dict[str, set[str]]:
+    """Sample keys (name + labels) by metric family name."""
+    out: dict[str, set[str]] = {}
+    for fam in text_string_to_metric_families(exposition):
+        for s in fam.samples:
+            out.setdefault(fam.name, set()).add(s.name + str(sorted(s.labels.items())))
+    return out
+
+
+def test_series_count_does_not_grow_with_requests_or_distinct_prompts(tmp_path: Path) -> None:
+    """A 16-user step over a mix of 2,000 distinct prompts, half of them in two classes (``short``, ``long``) and
+    half without a class (every request truncated at 4 tokens, so no new outcome appears late): the ``prompt``
+    label holds the two classes and ``other``; from a quarter of the step on, the exporter's series stay the same
+    set up to the last scrape, and every request is counted."""
+    n_prompts = 2000
+    prompts = "\n".join(
+        f"  - {{id: p{i:04d}, text: 'Explain topic {i} to a student.'"
+        + (f", class: {('short', 'long')[i % 2]}}}" if i < n_prompts // 2 else "}")
+        for i in range(n_prompts)
+    )
+    profile = f"""
+name: many-prompts
+simulator: {{preset: demo, time_scale: 0.02}}
+request: {{thinking: true, max_tokens: 4}}
+prompts:
+{prompts}
+warmup: {{max_tokens: 4, timeout: 60}}
+single_stream: {{duration: 1}}
+steps: {{concurrency: [16], duration: 12, drain_timeout: 30}}
+output: {{dir: {tmp_path / "runs"}}}
+"""
+    port = free_port()
+    with launch(preset="demo", time_scale=0.02, seed=5) as sim:
+        run = run_locust(tmp_path, "local", sim.url, port, profile, timeout=120)
+    recs = [r for r in run.records() if r["phase"] != "warmup"]
+    step_recs = [r for r in recs if r["phase"] == "step"]
+    distinct = {r["prompt_id"] for r in recs}
+    print(f"{len(recs)} records, {len(distinct)} distinct prompts, {run.scrapes} scrapes")
+    assert len(step_recs) >= 2000 and len(distinct) >= 1000, (len(step_recs), len(distinct))
+    assert all(r["finish_reason"] == "length" for r in step_recs)
+    assert {r["prompt_class"] for r in recs if int(r["prompt_id"][1:]) < n_prompts // 2} == {"short", "long"}
+    assert all(r["prompt_class"] == r["prompt_id"] for r in recs if int(r["prompt_id"][1:]) >= n_prompts // 2)
+    assert "1002 prompt classes: the Prometheus 'prompt' label shows ['long', 'short']" in run.logs
+
+    def step_requests(text: str) -> float:
+        return sum(
+            s.value
+            for fam in text_string_to_metric_families(text)
+            if fam.name == "llmload_requests"
+            for s in fam.samples
+            if s.name == "llmload_requests_total" and s.labels["phase"] == "step"
+        )
+
+    # The first live scrape with a quarter of the step's requests in, against the final one: the same series.
+    mid = next(t for t in run.live if step_requests(t) >= len(step_recs) / 4)
+    assert step_requests(mid) < len(step_recs) / 2  # really from the middle of the step
+    first, last = series_of(mid), series_of(run.final)
+    changed = {n for n in first.keys() | last.keys() if first.get(n) != last.get(n)}
+    assert not changed, {n: (len(first.get(n, ())), len(last.get(n, ()))) for n in changed}
+    n_series = sum(len(v) for v in last.values())
+    prompts_exposed = {
+        s.labels["prompt"]
+        for fam in text_string_to_metric_families(run.final)
+        for s in fam.samples
+        if "prompt" in s.labels
+    }
+    print(f"series {n_series}, exposition {len(run.final)} bytes, prompt labels {sorted(prompts_exposed)}")
+    assert prompts_exposed == {"short", "long", "other"}
+    assert step_requests(run.final) == len(step_recs)  # relabelled, never dropped
