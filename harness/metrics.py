@@ -288,7 +288,10 @@ class RunMetrics:
 
     def _observe(self, rec: Mapping[str, Any]) -> None:
         self.records += 1
-        prompt = self._prompt_label(str(rec.get("prompt_class") or rec.get("prompt_id")))
+        if rec.get("phase") == "warmup":  # the shape's own warm-up request, not a prompt of the mix
+            prompt = "warmup"
+        else:
+            prompt = self._prompt_label(str(rec.get("prompt_class") or rec.get("prompt_id")))
         base = (self.model, str(rec.get("phase")), str(rec.get("concurrency")), prompt)
         outcome = outcome_of(rec)
         fr = rec.get("finish_reason")

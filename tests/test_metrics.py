@@ -392,4 +392,5 @@ def test_prompt_labels_from_the_profile() -> None:
     m.observe(rec(prompt_id="p1", prompt_class="p1"))
     m.observe(rec(prompt_id="x", prompt_class="long"))
     m.observe(rec(prompt_id="unknown-to-the-profile"))
-    assert {lb[3] for (n, lb) in m.counters if n == "llmload_requests"} == {"other", "long"}
+    m.observe(rec(prompt_id="warmup", phase="warmup", step=-1, concurrency=1))
+    assert {lb[3] for (n, lb) in m.counters if n == "llmload_requests"} == {"other", "long", "warmup"}

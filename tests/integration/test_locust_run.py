@@ -194,3 +194,73 @@ def test_failed_warmup_stops_the_run_and_simulator_args_reach_the_simulator(
     recs = records(run)
     assert [(r["phase"], r["error_class"]) for r in recs] == [("warmup", "http_429")]
     assert "every warm-up request failed" in proc.stderr
+
+
+def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(tmp_path: Path, env: dict[str, str]) -> None:
+    """Ctrl-C on a master with 2 workers in the middle of a step: the master asks the workers to stop (their
+    users finish the request in flight, up to the drain timeout), waits for their last record batches, then
+    writes the report. Every request the server finished is in records.jsonl (the simulator counts them)."""
+    import socket
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from harness.sim import launch
+
+    def completions(url: str) -> int:
+        import urllib.request
+
+        with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+        return int(
+            sum(
+                s.value
+                for fam in text_string_to_metric_families(text)
+                for s in fam.samples
+                if s.name == "vllm:request_success_total" and s.labels.get("finished_reason") in ("stop", "length")
+            )
+        )
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        rpc = str(s.getsockname()[1])
+    prof = tmp_path / "p.yaml"
+    out = tmp_path / "runs"
+    prof.write_text(PROFILE.replace("steps: {", "steps: {drain_timeout: 30, ") % {"out": out, "step": 120})
+    with launch(preset="demo", time_scale=0.25, seed=7) as sim:
+        common = ["--profile", str(prof), "--host", sim.url, "--no-metrics"]
+        master = [*LOCUST, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc]
+        master += ["--expect-workers", "2", *common]
+        worker = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--worker"]
+        worker += ["--master-host", "127.0.0.1", "--master-port", rpc]
+        logs = [tmp_path / f"proc{i}.log" for i in range(3)]
+        procs = [
+            subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True)
+            for cmd, log in zip([master, worker, worker], logs, strict=True)
+        ]
+        try:
+            deadline = time.monotonic() + 90
+            seen = 0
+            while time.monotonic() < deadline and seen < 20:
+                time.sleep(0.5)
+                rec = next(out.glob("*/records.jsonl"), None) if out.exists() else None
+                seen = sum('"phase":"step"' in x for x in rec.read_text().splitlines()) if rec else 0
+            assert seen >= 20, "the run did not reach the steps in time"
+            procs[0].send_signal(signal.SIGINT)
+            for p in procs:
+                p.wait(timeout=60)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        served = completions(sim.url)
+    log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
+    run = run_dir_of(out)
+    recs = records(run)
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["records"] == len(recs), log_text
+    ok = [r for r in recs if r["ok"]]
+    print(f"{len(recs)} records ({len(ok)} ok, {seen} step records at Ctrl-C), server finished {served}")
+    assert len(ok) == served, log_text  # warm-up included on both sides
+    assert all(p.returncode is not None for p in procs)
+    assert (run / "report.md").exists()

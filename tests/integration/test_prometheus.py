@@ -317,10 +317,11 @@ def assert_totals_equal(run: LocustRun, model: str) -> dict[Key, float]:
         else:
             assert got[key] == v, (key, got[key], v)
         checked += 1
-    # Nothing more than the records either: every counter / count series the exporter shows is expected.
+    # Nothing more than the records either: every counter / count series the exporter shows is expected
+    # (except the exporter's own scrape counters, which count scrapes, not requests).
     for key, v in got.items():
         name = key[0]
-        if name.endswith(("_total", "_count")):
+        if name.endswith(("_total", "_count")) and not name.startswith("llmload_exporter_"):
             if v:
                 assert key in exp, f"unexpected {key} = {v}"
     # The inter-chunk histogram: cumulative, ending at the exact number of gaps.
@@ -398,12 +399,13 @@ def test_exported_totals_equal_records(tmp_path: Path, sim: SimProcess, mode: st
 
 # -- a real Prometheus scraping the exporter and the target -------------------------------------------------
 class Prometheus:
-    """A ``prometheus`` process on 127.0.0.1 with the shipped config, retargeted and with a 1 s interval."""
+    """A ``prometheus`` process on 127.0.0.1 with the shipped config, retargeted and with a 1 s (or
+    ``interval``) scrape interval."""
 
-    def __init__(self, tmp: Path, exporter: str, server: str) -> None:
+    def __init__(self, tmp: Path, exporter: str, server: str, interval: str = "1s") -> None:
         self.binary = prometheus_binary()
         cfg = yaml.safe_load(PROM_CONFIG.read_text())
-        cfg["global"].update(scrape_interval="1s", evaluation_interval="1s", scrape_timeout="1s")
+        cfg["global"].update(scrape_interval=interval, evaluation_interval=interval, scrape_timeout=interval)
         jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
         assert set(jobs) == {"llmload", "llm-server"}, jobs
         jobs["llmload"]["static_configs"] = [{"targets": [exporter]}]
@@ -428,12 +430,17 @@ class Prometheus:
         while True:
             try:
                 http_get(self.url + "/-/ready", timeout=1)
-                return
+                # Ready is not scraping yet: the scrape manager takes its targets from discovery up to ~5 s
+                # later. Wait for the first scrape of both jobs (up == 0 while nothing listens), so a run
+                # started now is scraped from its first second.
+                if len(self.query("up")) == 2:
+                    return
             except (OSError, urllib.error.URLError):
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"prometheus did not start:\n{self.log.read_text()[-3000:]}") from None
-                time.sleep(0.2)
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"prometheus did not start scraping:\n{self.log.read_text()[-3000:]}") from None
+            time.sleep(0.2)
 
     def api(self, path: str, **params: Any) -> Any:
         url = f"{self.url}/api/v1/{path}?{urllib.parse.urlencode(params, doseq=True)}"
@@ -762,7 +769,7 @@ def series_of(exposition: str) -> dict[str, set[str]]:
 def test_series_count_does_not_grow_with_requests_or_distinct_prompts(tmp_path: Path) -> None:
     """A 16-user step over a mix of 2,000 distinct prompts, half of them in two classes (``short``, ``long``) and
     half without a class (every request truncated at 4 tokens, so no new outcome appears late): the ``prompt``
-    label holds the two classes and ``other``; from a quarter of the step on, the exporter's series stay the same
+    label holds the two classes and ``other`` (and ``warmup``); from a quarter of the step on, the exporter's series stay the same
     set up to the last scrape, and every request is counted."""
     n_prompts = 2000
     prompts = "\n".join(
@@ -817,5 +824,53 @@ output: {{dir: {tmp_path / "runs"}}}
         if "prompt" in s.labels
     }
     print(f"series {n_series}, exposition {len(run.final)} bytes, prompt labels {sorted(prompts_exposed)}")
-    assert prompts_exposed == {"short", "long", "other"}
+    assert prompts_exposed == {"short", "long", "other", "warmup"}
     assert step_requests(run.final) == len(step_recs)  # relabelled, never dropped
+
+
+# -- rate() over the steady window against the records ---------------------------------------------------------
+def test_prometheus_rate_over_the_steady_window_matches_the_records(tmp_path: Path) -> None:
+    """PromQL ``rate(llmload_output_tokens_total[W])`` over a step's steady window (as the report defines it)
+    agrees within 5 % with the output tokens of the records that ended inside that window, divided by its
+    length: in total and for reasoning and answer tokens separately.
+
+    The counter takes a request's tokens when it ends, so the records' side counts by end time too. rate()
+    extrapolates from the first and last scrape inside the window to its edges: with a 0.25 s scrape interval,
+    ~25 completions/s and a window of ~20 s, the tokens of the edge slices it estimates are ~1 % of the total."""
+    profile = f"""
+name: rate
+simulator: {{preset: demo}}
+request: {{thinking: true}}
+prompts:
+  - {{id: short, text: "Explain quantum entanglement to a university student.", max_tokens: 300, weight: 3}}
+  - {{id: guide, text: "Write a comprehensive guide to Redis data structures.", max_tokens: 120, weight: 1}}
+warmup: {{max_tokens: 16, timeout: 60}}
+single_stream: {{duration: 1}}
+steps: {{concurrency: [8], duration: 24, drain_timeout: 30}}
+output: {{dir: {tmp_path / "runs"}}}
+"""
+    port = free_port()
+    with launch(preset="demo", time_scale=0.05, seed=11) as sim:
+        prom = Prometheus(tmp_path, f"127.0.0.1:{port}", sim.url.split("//", 1)[1], interval="250ms")
+        try:
+            run = run_locust(tmp_path, "local", sim.url, port, profile, timeout=120, final_scrape=False)
+            time.sleep(1.0)
+            (step,) = [s for s in run.report()["steps"] if s["phase"] == "step"]
+            assert step["steady"], step["not_steady_reason"]
+            w0, w1 = step["window_start_wall"], step["window_end_wall"]
+            recs = [r for r in run.records() if r["ok"] and r["phase"] == "step"]
+            ended = [r for r in recs if w0 < r["start_wall"] + r["e2e"] <= w1]
+            assert len(ended) >= 200, len(ended)  # enough completions for a 5 % comparison to mean something
+            rng = f"{round((w1 - w0) * 1000)}ms"
+            for kind, want in (
+                ("", sum(r["output_tokens"] for r in ended)),
+                ("reasoning", sum(r["reasoning_tokens"] for r in ended)),
+                ("answer", sum(r["output_tokens"] - r["reasoning_tokens"] for r in ended)),
+            ):
+                sel = 'phase="step",outcome!="error"' + (f',kind="{kind}"' if kind else "")
+                res = prom.query(f"sum(rate(llmload_output_tokens_total{{{sel}}}[{rng}]))", at=w1)
+                got, expect = float(res[0]["value"][1]), want / (w1 - w0)
+                print(f"{kind or 'total'}: Prometheus rate {got:.1f} tok/s, records {expect:.1f} tok/s over {rng}")
+                assert expect > 0 and abs(got - expect) <= 0.05 * expect, (kind, got, expect)
+        finally:
+            prom.stop()
