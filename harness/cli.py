@@ -1,7 +1,9 @@
-"""``llmload`` command: ``report``, ``sim`` and ``fidelity`` subcommands (the load itself runs under Locust).
+"""``llmload`` command: ``report``, ``sim``, ``fidelity`` and ``panels`` subcommands (the load itself runs under
+Locust).
 
 llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
 llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
+llmload panels --prometheus http://127.0.0.1:9090 --last 15m --out panels   # the dashboard's panels as PNGs
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import sys
 
 __all__ = ["main"]
 
-USAGE = """usage: llmload {report,sim,fidelity} ...
+USAGE = """usage: llmload {report,sim,fidelity,panels} ...
 
   report RUN_DIR [options]   rebuild and print the report of a run directory (llmload report --help)
   sim serve [options]        run the OpenAI-compatible reasoning-model simulator (llmload sim serve --help)
   fidelity RUN_DIR TRUTH     compare a run's records with the simulator's ground-truth log (--truth-log)
+  panels [options]           render the Grafana dashboard's panels from its PromQL against a real Prometheus
+                             into PNGs (llmload panels --help)
 
 The load test itself runs under Locust: locust -f locustfiles/k26.py --headless (see README.md).
 """
@@ -35,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         from harness.fidelity import main as fidelity_main
 
         return int(fidelity_main(rest) or 0)
+    if cmd == "panels":
+        from harness.panels import main as panels_main
+
+        return panels_main(rest)
     if cmd == "sim":
         from harness.sim.cli import main as sim_main
 

@@ -592,6 +592,21 @@ def test_dashboard_queries_against_real_prometheus(tmp_path: Path) -> None:
             run = run_locust(tmp_path, "local", sim.url, port, profile, final_scrape=False)
             time.sleep(1.5)  # Prometheus scraped the final state (the exporter waited for it), then saw it go
             check_sim_run(prom, run, sim.model, spec_decoding=bool(spec))
+            # The README's images come from harness/panels.py: from this Prometheus, with the variables of
+            # substitute(), it renders every panel, and each expression check_dashboard found data for has data.
+            from harness.panels import render_dashboard
+
+            t0, t1 = run.t_start, run.t_end + 2
+            checked = check_dashboard(prom, sim.model, t0, t1)["checked"]
+            variables, png = {"model": sim.model, "window": "5s"}, tmp_path / "panels"
+            out = render_dashboard(dashboard(), prom.url, t0, t1, variables, png, 1.0, scrape_interval=1)
+            assert len(out.images) == 4 and all(p.stat().st_size > 10_000 for p in out.images), out.images
+            assert out.variables["__rate_interval"] == "4s"
+            for where in checked:
+                if where.startswith("annotation "):
+                    assert out.annotations[where.removeprefix("annotation ")] >= 3, (where, out.annotations)
+                else:
+                    assert out.target(*where.rsplit(" / ", 1)).has_data, where
         finally:
             prom.stop()
 
@@ -769,8 +784,8 @@ def series_of(exposition: str) -> dict[str, set[str]]:
 def test_series_count_does_not_grow_with_requests_or_distinct_prompts(tmp_path: Path) -> None:
     """A 16-user step over a mix of 2,000 distinct prompts, half of them in two classes (``short``, ``long``) and
     half without a class (every request truncated at 4 tokens, so no new outcome appears late): the ``prompt``
-    label holds the two classes and ``other`` (and ``warmup``); from a quarter of the step on, the exporter's series stay the same
-    set up to the last scrape, and every request is counted."""
+    label holds the two classes and ``other`` (and ``warmup``); from a quarter of the step on, the exporter's
+    series stay the same set up to the last scrape, and every request is counted."""
     n_prompts = 2000
     prompts = "\n".join(
         f"  - {{id: p{i:04d}, text: 'Explain topic {i} to a student.'"
