@@ -17,7 +17,12 @@ Exposed (every series has the ``model`` label; see :mod:`harness.metrics` for th
 * gauges ``llmload_users``, ``llmload_requests_in_flight``, ``llmload_target_users``, ``llmload_step``,
   ``llmload_step_start_time_seconds{phase,step,concurrency}``,
   ``llmload_estimated_time_to_samples_seconds{n,step,concurrency}``, and
-  ``llmload_run_info{profile,host,hostname,run,version,locust_version}`` (value 1).
+  ``llmload_run_info{profile,host,hostname,run,version,locust_version}`` (value 1);
+* self-monitoring counters ``llmload_exporter_scrapes_total`` (collections of the run's metrics, the current
+  one included) and ``llmload_exporter_scrape_cpu_seconds_total`` (CPU seconds, ``time.thread_time``, that
+  :class:`Exporter`'s HTTP server spent producing ``/metrics`` responses: collect, serialization and gzip;
+  it includes the current scrape up to the point these two families are collected, the last ones; 0 when
+  the collector is not served by an :class:`Exporter`).
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ os.environ.setdefault("PROMETHEUS_DISABLE_CREATED_SERIES", "True")
 
 import logging
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import gevent
 from prometheus_client import CollectorRegistry, start_http_server
@@ -103,6 +110,8 @@ class RunCollector:
         self.in_flight = in_flight
         self.clock = clock
         self.scrapes = 0
+        #: CPU seconds spent serving scrapes so far (set by :meth:`Exporter.attach`; 0 when not served by one).
+        self.scrape_cpu_seconds: Callable[[], float] = lambda: 0.0
 
     def describe(self) -> list[Metric]:
         """Nothing to pre-describe (keeps the registry from collecting at registration)."""
@@ -185,6 +194,20 @@ class RunCollector:
         info = InfoMetricFamily("llmload_run", "The run: profile, target URL (host), machine, run id, versions.")
         info.add_metric([], {"model": model, **self.info})
         yield info
+        # Self-monitoring last: the CPU counter then includes nearly all of this scrape's own work.
+        own = CounterMetricFamily(
+            "llmload_exporter_scrapes", "Scrapes of this exporter (this one included).", labels=["model"]
+        )
+        own.add_metric([model], self.scrapes)
+        yield own
+        own = CounterMetricFamily(
+            "llmload_exporter_scrape_cpu_seconds",
+            "CPU seconds (thread time) the exporter spent producing /metrics responses: collect, serialization, "
+            "compression; includes this scrape so far.",
+            labels=["model"],
+        )
+        own.add_metric([model], self.scrape_cpu_seconds())
+        yield own
 
 
 class Exporter:
@@ -205,13 +228,46 @@ class Exporter:
         self.registry = CollectorRegistry(auto_describe=False)
         self.collector: RunCollector | None = None
         self._server: Any = None
+        self._cpu_lock = threading.Lock()
+        self._cpu_done = 0.0  # CPU seconds of the finished scrapes
+        self._cpu_shown = 0.0  # the largest value returned (concurrent scrapes could otherwise go backwards)
+        self._scrape_start = threading.local()  # thread_time() at the start of this thread's scrape
         if collector is not None:
             self.attach(collector)
 
     def attach(self, collector: RunCollector) -> None:
         """Serve ``collector`` from now on."""
         self.collector = collector
+        collector.scrape_cpu_seconds = self.scrape_cpu_seconds
         self.registry.register(collector)  # type: ignore[arg-type]
+
+    def scrape_cpu_seconds(self) -> float:
+        """CPU seconds (``time.thread_time``) spent producing ``/metrics`` responses: every finished scrape, plus
+        the one running in the calling thread so far (never less than a value returned before)."""
+        t0 = getattr(self._scrape_start, "t0", None)
+        running = time.thread_time() - t0 if t0 is not None else 0.0
+        with self._cpu_lock:
+            self._cpu_shown = max(self._cpu_shown, self._cpu_done + running)
+            return self._cpu_shown
+
+    def _timed(self, app: WSGIApplication) -> WSGIApplication:
+        """``app`` measured with ``time.thread_time()`` around the whole call, in which prometheus_client's WSGI
+        app collects, serializes (text or OpenMetrics) and gzips the response; only writing it to the socket
+        comes after. Under gevent (Locust) the server thread is a greenlet and thread time is the OS thread's,
+        which is this scrape's alone: nothing in the call blocks, so no other greenlet runs during it."""
+
+        def timed_app(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+            t0 = time.thread_time()
+            self._scrape_start.t0 = t0
+            try:
+                return app(environ, start_response)
+            finally:
+                self._scrape_start.t0 = None
+                spent = time.thread_time() - t0
+                with self._cpu_lock:
+                    self._cpu_done += spent
+
+        return timed_app
 
     def start(self) -> None:
         """Start serving ``/metrics`` in a daemon thread (a greenlet under gevent).
@@ -220,6 +276,7 @@ class Exporter:
             OSError: the address cannot be bound (e.g. the port is in use).
         """
         self._server, _ = start_http_server(self.port, self.addr, registry=self.registry)
+        self._server.set_app(self._timed(self._server.get_app()))  # the handler reads the app per request
         self.port = int(self._server.server_port)
 
     @property

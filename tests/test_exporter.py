@@ -87,6 +87,8 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_step_start_time_seconds": "gauge",
         "llmload_estimated_time_to_samples_seconds": "gauge",
         "llmload_run_info": "gauge",  # an info metric, exposed as a gauge of value 1 in the text format
+        "llmload_exporter_scrapes": "counter",
+        "llmload_exporter_scrape_cpu_seconds": "counter",
     }
     allowed = {"model", "phase", "concurrency", "prompt", "outcome", "finish_reason", "error_class", "kind", "le",
                "step", "n", "profile", "host", "hostname", "run", "version", "locust_version"}  # fmt: skip
@@ -259,3 +261,20 @@ def test_gevent_cooperative_serving() -> None:
 
 def test_time_buckets_cover_reasoning_runs() -> None:
     assert TIME_BUCKETS[0] == 0.001 and TIME_BUCKETS[-1] >= 7200  # 1 ms ... 2 h (vLLM's TTFT stops at 2560 s)
+
+
+def test_self_monitoring_counts_scrapes_and_their_cpu_time() -> None:
+    """Over HTTP: the scrape counter goes 1 -> 2, the CPU seconds (thread time, this scrape included) are > 0
+    and increase. No bound on their size (not a timing test)."""
+    exp = Exporter("127.0.0.1", 0, collector())
+    exp.start()
+    try:
+        first, second = get(exp.url)[2], get(exp.url)[2]
+    finally:
+        exp.stop()
+    assert sample(first, "llmload_exporter_scrapes_total", model=MODEL) == 1
+    assert sample(second, "llmload_exporter_scrapes_total", model=MODEL) == 2
+    cpu1 = sample(first, "llmload_exporter_scrape_cpu_seconds_total", model=MODEL)
+    cpu2 = sample(second, "llmload_exporter_scrape_cpu_seconds_total", model=MODEL)
+    assert 0 < cpu1 < cpu2
+    assert exp.scrape_cpu_seconds() >= cpu2  # both scrapes finished: their whole cost
