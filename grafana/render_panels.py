@@ -1,7 +1,7 @@
 """Render this folder's dashboard (dashboards/llmload.json) from its own PromQL against a real Prometheus, as PNGs.
 
 Not Grafana and not a screenshot: matplotlib drawings of the query results, captioned as such
-(harness/panels.py does the work; this is ``llmload panels`` with this dashboard as the default).
+(the harness.panels package does the work; this is ``llmload panels`` with this dashboard as the default).
 
     .venv/bin/python grafana/render_panels.py --prometheus http://127.0.0.1:9090 --last 15m --out panels
     .venv/bin/python grafana/render_panels.py --help

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Render the README's dashboard images (docs/dashboard/*.png) from a real run: the standard demo sweep against the
 # built-in simulator, scraped by a real Prometheus, then every panel of grafana/dashboards/llmload.json drawn
-# from its own PromQL by harness/panels.py (`llmload panels`). Not Grafana screenshots: the captions say so.
+# from its own PromQL by harness/panels/ (`llmload panels`). Not Grafana screenshots: the captions say so.
 #
 #   bash scripts/render_dashboard.sh            # ~3 minutes; needs ports 8000 and 9646 free
 #

@@ -592,7 +592,7 @@ def test_dashboard_queries_against_real_prometheus(tmp_path: Path) -> None:
             run = run_locust(tmp_path, "local", sim.url, port, profile, final_scrape=False)
             time.sleep(1.5)  # Prometheus scraped the final state (the exporter waited for it), then saw it go
             check_sim_run(prom, run, sim.model, spec_decoding=bool(spec))
-            # The README's images come from harness/panels.py: from this Prometheus, with the variables of
+            # The README's images come from harness/panels/: from this Prometheus, with the variables of
             # substitute(), it renders every panel, and each expression check_dashboard found data for has data.
             from harness.panels import render_dashboard
 
