@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import gevent
@@ -34,6 +35,8 @@ from harness.metrics import IN_FLIGHT, RunMetrics, prompt_labels
 from harness.runtime import (
     MSG_PHASE,
     MSG_RECORDS,
+    MSG_STOP,
+    MSG_STOPPED,
     RunContext,
     context,
     set_context,
@@ -48,6 +51,10 @@ installed = True
 _state: dict[str, Any] = {"report_md": None, "ctx": None, "exporter": None, "linger": 0.0}
 #: Master: requests in flight on each worker, from the workers' Locust reports (key ``llmload_metrics``).
 _worker_in_flight: dict[str, int] = {}
+#: Master: workers that answered MSG_STOP (all their records sent).
+_workers_stopped: set[str] = set()
+#: Seconds the master waits for the workers' MSG_STOPPED beyond the stop timeout.
+_STOP_MARGIN_S = 10.0
 
 
 @events.init_command_line_parser.add_listener
@@ -125,7 +132,11 @@ def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
     runner.register_message(MSG_PHASE, _on_phase)
     runner.register_message(MSG_RECORDS, _on_records)
     if isinstance(runner, WorkerRunner):
+        runner.register_message(MSG_STOP, _on_stop_request, concurrent=True)
+        _install_worker_sigint(runner)
         return
+    if isinstance(runner, MasterRunner):
+        runner.register_message(MSG_STOPPED, _on_worker_stopped)
     _install_sigterm(runner)
     opts = environment.parsed_options
     role = "master" if isinstance(runner, MasterRunner) else "local"
@@ -238,10 +249,103 @@ def _flush_worker_records() -> None:
         pass
 
 
+def _worker_stop_gracefully(runner: Any, stop_timeout: float) -> None:
+    """Worker: stop the users, in-flight requests given ``stop_timeout`` s to finish (each user sends its last
+    record as it stops), then send what is left to the master. Blocks until done; a second call (the master's
+    MSG_STOP after this worker's own Ctrl-C) waits for the first instead of starting another."""
+    g = _state.get("worker_stop")
+    if g is None:
+        runner.environment.stop_timeout = stop_timeout
+
+        def stop() -> None:
+            runner.stop()  # no-op when already stopped (e.g. the web UI's Stop reached the worker first)
+            _flush_worker_records()
+
+        g = _state["worker_stop"] = gevent.spawn(stop)
+    g.join()
+
+
+def _on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
+    """Worker, on MSG_STOP: stop gracefully with the master's stop timeout, then answer MSG_STOPPED."""
+    runner = environment.runner
+    assert runner is not None
+    data = msg.data if isinstance(msg.data, dict) else {}
+    _worker_stop_gracefully(runner, float(data.get("stop_timeout") or 0.0))
+    runner.send_message(MSG_STOPPED, {})
+
+
+def _install_worker_sigint(runner: Any) -> None:
+    """Worker: the first Ctrl-C (SIGINT) lets in-flight requests finish (up to the profile's
+    ``steps.drain_timeout``) and sends their records before the worker quits; a second one quits at once.
+
+    Locust's worker quits on SIGINT at once, killing its users mid-request; a terminal's Ctrl-C reaches every
+    process of ``--processes N`` (and a worker's own terminal), so without this the records of the requests in
+    flight were lost even though the master waits for them. The quit itself is Locust's SIGTERM path."""
+
+    def quit_now() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # Locust's handler: shutdown(), the worker tells the master it quits
+
+    def on_int() -> None:
+        if _state.get("worker_sigint"):
+            log.warning("llmload: second Ctrl-C: quitting now")
+            quit_now()
+            return
+        _state["worker_sigint"] = True
+        try:
+            timeout = float(context().profile.steps.drain_timeout)
+        except RuntimeError:  # no phase message yet: nothing in flight
+            quit_now()
+            return
+        log.warning("llmload: Ctrl-C: in-flight requests finish (up to %.0f s), then quit; Ctrl-C again: now", timeout)
+
+        def stop_then_quit() -> None:
+            _worker_stop_gracefully(runner, timeout)
+            quit_now()
+
+        gevent.spawn(stop_then_quit)
+
+    gevent.signal_handler(signal.SIGINT, on_int)
+
+
+def _on_worker_stopped(environment: Environment, msg: Any, **_: Any) -> None:
+    _workers_stopped.add(str(msg.node_id))
+
+
+def _stop_workers(runner: Any) -> None:
+    """Master, when a run stops before its end: have every worker stop its users and send its records, and wait
+    for them (at most the stop timeout + 10 s) while this process still receives messages.
+
+    Without this, Locust's master quits 0.5 s after telling the workers to quit, and the records of requests that
+    finish after that (a reasoning request can stream for minutes) never reach ``records.jsonl``."""
+    workers = [c.id for c in runner.clients.all]
+    if not workers:
+        return
+    timeout = float(runner.environment.stop_timeout or 0.0)
+    log.info("llmload: run stopped: %d worker(s) finish in-flight requests (up to %.0f s)", len(workers), timeout)
+    _workers_stopped.clear()
+    for w in workers:
+        runner.send_message(MSG_STOP, {"stop_timeout": timeout}, client_id=w)
+
+    def pending() -> set[str]:  # a worker that quit (its own Ctrl-C) sent its records before its quit message
+        return {w for w in workers if w not in _workers_stopped and w in runner.clients}
+
+    deadline = time.monotonic() + timeout + _STOP_MARGIN_S
+    while time.monotonic() < deadline and pending():
+        gevent.sleep(0.1)
+    missing = sorted(pending())
+    if missing:
+        log.warning("llmload: no final records from worker(s) %s (their last requests are missing)", missing)
+
+
 @events.test_stop.add_listener
 def _on_test_stop(environment: Environment, **_: Any) -> None:
-    if isinstance(environment.runner, WorkerRunner):
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
         _flush_worker_records()
+        return
+    ctx: RunContext | None = _state["ctx"]
+    if isinstance(runner, MasterRunner) and ctx is not None and not ctx.finished:
+        _stop_workers(runner)
 
 
 @events.quitting.add_listener

@@ -31,6 +31,10 @@ log = logging.getLogger("llmload")
 
 MSG_PHASE = "llmload_phase"
 MSG_RECORDS = "llmload_records"
+#: Master -> workers when a run is stopped before its end (Ctrl-C, SIGTERM, the web UI's Stop): stop the users,
+#: letting in-flight requests finish for ``stop_timeout`` s, and send every record. Workers answer MSG_STOPPED.
+MSG_STOP = "llmload_stop"
+MSG_STOPPED = "llmload_stopped"
 _FLUSH_INTERVAL_S = 0.5
 _PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
 

@@ -196,10 +196,16 @@ def test_failed_warmup_stops_the_run_and_simulator_args_reach_the_simulator(
     assert "every warm-up request failed" in proc.stderr
 
 
-def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(tmp_path: Path, env: dict[str, str]) -> None:
-    """Ctrl-C on a master with 2 workers in the middle of a step: the master asks the workers to stop (their
-    users finish the request in flight, up to the drain timeout), waits for their last record batches, then
-    writes the report. Every request the server finished is in records.jsonl (the simulator counts them)."""
+@pytest.mark.parametrize("mode", ["master", "processes-group"])
+def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(
+    tmp_path: Path, env: dict[str, str], mode: str
+) -> None:
+    """Ctrl-C in the middle of a step, with requests of several seconds in flight, on a master with 2 workers
+    (SIGINT to the master only) or on ``--processes 2`` from a terminal (SIGINT to the whole process group, the
+    workers too): the workers' users finish the request in flight (up to the drain timeout), the master waits
+    for their last records, then writes the report. Every request the server finished is in records.jsonl (the
+    simulator counts them), the ones in flight at Ctrl-C included (Locust alone quits 0.5 s after telling the
+    workers to, and a worker's own SIGINT kills its users: both lost them)."""
     import socket
 
     from prometheus_client.parser import text_string_to_metric_families
@@ -225,33 +231,60 @@ def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(tmp_path: Pat
         rpc = str(s.getsockname()[1])
     prof = tmp_path / "p.yaml"
     out = tmp_path / "runs"
-    prof.write_text(PROFILE.replace("steps: {", "steps: {drain_timeout: 30, ") % {"out": out, "step": 120})
-    with launch(preset="demo", time_scale=0.25, seed=7) as sim:
+    prof.write_text(
+        f"""
+name: ctrl-c
+request: {{thinking: true}}
+prompts:
+  - {{id: guide, text: "Write a comprehensive guide to Redis data structures.", max_tokens: 300}}
+warmup: {{max_tokens: 16, timeout: 60}}
+single_stream: {{duration: 1}}
+steps: {{concurrency: [4], duration: 120, drain_timeout: 30}}
+output: {{dir: {out}}}
+"""
+    )
+    with launch(preset="demo", time_scale=1.0, seed=7) as sim:  # requests of ~3-4 s
         common = ["--profile", str(prof), "--host", sim.url, "--no-metrics"]
         master = [*LOCUST, "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc]
         master += ["--expect-workers", "2", *common]
         worker = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--worker"]
         worker += ["--master-host", "127.0.0.1", "--master-port", rpc]
-        logs = [tmp_path / f"proc{i}.log" for i in range(3)]
+        cmds = [master, worker, worker]
+        if mode == "processes-group":
+            cmds = [[*LOCUST, "--processes", "2", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc]]
+            cmds[0] += ["--master-port", rpc, *common]
+        logs = [tmp_path / f"proc{i}.log" for i in range(len(cmds))]
         procs = [
-            subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True)
-            for cmd, log in zip([master, worker, worker], logs, strict=True)
+            subprocess.Popen(
+                cmd,
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=log.open("w"),
+                text=True,
+                start_new_session=True,  # its own process group, as a terminal gives it
+            )
+            for cmd, log in zip(cmds, logs, strict=True)
         ]
         try:
             deadline = time.monotonic() + 90
             seen = 0
-            while time.monotonic() < deadline and seen < 20:
+            while time.monotonic() < deadline and seen < 6:
                 time.sleep(0.5)
                 rec = next(out.glob("*/records.jsonl"), None) if out.exists() else None
                 seen = sum('"phase":"step"' in x for x in rec.read_text().splitlines()) if rec else 0
-            assert seen >= 20, "the run did not reach the steps in time"
-            procs[0].send_signal(signal.SIGINT)
+            assert seen >= 6, "the run did not reach the steps in time"
+            t_sig = time.time()
+            if mode == "processes-group":
+                os.killpg(procs[0].pid, signal.SIGINT)  # a terminal's Ctrl-C: master and forked workers
+            else:
+                procs[0].send_signal(signal.SIGINT)
             for p in procs:
                 p.wait(timeout=60)
         finally:
             for p in procs:
                 if p.poll() is None:
-                    p.kill()
+                    os.killpg(p.pid, signal.SIGKILL)
                     p.wait()
         served = completions(sim.url)
     log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
@@ -262,5 +295,7 @@ def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(tmp_path: Pat
     ok = [r for r in recs if r["ok"]]
     print(f"{len(recs)} records ({len(ok)} ok, {seen} step records at Ctrl-C), server finished {served}")
     assert len(ok) == served, log_text  # warm-up included on both sides
+    # The requests in flight at Ctrl-C finished (3-4 s requests: well after the signal) and were recorded.
+    assert any(r["start_wall"] + r["e2e"] > t_sig + 0.5 for r in ok if r["phase"] == "step"), log_text
     assert all(p.returncode is not None for p in procs)
     assert (run / "report.md").exists()
