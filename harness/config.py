@@ -80,6 +80,18 @@ class PromptSpec(_Model):
     thinking: bool | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("prompt_class", mode="before")
+    @classmethod
+    def _class_name(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            v = str(v)  # class: 7
+        if isinstance(v, str):
+            if not v.strip() or v != v.strip() or any(not c.isprintable() for c in v):
+                raise ValueError(f"{v!r}: a class is a non-blank name without surrounding spaces or control characters")
+            if v in ("other", "warmup"):
+                raise ValueError(f"{v!r} is reserved (the Prometheus label of overflow prompts / of the warm-up)")
+        return v
+
     @model_validator(mode="after")
     def _text_or_messages(self) -> PromptSpec:
         if (self.text is None) == (self.messages is None):

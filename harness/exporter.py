@@ -10,7 +10,7 @@ Exposed (every series has the ``model`` label; see :mod:`harness.metrics` for th
 * counters ``llmload_requests_total{phase,concurrency,prompt,outcome,finish_reason}``,
   ``llmload_request_errors_total{...,error_class}``, ``llmload_truncated_requests_total{...,kind}``,
   ``llmload_output_tokens_total{...,outcome,kind}``, ``llmload_prompt_tokens_total{...,outcome}``;
-* histograms (``{phase,concurrency,prompt,outcome}``) ``llmload_time_to_first_token_seconds``,
+* histograms (``{phase,concurrency,outcome}``: no ``prompt``) ``llmload_time_to_first_token_seconds``,
   ``llmload_time_to_first_answer_token_seconds``, ``llmload_inter_chunk_latency_seconds``,
   ``llmload_time_per_output_token_seconds``, ``llmload_request_duration_seconds``,
   ``llmload_request_output_tokens``;

@@ -94,7 +94,7 @@ COUNTERS: dict[str, tuple[tuple[str, ...], str]] = {
     "llmload_prompt_tokens": ((*_BASE, "outcome"), "Prompt tokens (usage.prompt_tokens) of completed requests."),
 }
 
-#: Histogram name -> (record field, bounds, help). Labels: model, phase, concurrency, prompt, outcome.
+#: Histogram name -> (record field, bounds, help). Labels: :data:`HIST_LABELS` (model, phase, concurrency, outcome).
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "llmload_time_to_first_token_seconds": (
         "ttft",
@@ -120,7 +120,9 @@ HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     "llmload_request_duration_seconds": ("e2e", TIME_BUCKETS, "E2E latency: request sent -> last byte of the stream."),
     "llmload_request_output_tokens": ("output_tokens", TOKEN_BUCKETS, "Output tokens per completed request."),
 }
-HIST_LABELS: tuple[str, ...] = (*_BASE, "outcome")
+#: Histograms carry no ``prompt`` label: 43 series a histogram per label set would multiply by the prompt classes
+#: (records and the report keep per-prompt latency). Their series: phases x outcomes x 6 x 43 at most.
+HIST_LABELS: tuple[str, ...] = ("model", "phase", "concurrency", "outcome")
 
 
 def prompt_labels(prompts: Iterable[tuple[str, float, bool]], limit: int = MAX_PROMPT_LABELS) -> dict[str, str]:
@@ -310,7 +312,7 @@ class RunMetrics:
         self._inc("llmload_output_tokens", (*base, outcome, "reasoning"), reasoning)
         self._inc("llmload_output_tokens", (*base, outcome, "answer"), out - reasoning)
         self._inc("llmload_prompt_tokens", (*base, outcome), int(rec.get("prompt_tokens") or 0))
-        hl = (*base, outcome)
+        hl = (base[0], base[1], base[2], outcome)
         for name, (fld, bounds, _) in HISTOGRAMS.items():
             v = rec.get(fld)
             if v is None:

@@ -72,7 +72,7 @@ def _add_options(parser: Any, **_: Any) -> None:
     )
     parser.add_argument(
         "--metrics-addr",
-        default=DEFAULT_ADDR,
+        default=None,
         include_in_web_ui=False,
         help=f"bind address of the Prometheus exporter (default {DEFAULT_ADDR}; 0.0.0.0 for every interface)",
     )
@@ -162,21 +162,27 @@ def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
 def _open_exporter(opts: Any) -> Exporter | None:
     """Start the exporter's HTTP server (nothing to serve yet), unless ``--no-metrics``.
 
-    An explicit ``--metrics-port`` that cannot be bound stops the run (exit code 2); the default port in use
-    (e.g. by another run on this machine) only logs a warning.
+    An explicit ``--metrics-port`` or ``--metrics-addr`` that cannot be bound stops the run (exit code 2), as
+    does a port outside 0-65535; the default address and port in use (e.g. by another run on this machine) only
+    log a warning.
     """
     if getattr(opts, "no_metrics", False):
         return None
     port_arg = getattr(opts, "metrics_port", None)
-    addr = getattr(opts, "metrics_addr", None) or DEFAULT_ADDR
-    exporter = Exporter(addr, DEFAULT_PORT if port_arg is None else port_arg)
+    addr_arg = getattr(opts, "metrics_addr", None)
+    addr = addr_arg or DEFAULT_ADDR
+    port = DEFAULT_PORT if port_arg is None else port_arg
+    if not 0 <= port <= 65535:
+        sys.stderr.write(f"llmload: --metrics-port {port}: not a TCP port (0-65535; 0 picks a free one)\n")
+        raise SystemExit(2)
+    exporter = Exporter(addr, port)
     try:
         exporter.start()
-    except OSError as e:
-        if port_arg is not None:
-            sys.stderr.write(f"llmload: cannot serve metrics on {addr}:{port_arg}: {e} (use --no-metrics to skip)\n")
+    except (OSError, OverflowError, ValueError) as e:
+        if port_arg is not None or addr_arg is not None:
+            sys.stderr.write(f"llmload: cannot serve metrics on {addr}:{port}: {e} (use --no-metrics to skip)\n")
             raise SystemExit(2) from None
-        log.warning("llmload: Prometheus exporter NOT started on %s:%d: %s (see --metrics-port)", addr, DEFAULT_PORT, e)
+        log.warning("llmload: Prometheus exporter NOT started on %s:%d: %s (see --metrics-port)", addr, port, e)
         return None
     return exporter
 

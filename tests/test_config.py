@@ -67,7 +67,11 @@ prompts:
         ("name: t\nprompts:\n  - {id: a, text: x}\n  - {id: a, text: y}\n", "prompt id 'a' appears twice"),
         ("name: t\nprompts:\n  - {id: a, text: x}\ntarget: {api_key_env: 'sk-abc 123'}\n", "target.api_key_env"),
         ("name: t\nprompts:\n  - {id: a, text: x, max_tokens: -1}\n", "prompts.0.max_tokens"),
-        ("name: t\nprompts:\n  - {id: a, text: x, class: ''}\n", "prompts.0.class: String should have at least 1"),
+        ("name: t\nprompts:\n  - {id: a, text: x, class: ''}\n", "prompts.0.class: '': a class is"),
+        ("name: t\nprompts:\n  - {id: a, text: x, class: '  '}\n", "prompts.0.class: '  ': a class is"),
+        ("name: t\nprompts:\n  - {id: a, text: x, class: \"a\\nb\"}\n", "prompts.0.class: 'a\\nb': a class is"),
+        ("name: t\nprompts:\n  - {id: a, text: x, class: other}\n", "prompts.0.class: 'other' is reserv"),
+        ("name: t\nprompts:\n  - {id: a, text: x, class: [a]}\n", "prompts.0.class: Input should be a valid string"),
         ("name: t\nprompts: [\n", "not valid YAML (line"),
         ("- a\n- b\n", "expected a mapping"),
     ],
@@ -106,4 +110,5 @@ def test_prompt_class_groups_prompts(tmp_path: Path) -> None:
         write(tmp_path, "name: t\nprompts:\n  - {id: a1, class: short, text: x}\n  - {id: b, text: y}\n")
     )
     assert [q.label for q in p.prompts] == ["short", "b"]  # the class, else the id
+    assert load_profile(write(tmp_path, "name: t\nprompts:\n  - {id: a, class: 7, text: x}\n")).prompts[0].label == "7"
     assert p.public_dict()["prompts"][0]["class"] == "short"  # run.json spells it as the profile does

@@ -218,7 +218,7 @@ def test_plugin_opens_the_exporter_per_options(monkeypatch: pytest.MonkeyPatch, 
     from harness import plugin
 
     def opts(**kw: Any) -> Namespace:
-        return Namespace(**{"no_metrics": False, "metrics_port": None, "metrics_addr": DEFAULT_ADDR, **kw})
+        return Namespace(**{"no_metrics": False, "metrics_port": None, "metrics_addr": None, **kw})
 
     assert plugin._open_exporter(opts(no_metrics=True)) is None
     exp = plugin._open_exporter(opts(metrics_port=0))
@@ -232,8 +232,20 @@ def test_plugin_opens_the_exporter_per_options(monkeypatch: pytest.MonkeyPatch, 
         monkeypatch.setattr(plugin, "DEFAULT_PORT", exp.port)
         assert plugin._open_exporter(opts()) is None
         assert "Prometheus exporter NOT started" in caplog.text
+        # ... but not when the address was given explicitly either (the user asked for metrics there).
+        with pytest.raises(SystemExit) as ei:
+            plugin._open_exporter(opts(metrics_addr="127.0.0.1"))
+        assert ei.value.code == 2
     finally:
         exp.stop()
+    # An address this machine does not have, given explicitly: exit 2, not a run without metrics.
+    with pytest.raises(SystemExit) as ei:
+        plugin._open_exporter(opts(metrics_addr="192.0.2.1"))
+    assert ei.value.code == 2
+    for bad in (70000, -1):  # not a TCP port: one line, exit 2 (was an OverflowError traceback)
+        with pytest.raises(SystemExit) as ei:
+            plugin._open_exporter(opts(metrics_port=bad))
+        assert ei.value.code == 2
     assert DEFAULT_PORT == 9646 and DEFAULT_ADDR == "127.0.0.1"
 
 

@@ -268,7 +268,7 @@ def expected_from_records(recs: list[dict[str, Any]], model: str) -> dict[Key, f
         add("llmload_output_tokens_total", {**base, "outcome": outcome, "kind": "reasoning"}, r["reasoning_tokens"])
         add("llmload_output_tokens_total", {**base, "outcome": outcome, "kind": "answer"}, r["answer_tokens"])
         add("llmload_prompt_tokens_total", {**base, "outcome": outcome}, r["prompt_tokens"] or 0)
-        hl = {**base, "outcome": outcome}
+        hl = {k: v for k, v in base.items() if k != "prompt"} | {"outcome": outcome}  # histograms: no prompt
         for name, fld in _HIST_FIELDS.items():
             v = r.get(fld)
             if v is None:
