@@ -46,7 +46,14 @@ from harness.panels.cli import build_parser as build_parser
 from harness.panels.cli import main
 from harness.panels.draw import FIG_W as FIG_W
 from harness.panels.draw import UNIT_H as UNIT_H
-from harness.panels.prometheus import PrometheusUnavailable, QueryError, QueryFn, prometheus_query_range
+from harness.panels.prometheus import (
+    NotPrometheus,
+    PrometheusUnavailable,
+    QueryError,
+    QueryFn,
+    probe_prometheus,
+    prometheus_query_range,
+)
 from harness.panels.prometheus import prometheus_scrape_interval as prometheus_scrape_interval
 from harness.panels.render import DEFAULT_SOURCE as DEFAULT_SOURCE
 from harness.panels.render import render_dashboard
@@ -62,6 +69,7 @@ from harness.panels.variables import resolve_variables, substitute
 # The names imported ``as`` themselves above are the former harness/panels.py's other public names: importable
 # from harness.panels as before, outside ``__all__`` as before.
 __all__ = [
+    "NotPrometheus",
     "PanelResult",
     "PrometheusUnavailable",
     "QueryError",
@@ -74,6 +82,7 @@ __all__ = [
     "main",
     "parse_duration",
     "parse_time",
+    "probe_prometheus",
     "prometheus_query_range",
     "render_dashboard",
     "resolve_variables",

@@ -15,11 +15,12 @@ from harness.panels.variables import substitute
 
 @dataclass
 class Annotation:
-    """One dashboard annotation: its name, its colour and its marks."""
+    """One dashboard annotation: its name, its colour, its marks and Prometheus' error if it rejected the query."""
 
     name: str
     colour: str
     marks: list[tuple[float, str]]  # (epoch seconds, title)
+    error: str | None = None
 
 
 def query_annotations(
@@ -37,10 +38,11 @@ def query_annotations(
                 ann_step = min(step, parse_duration(substitute(str(a["step"]), variables)))
             except ValueError:
                 pass
+        error = None
         try:
             raw = run_query(substitute(str(a["expr"]), variables), start, end, ann_step)
-        except QueryError:
-            raw = []
+        except QueryError as e:
+            raw, error = [], str(e)
         marks: dict[float, str] = {}
         for s in raw:
             metric = s.get("metric") or {}
@@ -53,7 +55,6 @@ def query_annotations(
                 marks.setdefault(round(when, 3), title)
                 if not a.get("useValueForTime"):
                     break
-        out.append(
-            Annotation(str(a.get("name", "")), grafana_colour(a.get("iconColor"), "#FF9830"), sorted(marks.items()))
-        )
+        colour = grafana_colour(a.get("iconColor"), "#FF9830")
+        out.append(Annotation(str(a.get("name", "")), colour, sorted(marks.items()), error))
     return out

@@ -120,4 +120,5 @@ def render_dashboard(
         end=end,
         step=step,
         scrape_interval=scrape_interval,
+        annotation_errors={a.name: a.error for a in annotations if a.error},
     )

@@ -42,7 +42,8 @@ class PanelResult:
 @dataclass
 class RenderResult:
     """What :func:`render_dashboard` did: panels in grid order, the PNGs written, the number of markers per
-    annotation, the variable values used (built-ins included), the time range (epoch seconds) and step (s)."""
+    annotation, the variable values used (built-ins included), the time range (epoch seconds) and step (s), and
+    Prometheus' error for each annotation whose query it rejected."""
 
     panels: list[PanelResult]
     images: list[Path]
@@ -52,6 +53,7 @@ class RenderResult:
     end: float
     step: float
     scrape_interval: float
+    annotation_errors: dict[str, str] = field(default_factory=dict)
 
     def target(self, title: str, legend: str | None) -> TargetResult:
         """The target of the panel titled ``title`` whose ``legendFormat`` is ``legend``."""
@@ -76,5 +78,6 @@ class RenderResult:
             "variables": self.variables,
             "images": [str(p) for p in self.images],
             "annotations": self.annotations,
+            "annotation_errors": self.annotation_errors,
             "panels": [{**asdict(p), "has_data": p.has_data} for p in self.panels],
         }

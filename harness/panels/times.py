@@ -46,10 +46,13 @@ def format_duration(seconds: float) -> str:
 
 def parse_time(text: str, now: float | None = None) -> float:
     """Epoch seconds of a time given as epoch seconds (``1764450000``), ISO 8601 (UTC unless it has an offset),
-    ``now``, ``now-15m`` (Grafana's form) or ``last 15 minutes`` / ``15 minutes ago`` (that long before now)."""
+    ``now``, ``now-15m`` (Grafana's form) or ``last 15 minutes`` / ``15 minutes ago`` (that long before now).
+    Raises ValueError for epoch milliseconds (a number above 1e11)."""
     now = time.time() if now is None else now
     s = text.strip().lower()
     if re.fullmatch(r"\d+(\.\d+)?", s):
+        if float(s) > 1e11:  # past the year 5000 in seconds: 1764450000000 is milliseconds
+            raise ValueError(f"{text.strip()} looks like milliseconds; give seconds ({float(s) / 1000:.0f})")
         return float(s)
     if s == "now":
         return now

@@ -20,3 +20,5 @@ def test_times_and_durations() -> None:
     assert parse_time("2027-01-15T08:00:00Z") == parse_time("2027-01-15T08:00:00") == 1_800_000_000
     with pytest.raises(ValueError):
         parse_time("yesterday-ish", now)
+    with pytest.raises(ValueError, match=r"1764450000000 looks like milliseconds; give seconds \(1764450000\)"):
+        parse_time("1764450000000", now)
