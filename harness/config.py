@@ -94,6 +94,8 @@ class PromptSpec(_Model):
 
     @model_validator(mode="after")
     def _text_or_messages(self) -> PromptSpec:
+        if self.prompt_class is None and self.id in ("other", "warmup"):
+            raise ValueError(f"id {self.id!r} is reserved (a Prometheus 'prompt' label): rename it or give a 'class'")
         if (self.text is None) == (self.messages is None):
             raise ValueError("give exactly one of 'text' or 'messages'")
         if self.messages is not None:

@@ -108,22 +108,45 @@ def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
 _TERM_DRAIN_S = 3.0
 
 
-def _install_sigterm(runner: Any) -> None:
-    """Treat SIGTERM like Ctrl-C while the sweep runs (records closed, report written, status interrupted).
+def _interrupt_main() -> None:
+    """Raise KeyboardInterrupt in the main greenlet, as gevent does for a Ctrl-C: Locust's own Ctrl-C path."""
+    gevent.get_hub().handle_system_error(KeyboardInterrupt, KeyboardInterrupt())
 
-    Locust 2.47 installs its own SIGTERM handler only after a headless shape has finished, so a SIGTERM during
-    the sweep (``timeout``, docker stop, Kubernetes, Slurm) killed the process with no report. While the shape
-    runs, this turns SIGTERM into the SIGINT path Locust does handle; afterwards Locust's handler is in place.
+
+def _install_signals(runner: Any) -> None:
+    """Ctrl-C and SIGTERM on the master or the single process.
+
+    * First SIGINT: Locust's Ctrl-C path (users stop, in-flight requests finish up to the stop timeout, records
+      kept, report written, status interrupted). Handled here rather than by Python's default handler so that it
+      also works when the process inherited SIGINT as ignored (a background job of a non-interactive shell,
+      which is how ``--processes`` masters ignored Ctrl-C and SIGTERM).
+    * Second SIGINT: abort at once (exit 130): no report, run.json stays "running"; the records are on disk
+      (flushed per record) and ``llmload report RUN_DIR`` rebuilds the report.
+    * SIGTERM while the sweep runs: the first-SIGINT path with in-flight requests given 3 s. Locust 2.47
+      installs its own SIGTERM handler only after a headless shape has finished, so a SIGTERM during the sweep
+      (``timeout``, docker stop, Kubernetes, Slurm) killed the process with no report; afterwards Locust's
+      handler is in place.
     """
+    state = {"interrupted": False}
+
+    def on_int() -> None:
+        if state["interrupted"]:
+            sys.stderr.write("llmload: second Ctrl-C: aborting now (no report; records kept: llmload report DIR)\n")
+            sys.stderr.flush()
+            os._exit(130)
+        state["interrupted"] = True
+        _interrupt_main()
 
     def on_term() -> None:
         shape = getattr(runner, "shape_greenlet", None)
-        if shape is not None and not shape.dead:
+        if shape is not None and not shape.dead and not state["interrupted"]:
             log.warning("llmload: SIGTERM: stopping the sweep as for Ctrl-C (records kept, report written)")
             env = runner.environment
             env.stop_timeout = min(env.stop_timeout or 0.0, _TERM_DRAIN_S)  # a SIGKILL usually follows soon
-            os.kill(os.getpid(), signal.SIGINT)
+            state["interrupted"] = True
+            _interrupt_main()
 
+    gevent.signal_handler(signal.SIGINT, on_int)
     gevent.signal_handler(signal.SIGTERM, on_term)
 
 
@@ -137,7 +160,7 @@ def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
         return
     if isinstance(runner, MasterRunner):
         runner.register_message(MSG_STOPPED, _on_worker_stopped)
-    _install_sigterm(runner)
+    _install_signals(runner)
     opts = environment.parsed_options
     role = "master" if isinstance(runner, MasterRunner) else "local"
     exporter = _open_exporter(opts)  # first: a port in use stops the run before anything starts

@@ -116,8 +116,20 @@ def test_bad_profile_fails_before_any_load(tmp_path: Path, env: dict[str, str]) 
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_interrupt_keeps_records_and_still_reports(tmp_path: Path, env: dict[str, str], sig: int) -> None:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job of a non-interactive shell starts
+
+
+@pytest.mark.parametrize(
+    ("sig", "ignored"),
+    [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True), (signal.SIGTERM, True)],
+    ids=["ctrl-c", "sigterm", "ctrl-c-sigint-ignored-at-start", "sigterm-sigint-ignored-at-start"],
+)
+def test_interrupt_keeps_records_and_still_reports(
+    tmp_path: Path, env: dict[str, str], sig: int, ignored: bool
+) -> None:
+    """Ctrl-C and SIGTERM stop the sweep with records and report, also when the process started with SIGINT
+    ignored (``cmd &`` in a script: Python then installs no KeyboardInterrupt handler, and both were ignored)."""
     prof = tmp_path / "p.yaml"
     out = tmp_path / "runs"
     prof.write_text(PROFILE % {"out": out, "step": 60})
@@ -128,6 +140,7 @@ def test_interrupt_keeps_records_and_still_reports(tmp_path: Path, env: dict[str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_ignore_sigint if ignored else None,
     )
     try:
         deadline = time.monotonic() + 60
@@ -299,3 +312,55 @@ output: {{dir: {out}}}
     assert any(r["start_wall"] + r["e2e"] > t_sig + 0.5 for r in ok if r["phase"] == "step"), log_text
     assert all(p.returncode is not None for p in procs)
     assert (run / "report.md").exists()
+
+
+def test_second_ctrl_c_aborts_at_once(tmp_path: Path, env: dict[str, str]) -> None:
+    """A second Ctrl-C while the first waits for in-flight requests: exit 130 at once, no report, the records
+    written so far intact (run.json stays "running"; llmload report rebuilds the report)."""
+    from harness.sim import launch
+
+    prof = tmp_path / "p.yaml"
+    out = tmp_path / "runs"
+    prof.write_text(
+        f"""
+name: twice
+request: {{thinking: true}}
+prompts:
+  - {{id: guide, text: "Write a comprehensive guide to Redis data structures.", max_tokens: 2000}}
+warmup: {{max_tokens: 16, timeout: 60}}
+single_stream: {{duration: 1}}
+steps: {{concurrency: [2], duration: 120, drain_timeout: 60}}
+output: {{dir: {out}}}
+"""
+    )
+    with launch(preset="demo", time_scale=1.0, seed=3) as sim:  # requests of ~20 s: in flight at Ctrl-C
+        proc = subprocess.Popen(
+            [*LOCUST, "--profile", str(prof), "--host", sim.url, "--no-metrics"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list(out.glob("*/phases.jsonl")):
+                time.sleep(0.2)
+            time.sleep(4)  # in the step, requests in flight
+            proc.send_signal(signal.SIGINT)
+            time.sleep(1)
+            t = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+            took = time.monotonic() - t
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 130 and took < 5, (proc.returncode, took, stderr[-2000:])
+    assert "second Ctrl-C: aborting now" in stderr
+    run = run_dir_of(out)
+    assert json.loads((run / "run.json").read_text())["status"] == "running"
+    assert not (run / "report.md").exists()
+    recs = records(run)  # whatever finished before is there, every line whole
+    assert recs and all(r["phase"] in ("warmup", "single", "step") for r in recs)

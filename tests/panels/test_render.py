@@ -105,3 +105,18 @@ def test_small_dashboard_units_overrides_and_stat(tmp_path: Path) -> None:
 def test_empty_time_range_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="empty time range"):
         render_dashboard(DASHBOARD, "http://x", T1, T0, {}, tmp_path, query=FakePrometheus())
+
+
+def test_a_long_range_stays_within_prometheus_points_limit(tmp_path: Path) -> None:
+    """Over 3 days every query, the step-marker annotation's included (its own step is 10 s: 25,920 points),
+    asks for at most 11,000 points per series, which is all Prometheus answers."""
+    fake = FakePrometheus()
+    end = T0 + 3 * 86400
+    render_dashboard(
+        DASHBOARD, "http://127.0.0.1:9", T0, end, {"model": "sim-reasoner", "window": "5m"}, tmp_path,
+        scrape_interval=5.0, query=fake, caption="long range",
+    )  # fmt: skip
+    assert fake.calls
+    assert all((e - s) / st + 1 <= 11_000 for _, s, e, st in fake.calls), max(
+        (e - s) / st for _, s, e, st in fake.calls
+    )
