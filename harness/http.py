@@ -14,12 +14,14 @@ is the arrival of the bytes that completed it.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import ssl
 import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["ChunkedDecoder", "Connection", "HTTPError", "HTTPTimeout", "Origin", "ResponseHead"]
@@ -188,9 +190,50 @@ class Connection:
         self.sock: socket.socket | None = None
         self._buf = b""
         self._stamped = False
+        self._addrs: list[tuple[int, tuple[Any, ...]]] | None = None
         #: Wall-clock (epoch) time at which the kernel received the bytes returned by the last :meth:`recv`, or
         #: None when unknown (TLS, no kernel stamps, or bytes pushed back with :meth:`unread`).
         self.rx_epoch: float | None = None
+
+    def _addresses(self) -> list[tuple[int, tuple[Any, ...]]]:
+        """(family, sockaddr) candidates of the origin, in order: an IP literal as is, a host name resolved once
+        per connection object (the one that last connected first).
+
+        Resolving on every new connection put the resolver (gevent's thread pool) inside the timed connect and
+        outside its timeout: a first connect was seen taking 10.6 s against a 5 s connect timeout.
+
+        Raises:
+            OSError: the host name does not resolve (``socket.gaierror``).
+        """
+        if self._addrs is None:
+            host, port = self.origin.host, self.origin.port
+            try:
+                ip = ipaddress.ip_address(host)
+            except ValueError:
+                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+                self._addrs = [(family, tuple(sockaddr)) for family, _, _, _, sockaddr in infos]
+            else:
+                v6 = ip.version == 6
+                self._addrs = [(socket.AF_INET6, (host, port, 0, 0)) if v6 else (socket.AF_INET, (host, port))]
+        return self._addrs
+
+    def _connect(self, timeout_s: float) -> socket.socket:
+        """A connected TCP socket: each candidate address in turn (as ``socket.create_connection``)."""
+        addrs = self._addresses()
+        err: OSError | None = None
+        for i, (family, addr) in enumerate(addrs):
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(timeout_s)
+                sock.connect(addr)
+            except OSError as e:
+                sock.close()
+                err = e
+                continue
+            if i:
+                addrs.insert(0, addrs.pop(i))  # next time, the address that answered first
+            return sock
+        raise err if err is not None else OSError(f"{self.origin.host}: no address")
 
     @property
     def is_open(self) -> bool:
@@ -211,7 +254,7 @@ class Connection:
         """
         self.close()
         try:
-            sock = socket.create_connection((self.origin.host, self.origin.port), timeout=timeout_s)
+            sock = self._connect(timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             stamped = self.origin.scheme == "http" and _enable_kernel_timestamps(sock)
             if self.origin.scheme == "https":

@@ -250,3 +250,35 @@ def test_json_body_instead_of_stream_is_an_error() -> None:
     finally:
         server.stop(timeout=0.1)
     assert (r.ok, r.error_class) == (False, "not_sse")
+
+
+def test_connect_resolves_a_host_name_once_and_never_an_ip_literal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new connection does not go through the resolver again (it ran outside the connect timeout: a 10.6 s
+    connect was seen with a 5 s timeout); an IP literal never does; a name's addresses are tried in order."""
+    from harness.http import Connection, Origin
+
+    srv = StreamServer(("127.0.0.1", 0), lambda s, a: s.close())
+    srv.start()
+    port = srv.server_port
+    calls: list[str] = []
+    real = socket.getaddrinfo
+
+    def counting(host: str, *a: object, **kw: object) -> list:  # type: ignore[type-arg]
+        calls.append(host)
+        return real(host, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", counting)
+    try:
+        ip = Connection(Origin.parse(f"http://127.0.0.1:{port}"))
+        for _ in range(3):
+            ip.open(2.0)
+            assert ip.is_open
+            ip.close()
+        assert calls == []
+        name = Connection(Origin.parse(f"http://localhost:{port}"))  # ::1 may come first and refuse: next one
+        for _ in range(3):
+            name.open(2.0)
+            name.close()
+        assert calls == ["localhost"]
+    finally:
+        srv.stop()
