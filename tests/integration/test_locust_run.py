@@ -219,29 +219,10 @@ def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(
     for their last records, then writes the report. Every request the server finished is in records.jsonl (the
     simulator counts them), the ones in flight at Ctrl-C included (Locust alone quits 0.5 s after telling the
     workers to, and a worker's own SIGINT kills its users: both lost them)."""
-    import socket
-
-    from prometheus_client.parser import text_string_to_metric_families
-
     from harness.sim import launch
+    from tests.integration.test_prometheus import free_port, server_completions
 
-    def completions(url: str) -> int:
-        import urllib.request
-
-        with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
-            text = r.read().decode()
-        return int(
-            sum(
-                s.value
-                for fam in text_string_to_metric_families(text)
-                for s in fam.samples
-                if s.name == "vllm:request_success_total" and s.labels.get("finished_reason") in ("stop", "length")
-            )
-        )
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        rpc = str(s.getsockname()[1])
+    rpc = str(free_port())
     prof = tmp_path / "p.yaml"
     out = tmp_path / "runs"
     prof.write_text(
@@ -299,7 +280,7 @@ output: {{dir: {out}}}
                 if p.poll() is None:
                     os.killpg(p.pid, signal.SIGKILL)
                     p.wait()
-        served = completions(sim.url)
+        served = server_completions(sim)
     log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
     run = run_dir_of(out)
     recs = records(run)
