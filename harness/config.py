@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.client import Timeouts
+from harness.metrics import RESERVED_PROMPT_LABELS
 
 __all__ = ["Profile", "ProfileError", "PromptSpec", "load_profile"]
 
@@ -88,13 +89,13 @@ class PromptSpec(_Model):
         if isinstance(v, str):
             if not v.strip() or v != v.strip() or any(not c.isprintable() for c in v):
                 raise ValueError(f"{v!r}: a class is a non-blank name without surrounding spaces or control characters")
-            if v in ("other", "warmup"):
+            if v in RESERVED_PROMPT_LABELS:
                 raise ValueError(f"{v!r} is reserved (the Prometheus label of overflow prompts / of the warm-up)")
         return v
 
     @model_validator(mode="after")
     def _text_or_messages(self) -> PromptSpec:
-        if self.prompt_class is None and self.id in ("other", "warmup"):
+        if self.prompt_class is None and self.id in RESERVED_PROMPT_LABELS:
             raise ValueError(f"id {self.id!r} is reserved (a Prometheus 'prompt' label): rename it or give a 'class'")
         if (self.text is None) == (self.messages is None):
             raise ValueError("give exactly one of 'text' or 'messages'")

@@ -37,6 +37,7 @@ __all__ = [
     "IN_FLIGHT",
     "MAX_PROMPT_LABELS",
     "OUTCOMES",
+    "RESERVED_PROMPT_LABELS",
     "TIME_BUCKETS",
     "TOKEN_BUCKETS",
     "Hist",
@@ -69,6 +70,8 @@ OUTCOMES = ("usable", "truncated", "error")
 
 #: Distinct ``prompt`` label values kept per run; records of further prompt classes are labelled ``other``.
 MAX_PROMPT_LABELS = 32
+#: ``prompt`` label values the exporter itself gives: prompts beyond the label map, and the warm-up request.
+RESERVED_PROMPT_LABELS = ("other", "warmup")
 #: ``finish_reason`` label values kept as sent (plus ``none`` when absent); anything else is ``other``.
 FINISH_REASONS = frozenset({"stop", "length", "abort", "tool_calls", "content_filter", "function_call", "eos"})
 
