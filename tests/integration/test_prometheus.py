@@ -385,7 +385,12 @@ def test_exported_totals_equal_records(tmp_path: Path, sim: SimProcess, mode: st
     assert info == [info[0]] and info[0]["profile"] == "ptest" and info[0]["host"] == sim.url
     assert info[0]["run"] == run.run_dir.name and info[0]["model"] == sim.model and info[0]["version"]
     # While it ran, the exporter showed users and requests in flight (from the workers' reports when distributed).
-    live = [parse_exposition(t) for t in run.live]
+    # Pages scraped before the run's collector is attached are empty by design (the port is bound first); after
+    # the first non-empty page, none is empty again.
+    pages = [parse_exposition(t) for t in run.live]
+    first = next(i for i, s in enumerate(pages) if s)
+    live = pages[first:]
+    assert all(live), "an empty page after the collector was attached"
     assert max(gauge(s, "llmload_users") for s in live) == 4
     assert max(gauge(s, "llmload_requests_in_flight") for s in live) >= 2
     assert max(gauge(s, "llmload_target_users") for s in live) == 4

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -84,6 +84,7 @@ class VLLMTarget:
         startup_seconds: seconds from spawning the server to its first ``GET /v1/models`` 200.
         warmup_seconds: seconds spent on warm-up requests after start-up (see :func:`warm_up`).
         log_path: the server's combined stdout/stderr log.
+        client_cpus: CPUs left to the load generator when the server is pinned (None: not pinned).
         script: the full ``script.json`` record written by ``build_model.py``.
     """
 
@@ -99,6 +100,11 @@ class VLLMTarget:
     warmup_seconds: float
     log_path: Path
     script: dict[str, Any] = field(repr=False)
+    client_cpus: frozenset[int] | None = None
+
+    def pin_client(self) -> Callable[[], None] | None:
+        """``preexec_fn`` keeping a load-generator child off the server's CPUs (see ``server.split_cpus``)."""
+        return server_module.pin_to(self.client_cpus)
 
     @property
     def host(self) -> str:
@@ -226,6 +232,7 @@ def vllm_server() -> Iterator[VLLMTarget]:
             warmup_seconds=warmup_seconds,
             log_path=log_path,
             script=record,
+            client_cpus=server_module.split_cpus()[1] if server.cpus is not None else None,
         )
     finally:
         server.stop()

@@ -25,7 +25,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -49,6 +49,69 @@ SERVER_ENV: dict[str, str] = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
+
+
+#: Environment variable choosing the server's CPUs: ``auto`` (default, see :func:`split_cpus`), ``all`` (no
+#: pinning) or a list such as ``0`` or ``0-2,4``.
+CPUS_ENV = "LLMLOAD_VLLM_CPUS"
+
+
+def _parse_cpus(text: str) -> frozenset[int]:
+    """``"0-2,4"`` -> {0, 1, 2, 4}.
+
+    Raises:
+        ValueError: the text is not a CPU list.
+    """
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    if not out:
+        raise ValueError(f"{CPUS_ENV}={text!r}: no CPU")
+    return frozenset(out)
+
+
+def split_cpus(available: frozenset[int] | None = None) -> tuple[frozenset[int] | None, frozenset[int] | None]:
+    """(server CPUs, client CPUs): keep the vLLM server off the load generator's CPUs.
+
+    vLLM's CPU build keeps every core it may use busy while it generates (its worker pins itself to a core, the
+    engine core and API server poll), and on a 2-core machine that starved the Locust process measuring it:
+    ~2-5 % of a core, run-queue wait ~100 % of wall time, so whole streams were read late (TTFT = E2E, kernel
+    timestamps discarded as too late), requests started late and a shape tick came 5.5 s late; the sweep's
+    throughput at C=4 fell below C=2 in 2 of 6 clean-clone CI runs and 3 of 3 runs on an idle machine. Pinned
+    apart, the same sweep ran 385 / 738 / 1,321 tok/s at C=1/2/4 in 3 of 3 runs.
+
+    ``auto``: with n >= 2 CPUs the client gets the last ``max(1, n // 4)`` and the server the rest; with one CPU
+    nothing is pinned. ``$LLMLOAD_VLLM_CPUS`` overrides (``all``: no pinning; a list: the server's CPUs, the
+    client gets the others, or none if there are none).
+
+    Raises:
+        ValueError: ``$LLMLOAD_VLLM_CPUS`` is neither ``auto``, ``all`` nor a CPU list of available CPUs.
+    """
+    avail = available if available is not None else frozenset(os.sched_getaffinity(0))
+    choice = os.environ.get(CPUS_ENV, "auto").strip().lower()
+    if choice == "all" or (choice == "auto" and len(avail) < 2):
+        return None, None
+    if choice == "auto":
+        cpus = sorted(avail)
+        k = max(1, len(cpus) // 4)
+        return frozenset(cpus[:-k]), frozenset(cpus[-k:])
+    server = _parse_cpus(choice)
+    if not server <= avail:
+        raise ValueError(f"{CPUS_ENV}={choice!r}: CPUs {sorted(server - avail)} are not available ({sorted(avail)})")
+    return server, (avail - server) or None
+
+
+def pin_to(cpus: frozenset[int] | None) -> Callable[[], None] | None:
+    """A ``preexec_fn`` for :class:`subprocess.Popen` that restricts the child to ``cpus`` (None: no pinning)."""
+    if cpus is None:
+        return None
+    chosen = set(cpus)
+
+    def pin() -> None:
+        os.sched_setaffinity(0, chosen)
+
+    return pin
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -93,6 +156,8 @@ class VLLMServer:
         stop_timeout: seconds to wait after SIGTERM before SIGKILL.
         extra_args: further command-line arguments for the server.
         env: further environment variables for the server (override :data:`SERVER_ENV`).
+        cpus: CPUs the server (and every process it starts) may run on; ``None`` = no pinning. Default: the
+            server's share of :func:`split_cpus`.
     """
 
     def __init__(
@@ -107,6 +172,7 @@ class VLLMServer:
         stop_timeout: float = 20.0,
         extra_args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        cpus: frozenset[int] | str | None = "auto",
     ) -> None:
         self.model_dir = Path(model_dir)
         self.model = served_name
@@ -123,6 +189,7 @@ class VLLMServer:
         self.stop_timeout = stop_timeout
         self.extra_args = list(extra_args)
         self.extra_env = dict(env or {})
+        self.cpus: frozenset[int] | None = split_cpus()[0] if cpus == "auto" else cpus  # type: ignore[assignment]
         self.process: subprocess.Popen[bytes] | None = None
         #: Seconds from :meth:`start` until the server was ready (``GET /v1/models`` lists the model).
         self.startup_seconds: float | None = None
@@ -190,6 +257,7 @@ class VLLMServer:
                     env=env,
                     cwd=str(self.model_dir.parent),
                     start_new_session=True,  # own process group: stop() kills vLLM's workers too
+                    preexec_fn=pin_to(self.cpus),
                 )
             try:
                 self._wait_ready(t0, log_offset)

@@ -39,6 +39,7 @@ output: {{dir: "{out}"}}
     proc = subprocess.run(
         [*LOCUST, "--profile", str(prof)],
         cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"}, capture_output=True, text=True, timeout=300,
+        preexec_fn=target.pin_client(),  # off the server's CPUs: a starved client measures itself, not vLLM
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (run,) = [p for p in out.iterdir() if p.is_dir()]
