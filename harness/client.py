@@ -184,6 +184,12 @@ class ChatClient:
             head_dl = min(t0 + to.first_byte, total_dl)
             head = conn.read_head(lambda: head_dl - perf())
             res.t_headers = perf() - t0
+            read_lag = -1.0  # the largest read lag so far (see RequestResult.read_lag_max)
+            if conn.rx_epoch is not None:  # the head's arrival, not its (possibly late) read
+                lag = time.time() - conn.rx_epoch
+                if 0.0 <= lag < _MAX_STAMP_LAG_S:
+                    res.read_lag_max = read_lag = lag
+                    res.t_headers = max(res.t_headers - lag, 0.0)
             res.http_status = head.status
             hdrs = head.headers
             chunked = "chunked" in hdrs.get("transfer-encoding", "").lower()
@@ -224,6 +230,8 @@ class ChatClient:
                         # Never earlier than the previous read's time: TCP may coalesce later bytes into an
                         # earlier segment, which keeps that segment's (earlier) stamp.
                         t = max(t - lag, t_prev)
+                        if lag > read_lag:
+                            res.read_lag_max = read_lag = lag
                     else:
                         kernel_stamps = False
                 elif raw:

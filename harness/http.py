@@ -192,8 +192,10 @@ class Connection:
         self._stamped = False
         self._addrs: list[tuple[int, tuple[Any, ...]]] | None = None
         #: Wall-clock (epoch) time at which the kernel received the bytes returned by the last :meth:`recv`, or
-        #: None when unknown (TLS, no kernel stamps, or bytes pushed back with :meth:`unread`).
+        #: None when unknown (TLS, no kernel stamps). Bytes pushed back with :meth:`unread` keep the stamp of the
+        #: read that brought them.
         self.rx_epoch: float | None = None
+        self._buf_rx: float | None = None  # rx_epoch of the read that brought the bytes in ``_buf``
 
     def _addresses(self) -> list[tuple[int, tuple[Any, ...]]]:
         """(family, sockaddr) candidates of the origin, in order: an IP literal as is, a host name resolved once
@@ -305,7 +307,7 @@ class Connection:
         """
         if self._buf:
             data, self._buf = self._buf, b""
-            self.rx_epoch = None
+            self.rx_epoch = self._buf_rx
             return data
         assert self.sock is not None
         if timeout_s <= 0:
@@ -328,8 +330,13 @@ class Connection:
             raise HTTPError("stream_truncated", f"connection error while reading: {e}") from None
 
     def unread(self, data: bytes) -> None:
-        """Push bytes back to be returned by the next :meth:`recv`."""
+        """Push back bytes of the last :meth:`recv`, to be returned (with its :attr:`rx_epoch`) by the next one.
+
+        A response head and the first events often arrive in one segment: the events keep that segment's kernel
+        receive time instead of losing it (which made a whole request ``time_source: read``).
+        """
         self._buf = data + self._buf
+        self._buf_rx = self.rx_epoch
 
     def read_head(self, timeout_fn: Callable[[], float]) -> ResponseHead:
         """Read the status line and headers. ``timeout_fn()`` gives the seconds left for each read.

@@ -64,6 +64,12 @@ TIME_BUCKETS: tuple[float, ...] = (*_decades(-3, 2), 1000.0, 1500.0, 2000.0, 300
 #: Upper bounds (tokens) of the output-tokens-per-request histogram: powers of two, 1 to 131072.
 TOKEN_BUCKETS: tuple[float, ...] = tuple(float(2**i) for i in range(18))
 
+#: Upper bounds (seconds) of the client read-lag histogram: 0.1 ms to 60 s (a healthy client reads within a few
+#: ms of arrival, p99 2-3 ms measured; above ``harness.clientlag.CLIENT_LAG_LIMIT_S`` = 0.1 s it is starved).
+LAG_BUCKETS: tuple[float, ...] = (
+    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0
+)  # fmt: skip
+
 #: Request outcomes, mutually exclusive: ``usable`` (success, not truncated), ``truncated`` (success that hit
 #: ``max_tokens``), ``error`` (failed; its class is in ``llmload_request_errors_total``).
 OUTCOMES = ("usable", "truncated", "error")
@@ -122,9 +128,16 @@ HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     ),
     "llmload_request_duration_seconds": ("e2e", TIME_BUCKETS, "E2E latency: request sent -> last byte of the stream."),
     "llmload_request_output_tokens": ("output_tokens", TOKEN_BUCKETS, "Output tokens per completed request."),
+    "llmload_client_read_lag_seconds": (
+        "read_lag_max",
+        LAG_BUCKETS,
+        "Client read lag per request: the largest (time this process read response bytes - kernel receive time "
+        "of those bytes). Plain HTTP on Linux only. Above 0.1 s the load generator is starved of CPU.",
+    ),
 }
-#: Histograms carry no ``prompt`` label: 43 series a histogram per label set would multiply by the prompt classes
-#: (records and the report keep per-prompt latency). Their series: phases x outcomes x 6 x 43 at most.
+#: Histograms carry no ``prompt`` label: their series per label set (45 for a time histogram, 21 for output tokens
+#: and read lag) would multiply by the prompt classes (records and the report keep per-prompt latency). Their
+#: series: phases x outcomes x (5 x 45 + 2 x 21) at most.
 HIST_LABELS: tuple[str, ...] = ("model", "phase", "concurrency", "outcome")
 
 

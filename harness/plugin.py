@@ -101,7 +101,7 @@ def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
     if ctx is None or ctx.run_dir is None:
         return
     for rec in msg.data:
-        ctx.run_dir.write_record(rec)
+        ctx.write(rec)
 
 
 #: Seconds in-flight requests get to finish after a SIGTERM (docker stop waits 10 s before SIGKILL).

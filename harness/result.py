@@ -51,7 +51,8 @@ class RequestResult:
         steps, -1 for warm-up); concurrency: the target concurrency of that step; max_tokens: the request's cap
         (None when unset).
     Timings (None when the event never happened):
-        t_headers: request sent -> response status line and headers parsed.
+        t_headers: request sent -> arrival of the response status line and headers (kernel receive time when
+            stamped, else the time they were read).
         ttft: request sent -> first token-bearing chunk of any channel (reasoning included).
         ttfat: request sent -> first chunk with non-empty ``content`` (time to first answer token).
         t_first_reasoning: request sent -> first chunk with reasoning text.
@@ -60,6 +61,11 @@ class RequestResult:
         connect: seconds spent opening a new connection before sending (0.0 on a reused connection).
         time_source: "kernel" when every body read carried the kernel's receive time (Linux, plain HTTP), else
             "read" (the time this process read the bytes).
+        read_lag_max: client read lag, the largest over the response's reads of (wall time this process read
+            the bytes - the kernel's receive time of those bytes), seconds; None without kernel stamps. A few
+            ms on a healthy client; tenths of a second mean the load generator was starved of CPU (chunk arrivals stay
+            kernel-stamped, but it starts requests late, so throughput is then the client's, not the server's, and
+            latencies include client delays).
     Chunks: token-bearing chunk counts (total, with reasoning text, with answer text) and a
         :class:`~harness.histogram.LogHistogram` of the gaps between consecutive token-bearing chunks
         (``gap_hist``, JSON form); ``itl_hist`` holds per-token ITL (gap / tokens in the later chunk) when the
@@ -83,6 +89,7 @@ class RequestResult:
     # timings, seconds from request sent
     connect: float = 0.0
     time_source: str = "read"
+    read_lag_max: float | None = None
     t_headers: float | None = None
     ttft: float | None = None
     ttfat: float | None = None

@@ -21,6 +21,7 @@ from typing import Any
 import gevent
 
 from harness.client import ChatClient, Timeouts
+from harness.clientlag import LagWatch
 from harness.config import Profile, ProfileError, PromptSpec, load_profile
 from harness.http import HTTPError, HTTPTimeout
 from harness.records import RunDir, redact_url
@@ -85,6 +86,7 @@ class RunContext:
     _weights: list[float] = field(default_factory=list)
     _bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
     _runner: Any = None
+    _lag_watch: LagWatch = field(default_factory=LagWatch)
 
     def __post_init__(self) -> None:
         self._weights = list(itertools.accumulate(p.weight for p in self.profile.prompts))  # cumulative
@@ -116,9 +118,22 @@ class RunContext:
     def record(self, rec: dict[str, Any]) -> None:
         """Keep one request record: write it (local/master) or queue it for the master (worker)."""
         if self.run_dir is not None:
-            self.run_dir.write_record(rec)
+            self.write(rec)
         else:
             self._pending.append(rec)
+
+    def write(self, rec: dict[str, Any]) -> None:
+        """Write one record to the run directory (local/master: this process's and its workers' records), and
+        warn once per step when the load generator falls behind (:class:`harness.clientlag.LagWatch`).
+
+        Raises:
+            ValueError: the run directory is closed.
+        """
+        assert self.run_dir is not None
+        self.run_dir.write_record(rec)
+        warning = self._lag_watch.observe(rec)
+        if warning:
+            log.warning(warning)
 
     def start_flusher(self, runner: Any) -> None:
         """On a worker: send queued records to the master every 0.5 s."""

@@ -282,3 +282,61 @@ def test_connect_resolves_a_host_name_once_and_never_an_ip_literal(monkeypatch: 
         assert calls == ["localhost"]
     finally:
         srv.stop()
+
+
+def _thread_server(delay_s: float) -> tuple[int, object]:
+    """A one-shot HTTP server in a real OS thread (not a greenlet: it keeps running while the gevent hub is
+    blocked): after ``delay_s`` it answers with a complete stream in one write, head and events together."""
+    from gevent import monkey
+
+    real_socket = monkey.get_original("socket", "socket")
+    real_sleep = monkey.get_original("time", "sleep")
+    start_thread = monkey.get_original("_thread", "start_new_thread")
+    events = (
+        b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"hmm"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}],'
+        b'"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    resp = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(events), events)
+    )
+    lsock = real_socket(socket.AF_INET, socket.SOCK_STREAM)
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+
+    def serve() -> None:
+        conn, _ = lsock.accept()
+        conn.recv(65536)
+        real_sleep(delay_s)
+        conn.sendall(resp)
+        real_sleep(1.0)
+        conn.close()
+        lsock.close()
+
+    start_thread(serve, ())
+    return lsock.getsockname()[1], lsock
+
+
+@pytest.mark.parametrize("starved", [False, True])
+def test_read_lag_shows_a_starved_client_while_chunk_times_stay_kernel_stamped(starved: bool) -> None:
+    """The process is blocked (no greenlet runs) for 0.6 s while a response arrives 0.05 s after the request:
+    read_lag_max shows how late the bytes were read, TTFT stays the kernel's arrival time, and events that came in
+    the same segment as the response head keep its kernel stamp (time_source kernel, not read)."""
+    from gevent import monkey
+
+    port, _ = _thread_server(0.05)
+    client = ChatClient(f"http://127.0.0.1:{port}")
+    g = gevent.spawn(client.stream_chat, {"messages": []}, prompt_id="p")
+    gevent.sleep(0.01)  # the request is sent; the client waits for the answer
+    if starved:
+        monkey.get_original("time", "sleep")(0.6)  # blocks the hub: nothing reads the socket
+    r = g.get(timeout=10)
+    assert r.ok and r.time_source == "kernel", (r.error_class, r.error_detail, r.time_source)
+    assert r.read_lag_max is not None
+    assert r.ttft is not None and 0.04 < r.ttft < 0.3  # the arrival time, not the (late) read time
+    if starved:
+        assert r.read_lag_max > 0.45 and r.e2e is not None and r.e2e < 0.3
+    else:
+        assert r.read_lag_max < 0.2

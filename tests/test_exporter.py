@@ -35,6 +35,7 @@ def record(**kw: Any) -> dict[str, Any]:
         "gap_hist": LogHistogram.of([0.03, 0.04, 0.05]).to_json(), "output_tokens": 3000,
         "reasoning_tokens": 2300, "answer_tokens": 700, "prompt_tokens": 25, "ok": True, "error_class": None,
         "finish_reason": "stop", "truncated": False, "truncated_in_reasoning": False, "usable": True,
+        "read_lag_max": 0.0002,
     }  # fmt: skip
     r.update(kw)
     return r
@@ -80,6 +81,7 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_time_per_output_token_seconds": "histogram",
         "llmload_request_duration_seconds": "histogram",
         "llmload_request_output_tokens": "histogram",
+        "llmload_client_read_lag_seconds": "histogram",
         "llmload_users": "gauge",
         "llmload_requests_in_flight": "gauge",
         "llmload_target_users": "gauge",
@@ -105,6 +107,9 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
     assert les[:3] == ["0.001", "0.0015", "0.002"] and les[42] == "+Inf" and les[41] == "7200.0"
     les = [s.labels["le"] for s in fams["llmload_request_output_tokens"].samples if s.name.endswith("_bucket")]
     assert les[0] == "1.0" and les[-2:] == ["131072.0", "+Inf"]
+    # Client read lag: 0.1 ms ... 60 s, with 0.1 s (the starvation limit) a bucket bound.
+    les = [s.labels["le"] for s in fams["llmload_client_read_lag_seconds"].samples if s.name.endswith("_bucket")]
+    assert les[0] == "0.0001" and "0.1" in les and les[-2:] == ["60.0", "+Inf"]
 
 
 def sample(text: str, name: str, **labels: str) -> float:

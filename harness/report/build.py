@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.report.figures import step_row
 from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run, record_end
 from harness.report.stats import percentile
@@ -52,6 +53,12 @@ DEFINITIONS: dict[str, str] = {
     "request ÷ usable share (usable ÷ successful) ÷ aggregate tok/s ÷ 3600, with mean tokens and usable share "
     "over the latency sample. Truncated requests are usually the longest, so the per-successful-request mean "
     "(not the per-usable mean) is what each attempt costs.",
+    "client_read_lag": "Client read lag of a request = the largest, over its response's reads, of (wall time this "
+    "process read the bytes − the kernel's receive time of those bytes, SO_TIMESTAMPNS); recorded as read_lag_max "
+    f"on plain HTTP on Linux, absent elsewhere. A step is client-STARVED when more than {CLIENT_STARVED_PCT:g} % of "
+    f"its requests have a lag above {CLIENT_LAG_LIMIT_S:g} s: the load generator then started requests late, so "
+    "that step's throughput, request rate and hours to N describe the client, not the server, and its latencies "
+    "include client delays (chunk arrivals are kernel-stamped, but a request's send can be late).",
 }
 
 
@@ -143,6 +150,15 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
         if not r["steady"]:
             notes.append(f"{r['label']}: NOT steady, {r['not_steady_reason']}; its row shows burst figures over "
                          "the whole step.")
+        if r.get("client_starved"):
+            notes.append(
+                f"{r['label']}: the LOAD GENERATOR WAS STARVED: {r['client_lagged_pct']:.0f} % of requests were read "
+                f"more than {CLIENT_LAG_LIMIT_S:g} s after their bytes arrived (client read lag p99 "
+                f"{r['client_read_lag_p99_s']:.2f} s, max {r['client_read_lag_max_s']:.2f} s). Requests started "
+                "late, so this step's throughput, request rate and hours to N are the client's limit, not the "
+                "server's, and its latencies include client delays. Give Locust its own CPUs (not the server's), "
+                "or more worker processes."
+            )
         if r["first_wave_method"] != "users":
             notes.append(f"{r['label']}: records carry no user id; the first wave was taken as the requests in "
                          "flight at the step start plus the first C requests of the step.")

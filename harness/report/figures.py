@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
 from harness.report.hours import hours_by_requests, hours_by_tokens
 from harness.report.load import Phase, record_end
@@ -187,9 +188,32 @@ def step_row(
         }
         for n in hours_n
     ]
+    row.update(client_lag(step_recs))
     row["low_confidence"] = low_confidence(row)
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
     return row
+
+
+def client_lag(step_recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Client read lag of a step's requests (every record of the step, failed ones included).
+
+    ``read_lag_max`` (seconds; see :class:`harness.result.RequestResult`) is how late this process read a
+    response's bytes after the kernel received them, at worst over the response. Returns
+    ``client_lag_requests`` (records that carry it, i.e. kernel-stamped), ``client_read_lag_p50_s`` /
+    ``_p99_s`` / ``_max_s`` over them, ``client_lagged_pct`` (% above :data:`CLIENT_LAG_LIMIT_S`) and
+    ``client_starved`` (that % above :data:`CLIENT_STARVED_PCT`). Figures are None without stamped records.
+    """
+    lags = sorted(float(r["read_lag_max"]) for r in step_recs if r.get("read_lag_max") is not None)
+    late = sum(1 for v in lags if v > CLIENT_LAG_LIMIT_S)
+    pct = _pct(late, len(lags))
+    return {
+        "client_lag_requests": len(lags),
+        "client_read_lag_p50_s": percentile(lags, 50),
+        "client_read_lag_p99_s": percentile(lags, 99),
+        "client_read_lag_max_s": lags[-1] if lags else None,
+        "client_lagged_pct": pct,
+        "client_starved": pct is not None and pct > CLIENT_STARVED_PCT,
+    }
 
 
 #: A steady window shorter than this many median E2E latencies, or holding fewer usable completions than

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from harness.clientlag import CLIENT_LAG_LIMIT_S
+
 __all__ = ["render_markdown"]
 
 _DASH = "–"
@@ -175,11 +177,16 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
     for r in (r for r in rep["steps"] if r.get("low_confidence")):
         lines.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; lengthen steps.duration.")
+    starved = [r for r in rep["steps"] if r.get("client_starved")]
+    for r in starved:
+        lines.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
+                     f"{CLIENT_LAG_LIMIT_S:g} s late "
+                     f"(max {r['client_read_lag_max_s']:.2f} s): figures are the load generator's limit (see notes).")
     errs = [r for r in rep["steps"] if r["errors_by_class"]]
     for r in errs:
         classes = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items())
         lines.append(f"Errors at {r['label']}: {classes}.")
-    if foot or errs:
+    if foot or errs or starved:
         lines.append("")
 
     lines += ["## Hours to N usable samples", ""]

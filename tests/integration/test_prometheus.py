@@ -236,6 +236,7 @@ _HIST_FIELDS = {
     "llmload_time_per_output_token_seconds": "tpot",
     "llmload_request_duration_seconds": "e2e",
     "llmload_request_output_tokens": "output_tokens",
+    "llmload_client_read_lag_seconds": "read_lag_max",
 }
 
 
@@ -290,7 +291,10 @@ def expected_from_records(recs: list[dict[str, Any]], model: str) -> dict[Key, f
 def _bounds(name: str) -> list[float]:
     if name == "llmload_request_output_tokens":
         return [float(2**i) for i in range(18)]
-    from harness.metrics import TIME_BUCKETS
+    from harness.metrics import LAG_BUCKETS, TIME_BUCKETS
+
+    if name == "llmload_client_read_lag_seconds":
+        return list(LAG_BUCKETS)
 
     return list(TIME_BUCKETS)
 

@@ -81,6 +81,9 @@ def test_exact_counts_and_throughput_rising_with_concurrency(vllm_server, tmp_pa
     for c, row in rows.items():
         assert row["steady"], (c, row["not_steady_reason"])
         assert row["errors"] == 0 and row["truncated_pct"] == 0
+        # The throughput below is the server's only if the load generator kept up (see server.split_cpus).
+        assert row["client_lag_requests"] == row["requests"], c  # plain HTTP on Linux: every request stamped
+        assert not row["client_starved"], (c, row["client_lagged_pct"], row["client_read_lag_max_s"])
     tps = {c: rows[c]["output_tps"] for c in rows}
     assert tps[1] < tps[2] < tps[4], tps
     assert rows[4]["per_stream_tps"] < rows[1]["per_stream_tps"]

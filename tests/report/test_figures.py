@@ -243,3 +243,26 @@ def test_failing_step_is_called_out_in_the_notes(tmp_path: Path) -> None:
     rep = build_report(run)
     notes = " ".join(rep["notes"])
     assert "C=4: 100.0 % of requests FAILED (timeout_idle 300)" in notes
+
+
+def test_client_read_lag_and_starved_steps(tmp_path: Path) -> None:
+    """Single stream healthy (lags 0.1-0.3 ms); C=2 with 3 of 10 requests read > 0.1 s late: STARVED (30 % > 10 %).
+    A step whose records carry no read lag (TLS) has no figures and is not called starved."""
+    single = [rec("u1", 0, 10 + 3 * i, 3, read_lag_max=0.0001 * (1 + i % 3)) for i in range(10)]
+    lags = [0.0002, 0.0003, 0.05, 0.1, 0.4, 0.0002, 0.25, 0.0001, 0.6, 0.0004]  # 0.1 itself is not "above"
+    step = [rec(f"u{1 + i % 2}", 1, 41 + 3 * (i // 2), 3, concurrency=2, read_lag_max=v) for i, v in enumerate(lags)]
+    tls = [rec(f"u{1 + i % 2}", 2, 71 + 3 * (i // 2), 3, concurrency=2) for i in range(6)]
+    phases = [phase("single", 0, 1, 10, 30), phase("step", 1, 2, 40, 30), phase("step", 2, 2, 70, 30), run_end(100)]
+    rep = build_report(write_run(tmp_path / "run", single + step + tls, phases))
+    s0, s1, s2 = rep["steps"]
+    assert s0["client_lag_requests"] == 10 and s0["client_lagged_pct"] == 0 and not s0["client_starved"]
+    assert s0["client_read_lag_max_s"] == pytest.approx(0.0003)
+    assert s1["client_lag_requests"] == 10 and s1["client_lagged_pct"] == pytest.approx(30.0)
+    assert s1["client_starved"] and s1["client_read_lag_max_s"] == 0.6
+    assert s1["client_read_lag_p50_s"] == pytest.approx(0.0252)  # (0.0004 + 0.05) / 2
+    assert s2["client_lag_requests"] == 0 and s2["client_read_lag_p99_s"] is None and not s2["client_starved"]
+    starved = [n for n in rep["notes"] if "LOAD GENERATOR WAS STARVED" in n]
+    assert len(starved) == 1 and starved[0].startswith(s1["label"]) and "30 %" in starved[0]
+    md = render_markdown(rep)
+    assert f"Client STARVED at {s1['label']}: 30 % of requests read > 0.1 s late (max 0.60 s)" in md
+    assert "client_read_lag" in rep["definitions"]
