@@ -187,9 +187,10 @@ class ChatClient:
             read_lag = -1.0  # the largest read lag so far (see RequestResult.read_lag_max)
             if conn.rx_epoch is not None:  # the head's arrival, not its (possibly late) read
                 lag = time.time() - conn.rx_epoch
-                if 0.0 <= lag < _MAX_STAMP_LAG_S:
+                if lag >= 0.0:
                     res.read_lag_max = read_lag = lag
-                    res.t_headers = max(res.t_headers - lag, 0.0)
+                    if lag < _MAX_STAMP_LAG_S:
+                        res.t_headers = max(res.t_headers - lag, 0.0)
             res.http_status = head.status
             hdrs = head.headers
             chunked = "chunked" in hdrs.get("transfer-encoding", "").lower()
@@ -226,12 +227,12 @@ class ChatClient:
                 rx = conn.rx_epoch
                 if rx is not None:  # when the kernel got the bytes, not when this process read them
                     lag = time.time() - rx
+                    if lag > read_lag:  # a lag too large to trust as a stamp still says the client was late
+                        res.read_lag_max = read_lag = lag
                     if 0.0 <= lag < _MAX_STAMP_LAG_S:
                         # Never earlier than the previous read's time: TCP may coalesce later bytes into an
                         # earlier segment, which keeps that segment's (earlier) stamp.
                         t = max(t - lag, t_prev)
-                        if lag > read_lag:
-                            res.read_lag_max = read_lag = lag
                     else:
                         kernel_stamps = False
                 elif raw:

@@ -17,23 +17,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CLIENT_LAG_LIMIT_S", "CLIENT_STARVED_PCT", "LagWatch"]
+__all__ = ["CLIENT_LAG_LIMIT_S", "CLIENT_STARVED_PCT", "SEVERE_LAG_S", "LagWatch"]
 
 #: A request whose client read lag exceeds this many seconds was read late by a busy client.
 CLIENT_LAG_LIMIT_S = 0.1
 #: A step with more than this percentage of its (kernel-stamped) requests read late is client-starved.
 CLIENT_STARVED_PCT = 10.0
+#: One request read this many seconds late is enough for the live warning, however few requests the step has
+#: (a single-stream phase of minute-long requests has only a handful).
+SEVERE_LAG_S = 1.0
 
 
 class LagWatch:
     """Counts read lag per step as records arrive; says once per step when the client falls behind.
 
+    It warns when more than :data:`CLIENT_STARVED_PCT` % of a step's stamped requests lagged more than
+    :data:`CLIENT_LAG_LIMIT_S` once the step has ``min_requests`` of them, or at once when a request lagged
+    :data:`SEVERE_LAG_S` or more. A warning is attributed to the step the request started in.
+
     Args:
-        min_requests: stamped requests a step needs before it can be called starved (a lone GC pause or a
-            slow first connection must not raise the alarm).
+        min_requests: stamped requests a step needs before the share rule applies (one slow read among the
+            first few requests must not raise the alarm).
     """
 
-    def __init__(self, min_requests: int = 20) -> None:
+    def __init__(self, min_requests: int = 5) -> None:
         self.min_requests = min_requests
         self._steps: dict[tuple[str, int], list[float]] = {}  # (phase, step) -> [stamped, late, max lag]
         self._warned: set[tuple[str, int]] = set()
@@ -52,7 +59,10 @@ class LagWatch:
         if lag > CLIENT_LAG_LIMIT_S:
             s[1] += 1
         s[2] = max(s[2], float(lag))
-        if key in self._warned or s[0] < self.min_requests or 100.0 * s[1] / s[0] <= CLIENT_STARVED_PCT:
+        if key in self._warned:
+            return None
+        share_rule = s[0] >= self.min_requests and 100.0 * s[1] / s[0] > CLIENT_STARVED_PCT
+        if not share_rule and lag < SEVERE_LAG_S:
             return None
         self._warned.add(key)
         return (

@@ -104,6 +104,8 @@ def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
         ctx.write(rec)
 
 
+#: A SIGINT this many seconds or less after the first is the same Ctrl-C delivered twice, not a second Ctrl-C.
+_SIGINT_ECHO_S = 0.5
 #: Seconds in-flight requests get to finish after a SIGTERM (docker stop waits 10 s before SIGKILL).
 _TERM_DRAIN_S = 3.0
 
@@ -120,21 +122,29 @@ def _install_signals(runner: Any) -> None:
       kept, report written, status interrupted). Handled here rather than by Python's default handler so that it
       also works when the process inherited SIGINT as ignored (a background job of a non-interactive shell,
       which is how ``--processes`` masters ignored Ctrl-C and SIGTERM).
-    * Second SIGINT: abort at once (exit 130): no report, run.json stays "running"; the records are on disk
-      (flushed per record) and ``llmload report RUN_DIR`` rebuilds the report.
+    * Second SIGINT (at least :data:`_SIGINT_ECHO_S` after the first): abort at once (exit 130): no report,
+      run.json stays "running"; the records are on disk (flushed per record) and ``llmload report RUN_DIR``
+      rebuilds the report. A SIGINT sooner than that is the first one delivered twice: a terminal's Ctrl-C
+      reaches the whole process group, and GNU ``timeout`` forwards the one it got to its child as well.
     * SIGTERM while the sweep runs: the first-SIGINT path with in-flight requests given 3 s. Locust 2.47
       installs its own SIGTERM handler only after a headless shape has finished, so a SIGTERM during the sweep
       (``timeout``, docker stop, Kubernetes, Slurm) killed the process with no report; afterwards Locust's
       handler is in place.
     """
-    state = {"interrupted": False}
+    state: dict[str, Any] = {"interrupted": False, "first_int": None}
 
     def on_int() -> None:
+        now = time.monotonic()
+        first = state["first_int"]
+        if first is not None and now - first < _SIGINT_ECHO_S:
+            return  # the same Ctrl-C delivered twice (GNU timeout forwards what the process group also got)
         if state["interrupted"]:
             sys.stderr.write("llmload: second Ctrl-C: aborting now (no report; records kept: llmload report DIR)\n")
             sys.stderr.flush()
             os._exit(130)
         state["interrupted"] = True
+        state["first_int"] = now
+        log.warning("llmload: Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
         _interrupt_main()
 
     def on_term() -> None:
@@ -315,11 +325,14 @@ def _install_worker_sigint(runner: Any) -> None:
         os.kill(os.getpid(), signal.SIGTERM)  # Locust's handler: shutdown(), the worker tells the master it quits
 
     def on_int() -> None:
-        if _state.get("worker_sigint"):
+        first = _state.get("worker_sigint")
+        if first is not None:
+            if time.monotonic() - first < _SIGINT_ECHO_S:
+                return  # the same Ctrl-C delivered twice (see _install_signals)
             log.warning("llmload: second Ctrl-C: quitting now")
             quit_now()
             return
-        _state["worker_sigint"] = True
+        _state["worker_sigint"] = time.monotonic()
         try:
             timeout = float(context().profile.steps.drain_timeout)
         except RuntimeError:  # no phase message yet: nothing in flight

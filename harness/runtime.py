@@ -226,7 +226,14 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         )
     model = profile.target.model
     if not model:
-        probe = ChatClient(base_url, api_key=profile.target.api_key(), timeouts=Timeouts(connect=10.0))
+        t = profile.target
+        probe = ChatClient(
+            base_url,
+            api_key=t.api_key(),
+            timeouts=Timeouts(connect=10.0),
+            headers=dict(t.headers),
+            verify_tls=t.verify_tls,
+        )
         try:
             models = probe.list_models()
         except (HTTPError, HTTPTimeout, ValueError) as e:

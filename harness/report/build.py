@@ -145,8 +145,12 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
         rate = r.get("error_rate") or 0.0
         if rate > 0.05:
             top = ", ".join(f"{k} {v}" for k, v in sorted(r["errors_by_class"].items(), key=lambda kv: -kv[1])[:3])
-            notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
-                         "failing server.")
+            if r.get("client_starved"):
+                notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}) while the load generator "
+                             "was starved (below): timeouts may be the client's, not the server's.")
+            else:
+                notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
+                             "failing server.")
         if not r["steady"]:
             notes.append(f"{r['label']}: NOT steady, {r['not_steady_reason']}; its row shows burst figures over "
                          "the whole step.")
@@ -159,9 +163,18 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
                 "server's, and its latencies include client delays. Give Locust its own CPUs (not the server's), "
                 "or more worker processes."
             )
+        users = r.get("users_seen") or 0
+        if r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]:
+            notes.append(f"{r['label']}: only {users} distinct users sent requests in this step (target "
+                         f"{r['concurrency']}): a worker may have died or users failed to start; its figures are for "
+                         f"about C={users}.")
         if r["first_wave_method"] != "users":
             notes.append(f"{r['label']}: records carry no user id; the first wave was taken as the requests in "
                          "flight at the step start plus the first C requests of the step.")
+    unmeasured = [r["label"] for r in rows if r["requests"] and r.get("client_starved") is None]
+    if unmeasured:
+        notes.append(f"Client read lag was not measured at {', '.join(unmeasured)} (no kernel receive stamps: TLS, "
+                     "or not Linux): whether the load generator kept up is unknown there.")
     if unplaced:
         notes.append(f"{unplaced} non-warm-up records belong to no phase in phases.jsonl and were ignored in the "
                      "per-step counts (they still count in throughput when inside a window).")

@@ -189,6 +189,7 @@ def step_row(
         for n in hours_n
     ]
     row.update(client_lag(step_recs))
+    row["users_seen"] = len({r.get("user") for r in step_recs if r.get("user")})
     row["low_confidence"] = low_confidence(row)
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
     return row
@@ -201,7 +202,8 @@ def client_lag(step_recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     response's bytes after the kernel received them, at worst over the response. Returns
     ``client_lag_requests`` (records that carry it, i.e. kernel-stamped), ``client_read_lag_p50_s`` /
     ``_p99_s`` / ``_max_s`` over them, ``client_lagged_pct`` (% above :data:`CLIENT_LAG_LIMIT_S`) and
-    ``client_starved`` (that % above :data:`CLIENT_STARVED_PCT`). Figures are None without stamped records.
+    ``client_starved`` (that % above :data:`CLIENT_STARVED_PCT`). Figures, ``client_starved`` included, are None
+    without stamped records (TLS, non-Linux): not measured is not healthy.
     """
     lags = sorted(float(r["read_lag_max"]) for r in step_recs if r.get("read_lag_max") is not None)
     late = sum(1 for v in lags if v > CLIENT_LAG_LIMIT_S)
@@ -212,7 +214,7 @@ def client_lag(step_recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "client_read_lag_p99_s": percentile(lags, 99),
         "client_read_lag_max_s": lags[-1] if lags else None,
         "client_lagged_pct": pct,
-        "client_starved": pct is not None and pct > CLIENT_STARVED_PCT,
+        "client_starved": None if pct is None else pct > CLIENT_STARVED_PCT,
     }
 
 

@@ -345,3 +345,50 @@ output: {{dir: {out}}}
     assert not (run / "report.md").exists()
     recs = records(run)  # whatever finished before is there, every line whole
     assert recs and all(r["phase"] in ("warmup", "single", "step") for r in recs)
+
+
+def test_a_ctrl_c_delivered_twice_is_one_ctrl_c(tmp_path: Path, env: dict[str, str]) -> None:
+    """GNU timeout forwards the SIGINT a terminal's Ctrl-C also delivers to the whole process group: two SIGINTs
+    0.05 s apart are one Ctrl-C (drain, report, status interrupted), not an abort."""
+    from harness.sim import launch
+
+    prof = tmp_path / "p.yaml"
+    out = tmp_path / "runs"
+    prof.write_text(
+        f"""
+name: echo
+prompts:
+  - {{id: short, text: "Say hello.", max_tokens: 300}}
+warmup: {{max_tokens: 16, timeout: 60}}
+single_stream: {{duration: 1}}
+steps: {{concurrency: [2], duration: 120, drain_timeout: 60}}
+output: {{dir: {out}}}
+"""
+    )
+    with launch(preset="demo", time_scale=1.0, seed=3) as sim:
+        proc = subprocess.Popen(
+            [*LOCUST, "--profile", str(prof), "--host", sim.url, "--no-metrics"],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not list(out.glob("*/phases.jsonl")):
+                time.sleep(0.2)
+            time.sleep(3)  # in the step, requests in flight
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=90)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode != 130 and "second Ctrl-C" not in stderr, stderr[-2000:]
+    assert "Ctrl-C: stopping" in stderr
+    run = run_dir_of(out)
+    assert json.loads((run / "run.json").read_text())["status"] == "interrupted"
+    assert (run / "report.md").exists()

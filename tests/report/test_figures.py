@@ -266,3 +266,23 @@ def test_client_read_lag_and_starved_steps(tmp_path: Path) -> None:
     md = render_markdown(rep)
     assert f"Client STARVED at {s1['label']}: 30 % of requests read > 0.1 s late (max 0.60 s)" in md
     assert "client_read_lag" in rep["definitions"]
+
+
+def test_notes_for_missing_users_unmeasured_lag_and_errors_of_a_starved_client(tmp_path: Path) -> None:
+    """C=4 with only 2 users sending (a dead worker) is called out; steps without read-lag figures (TLS) say the
+    check was not possible (client_starved None, not False); failures in a starved step are not blamed on the
+    server alone."""
+    half = [rec(f"u{1 + i % 2}", 1, 11 + 2 * (i // 2), 2, concurrency=4) for i in range(16)]
+    starved = [
+        rec(f"v{1 + i % 2}", 2, 31 + 2 * (i // 2), 2, concurrency=2, read_lag_max=0.5, ok=i % 3 != 0)
+        for i in range(16)
+    ]
+    phases = [phase("step", 1, 4, 10, 20), phase("step", 2, 2, 30, 20), run_end(50)]
+    rep = build_report(write_run(tmp_path / "run", half + starved, phases))
+    s1, s2 = rep["steps"]
+    assert s1["users_seen"] == 2 and s1["client_starved"] is None and s2["client_starved"] is True
+    notes = "\n".join(rep["notes"])
+    assert f"{s1['label']}: only 2 distinct users sent requests in this step (target 4)" in notes
+    assert f"Client read lag was not measured at {s1['label']} " in notes
+    assert f"{s2['label']}: " in notes and "while the load generator was starved" in notes
+    assert "describe a failing server" not in notes
