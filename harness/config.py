@@ -60,6 +60,25 @@ class SimulatorSpec(_Model):
         default_factory=list, description="extra `llmload sim serve` flags, e.g. [--fault-drop, '0.02']"
     )
 
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, v: str) -> str:
+        from harness.sim.presets import PRESETS  # imported only when a profile names a preset
+
+        if v not in PRESETS:
+            raise ValueError(f"unknown simulator preset {v!r} (known: {', '.join(sorted(PRESETS))})")
+        return v
+
+    @field_validator("flavour")
+    @classmethod
+    def _known_flavour(cls, v: str) -> str:
+        from harness.sim.protocol import FLAVOUR_ALIASES, FLAVOURS
+
+        if v not in FLAVOURS and v not in FLAVOUR_ALIASES:
+            known = ", ".join(sorted([*FLAVOURS, *FLAVOUR_ALIASES]))
+            raise ValueError(f"unknown simulator flavour {v!r} (known: {known})")
+        return v
+
 
 class PromptSpec(_Model):
     """One prompt of the mix. Give ``text`` (one user message) or ``messages`` (a full chat).

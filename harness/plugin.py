@@ -201,6 +201,10 @@ def _open_exporter(opts: Any) -> Exporter | None:
     """
     if getattr(opts, "no_metrics", False):
         return None
+    linger = getattr(opts, "metrics_linger", 0.0)
+    if linger is not None and not float(linger) >= 0.0:
+        sys.stderr.write(f"llmload: --metrics-linger {linger}: must be >= 0 seconds (0: do not wait)\n")
+        raise SystemExit(2)
     port_arg = getattr(opts, "metrics_port", None)
     addr_arg = getattr(opts, "metrics_addr", None)
     addr = addr_arg or DEFAULT_ADDR

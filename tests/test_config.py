@@ -73,6 +73,8 @@ prompts:
         ("name: t\nprompts:\n  - {id: a, text: x, class: other}\n", "prompts.0.class: 'other' is reserv"),
         ("name: t\nprompts:\n  - {id: a, text: x, class: [a]}\n", "prompts.0.class: Input should be a valid string"),
         ("name: t\nprompts:\n  - {id: warmup, text: x}\n", "prompts.0: id 'warmup' is reserved"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsimulator: {preset: nope}\n", "simulator.preset: unknown simulator"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsimulator: {flavour: tgi}\n", "simulator.flavour: unknown simulat"),
         ("name: t\nprompts: [\n", "not valid YAML (line"),
         ("- a\n- b\n", "expected a mapping"),
     ],

@@ -251,6 +251,10 @@ def test_plugin_opens_the_exporter_per_options(monkeypatch: pytest.MonkeyPatch, 
         with pytest.raises(SystemExit) as ei:
             plugin._open_exporter(opts(metrics_port=bad))
         assert ei.value.code == 2
+    for linger in (-5.0, float("nan")):  # a negative linger was silently accepted
+        with pytest.raises(SystemExit) as ei:
+            plugin._open_exporter(opts(metrics_linger=linger))
+        assert ei.value.code == 2
     assert DEFAULT_PORT == 9646 and DEFAULT_ADDR == "127.0.0.1"
 
 
