@@ -46,11 +46,15 @@ def default_profile_path(host: str | None) -> Path:
 
 
 def resolve_profile_path(arg: str | None, host: str | None) -> Path:
-    """``--profile`` as given (relative to the working directory, else to the repo's ``profiles/``)."""
+    """``--profile`` as given (a file relative to the working directory, else in the repo's ``profiles/``).
+
+    A directory of that name in the working directory (``--profile demo`` run where ``./demo/`` exists) does not
+    hide ``profiles/demo.yaml``.
+    """
     if not arg:
         return default_profile_path(host)
     p = Path(arg)
-    if p.exists() or p.is_absolute():
+    if p.is_file() or p.is_absolute():
         return p
     for alt in (_PROFILES_DIR / p.name, _PROFILES_DIR / f"{p.name}.yaml"):
         if alt.exists():
