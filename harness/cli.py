@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "report":
         from harness.report.cli import main as report_main
 
-        return report_main(rest)
+        return report_main(rest, prog="llmload report")
     if cmd == "fidelity":
         from harness.fidelity import main as fidelity_main
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "sim":
         from harness.sim.cli import main as sim_main
 
-        return int(sim_main(rest) or 0)
+        return int(sim_main(rest, prog="llmload sim") or 0)
     sys.stderr.write(f"llmload: unknown command {cmd!r}\n{USAGE}")
     return 2
 

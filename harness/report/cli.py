@@ -41,9 +41,9 @@ def _print_markdown(md: str) -> None:
         sys.stdout.write(md)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the report command; returns the exit code."""
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m harness.report") -> int:
+    """Run the report command (``prog``: the name its usage and --help show); returns the exit code."""
+    args = build_parser(prog).parse_args(argv)
     if args.n is not None and any(n <= 0 for n in args.n):
         print("error: --n values must be positive", file=sys.stderr)
         return 2

@@ -21,10 +21,10 @@ READY_PREFIX = "READY "
 RATE_OPTIONS = OPTION_NAMES
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Argument parser for the simulator CLI."""
+def build_parser(prog: str = "python -m harness.sim") -> argparse.ArgumentParser:
+    """Argument parser for the simulator CLI (``prog``: the name its usage and --help show)."""
     parser = argparse.ArgumentParser(
-        prog="python -m harness.sim",
+        prog=prog,
         description="OpenAI-compatible reasoning-model simulator (continuous-batching timing model).",
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -228,9 +228,9 @@ def print_presets() -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """CLI entry point."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "python -m harness.sim") -> int:
+    """CLI entry point (``prog``: the name usage and --help show)."""
+    parser = build_parser(prog)
     raw = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(raw)
     if args.command == "serve":
