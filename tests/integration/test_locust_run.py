@@ -295,70 +295,21 @@ output: {{dir: {out}}}
     assert (run / "report.md").exists()
 
 
-def test_second_ctrl_c_aborts_at_once(tmp_path: Path, env: dict[str, str]) -> None:
-    """A second Ctrl-C while the first waits for in-flight requests: exit 130 at once, no report, the records
-    written so far intact (run.json stays "running"; llmload report rebuilds the report)."""
+def _two_sigints_in_a_step(
+    tmp_path: Path, env: dict[str, str], prompt: str, max_tokens: int, settle_s: float, gap_s: float, wait_s: float
+) -> tuple[int, str, float, Path]:
+    """A 2-user step against the demo simulator: ``settle_s`` into it (requests in flight), SIGINT, ``gap_s``
+    later SIGINT again. Returns (exit code, stderr, seconds from the second SIGINT to exit, output dir)."""
     from harness.sim import launch
 
     prof = tmp_path / "p.yaml"
     out = tmp_path / "runs"
     prof.write_text(
         f"""
-name: twice
+name: sigints
 request: {{thinking: true}}
 prompts:
-  - {{id: guide, text: "Write a comprehensive guide to Redis data structures.", max_tokens: 2000}}
-warmup: {{max_tokens: 16, timeout: 60}}
-single_stream: {{duration: 1}}
-steps: {{concurrency: [2], duration: 120, drain_timeout: 60}}
-output: {{dir: {out}}}
-"""
-    )
-    with launch(preset="demo", time_scale=1.0, seed=3) as sim:  # requests of ~20 s: in flight at Ctrl-C
-        proc = subprocess.Popen(
-            [*LOCUST, "--profile", str(prof), "--host", sim.url, "--no-metrics"],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not list(out.glob("*/phases.jsonl")):
-                time.sleep(0.2)
-            time.sleep(4)  # in the step, requests in flight
-            proc.send_signal(signal.SIGINT)
-            time.sleep(1)
-            t = time.monotonic()
-            proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=30)
-            took = time.monotonic() - t
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    assert proc.returncode == 130 and took < 5, (proc.returncode, took, stderr[-2000:])
-    assert "second Ctrl-C: aborting now" in stderr
-    run = run_dir_of(out)
-    assert json.loads((run / "run.json").read_text())["status"] == "running"
-    assert not (run / "report.md").exists()
-    recs = records(run)  # whatever finished before is there, every line whole
-    assert recs and all(r["phase"] in ("warmup", "single", "step") for r in recs)
-
-
-def test_a_ctrl_c_delivered_twice_is_one_ctrl_c(tmp_path: Path, env: dict[str, str]) -> None:
-    """GNU timeout forwards the SIGINT a terminal's Ctrl-C also delivers to the whole process group: two SIGINTs
-    0.05 s apart are one Ctrl-C (drain, report, status interrupted), not an abort."""
-    from harness.sim import launch
-
-    prof = tmp_path / "p.yaml"
-    out = tmp_path / "runs"
-    prof.write_text(
-        f"""
-name: echo
-prompts:
-  - {{id: short, text: "Say hello.", max_tokens: 300}}
+  - {{id: p, text: "{prompt}", max_tokens: {max_tokens}}}
 warmup: {{max_tokens: 16, timeout: 60}}
 single_stream: {{duration: 1}}
 steps: {{concurrency: [2], duration: 120, drain_timeout: 60}}
@@ -378,16 +329,41 @@ output: {{dir: {out}}}
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not list(out.glob("*/phases.jsonl")):
                 time.sleep(0.2)
-            time.sleep(3)  # in the step, requests in flight
+            time.sleep(settle_s)
             proc.send_signal(signal.SIGINT)
-            time.sleep(0.05)
+            time.sleep(gap_s)
+            t = time.monotonic()
             proc.send_signal(signal.SIGINT)
-            _, stderr = proc.communicate(timeout=90)
+            _, stderr = proc.communicate(timeout=wait_s)
+            took = time.monotonic() - t
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert proc.returncode != 130 and "second Ctrl-C" not in stderr, stderr[-2000:]
+    return proc.returncode, stderr, took, out
+
+
+def test_second_ctrl_c_aborts_at_once(tmp_path: Path, env: dict[str, str]) -> None:
+    """A second Ctrl-C while the first waits for in-flight requests: exit 130 at once, no report, the records
+    written so far intact (run.json stays "running"; llmload report rebuilds the report)."""
+    # Requests of ~20 s: in flight at both Ctrl-Cs.
+    code, stderr, took, out = _two_sigints_in_a_step(
+        tmp_path, env, "Write a comprehensive guide to Redis data structures.", 2000, 4, 1, 30
+    )
+    assert code == 130 and took < 5, (code, took, stderr[-2000:])
+    assert "second Ctrl-C: aborting now" in stderr
+    run = run_dir_of(out)
+    assert json.loads((run / "run.json").read_text())["status"] == "running"
+    assert not (run / "report.md").exists()
+    recs = records(run)  # whatever finished before is there, every line whole
+    assert recs and all(r["phase"] in ("warmup", "single", "step") for r in recs)
+
+
+def test_a_ctrl_c_delivered_twice_is_one_ctrl_c(tmp_path: Path, env: dict[str, str]) -> None:
+    """GNU timeout forwards the SIGINT a terminal's Ctrl-C also delivers to the whole process group: two SIGINTs
+    0.05 s apart are one Ctrl-C (drain, report, status interrupted), not an abort."""
+    code, stderr, _, out = _two_sigints_in_a_step(tmp_path, env, "Say hello.", 300, 3, 0.05, 90)
+    assert code != 130 and "second Ctrl-C" not in stderr, stderr[-2000:]
     assert "Ctrl-C: stopping" in stderr
     run = run_dir_of(out)
     assert json.loads((run / "run.json").read_text())["status"] == "interrupted"
