@@ -22,7 +22,7 @@ import gevent
 
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
-from harness.config import Profile, ProfileError, PromptSpec, load_profile
+from harness.config import Profile, ProfileError, PromptSpec, TargetSpec, load_profile
 from harness.http import HTTPError, HTTPTimeout
 from harness.records import RunDir, redact_url
 
@@ -62,6 +62,18 @@ def resolve_profile_path(arg: str | None, host: str | None) -> Path:
     return p
 
 
+def target_client(target: TargetSpec, base_url: str, timeouts: Timeouts) -> ChatClient:
+    """A client for ``base_url`` with the profile target's API key, headers and TLS setting: the users' requests and
+    the model lookup go through the same settings (the lookup once ignored ``verify_tls: false``)."""
+    return ChatClient(
+        base_url,
+        api_key=target.api_key(),
+        timeouts=timeouts,
+        headers=dict(target.headers),
+        verify_tls=target.verify_tls,
+    )
+
+
 @dataclass
 class PhaseState:
     """The phase a process is in; every request records the phase it *started* in."""
@@ -99,14 +111,7 @@ class RunContext:
     # -- requests -------------------------------------------------------------------------------------------
     def new_client(self, timeouts: Timeouts | None = None) -> ChatClient:
         """A client for one user: its own keep-alive connection, the profile's timeouts and headers."""
-        t = self.profile.target
-        return ChatClient(
-            self.base_url,
-            api_key=t.api_key(),
-            timeouts=timeouts or self.profile.timeouts.to_timeouts(),
-            headers=dict(t.headers),
-            verify_tls=t.verify_tls,
-        )
+        return target_client(self.profile.target, self.base_url, timeouts or self.profile.timeouts.to_timeouts())
 
     def next_user_id(self) -> str:
         """A user id unique in the run (worker id + sequence)."""
@@ -230,14 +235,7 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         )
     model = profile.target.model
     if not model:
-        t = profile.target
-        probe = ChatClient(
-            base_url,
-            api_key=t.api_key(),
-            timeouts=Timeouts(connect=10.0),
-            headers=dict(t.headers),
-            verify_tls=t.verify_tls,
-        )
+        probe = target_client(profile.target, base_url, Timeouts(connect=10.0))
         try:
             models = probe.list_models()
         except (HTTPError, HTTPTimeout, ValueError) as e:
