@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import sys
 
+from harness import __version__
+
 __all__ = ["main"]
 
-USAGE = """usage: llmload {report,sim,fidelity,panels} ...
+USAGE = """usage: llmload [--version] {report,sim,fidelity,panels} ...
 
   report RUN_DIR [options]   rebuild and print the report of a run directory (llmload report --help)
   sim serve [options]        run the OpenAI-compatible reasoning-model simulator (llmload sim serve --help)
@@ -25,11 +27,17 @@ The load test itself runs under Locust: locust -f locustfiles/k26.py --headless 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``llmload`` console script; returns the process exit code."""
+    """Entry point of the ``llmload`` console script; returns the process exit code.
+
+    ``llmload --version`` (or ``-V``) prints ``llmload <version>`` (:data:`harness.__version__`) and returns 0.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        sys.stdout.write(f"llmload {__version__}\n")
+        return 0
     cmd, rest = args[0], args[1:]
     if cmd == "report":
         from harness.report.cli import main as report_main

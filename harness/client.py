@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness import __version__
 from harness.http import ChunkedDecoder, Connection, HTTPError, HTTPTimeout, Origin
 from harness.interpret import StreamInterpreter
 from harness.result import RequestResult
@@ -37,7 +38,7 @@ except ImportError:  # pragma: no cover
 
 __all__ = ["ChatClient", "Timeouts"]
 
-_USER_AGENT = "llmload/0.1"
+_USER_AGENT = f"llmload/{__version__}"
 #: A kernel receive stamp older than this (seconds) is not trusted (e.g. the wall clock stepped).
 _MAX_STAMP_LAG_S = 60.0
 
