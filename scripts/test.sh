@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
 # The project's test command (README "The two commands"): install what the tests need, then run pytest.
 #
-#   bash scripts/test.sh [pytest args...]
+#   bash scripts/test.sh [--unit] [pytest args...]
 #
 # Installs the harness with its dev extras into .venv, the CPU build of vLLM into .venv-vllm
 # (scripts/setup_vllm.sh; skip with LLMLOAD_SKIP_VLLM=1, and the real-vLLM tests then skip unless
 # LLMLOAD_REQUIRE_VLLM=1), Debian's prometheus package when it is missing (scripts/setup_prometheus.sh; skip with
 # LLMLOAD_SKIP_PROMETHEUS=1, and the Prometheus tests then skip unless LLMLOAD_REQUIRE_PROMETHEUS=1), then runs
-# ruff and pytest. Every server the tests use (the simulator, replay servers, vLLM, Prometheus) is started and
-# stopped by the tests themselves, on 127.0.0.1 only.
+# ruff, mypy (on harness/, configured in pyproject.toml) and pytest; the first that fails stops the script with its
+# exit code. --unit runs only the unit tier (pytest -m "not slow and not real_vllm", README "Test tiers") and skips
+# the vLLM install, which that tier does not use. Every server the tests use (the simulator, replay servers, vLLM,
+# Prometheus) is started and stopped by the tests themselves, on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY="${PYTHON:-python3}"
+UNIT=0
+if [[ "${1:-}" == "--unit" ]]; then
+    UNIT=1
+    shift
+fi
 
 [[ -x .venv/bin/python ]] || "$PY" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'
 
-if [[ "${LLMLOAD_SKIP_VLLM:-0}" != "1" ]]; then
+if [[ "$UNIT" != "1" && "${LLMLOAD_SKIP_VLLM:-0}" != "1" ]]; then
     bash scripts/setup_vllm.sh
 fi
 bash scripts/setup_prometheus.sh
 
 .venv/bin/ruff check .
+.venv/bin/mypy harness
+if [[ "$UNIT" == "1" ]]; then
+    set -- -m "not slow and not real_vllm" "$@"
+fi
 exec .venv/bin/python -m pytest "$@"
