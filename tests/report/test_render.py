@@ -1,0 +1,316 @@
+"""Markdown and terminal rendering of a report (harness/report/render.py, harness/report/cli.py): layout, table
+headers and rows, footnotes and notes, number formats (seconds, milliseconds, rates, thousands separators)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import build_report, render_markdown
+from harness.report.cli import _print_markdown
+from tests.report.rundir import T0, phase, rec, run_end, write_run
+
+STEP_HEADER = [
+    "step", "C", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s", "TTFT p50/p90/p99 (s)",
+    "TTFAT p50/p90/p99 (s)", "inter-chunk p50/p99 (ms)", "TPOT mean/p50 (ms)", "E2E p50 (s)", "mean out tok",
+    "% trunc", "% trunc in reasoning", "steady window (s)",
+]  # fmt: skip
+HOURS_HEADER = ["step", "C", "usable/ok (window)", "% trunc", "% errors", "mean out tok"]
+REAL_HEADER = [
+    "step", "C", "window (s)", "output tok/s", "req/s", "per-stream tok/s", "TTFT p50 (s)", "TTFAT p50 (s)",
+    "TPOT mean (ms)", "E2E p50 (s)",
+]  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _utc() -> Iterator[None]:
+    """Wall times render in local time: pin it to UTC for the test."""
+    old = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = old
+        time.tzset()
+
+
+def _run(root: Path, meta: dict[str, Any] | None = None) -> Path:
+    """Warm-up [0, 5), single stream [5, 35), C=2 [35, 95), run end at 95 (seconds after T0).
+
+    Single stream: u1 requests of 10 s from 5 on. C=2: u1 and u2 requests of 20 s, u2's third one failing.
+    """
+    records = [rec("w", -1, 1, 3, tokens=16)]
+    records += [rec("u1", 0, 5 + 10 * i, 10, ttft=1, tokens=91) for i in range(3)]
+    for u, off in (("u1", 0.0), ("u2", 1.0)):
+        for i in range(3):
+            ok = not (u == "u2" and i == 2)
+            records.append(rec(u, 1, 35 + off + 20 * i, 20, ttft=2, tokens=181, ok=ok, concurrency=2))
+    phases = [phase("warmup", -1, 1, 0), phase("single", 0, 1, 5, 30), phase("step", 1, 2, 35, 60), run_end(95)]
+    return write_run(root, records, phases, meta)
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> dict[str, Any]:
+    return build_report(_run(tmp_path / "run-1"))
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of one Markdown table row, ``\\|`` kept as an escaped pipe inside its cell."""
+    assert line.startswith("| ") and line.endswith(" |"), line
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line[2:-2])]
+
+
+def _tables(md: str) -> list[list[list[str]]]:
+    """Every table of ``md``: header row first, the ``|---|`` separator dropped."""
+    tables: list[list[list[str]]] = []
+    current: list[list[str]] | None = None
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if current is None:
+                current = []
+                tables.append(current)
+            if not re.fullmatch(r"\|(---\|)+", line):
+                current.append(_cells(line))
+        else:
+            current = None
+    return tables
+
+
+def _section(md: str, title: str) -> str:
+    """The text of section ``## title`` up to the next ``## ``."""
+    start = md.index(f"## {title}\n")
+    end = md.find("\n## ", start + 1)
+    return md[start : end if end >= 0 else len(md)]
+
+
+# -- layout --------------------------------------------------------------------------------------------------
+
+
+def test_title_meta_line_and_section_order(report: dict[str, Any]) -> None:
+    md = render_markdown(report)
+    lines = md.splitlines()
+    assert lines[0] == "# Load report: run-1"
+    assert lines[2] == (
+        "target `http://127.0.0.1:8000/v1` · model `k2-test` · profile `synthetic` · status **finished** · "
+        f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(T0))}, 95 s"
+    )
+    assert lines[2].endswith("started 2023-11-14 22:13:20, 95 s")
+    assert "Warm-up (excluded from every figure): 1 request, 1 ok, E2E p50 3.00 s (max 3.00 s), errors: none." in md
+    heads = [ln for ln in lines if ln.startswith("## ")]
+    assert heads == ["## Per step", "## Hours to N usable samples", "## Formulas", "## Notes"]
+    assert "Interrupted run" not in md and "COMPRESSED TIME" not in md
+    assert md.endswith("\n")
+
+
+def test_step_table_header_and_one_row_per_step(report: dict[str, Any]) -> None:
+    md = render_markdown(report)
+    steps, hours = _tables(md)
+    assert steps[0] == STEP_HEADER
+    assert [r[0] for r in steps[1:]] == [_label(r) for r in report["steps"]]
+    assert all(len(r) == len(STEP_HEADER) for r in steps)
+    for row, r in zip(steps[1:], report["steps"], strict=True):
+        assert row[1:4] == [str(r["concurrency"]), str(r["completed"]), str(r["errors"])]
+    single, c2 = report["steps"]
+    assert (single["completed"], single["errors"], c2["completed"], c2["errors"]) == (3, 0, 5, 1)
+    assert hours[0] == [*HOURS_HEADER, "N=100,000", "N=200,000", "N=500,000", "N=900,000"]
+    assert [r[0] for r in hours[1:]] == [r[0] for r in steps[1:]]
+    assert all(len(r) == len(hours[0]) for r in hours)
+
+
+def _label(r: dict[str, Any]) -> str:
+    return r["label"] + ("" if r["steady"] and not r.get("low_confidence") else " †" if not r["steady"] else " ‡")
+
+
+def test_step_row_cells_follow_the_report_values(report: dict[str, Any]) -> None:
+    steps = _tables(render_markdown(report))[0]
+    r = report["steps"][1]
+    row = dict(zip(STEP_HEADER, steps[2], strict=True))
+    assert row["req/s"] == f"{r['request_rate']:.4f}"  # below 1 req/s: 4 decimals
+    assert row["output tok/s"] == f"{r['output_tps']:,.1f}"
+    assert row["TTFT p50/p90/p99 (s)"] == "2.00 / 2.00 / 2.00"
+    assert row["TPOT mean/p50 (ms)"] == "100 / 100"  # 18 s of decode over 180 gaps
+    assert row["E2E p50 (s)"] == "20.00"
+    assert row["inter-chunk p50/p99 (ms)"] == "– / –"  # no gap histograms recorded
+    assert row["mean out tok"] == "181"
+    assert row["steady window (s)"] == f"{r['window_s']:.1f} (from +{r['window_start_s']:.1f})"
+
+
+def test_formulas_and_notes_are_bullets(report: dict[str, Any]) -> None:
+    md = render_markdown(report)
+    formulas = _section(md, "Formulas")
+    for key, text in report["definitions"].items():
+        assert f"- **{key}**: {text}" in formulas
+    notes = _section(md, "Notes")
+    assert report["notes"]
+    assert [ln for ln in notes.splitlines() if ln.startswith("- ")] == [f"- {n}" for n in report["notes"]]
+
+
+def test_footnotes_for_errors_and_low_confidence(report: dict[str, Any]) -> None:
+    md = render_markdown(report)
+    per_step = _section(md, "Per step")
+    assert "Errors at C=2: timeout_idle ×1." in per_step
+    for r in report["steps"]:
+        if r.get("low_confidence"):
+            assert f"‡ {r['label']}: low confidence, {r['low_confidence']}; lengthen steps.duration." in per_step
+
+
+# -- number formats ------------------------------------------------------------------------------------------
+
+
+def _one_step(report: dict[str, Any], **values: Any) -> dict[str, Any]:
+    """A copy of ``report`` holding only its C=2 row, with ``values`` replacing the row's fields."""
+    rep = copy.deepcopy(report)
+    row = rep["steps"][1]
+    row.update(values)
+    rep["steps"] = [row]
+    return rep
+
+
+def test_seconds_milliseconds_rates_and_thousands(report: dict[str, Any]) -> None:
+    rep = _one_step(
+        report,
+        low_confidence=None,
+        ttft_p50_s=0.12345, ttft_p90_s=12.3456, ttft_p99_s=123.4,  # < 1 s: 3 decimals; < 100 s: 2; else 0
+        ttfat_p50_s=None, ttfat_p90_s=0.5, ttfat_p99_s=99.994,
+        gap_p50_s=0.0012345, gap_p99_s=0.04567,  # ms: < 10 ms 2 decimals, < 100 ms 1
+        tpot_mean_s=0.2504, tpot_p50_s=None,  # >= 100 ms: no decimals
+        request_rate=2.5, output_tps=12345.67, per_stream_tps=0.04, e2e_p50_s=1000.4,
+        mean_output_tokens=1234.5678, truncated_pct=12.34, truncated_in_reasoning_pct=None,
+        completed=12345, errors=0,
+    )  # fmt: skip
+    row = dict(zip(STEP_HEADER, _tables(render_markdown(rep))[0][1], strict=True))
+    assert row["step"] == "C=2"
+    assert row["completed"] == "12345"  # counts: plain integers
+    assert row["TTFT p50/p90/p99 (s)"] == "0.123 / 12.35 / 123"
+    assert row["TTFAT p50/p90/p99 (s)"] == "– / 0.500 / 99.99"
+    assert row["inter-chunk p50/p99 (ms)"] == "1.23 / 45.7"
+    assert row["TPOT mean/p50 (ms)"] == "250 / –"
+    assert row["req/s"] == "2.50"  # >= 1 req/s: 2 decimals
+    assert row["output tok/s"] == "12,345.7"
+    assert row["per-stream tok/s"] == "0.0"
+    assert row["E2E p50 (s)"] == "1000"
+    assert row["mean out tok"] == "1,235"
+    assert (row["% trunc"], row["% trunc in reasoning"]) == ("12.3", "–")
+
+
+def test_hours_cells(report: dict[str, Any]) -> None:
+    hours = [
+        {"n": 1000, "hours": 1234.56, "hours_low": 0.5, "hours_high": 2.25, "token_hours": 3.0},
+        {"n": 2000, "hours": 10.0, "hours_low": 5.0, "hours_high": None, "token_hours": None},
+        {"n": 3000, "hours": None, "hours_low": None, "hours_high": None, "token_hours": 7.77},
+    ]
+    rep = _one_step(report, hours=hours, usable_share=0.98765, error_rate=0.123, truncated_pct=None)
+    rep["hours_to_n"] = [1000, 2000, 3000]
+    table = _tables(render_markdown(rep))[1]
+    assert table[0] == [*HOURS_HEADER, "N=1,000", "N=2,000", "N=3,000"]
+    row = table[1]
+    assert row[2:6] == ["0.988", "–", "12.3", f"{rep['steps'][0]['mean_output_tokens']:,.0f}"]
+    assert row[6:] == [
+        "1,234.6 h (0.5–2.2) · tok 3.0 h",
+        "10.0 h (5.0–∞) · tok –",
+        "∞ (no usable completions) · tok 7.8 h",
+    ]
+
+
+def test_table_cells_escape_pipes(report: dict[str, Any]) -> None:
+    rep = _one_step(report, label="a|b", low_confidence=None)
+    steps, hours = _tables(render_markdown(rep))
+    assert steps[1][0] == "a\\|b" and hours[1][0] == "a\\|b"
+    assert len(steps[1]) == len(STEP_HEADER)
+
+
+# -- variants ------------------------------------------------------------------------------------------------
+
+
+def test_not_steady_row_and_footnote(report: dict[str, Any]) -> None:
+    rep = _one_step(report, steady=False, not_steady_reason="first wave ended after the step", low_confidence=None)
+    md = render_markdown(rep)
+    row = dict(zip(STEP_HEADER, _tables(md)[0][1], strict=True))
+    assert row["step"] == "C=2 †" and row["steady window (s)"] == "NOT steady †"
+    assert "† C=2: NOT steady, first wave ended after the step; burst figures over the whole step." in md
+
+
+def test_client_starved_footnote(report: dict[str, Any]) -> None:
+    rep = _one_step(report, client_starved=True, client_lagged_pct=42.4, client_read_lag_max_s=1.234)
+    md = render_markdown(rep)
+    assert "Client STARVED at C=2: 42 % of requests read > 0.1 s late (max 1.23 s)" in md
+
+
+def test_interrupted_banner_and_missing_meta(report: dict[str, Any]) -> None:
+    rep = copy.deepcopy(report)
+    rep.update(interrupted=True, status="interrupted", target={}, model=None, profile_name=None, duration_s=None)
+    md = render_markdown(rep)
+    lines = md.splitlines()
+    assert lines[2] == "target `?` · model `?` · status **interrupted**"
+    assert "> **Interrupted run**: figures are partial (see notes)." in md
+
+
+def test_no_steps_and_no_notes(report: dict[str, Any]) -> None:
+    rep = copy.deepcopy(report)
+    rep.update(steps=[], notes=[])
+    rep["warmup"] = {"requests": 0}
+    md = render_markdown(rep)
+    assert "Warm-up: none recorded." in md
+    assert "No steps recorded." in _section(md, "Per step")
+    assert _tables(md) == []
+    assert _section(md, "Notes").splitlines()[-1] == "- none"
+
+
+def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
+    meta = {"simulator": {"preset": "demo", "time_scale": 0.1}}
+    rep = build_report(_run(tmp_path / "fast", meta))
+    assert rep["time_scale"] == 0.1
+    md = render_markdown(rep)
+    assert "> **COMPRESSED TIME** (simulator time_scale = 0.1)" in md
+    real = _section(md, "Real-time equivalents")
+    assert "durations ÷ 0.1, rates × 0.1" in real
+    tables = _tables(md)
+    assert len(tables) == 4  # per step, hours, real-time figures, real-time hours
+    assert tables[2][0] == REAL_HEADER
+    c2 = rep["steps"][1]
+    row = dict(zip(REAL_HEADER, tables[2][2], strict=True))
+    assert row["window (s)"] == f"{c2['real_time']['window_s']:,.1f}"
+    assert row["E2E p50 (s)"] == "200"  # 20 s of compressed time at 0.1 s per simulated second
+    assert tables[3][0] == tables[1][0]
+    assert tables[3][2][6] != tables[1][2][6]  # real-time hours, not the compressed ones
+
+
+# -- terminal ------------------------------------------------------------------------------------------------
+
+
+def test_terminal_output_is_rendered_by_rich(
+    report: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md = render_markdown(report)
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    _print_markdown(md)
+    out = capsys.readouterr().out
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert "\x1b[" in out  # styled for the terminal
+    assert "# Load report" not in plain and "Load report: run-1" in plain  # heading rendered, not raw
+    assert "|---|" not in plain and "**" not in plain
+    for cell in ("TTFT p50/p90/p99 (s)", "N=100,000", "single ‡", "C=2 ‡", "2.00 / 2.00 / 2.00"):
+        assert cell in plain
+    assert "Errors at C=2: timeout_idle ×1." in plain
+
+
+def test_non_terminal_output_is_the_raw_markdown(
+    report: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    md = render_markdown(report)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    _print_markdown(md)
+    assert capsys.readouterr().out == md
