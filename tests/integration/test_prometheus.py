@@ -33,6 +33,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.sim import SimProcess, launch
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py")]
 DASHBOARD = ROOT / "grafana" / "dashboards" / "llmload.json"

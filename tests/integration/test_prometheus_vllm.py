@@ -30,6 +30,8 @@ from tests.integration.test_prometheus import (
     run_locust,
 )
 
+pytestmark = [pytest.mark.slow, pytest.mark.real_vllm]
+
 REAL_VLLM = Path(__file__).resolve().parents[1] / "real_vllm"
 
 PROFILE = """
