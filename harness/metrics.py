@@ -4,9 +4,9 @@
 the ground truth, so the exported totals equal the records' totals exactly) and with every ``phases.jsonl``
 event (for the current step and the live hours-to-N estimate). :mod:`harness.exporter` exposes it.
 
-Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple, so state
-from several processes merges by addition (:meth:`RunMetrics.merge`, wire form :meth:`RunMetrics.to_wire`):
-the result does not depend on which process saw which record, nor in which order.
+Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple. One instance
+lives in the master (or the single process): workers send their records to the master, which writes them, so
+every record passes through that instance once.
 
 Label values come from the record: ``phase`` is the run phase (``warmup`` | ``single`` | ``step``; warm-up
 requests are counted with ``phase="warmup"``, never dropped), ``concurrency`` the step's target concurrency,
@@ -402,52 +402,7 @@ class RunMetrics:
                     if est.end is None:
                         est.end = wall
 
-    # -- reading ------------------------------------------------------------------------------------------------
-    def totals(self) -> dict[str, float]:
-        """Counter totals summed over every label set, by name (plus ``<hist>_count`` / ``<hist>_sum``)."""
-        with self.lock:
-            out: dict[str, float] = {}
-            for (name, _), v in self.counters.items():
-                out[name] = out.get(name, 0) + v
-            for (name, _), h in self.hists.items():
-                out[name + "_count"] = out.get(name + "_count", 0) + h.count
-                out[name + "_sum"] = out.get(name + "_sum", 0.0) + h.sum
-            return out
-
-    # -- merging ------------------------------------------------------------------------------------------------
-    def _wire(self) -> dict[str, Any]:
-        return {
-            "records": self.records,
-            "c": [[n, list(lb), v] for (n, lb), v in self.counters.items()],
-            "h": [[n, list(lb), list(h.counts), h.sum] for (n, lb), h in self.hists.items()],
-        }
-
-    def to_wire(self) -> dict[str, Any]:
-        """Counters and histograms as a msgpack/JSON-safe dict (lists only), for :meth:`merge`."""
-        with self.lock:
-            return self._wire()
-
-    def delta(self) -> dict[str, Any]:
-        """:meth:`to_wire`, then reset counters and histograms: what a process ships to another and forgets."""
-        with self.lock:
-            wire = self._wire()
-            self.counters, self.hists, self.records = {}, {}, 0
-            return wire
-
-    def merge(self, wire: Mapping[str, Any]) -> None:
-        """Add counters and histogram counts from :meth:`to_wire` / :meth:`delta` output of another instance."""
-        with self.lock:
-            self.records += int(wire.get("records") or 0)
-            for name, labels, v in wire.get("c", ()):
-                self._inc(name, tuple(labels), v)
-            for name, labels, counts, s in wire.get("h", ()):
-                h = self._hist(name, tuple(labels), len(counts) - 1)
-                if len(h.counts) != len(counts):
-                    raise ValueError(f"{name}: bucket layout differs ({len(h.counts)} vs {len(counts)} buckets)")
-                for i, c in enumerate(counts):
-                    h.counts[i] += c
-                h.sum += s
-
+    # -- building ---------------------------------------------------------------------------------------------
     @classmethod
     def of(cls, model: str, records: Iterable[Mapping[str, Any]]) -> RunMetrics:
         """Metrics of the given records (e.g. re-read from ``records.jsonl``)."""

@@ -44,10 +44,9 @@ from harness.runtime import (
     setup_worker_from_message,
 )
 
-__all__ = ["installed"]
+__all__: list[str] = []
 
 log = logging.getLogger("llmload")
-installed = True
 _state: dict[str, Any] = {"report_md": None, "ctx": None, "exporter": None, "linger": 0.0}
 #: Master: requests in flight on each worker, from the workers' Locust reports (key ``llmload_metrics``).
 _worker_in_flight: dict[str, int] = {}

@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import random
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gevent
 
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
-from harness.config import Profile, ProfileError, PromptSpec, TargetSpec, load_profile
+from harness.config import Profile, ProfileError, PromptSpec, TargetSpec, load_profile, resolve_profile_path
 from harness.http import HTTPError, HTTPTimeout
 from harness.records import RunDir, redact_url
 
-__all__ = ["PhaseState", "RunContext", "context", "default_profile_path"]
+__all__ = ["PhaseState", "RunContext", "context", "setup_master", "setup_worker_from_message", "target_client"]
 
 log = logging.getLogger("llmload")
 
@@ -37,29 +34,6 @@ MSG_RECORDS = "llmload_records"
 MSG_STOP = "llmload_stop"
 MSG_STOPPED = "llmload_stopped"
 _FLUSH_INTERVAL_S = 0.5
-_PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
-
-
-def default_profile_path(host: str | None) -> Path:
-    """The profile used when ``--profile`` is not given: ``profiles/k26.yaml`` with a host, else the demo."""
-    return _PROFILES_DIR / ("k26.yaml" if host else "demo.yaml")
-
-
-def resolve_profile_path(arg: str | None, host: str | None) -> Path:
-    """``--profile`` as given (a file relative to the working directory, else in the repo's ``profiles/``).
-
-    A directory of that name in the working directory (``--profile demo`` run where ``./demo/`` exists) does not
-    hide ``profiles/demo.yaml``.
-    """
-    if not arg:
-        return default_profile_path(host)
-    p = Path(arg)
-    if p.is_file() or p.is_absolute():
-        return p
-    for alt in (_PROFILES_DIR / p.name, _PROFILES_DIR / f"{p.name}.yaml"):
-        if alt.exists():
-            return alt
-    return p
 
 
 def target_client(target: TargetSpec, base_url: str, timeouts: Timeouts) -> ChatClient:
@@ -279,12 +253,3 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
     return ctx
 
-
-def now_wall() -> float:
-    """Wall-clock epoch seconds (the timeline clock of records and phases)."""
-    return time.time()
-
-
-def env_flag(name: str) -> bool:
-    """True when the environment variable is set to a true-ish value."""
-    return os.environ.get(name, "").lower() in ("1", "true", "yes", "on")

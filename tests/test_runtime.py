@@ -43,11 +43,3 @@ output: {dir: "%s"}
         assert ctx.run_dir is not None
         ctx.run_dir.close()
 
-
-def test_profile_name_is_not_hidden_by_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "demo").mkdir()
-    assert runtime.resolve_profile_path("demo", None) == runtime._PROFILES_DIR / "demo.yaml"
-    (tmp_path / "mine.yaml").write_text("name: mine\n")
-    assert runtime.resolve_profile_path("mine.yaml", None) == Path("mine.yaml")  # a file here still wins
-    assert runtime.resolve_profile_path("nothing", None) == Path("nothing")  # left for load_profile's error
