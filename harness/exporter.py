@@ -51,6 +51,7 @@ from prometheus_client.core import (
 from prometheus_client.utils import floatToGoString
 
 from harness.metrics import COUNTERS, HIST_LABELS, HISTOGRAMS, RunMetrics
+from harness.records import versions
 
 __all__ = ["DEFAULT_ADDR", "DEFAULT_PORT", "Exporter", "RunCollector", "run_info"]
 
@@ -63,22 +64,16 @@ DEFAULT_ADDR = "127.0.0.1"
 
 
 def run_info(profile: str, host: str, run: str) -> dict[str, str]:
-    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id and versions."""
-    from importlib import metadata
-
-    def version(dist: str) -> str:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "unknown"
-
+    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id and the versions of
+    llmload and Locust (:func:`harness.records.versions`; ``unknown`` when not installed)."""
+    v = versions()
     return {
         "profile": profile,
         "host": host,
         "hostname": socket.gethostname(),
         "run": run,
-        "version": version("llmload"),
-        "locust_version": version("locust"),
+        "version": v.get("llmload", "unknown"),
+        "locust_version": v.get("locust", "unknown"),
     }
 
 

@@ -5,6 +5,9 @@ the embedded simulator (when there is no ``--host``) and the warm-up; it sends w
 message at each phase start carrying everything they need (profile, base URL, model, current step), so remote
 workers need only the locustfile. Workers send their records back in ``llmload_records`` batches; the master
 writes every record to ``records.jsonl``. A local run writes directly.
+
+The context is held once, by this process's :class:`Run` (:func:`current`), with the rest of the process's run
+state (exporter, metrics, lag watch, signal and worker bookkeeping); :func:`context` reads it.
 """
 
 from __future__ import annotations
@@ -20,10 +23,23 @@ import gevent
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
 from harness.config import Profile, ProfileError, PromptSpec, TargetSpec, load_profile, resolve_profile_path
+from harness.exporter import Exporter
 from harness.http import HTTPError, HTTPTimeout
+from harness.metrics import RunMetrics
 from harness.records import RunDir, redact_url
 
-__all__ = ["PhaseState", "RunContext", "context", "setup_master", "setup_worker_from_message", "target_client"]
+__all__ = [
+    "PhaseState",
+    "Run",
+    "RunContext",
+    "SignalState",
+    "WorkerBook",
+    "context",
+    "current",
+    "setup_master",
+    "setup_worker_from_message",
+    "target_client",
+]
 
 log = logging.getLogger("llmload")
 
@@ -76,7 +92,6 @@ class RunContext:
     _weights: list[float] = field(default_factory=list)
     _bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
     _runner: Any = None
-    _lag_watch: LagWatch = field(default_factory=LagWatch)
 
     def __post_init__(self) -> None:
         self._weights = list(itertools.accumulate(p.weight for p in self.profile.prompts))  # cumulative
@@ -101,22 +116,9 @@ class RunContext:
     def record(self, rec: dict[str, Any]) -> None:
         """Keep one request record: write it (local/master) or queue it for the master (worker)."""
         if self.run_dir is not None:
-            self.write(rec)
+            self.run_dir.write_record(rec)
         else:
             self._pending.append(rec)
-
-    def write(self, rec: dict[str, Any]) -> None:
-        """Write one record to the run directory (local/master: this process's and its workers' records), and
-        warn once per step when the load generator falls behind (:class:`harness.clientlag.LagWatch`).
-
-        Raises:
-            ValueError: the run directory is closed.
-        """
-        assert self.run_dir is not None
-        self.run_dir.write_record(rec)
-        warning = self._lag_watch.observe(rec)
-        if warning:
-            log.warning(warning)
 
     def start_flusher(self, runner: Any) -> None:
         """On a worker: send queued records to the master every 0.5 s."""
@@ -148,24 +150,80 @@ class RunContext:
         }
 
 
-_CONTEXT: RunContext | None = None
+@dataclass
+class SignalState:
+    """How far this process got in handling Ctrl-C and SIGTERM (:mod:`harness.locust.signals`)."""
+
+    #: Master / single process: the sweep is being stopped (a first Ctrl-C or a SIGTERM was taken).
+    interrupted: bool = False
+    #: ``time.monotonic()`` of the first SIGINT taken (a second one within the echo window is the same Ctrl-C).
+    first_sigint: float | None = None
+
+
+@dataclass
+class WorkerBook:
+    """The master's view of its workers, and a worker's own graceful stop (:mod:`harness.locust.drain`)."""
+
+    #: Master: requests in flight on each worker (client id -> count), from the workers' Locust reports.
+    in_flight: dict[str, int] = field(default_factory=dict)
+    #: Master: workers that answered MSG_STOP (all their records sent).
+    stopped: set[str] = field(default_factory=set)
+    #: Worker: the greenlet of its graceful stop once one started (a second request waits for it).
+    stop: Any = None
+
+
+@dataclass
+class Run:
+    """Everything one Locust process holds for its run; one per process (:func:`current`).
+
+    The context (:attr:`ctx`, with the run directory) is held here and nowhere else; :func:`context` reads it.
+    The Locust wiring (:mod:`harness.locust`) keeps the rest here: the exporter and its metrics (master or single
+    process), the client lag watch, the signal and worker bookkeeping, and the report text printed at quit.
+    """
+
+    ctx: RunContext | None = None
+    #: The run's exported metrics (listening to the run directory), when the exporter serves them.
+    metrics: RunMetrics | None = None
+    exporter: Exporter | None = None
+    #: Seconds the exporter waits at quit for a last scrape (``--metrics-linger``).
+    linger: float = 0.0
+    lag_watch: LagWatch = field(default_factory=LagWatch)
+    #: The Markdown report once written (None: not written or failed).
+    report_md: str | None = None
+    signals: SignalState = field(default_factory=SignalState)
+    workers: WorkerBook = field(default_factory=WorkerBook)
+
+    def hold(self, ctx: RunContext) -> None:
+        """Make ``ctx`` this process's context. Where it writes the run directory (master, single process) the
+        lag watch listens to every record written there and logs its warning (:class:`LagWatch`)."""
+        self.ctx = ctx
+        if ctx.run_dir is not None:
+            ctx.run_dir.on_record.add_listener(self._watch_lag)
+
+    def _watch_lag(self, rec: dict[str, Any]) -> None:
+        warning = self.lag_watch.observe(rec)
+        if warning:
+            log.warning(warning)
+
+
+_RUN = Run()
+
+
+def current() -> Run:
+    """This process's :class:`Run`."""
+    return _RUN
 
 
 def context() -> RunContext:
-    """This process's :class:`RunContext`.
+    """This process's :class:`RunContext` (``current().ctx``).
 
     Raises:
         RuntimeError: before the run was set up (on a worker: before the master's first phase message).
     """
-    if _CONTEXT is None:
+    ctx = _RUN.ctx
+    if ctx is None:
         raise RuntimeError("llmload: run context not set up yet (no profile loaded / no phase message received)")
-    return _CONTEXT
-
-
-def set_context(ctx: RunContext | None) -> None:
-    """Install (or clear) this process's context."""
-    global _CONTEXT
-    _CONTEXT = ctx
+    return ctx
 
 
 def setup_master(profile_arg: str | None, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
@@ -239,9 +297,8 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
 
 
 def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContext:
-    """Build (or update) a worker's context from a ``llmload_phase`` message."""
-    global _CONTEXT
-    ctx = _CONTEXT
+    """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``current().ctx``."""
+    ctx = _RUN.ctx
     if ctx is None or ctx.base_url != data["base_url"] or ctx.model != data["model"]:
         try:
             profile = Profile.model_validate(data["profile"])
@@ -249,7 +306,7 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
             raise ProfileError(f"profile sent by the master: {e}") from None
         ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
         ctx.worker_id = worker_id
-        _CONTEXT = ctx
+        _RUN.hold(ctx)
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
     return ctx
 
