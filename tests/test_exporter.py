@@ -18,9 +18,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.catalogue import TIME_BUCKETS
 from harness.exporter import Exporter, RunCollector, run_info
 from harness.histogram import LogHistogram
-from harness.metrics import TIME_BUCKETS, RunMetrics
+from harness.metrics import RunMetrics
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "kimi-k2"

@@ -10,11 +10,10 @@ import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.catalogue import TIME_BUCKETS, TOKEN_BUCKETS
 from harness.histogram import LogHistogram
 from harness.metrics import (
     MAX_PROMPT_LABELS,
-    TIME_BUCKETS,
-    TOKEN_BUCKETS,
     RunMetrics,
     StepEstimate,
     outcome_of,
