@@ -22,11 +22,10 @@ import gevent
 
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
-from harness.config import Profile, ProfileError, PromptSpec, TargetSpec, load_profile, resolve_profile_path
+from harness.config import Profile, PromptSpec, TargetSpec
 from harness.exporter import Exporter
-from harness.http import HTTPError, HTTPTimeout
 from harness.metrics import RunMetrics
-from harness.records import RunDir, redact_url
+from harness.records import RunDir
 
 __all__ = [
     "PhaseState",
@@ -36,8 +35,6 @@ __all__ = [
     "WorkerBook",
     "context",
     "current",
-    "setup_master",
-    "setup_worker_from_message",
     "target_client",
 ]
 
@@ -224,89 +221,3 @@ def context() -> RunContext:
     if ctx is None:
         raise RuntimeError("llmload: run context not set up yet (no profile loaded / no phase message received)")
     return ctx
-
-
-def setup_master(profile_arg: str | None, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
-    """Load the profile, resolve the target (starting the simulator if needed), open the run directory.
-
-    Raises:
-        ProfileError: bad profile (before any load is sent).
-        RuntimeError: the target's model cannot be determined (no ``target.model`` and GET /v1/models failed).
-    """
-    path = resolve_profile_path(profile_arg, host)
-    profile = load_profile(path)
-    base_url = host or profile.target.base_url
-    sim = None
-    sim_meta: dict[str, Any] | None = None
-    if not base_url:
-        from harness.sim import launch  # the simulator is only imported when it is the target
-
-        s = profile.simulator
-        log.info("No --host and no target.base_url: starting the built-in simulator (preset %s)", s.preset)
-        sim = launch(
-            preset=s.preset,
-            flavour=s.flavour,
-            time_scale=s.time_scale,
-            seed=s.seed,
-            model=s.model,
-            extra_args=tuple(s.args),
-        )
-        base_url = sim.url
-        sim_meta = {
-            "preset": s.preset,
-            "flavour": s.flavour,
-            "time_scale": s.time_scale,
-            "seed": s.seed,
-            "args": s.args,
-        }
-    shown = redact_url(base_url)
-    key_env = profile.target.api_key_env
-    if key_env and not profile.target.api_key():
-        log.warning(
-            "llmload: %s: target.api_key_env names %s, which is unset or empty: no API key is sent", path, key_env
-        )
-    model = profile.target.model
-    if not model:
-        probe = target_client(profile.target, base_url, Timeouts(connect=10.0))
-        try:
-            models = probe.list_models()
-        except (HTTPError, HTTPTimeout, ValueError) as e:
-            if sim is not None:
-                sim.stop()
-            kind = getattr(e, "kind", "timeout" if isinstance(e, HTTPTimeout) else "bad response")
-            if kind in ("connect_error", "timeout"):
-                hint = "is the server up and the URL right?"
-            elif kind == "http_4xx" and ("HTTP 401" in str(e) or "HTTP 403" in str(e)):
-                hint = f"the server rejected the API key (target.api_key_env: {key_env or 'not set'})"
-            else:
-                hint = f"or set target.model in {path} to skip the model lookup"
-            raise RuntimeError(f"{shown}: GET /v1/models failed: {redact_url(str(e))}; {hint}") from None
-        if not models:
-            raise RuntimeError(f"{shown}: GET /v1/models returned no model; set target.model in {path}")
-        model = models[0]
-    ctx = RunContext(profile=profile, base_url=base_url, model=model, role=role, sim=sim)
-    meta = {
-        "profile_path": str(path),
-        "profile": profile.public_dict(),
-        "target": {"base_url": shown, "model": model, "simulator": sim is not None},
-        "simulator": sim_meta,
-    }
-    ctx.run_dir = RunDir.create(output_dir or profile.output.dir, profile.name, meta)
-    log.info("llmload: profile %s -> %s model %s; records in %s", path, shown, model, ctx.run_dir.path)
-    return ctx
-
-
-def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContext:
-    """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``current().ctx``."""
-    ctx = _RUN.ctx
-    if ctx is None or ctx.base_url != data["base_url"] or ctx.model != data["model"]:
-        try:
-            profile = Profile.model_validate(data["profile"])
-        except Exception as e:  # pragma: no cover - the master validated it already
-            raise ProfileError(f"profile sent by the master: {e}") from None
-        ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
-        ctx.worker_id = worker_id
-        _RUN.hold(ctx)
-    ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
-    return ctx
-

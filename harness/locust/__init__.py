@@ -15,7 +15,8 @@
   ``report.md`` / ``report.json`` and printed.
 
 The run's state is one :class:`harness.runtime.Run` per process (:func:`harness.runtime.current`). Modules, in
-import order (each imports only those before it): ``options``, ``drain``, ``signals``, ``live``, ``listeners``.
+import order (each imports only those before it): ``options``, ``setup``, ``drain``, ``signals``, ``live``,
+``listeners``.
 """
 
 from harness.locust import listeners, live, options

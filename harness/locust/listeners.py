@@ -29,16 +29,9 @@ from harness.config import ProfileError
 from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, stop_workers
 from harness.locust.live import open_exporter, serve_run
 from harness.locust.options import metrics_options
+from harness.locust.setup import setup_master, setup_worker_from_message
 from harness.locust.signals import install_master_signals, install_worker_sigint
-from harness.runtime import (
-    MSG_PHASE,
-    MSG_RECORDS,
-    MSG_STOP,
-    MSG_STOPPED,
-    current,
-    setup_master,
-    setup_worker_from_message,
-)
+from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, current
 
 __all__: list[str] = []
 
