@@ -16,7 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.client import Timeouts
 from harness.metrics import RESERVED_PROMPT_LABELS
 
-__all__ = ["Profile", "ProfileError", "PromptSpec", "load_profile"]
+__all__ = [
+    "DEFAULT_HOURS_TO_N",
+    "PROFILES_DIR",
+    "Profile",
+    "ProfileError",
+    "PromptSpec",
+    "default_profile_path",
+    "load_profile",
+    "resolve_profile_path",
+]
 
 
 class ProfileError(ValueError):
@@ -217,10 +226,15 @@ class OutputSpec(_Model):
     chunk_times: bool = Field(False, description="store every token-bearing chunk's arrival time per record")
 
 
+#: Sample counts N of the report's hours-to-N table when the profile does not set ``report.hours_to_n`` (also the
+#: report's default for a run directory whose run.json has none).
+DEFAULT_HOURS_TO_N: tuple[int, ...] = (100_000, 200_000, 500_000, 900_000)
+
+
 class ReportSpec(_Model):
     """Post-processing settings."""
 
-    hours_to_n: list[int] = Field(default_factory=lambda: [100_000, 200_000, 500_000, 900_000])
+    hours_to_n: list[int] = Field(default_factory=lambda: list(DEFAULT_HOURS_TO_N))
 
     @field_validator("hours_to_n")
     @classmethod
@@ -338,3 +352,29 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
         return Profile.model_validate(data)
     except ValidationError as e:
         raise ProfileError(_format_errors(str(p), e)) from None
+
+
+#: The repository's ``profiles/`` directory: where ``--profile NAME`` is looked up when NAME is not a file here.
+PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
+
+
+def default_profile_path(host: str | None) -> Path:
+    """The profile used when ``--profile`` is not given: ``profiles/k26.yaml`` with a host, else the demo."""
+    return PROFILES_DIR / ("k26.yaml" if host else "demo.yaml")
+
+
+def resolve_profile_path(arg: str | None, host: str | None) -> Path:
+    """``--profile`` as given (a file relative to the working directory, else in the repo's ``profiles/``).
+
+    A directory of that name in the working directory (``--profile demo`` run where ``./demo/`` exists) does not
+    hide ``profiles/demo.yaml``. A name found nowhere is returned as given (:func:`load_profile` then reports it).
+    """
+    if not arg:
+        return default_profile_path(host)
+    p = Path(arg)
+    if p.is_file() or p.is_absolute():
+        return p
+    for alt in (PROFILES_DIR / p.name, PROFILES_DIR / f"{p.name}.yaml"):
+        if alt.exists():
+            return alt
+    return p

@@ -5,24 +5,15 @@ and a few live values (users, requests in flight, current step) into Prometheus 
 time; :class:`Exporter` serves them with ``prometheus_client.start_http_server`` on ``--metrics-addr`` /
 ``--metrics-port``, independently of Locust's web UI (so also with ``--headless`` and behind ``--web-login``).
 
-Exposed (every series has the ``model`` label; see :mod:`harness.metrics` for the label values):
+Every family is one of :data:`harness.catalogue.FAMILIES` (name, type, help, labels, unit); every series has the
+``model`` label (see :mod:`harness.metrics` for the label values). The self-monitoring counters are collected
+last: ``llmload_exporter_scrapes_total`` counts the collections of the run's metrics, the current one included,
+and ``llmload_exporter_scrape_cpu_seconds_total`` the CPU seconds (``time.thread_time``) :class:`Exporter`'s
+HTTP server spent producing ``/metrics`` responses (collect, serialization and gzip), the current scrape up to
+the point these two are collected; 0 when the collector is not served by an :class:`Exporter`.
 
-* counters ``llmload_requests_total{phase,concurrency,prompt,outcome,finish_reason}``,
-  ``llmload_request_errors_total{...,error_class}``, ``llmload_truncated_requests_total{...,kind}``,
-  ``llmload_output_tokens_total{...,outcome,kind}``, ``llmload_prompt_tokens_total{...,outcome}``;
-* histograms (``{phase,concurrency,outcome}``: no ``prompt``) ``llmload_time_to_first_token_seconds``,
-  ``llmload_time_to_first_answer_token_seconds``, ``llmload_inter_chunk_latency_seconds``,
-  ``llmload_time_per_output_token_seconds``, ``llmload_request_duration_seconds``,
-  ``llmload_request_output_tokens``;
-* gauges ``llmload_users``, ``llmload_requests_in_flight``, ``llmload_target_users``, ``llmload_step``,
-  ``llmload_step_start_time_seconds{phase,step,concurrency}``,
-  ``llmload_estimated_time_to_samples_seconds{n,step,concurrency}``, and
-  ``llmload_run_info{profile,host,hostname,run,version,locust_version}`` (value 1);
-* self-monitoring counters ``llmload_exporter_scrapes_total`` (collections of the run's metrics, the current
-  one included) and ``llmload_exporter_scrape_cpu_seconds_total`` (CPU seconds, ``time.thread_time``, that
-  :class:`Exporter`'s HTTP server spent producing ``/metrics`` responses: collect, serialization and gzip;
-  it includes the current scrape up to the point these two families are collected, the last ones; 0 when
-  the collector is not served by an :class:`Exporter`).
+Exposed (this list is generated from the table at import):
+
 """
 
 from __future__ import annotations
@@ -50,11 +41,34 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
-from harness.metrics import COUNTERS, HIST_LABELS, HISTOGRAMS, RunMetrics
+from harness.catalogue import FAMILIES, HISTOGRAMS, RECORD_COUNTERS, rst_list
+from harness.metrics import RunMetrics
+from harness.records import versions
+
+__doc__ = (__doc__ or "") + rst_list()
 
 __all__ = ["DEFAULT_ADDR", "DEFAULT_PORT", "Exporter", "RunCollector", "run_info"]
 
 log = logging.getLogger("llmload")
+
+_KINDS: dict[str, Any] = {
+    "counter": CounterMetricFamily,
+    "gauge": GaugeMetricFamily,
+    "histogram": HistogramMetricFamily,
+}
+
+
+def family(name: str) -> Any:
+    """An empty ``prometheus_client`` family for ``name`` of :data:`harness.catalogue.FAMILIES` (its type, help
+    and labels; an info family takes its labels with its one sample).
+
+    Raises:
+        KeyError: ``name`` is not in the table.
+    """
+    f = FAMILIES[name]
+    if f.type == "info":
+        return InfoMetricFamily(f.name, f.help)
+    return _KINDS[f.type](f.name, f.help, labels=list(f.labels))
 
 #: Default port of the exporter (``--metrics-port``).
 DEFAULT_PORT = 9646
@@ -63,22 +77,16 @@ DEFAULT_ADDR = "127.0.0.1"
 
 
 def run_info(profile: str, host: str, run: str) -> dict[str, str]:
-    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id and versions."""
-    from importlib import metadata
-
-    def version(dist: str) -> str:
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            return "unknown"
-
+    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id and the versions of
+    llmload and Locust (:func:`harness.records.versions`; ``unknown`` when not installed)."""
+    v = versions()
     return {
         "profile": profile,
         "host": host,
         "hostname": socket.gethostname(),
         "run": run,
-        "version": version("llmload"),
-        "locust_version": version("locust"),
+        "version": v.get("llmload", "unknown"),
+        "locust_version": v.get("locust", "unknown"),
     }
 
 
@@ -130,12 +138,10 @@ class RunCollector:
             now = self.clock()
             estimates = [(est, est.seconds_to(self.hours_to_n, now)) for _, est in sorted(m.steps.items())]
 
-        cfams = {name: CounterMetricFamily(name, doc, labels=list(lb)) for name, (lb, doc) in COUNTERS.items()}
+        cfams = {name: family(name) for name in RECORD_COUNTERS}
         for (name, labels), v in counters:
             cfams[name].add_metric(list(labels), v)
-        hfams = {
-            name: HistogramMetricFamily(name, doc, labels=list(HIST_LABELS)) for name, (_, _, doc) in HISTOGRAMS.items()
-        }
+        hfams = {name: family(name) for name in HISTOGRAMS}
         for (name, labels), (counts, total) in hists:
             bounds = HISTOGRAMS[name][1]
             cum, acc = [], 0
@@ -146,66 +152,41 @@ class RunCollector:
         yield from cfams.values()
         yield from hfams.values()
 
-        g = GaugeMetricFamily("llmload_users", "Locust users running now (all workers).", labels=["model"])
+        g = family("llmload_users")
         users = self.users()
         if users is not None:
             g.add_metric([model], users)
         yield g
-        g = GaugeMetricFamily(
-            "llmload_requests_in_flight", "Requests sent and not yet ended (all workers).", labels=["model"]
-        )
+        g = family("llmload_requests_in_flight")
         g.add_metric([model], self.in_flight())
         yield g
-        g = GaugeMetricFamily(
-            "llmload_target_users",
-            "Concurrency the load shape asks for now: the current step's target (1 during warm-up and the "
-            "single-stream phase), 0 after the last step.",
-            labels=["model"],
-        )
+        g = family("llmload_target_users")
         g.add_metric([model], 0 if (phase is None or load_ended) else int(phase.get("concurrency") or 0))
         yield g
-        g = GaugeMetricFamily(
-            "llmload_step", "Index of the current step (-1 warm-up, 0 single stream, 1.. steps).", labels=["model"]
-        )
+        g = family("llmload_step")
         if phase is not None:
             g.add_metric([model], int(phase.get("step") or 0))
         yield g
-        g = GaugeMetricFamily(
-            "llmload_step_start_time_seconds",
-            "Wall-clock start (Unix seconds) of the current phase; its labels name the phase (step markers).",
-            labels=["model", "phase", "step", "concurrency"],
-        )
+        g = family("llmload_step_start_time_seconds")
         if phase is not None:
             g.add_metric(
                 [model, str(phase.get("phase")), str(phase.get("step")), str(phase.get("concurrency"))],
                 float(phase.get("wall") or 0.0),
             )
         yield g
-        g = GaugeMetricFamily(
-            "llmload_estimated_time_to_samples_seconds",
-            "Live estimate of the time to N usable samples at each step's concurrency: N / (usable completions "
-            "per second in the step's steady window so far). The report's hours-to-N is authoritative.",
-            labels=["model", "n", "step", "concurrency"],
-        )
+        g = family("llmload_estimated_time_to_samples_seconds")
         for est, seconds in estimates:
             if seconds is not None:
                 g.add_metric([model, str(self.hours_to_n), str(est.step), str(est.concurrency)], seconds)
         yield g
-        info = InfoMetricFamily("llmload_run", "The run: profile, target URL (host), machine, run id, versions.")
+        info = family("llmload_run")
         info.add_metric([], {"model": model, **self.info})
         yield info
         # Self-monitoring last: the CPU counter then includes nearly all of this scrape's own work.
-        own = CounterMetricFamily(
-            "llmload_exporter_scrapes", "Scrapes of this exporter (this one included).", labels=["model"]
-        )
+        own = family("llmload_exporter_scrapes")
         own.add_metric([model], self.scrapes)
         yield own
-        own = CounterMetricFamily(
-            "llmload_exporter_scrape_cpu_seconds",
-            "CPU seconds (thread time) the exporter spent producing /metrics responses: collect, serialization, "
-            "compression; includes this scrape so far.",
-            labels=["model"],
-        )
+        own = family("llmload_exporter_scrape_cpu_seconds")
         own.add_metric([model], self.scrape_cpu_seconds())
         yield own
 

@@ -2,11 +2,12 @@
 
 :class:`RunMetrics` is updated with every request record as it is written to ``records.jsonl`` (the records are
 the ground truth, so the exported totals equal the records' totals exactly) and with every ``phases.jsonl``
-event (for the current step and the live hours-to-N estimate). :mod:`harness.exporter` exposes it.
+event (for the current step and the live hours-to-N estimate). :mod:`harness.exporter` exposes it. The families'
+names, labels and buckets are those of :data:`harness.catalogue.FAMILIES`.
 
-Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple, so state
-from several processes merges by addition (:meth:`RunMetrics.merge`, wire form :meth:`RunMetrics.to_wire`):
-the result does not depend on which process saw which record, nor in which order.
+Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple. One instance
+lives in the master (or the single process): workers send their records to the master, which writes them, so
+every record passes through that instance once.
 
 Label values come from the record: ``phase`` is the run phase (``warmup`` | ``single`` | ``step``; warm-up
 requests are counted with ``phase="warmup"``, never dropped), ``concurrency`` the step's target concurrency,
@@ -27,19 +28,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.catalogue import HISTOGRAMS, TIME_BUCKETS
 from harness.histogram import bucket_value
 from harness.result import ERROR_CLASSES
 
 __all__ = [
-    "COUNTERS",
     "FINISH_REASONS",
-    "HISTOGRAMS",
     "IN_FLIGHT",
     "MAX_PROMPT_LABELS",
     "OUTCOMES",
     "RESERVED_PROMPT_LABELS",
-    "TIME_BUCKETS",
-    "TOKEN_BUCKETS",
     "Hist",
     "InFlight",
     "RunMetrics",
@@ -47,28 +45,6 @@ __all__ = [
     "outcome_of",
     "prompt_labels",
 ]
-
-
-def _decades(lo_exp: int, hi_exp: int) -> list[float]:
-    """1, 1.5, 2, 3, 5, 7.5 times each power of ten from 10**lo_exp to 10**hi_exp."""
-    out = []
-    for e in range(lo_exp, hi_exp + 1):
-        for m in (1.0, 1.5, 2.0, 3.0, 5.0, 7.5):
-            out.append(float(f"{m}e{e}"))  # exact decimal literals (0.0075, not 0.0075000000000000001)
-    return out
-
-
-#: Upper bounds (seconds) of every time histogram: 1 ms to 2 h, consecutive bounds at most x1.67 apart up to
-#: 1000 s (so histogram_quantile() interpolates within a narrow bucket), then 1500 s ... 7200 s.
-TIME_BUCKETS: tuple[float, ...] = (*_decades(-3, 2), 1000.0, 1500.0, 2000.0, 3000.0, 5000.0, 7200.0)
-#: Upper bounds (tokens) of the output-tokens-per-request histogram: powers of two, 1 to 131072.
-TOKEN_BUCKETS: tuple[float, ...] = tuple(float(2**i) for i in range(18))
-
-#: Upper bounds (seconds) of the client read-lag histogram: 0.1 ms to 60 s (a healthy client reads within a few
-#: ms of arrival, p99 2-3 ms measured; above ``harness.clientlag.CLIENT_LAG_LIMIT_S`` = 0.1 s it is starved).
-LAG_BUCKETS: tuple[float, ...] = (
-    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0
-)  # fmt: skip
 
 #: Request outcomes, mutually exclusive: ``usable`` (success, not truncated), ``truncated`` (success that hit
 #: ``max_tokens``), ``error`` (failed; its class is in ``llmload_request_errors_total``).
@@ -80,65 +56,6 @@ MAX_PROMPT_LABELS = 32
 RESERVED_PROMPT_LABELS = ("other", "warmup")
 #: ``finish_reason`` label values kept as sent (plus ``none`` when absent); anything else is ``other``.
 FINISH_REASONS = frozenset({"stop", "length", "abort", "tool_calls", "content_filter", "function_call", "eos"})
-
-_BASE = ("model", "phase", "concurrency", "prompt")
-
-#: Counter name (without ``_total``) -> (label names, help).
-COUNTERS: dict[str, tuple[tuple[str, ...], str]] = {
-    "llmload_requests": (
-        (*_BASE, "outcome", "finish_reason"),
-        "Completed requests (success or failure) by outcome (usable, truncated, error) and finish_reason.",
-    ),
-    "llmload_request_errors": ((*_BASE, "error_class"), "Failed requests by error class."),
-    "llmload_truncated_requests": (
-        (*_BASE, "kind"),
-        "Truncated requests (finish_reason length, or output tokens >= max_tokens), by the channel that was "
-        "cut: kind=reasoning when no answer token was streamed (truncated in reasoning), else answer.",
-    ),
-    "llmload_output_tokens": (
-        (*_BASE, "outcome", "kind"),
-        "Output tokens of completed requests (usage.completion_tokens, or the client estimate), split into "
-        "reasoning and answer tokens. Failed requests' partial tokens are counted with outcome=error.",
-    ),
-    "llmload_prompt_tokens": ((*_BASE, "outcome"), "Prompt tokens (usage.prompt_tokens) of completed requests."),
-}
-
-#: Histogram name -> (record field, bounds, help). Labels: :data:`HIST_LABELS` (model, phase, concurrency, outcome).
-HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
-    "llmload_time_to_first_token_seconds": (
-        "ttft",
-        TIME_BUCKETS,
-        "TTFT: request sent -> first token-bearing chunk of any channel (reasoning included).",
-    ),
-    "llmload_time_to_first_answer_token_seconds": (
-        "ttfat",
-        TIME_BUCKETS,
-        "TTFAT: request sent -> first chunk with answer content (requests whose answer started).",
-    ),
-    "llmload_inter_chunk_latency_seconds": (
-        "gap_hist",
-        TIME_BUCKETS,
-        "Gaps between consecutive token-bearing chunks (vLLM bench's ITL). Each gap is placed by its 1 % "
-        "log-bucket value from the record's gap histogram; count and sum are exact.",
-    ),
-    "llmload_time_per_output_token_seconds": (
-        "tpot",
-        TIME_BUCKETS,
-        "TPOT: (last token-bearing chunk - first) / (output tokens - 1), per request.",
-    ),
-    "llmload_request_duration_seconds": ("e2e", TIME_BUCKETS, "E2E latency: request sent -> last byte of the stream."),
-    "llmload_request_output_tokens": ("output_tokens", TOKEN_BUCKETS, "Output tokens per completed request."),
-    "llmload_client_read_lag_seconds": (
-        "read_lag_max",
-        LAG_BUCKETS,
-        "Client read lag per request: the largest (time this process read response bytes - kernel receive time "
-        "of those bytes). Plain HTTP on Linux only. Above 0.1 s the load generator is starved of CPU.",
-    ),
-}
-#: Histograms carry no ``prompt`` label: their series per label set (45 for a time histogram, 21 for output tokens
-#: and read lag) would multiply by the prompt classes (records and the report keep per-prompt latency). Their
-#: series: phases x outcomes x (5 x 45 + 2 x 21) at most.
-HIST_LABELS: tuple[str, ...] = ("model", "phase", "concurrency", "outcome")
 
 
 def prompt_labels(prompts: Iterable[tuple[str, float, bool]], limit: int = MAX_PROMPT_LABELS) -> dict[str, str]:
@@ -402,52 +319,7 @@ class RunMetrics:
                     if est.end is None:
                         est.end = wall
 
-    # -- reading ------------------------------------------------------------------------------------------------
-    def totals(self) -> dict[str, float]:
-        """Counter totals summed over every label set, by name (plus ``<hist>_count`` / ``<hist>_sum``)."""
-        with self.lock:
-            out: dict[str, float] = {}
-            for (name, _), v in self.counters.items():
-                out[name] = out.get(name, 0) + v
-            for (name, _), h in self.hists.items():
-                out[name + "_count"] = out.get(name + "_count", 0) + h.count
-                out[name + "_sum"] = out.get(name + "_sum", 0.0) + h.sum
-            return out
-
-    # -- merging ------------------------------------------------------------------------------------------------
-    def _wire(self) -> dict[str, Any]:
-        return {
-            "records": self.records,
-            "c": [[n, list(lb), v] for (n, lb), v in self.counters.items()],
-            "h": [[n, list(lb), list(h.counts), h.sum] for (n, lb), h in self.hists.items()],
-        }
-
-    def to_wire(self) -> dict[str, Any]:
-        """Counters and histograms as a msgpack/JSON-safe dict (lists only), for :meth:`merge`."""
-        with self.lock:
-            return self._wire()
-
-    def delta(self) -> dict[str, Any]:
-        """:meth:`to_wire`, then reset counters and histograms: what a process ships to another and forgets."""
-        with self.lock:
-            wire = self._wire()
-            self.counters, self.hists, self.records = {}, {}, 0
-            return wire
-
-    def merge(self, wire: Mapping[str, Any]) -> None:
-        """Add counters and histogram counts from :meth:`to_wire` / :meth:`delta` output of another instance."""
-        with self.lock:
-            self.records += int(wire.get("records") or 0)
-            for name, labels, v in wire.get("c", ()):
-                self._inc(name, tuple(labels), v)
-            for name, labels, counts, s in wire.get("h", ()):
-                h = self._hist(name, tuple(labels), len(counts) - 1)
-                if len(h.counts) != len(counts):
-                    raise ValueError(f"{name}: bucket layout differs ({len(h.counts)} vs {len(counts)} buckets)")
-                for i, c in enumerate(counts):
-                    h.counts[i] += c
-                h.sum += s
-
+    # -- building ---------------------------------------------------------------------------------------------
     @classmethod
     def of(cls, model: str, records: Iterable[Mapping[str, Any]]) -> RunMetrics:
         """Metrics of the given records (e.g. re-read from ``records.jsonl``)."""

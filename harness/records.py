@@ -27,8 +27,8 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,13 +40,15 @@ except ImportError:  # pragma: no cover
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
-__all__ = ["RunDir", "read_phases", "read_records", "redact_url", "versions"]
+__all__ = ["EventHook", "RunDir", "read_phases", "read_records", "redact_url", "versions"]
 
 _SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)")
 
 
 def versions() -> dict[str, str]:
-    """Versions of Python, the harness and its main dependencies (those importable)."""
+    """Versions of Python (``python``), the platform (``platform``), the harness (``llmload``) and its main
+    dependencies, by distribution name; a distribution that is not installed has no key. The one source of
+    version strings: ``run.json`` and the exporter's ``llmload_run_info`` both use it."""
     out = {"python": platform.python_version(), "platform": platform.platform()}
     from importlib import metadata
 
@@ -86,15 +88,60 @@ def _clean_argv(argv: list[str]) -> list[str]:
     return out
 
 
+#: A listener of :class:`EventHook`: called with the record or phase event just written (return value ignored).
+Listener = Callable[[dict[str, Any]], object]
+
+
+class EventHook:
+    """Listeners of one kind of event, called in the order they were added (Locust's ``EventHook`` style, without
+    importing Locust: the report reads run directories in processes that must not be gevent-patched).
+
+    ``hook.add_listener(fn)`` registers ``fn`` and returns it (so it can decorate); ``hook.fire(payload)`` calls every
+    listener with ``payload``. An exception in a listener propagates to the caller of :meth:`fire`, and the
+    listeners after it are not called.
+    """
+
+    __slots__ = ("_listeners",)
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def add_listener(self, listener: Listener) -> Listener:
+        """Call ``listener(payload)`` on every :meth:`fire` from now on; returns ``listener``."""
+        self._listeners.append(listener)
+        return listener
+
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling ``listener``.
+
+        Raises:
+            ValueError: it was not added.
+        """
+        self._listeners.remove(listener)
+
+    def fire(self, payload: dict[str, Any]) -> None:
+        """Call every listener with ``payload``, in order."""
+        for listener in self._listeners:
+            listener(payload)
+
+
 @dataclass
 class RunDir:
-    """An open run directory. Create with :meth:`create`; :meth:`close` it at the end of the run."""
+    """An open run directory. Create with :meth:`create`; :meth:`close` it at the end of the run.
+
+    Whatever must see every record or phase event (the exporter's metrics, the client lag watch) listens to
+    :attr:`on_record` / :attr:`on_phase`, which fire after the line is written and flushed, in the writing thread.
+    """
 
     path: Path
     meta: dict[str, Any]
     _records: IO[bytes] | None = None
     _phases: IO[bytes] | None = None
     count: int = 0
+    #: Fired with each request record written to ``records.jsonl`` (this process's and, on a master, its workers').
+    on_record: EventHook = field(default_factory=EventHook, repr=False, compare=False)
+    #: Fired with each event written to ``phases.jsonl`` (``phase_start``, ``load_end``, ``run_end``).
+    on_phase: EventHook = field(default_factory=EventHook, repr=False, compare=False)
 
     @classmethod
     def create(cls, base: str | os.PathLike[str], name: str, meta: dict[str, Any]) -> RunDir:
@@ -144,21 +191,31 @@ class RunDir:
         tmp.replace(self.path / "run.json")
 
     def write_record(self, record: dict[str, Any]) -> None:
-        """Append one request record and flush it to the OS."""
+        """Append one request record, flush it to the OS, then fire :attr:`on_record`.
+
+        Raises:
+            ValueError: the run directory is closed.
+        """
         f = self._records
         if f is None:
             raise ValueError(f"{self.path}: run directory is closed")
         f.write(_dumps(record) + b"\n")
         f.flush()
         self.count += 1
+        self.on_record.fire(record)
 
     def write_phase(self, event: dict[str, Any]) -> None:
-        """Append one phase event (``phase_start`` / ``run_end``) and flush it."""
+        """Append one phase event (``phase_start`` / ``load_end`` / ``run_end``), flush it, then fire :attr:`on_phase`.
+
+        Raises:
+            ValueError: the run directory is closed.
+        """
         f = self._phases
         if f is None:
             raise ValueError(f"{self.path}: run directory is closed")
         f.write(_dumps(event) + b"\n")
         f.flush()
+        self.on_phase.fire(event)
 
     def close(self, status: str = "finished") -> None:
         """Record the end time and status in ``run.json`` and close the files (idempotent)."""

@@ -5,28 +5,38 @@ the embedded simulator (when there is no ``--host``) and the warm-up; it sends w
 message at each phase start carrying everything they need (profile, base URL, model, current step), so remote
 workers need only the locustfile. Workers send their records back in ``llmload_records`` batches; the master
 writes every record to ``records.jsonl``. A local run writes directly.
+
+The context is held once, by this process's :class:`Run` (:func:`current`), with the rest of the process's run
+state (exporter, metrics, lag watch, signal and worker bookkeeping); :func:`context` reads it.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import random
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import gevent
 
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
-from harness.config import Profile, ProfileError, PromptSpec, TargetSpec, load_profile
-from harness.http import HTTPError, HTTPTimeout
-from harness.records import RunDir, redact_url
+from harness.config import Profile, PromptSpec, TargetSpec
+from harness.exporter import Exporter
+from harness.metrics import RunMetrics
+from harness.records import RunDir
 
-__all__ = ["PhaseState", "RunContext", "context", "default_profile_path"]
+__all__ = [
+    "PhaseState",
+    "Run",
+    "RunContext",
+    "SignalState",
+    "WorkerBook",
+    "context",
+    "current",
+    "target_client",
+]
 
 log = logging.getLogger("llmload")
 
@@ -37,29 +47,6 @@ MSG_RECORDS = "llmload_records"
 MSG_STOP = "llmload_stop"
 MSG_STOPPED = "llmload_stopped"
 _FLUSH_INTERVAL_S = 0.5
-_PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
-
-
-def default_profile_path(host: str | None) -> Path:
-    """The profile used when ``--profile`` is not given: ``profiles/k26.yaml`` with a host, else the demo."""
-    return _PROFILES_DIR / ("k26.yaml" if host else "demo.yaml")
-
-
-def resolve_profile_path(arg: str | None, host: str | None) -> Path:
-    """``--profile`` as given (a file relative to the working directory, else in the repo's ``profiles/``).
-
-    A directory of that name in the working directory (``--profile demo`` run where ``./demo/`` exists) does not
-    hide ``profiles/demo.yaml``.
-    """
-    if not arg:
-        return default_profile_path(host)
-    p = Path(arg)
-    if p.is_file() or p.is_absolute():
-        return p
-    for alt in (_PROFILES_DIR / p.name, _PROFILES_DIR / f"{p.name}.yaml"):
-        if alt.exists():
-            return alt
-    return p
 
 
 def target_client(target: TargetSpec, base_url: str, timeouts: Timeouts) -> ChatClient:
@@ -102,7 +89,6 @@ class RunContext:
     _weights: list[float] = field(default_factory=list)
     _bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
     _runner: Any = None
-    _lag_watch: LagWatch = field(default_factory=LagWatch)
 
     def __post_init__(self) -> None:
         self._weights = list(itertools.accumulate(p.weight for p in self.profile.prompts))  # cumulative
@@ -127,22 +113,9 @@ class RunContext:
     def record(self, rec: dict[str, Any]) -> None:
         """Keep one request record: write it (local/master) or queue it for the master (worker)."""
         if self.run_dir is not None:
-            self.write(rec)
+            self.run_dir.write_record(rec)
         else:
             self._pending.append(rec)
-
-    def write(self, rec: dict[str, Any]) -> None:
-        """Write one record to the run directory (local/master: this process's and its workers' records), and
-        warn once per step when the load generator falls behind (:class:`harness.clientlag.LagWatch`).
-
-        Raises:
-            ValueError: the run directory is closed.
-        """
-        assert self.run_dir is not None
-        self.run_dir.write_record(rec)
-        warning = self._lag_watch.observe(rec)
-        if warning:
-            log.warning(warning)
 
     def start_flusher(self, runner: Any) -> None:
         """On a worker: send queued records to the master every 0.5 s."""
@@ -174,117 +147,77 @@ class RunContext:
         }
 
 
-_CONTEXT: RunContext | None = None
+@dataclass
+class SignalState:
+    """How far this process got in handling Ctrl-C and SIGTERM (:mod:`harness.locust.signals`)."""
+
+    #: Master / single process: the sweep is being stopped (a first Ctrl-C or a SIGTERM was taken).
+    interrupted: bool = False
+    #: ``time.monotonic()`` of the first SIGINT taken (a second one within the echo window is the same Ctrl-C).
+    first_sigint: float | None = None
+
+
+@dataclass
+class WorkerBook:
+    """The master's view of its workers, and a worker's own graceful stop (:mod:`harness.locust.drain`)."""
+
+    #: Master: requests in flight on each worker (client id -> count), from the workers' Locust reports.
+    in_flight: dict[str, int] = field(default_factory=dict)
+    #: Master: workers that answered MSG_STOP (all their records sent).
+    stopped: set[str] = field(default_factory=set)
+    #: Worker: the greenlet of its graceful stop once one started (a second request waits for it).
+    stop: Any = None
+
+
+@dataclass
+class Run:
+    """Everything one Locust process holds for its run; one per process (:func:`current`).
+
+    The context (:attr:`ctx`, with the run directory) is held here and nowhere else; :func:`context` reads it.
+    The Locust wiring (:mod:`harness.locust`) keeps the rest here: the exporter and its metrics (master or single
+    process), the client lag watch, the signal and worker bookkeeping, and the report text printed at quit.
+    """
+
+    ctx: RunContext | None = None
+    #: The run's exported metrics (listening to the run directory), when the exporter serves them.
+    metrics: RunMetrics | None = None
+    exporter: Exporter | None = None
+    #: Seconds the exporter waits at quit for a last scrape (``--metrics-linger``).
+    linger: float = 0.0
+    lag_watch: LagWatch = field(default_factory=LagWatch)
+    #: The Markdown report once written (None: not written or failed).
+    report_md: str | None = None
+    signals: SignalState = field(default_factory=SignalState)
+    workers: WorkerBook = field(default_factory=WorkerBook)
+
+    def hold(self, ctx: RunContext) -> None:
+        """Make ``ctx`` this process's context. Where it writes the run directory (master, single process) the
+        lag watch listens to every record written there and logs its warning (:class:`LagWatch`)."""
+        self.ctx = ctx
+        if ctx.run_dir is not None:
+            ctx.run_dir.on_record.add_listener(self._watch_lag)
+
+    def _watch_lag(self, rec: dict[str, Any]) -> None:
+        warning = self.lag_watch.observe(rec)
+        if warning:
+            log.warning(warning)
+
+
+_RUN = Run()
+
+
+def current() -> Run:
+    """This process's :class:`Run`."""
+    return _RUN
 
 
 def context() -> RunContext:
-    """This process's :class:`RunContext`.
+    """This process's :class:`RunContext` (``current().ctx``).
 
     Raises:
         RuntimeError: before the run was set up (on a worker: before the master's first phase message).
     """
-    if _CONTEXT is None:
+    ctx = _RUN.ctx
+    if ctx is None:
         raise RuntimeError("llmload: run context not set up yet (no profile loaded / no phase message received)")
-    return _CONTEXT
-
-
-def set_context(ctx: RunContext | None) -> None:
-    """Install (or clear) this process's context."""
-    global _CONTEXT
-    _CONTEXT = ctx
-
-
-def setup_master(profile_arg: str | None, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
-    """Load the profile, resolve the target (starting the simulator if needed), open the run directory.
-
-    Raises:
-        ProfileError: bad profile (before any load is sent).
-        RuntimeError: the target's model cannot be determined (no ``target.model`` and GET /v1/models failed).
-    """
-    path = resolve_profile_path(profile_arg, host)
-    profile = load_profile(path)
-    base_url = host or profile.target.base_url
-    sim = None
-    sim_meta: dict[str, Any] | None = None
-    if not base_url:
-        from harness.sim import launch  # the simulator is only imported when it is the target
-
-        s = profile.simulator
-        log.info("No --host and no target.base_url: starting the built-in simulator (preset %s)", s.preset)
-        sim = launch(
-            preset=s.preset,
-            flavour=s.flavour,
-            time_scale=s.time_scale,
-            seed=s.seed,
-            model=s.model,
-            extra_args=tuple(s.args),
-        )
-        base_url = sim.url
-        sim_meta = {
-            "preset": s.preset,
-            "flavour": s.flavour,
-            "time_scale": s.time_scale,
-            "seed": s.seed,
-            "args": s.args,
-        }
-    shown = redact_url(base_url)
-    key_env = profile.target.api_key_env
-    if key_env and not profile.target.api_key():
-        log.warning(
-            "llmload: %s: target.api_key_env names %s, which is unset or empty: no API key is sent", path, key_env
-        )
-    model = profile.target.model
-    if not model:
-        probe = target_client(profile.target, base_url, Timeouts(connect=10.0))
-        try:
-            models = probe.list_models()
-        except (HTTPError, HTTPTimeout, ValueError) as e:
-            if sim is not None:
-                sim.stop()
-            kind = getattr(e, "kind", "timeout" if isinstance(e, HTTPTimeout) else "bad response")
-            if kind in ("connect_error", "timeout"):
-                hint = "is the server up and the URL right?"
-            elif kind == "http_4xx" and ("HTTP 401" in str(e) or "HTTP 403" in str(e)):
-                hint = f"the server rejected the API key (target.api_key_env: {key_env or 'not set'})"
-            else:
-                hint = f"or set target.model in {path} to skip the model lookup"
-            raise RuntimeError(f"{shown}: GET /v1/models failed: {redact_url(str(e))}; {hint}") from None
-        if not models:
-            raise RuntimeError(f"{shown}: GET /v1/models returned no model; set target.model in {path}")
-        model = models[0]
-    ctx = RunContext(profile=profile, base_url=base_url, model=model, role=role, sim=sim)
-    meta = {
-        "profile_path": str(path),
-        "profile": profile.public_dict(),
-        "target": {"base_url": shown, "model": model, "simulator": sim is not None},
-        "simulator": sim_meta,
-    }
-    ctx.run_dir = RunDir.create(output_dir or profile.output.dir, profile.name, meta)
-    log.info("llmload: profile %s -> %s model %s; records in %s", path, shown, model, ctx.run_dir.path)
     return ctx
-
-
-def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContext:
-    """Build (or update) a worker's context from a ``llmload_phase`` message."""
-    global _CONTEXT
-    ctx = _CONTEXT
-    if ctx is None or ctx.base_url != data["base_url"] or ctx.model != data["model"]:
-        try:
-            profile = Profile.model_validate(data["profile"])
-        except Exception as e:  # pragma: no cover - the master validated it already
-            raise ProfileError(f"profile sent by the master: {e}") from None
-        ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
-        ctx.worker_id = worker_id
-        _CONTEXT = ctx
-    ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
-    return ctx
-
-
-def now_wall() -> float:
-    """Wall-clock epoch seconds (the timeline clock of records and phases)."""
-    return time.time()
-
-
-def env_flag(name: str) -> bool:
-    """True when the environment variable is set to a true-ish value."""
-    return os.environ.get(name, "").lower() in ("1", "true", "yes", "on")

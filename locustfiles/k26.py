@@ -6,7 +6,7 @@
 See the README for every option, the metric definitions and where records and reports go.
 """
 
-from harness import plugin  # noqa: F401  (registers the options, set-up, records and report)
+import harness.locust  # noqa: F401  (registers the options, set-up, records and report)
 from harness.shapes import ReasoningSweepShape
 from harness.users import ReasoningChatUser
 

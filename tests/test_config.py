@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import ProfileError, load_profile
+from harness.config import PROFILES_DIR, ProfileError, load_profile, resolve_profile_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,3 +115,12 @@ def test_prompt_class_groups_prompts(tmp_path: Path) -> None:
     assert [q.label for q in p.prompts] == ["short", "b"]  # the class, else the id
     assert load_profile(write(tmp_path, "name: t\nprompts:\n  - {id: a, class: 7, text: x}\n")).prompts[0].label == "7"
     assert p.public_dict()["prompts"][0]["class"] == "short"  # run.json spells it as the profile does
+
+
+def test_profile_name_is_not_hidden_by_a_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo").mkdir()
+    assert resolve_profile_path("demo", None) == PROFILES_DIR / "demo.yaml"
+    (tmp_path / "mine.yaml").write_text("name: mine\n")
+    assert resolve_profile_path("mine.yaml", None) == Path("mine.yaml")  # a file here still wins
+    assert resolve_profile_path("nothing", None) == Path("nothing")  # left for load_profile's error

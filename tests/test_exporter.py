@@ -1,4 +1,4 @@
-"""harness.exporter: metric families, naming conventions, the HTTP server, linger; the plugin's options."""
+"""harness.exporter: metric families, naming conventions, the HTTP server, linger."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
-from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +18,10 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT, Exporter, RunCollector, run_info
+from harness.catalogue import TIME_BUCKETS
+from harness.exporter import Exporter, RunCollector, run_info
 from harness.histogram import LogHistogram
-from harness.metrics import TIME_BUCKETS, RunMetrics
+from harness.metrics import RunMetrics
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "kimi-k2"
@@ -217,55 +216,6 @@ def test_port_in_use() -> None:
         port = s.getsockname()[1]
         with pytest.raises(OSError):
             Exporter("127.0.0.1", port).start()
-
-
-def test_plugin_opens_the_exporter_per_options(monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
-    from harness import plugin
-
-    def opts(**kw: Any) -> Namespace:
-        return Namespace(**{"no_metrics": False, "metrics_port": None, "metrics_addr": None, **kw})
-
-    assert plugin._open_exporter(opts(no_metrics=True)) is None
-    exp = plugin._open_exporter(opts(metrics_port=0))
-    assert exp is not None and exp.port > 0
-    try:
-        # The port is taken: an explicit --metrics-port stops the run (exit 2) ...
-        with pytest.raises(SystemExit) as ei:
-            plugin._open_exporter(opts(metrics_port=exp.port))
-        assert ei.value.code == 2
-        # ... the default port only warns (e.g. a second run on the same machine).
-        monkeypatch.setattr(plugin, "DEFAULT_PORT", exp.port)
-        assert plugin._open_exporter(opts()) is None
-        assert "Prometheus exporter NOT started" in caplog.text
-        # ... but not when the address was given explicitly either (the user asked for metrics there).
-        with pytest.raises(SystemExit) as ei:
-            plugin._open_exporter(opts(metrics_addr="127.0.0.1"))
-        assert ei.value.code == 2
-    finally:
-        exp.stop()
-    # An address this machine does not have, given explicitly: exit 2, not a run without metrics.
-    with pytest.raises(SystemExit) as ei:
-        plugin._open_exporter(opts(metrics_addr="192.0.2.1"))
-    assert ei.value.code == 2
-    for bad in (70000, -1):  # not a TCP port: one line, exit 2 (was an OverflowError traceback)
-        with pytest.raises(SystemExit) as ei:
-            plugin._open_exporter(opts(metrics_port=bad))
-        assert ei.value.code == 2
-    for linger in (-5.0, float("nan")):  # a negative linger was silently accepted
-        with pytest.raises(SystemExit) as ei:
-            plugin._open_exporter(opts(metrics_linger=linger))
-        assert ei.value.code == 2
-    assert DEFAULT_PORT == 9646 and DEFAULT_ADDR == "127.0.0.1"
-
-
-def test_locust_parses_the_options() -> None:
-    """The options are Locust options (locust --help does not list a locustfile's own options)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless",
-         "--metrics-port", "x"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 2 and "argument --metrics-port: invalid int value: 'x'" in proc.stderr
 
 
 def test_gevent_cooperative_serving() -> None:

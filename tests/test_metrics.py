@@ -1,4 +1,4 @@
-"""harness.metrics: counters and fixed-bucket histograms from request records, merging, the live estimate."""
+"""harness.metrics: counters and fixed-bucket histograms from request records, the live estimate."""
 
 from __future__ import annotations
 
@@ -6,16 +6,14 @@ import itertools
 import random
 from typing import Any
 
-import msgpack
 import pytest
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness.catalogue import TIME_BUCKETS, TOKEN_BUCKETS
 from harness.histogram import LogHistogram
 from harness.metrics import (
     MAX_PROMPT_LABELS,
-    TIME_BUCKETS,
-    TOKEN_BUCKETS,
     RunMetrics,
     StepEstimate,
     outcome_of,
@@ -77,6 +75,15 @@ def counter(m: RunMetrics, name: str, **labels: str) -> float:
     return total
 
 
+def hist_totals(m: RunMetrics) -> dict[str, float]:
+    """``<hist>_count`` / ``<hist>_sum`` summed over every label set of each histogram (as PromQL ``sum()``)."""
+    out: dict[str, float] = {}
+    for (name, _), h in m.hists.items():
+        out[name + "_count"] = out.get(name + "_count", 0) + h.count
+        out[name + "_sum"] = out.get(name + "_sum", 0.0) + h.sum
+    return out
+
+
 def test_bucket_layouts() -> None:
     assert TIME_BUCKETS[0] == 0.001 and TIME_BUCKETS[-1] == 7200.0
     assert all(b > a for a, b in itertools.pairwise(TIME_BUCKETS))
@@ -120,7 +127,7 @@ def test_counters_from_records() -> None:
     assert counter(m, "llmload_output_tokens", outcome="error") == 7
     assert counter(m, "llmload_prompt_tokens") == 12 * 4
     # Histograms skip missing values; each label set has its own series.
-    t = m.totals()
+    t = hist_totals(m)
     assert t["llmload_time_to_first_token_seconds_count"] == 5
     assert t["llmload_time_to_first_answer_token_seconds_count"] == 3
     assert t["llmload_time_per_output_token_seconds_count"] == 4
@@ -184,57 +191,6 @@ def test_inter_chunk_gaps_from_the_records_histogram() -> None:
     m = RunMetrics.of(MODEL, [rec(gap_hist=LogHistogram.of([0.0100001]).to_json())])
     h = next(h for (n, _), h in m.hists.items() if n == "llmload_inter_chunk_latency_seconds")
     assert h.cumulative()[TIME_BUCKETS.index(0.01)] == 0 and h.cumulative()[TIME_BUCKETS.index(0.015)] == 1
-
-
-def random_records(n: int, seed: int) -> list[dict[str, Any]]:
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        ok = rng.random() > 0.1
-        trunc = ok and rng.random() < 0.2
-        out.append(
-            rec(
-                prompt_id=rng.choice("abc"),
-                concurrency=rng.choice([1, 8, 16]),
-                e2e=rng.lognormvariate(1, 1),
-                ttft=rng.lognormvariate(-2, 1),
-                ok=ok,
-                truncated=trunc,
-                usable=ok and not trunc,
-                error_class=None if ok else rng.choice(["http_5xx", "timeout_idle"]),
-                finish_reason=("length" if trunc else "stop") if ok else None,
-                output_tokens=rng.randint(0, 5000),
-                gap_hist=LogHistogram.of(rng.uniform(0.01, 0.2) for _ in range(5)).to_json(),
-            )
-        )
-    return out
-
-
-def test_merge_of_deltas_equals_one_aggregate() -> None:
-    """Counters and bucket counts add up: any split of the records, shipped as deltas (msgpack, as Locust's
-    messages are), merges into exactly the aggregate of all of them."""
-    recs = random_records(400, 1)
-    whole = RunMetrics.of(MODEL, recs)
-    master = RunMetrics(MODEL)
-    workers = [RunMetrics(MODEL) for _ in range(3)]
-    rng = random.Random(2)
-    for i, r in enumerate(recs):
-        rng.choice(workers).observe(r)
-        if i % 50 == 49:  # a report every so often: ship and forget
-            for w in workers:
-                master.merge(msgpack.unpackb(msgpack.packb(w.delta())))
-    for w in workers:
-        master.merge(msgpack.unpackb(msgpack.packb(w.delta())))
-        assert not w.counters and not w.hists and w.records == 0
-    assert master.records == whole.records == 400
-    assert master.counters == whole.counters
-    assert {k: h.counts for k, h in master.hists.items()} == {k: h.counts for k, h in whole.hists.items()}
-    for k, h in whole.hists.items():
-        assert master.hists[k].sum == pytest.approx(h.sum, rel=1e-12)
-    bad = whole.to_wire()
-    bad["h"][0][2] = bad["h"][0][2][:-1]
-    with pytest.raises(ValueError, match="bucket layout"):
-        RunMetrics.of(MODEL, recs).merge(bad)
 
 
 # -- live hours-to-N -----------------------------------------------------------------------------------------
@@ -358,7 +314,7 @@ def test_series_count_is_bounded_with_thousands_of_distinct_prompts() -> None:
     assert {lb[5] for (n, lb) in m.counters if n == "llmload_requests"} == {"stop", "length", "none", "other"}
     assert {lb[4] for (n, lb) in m.counters if n == "llmload_request_errors"} == {"http_429", "other"}
     # Every request is still counted: capping relabels, never drops.
-    assert m.totals()["llmload_requests"] == 8000
+    assert counter(m, "llmload_requests") == 8000
 
 
 def test_prompt_class_is_the_label_and_the_cap_is_per_run() -> None:

@@ -51,3 +51,44 @@ def test_url_credentials_are_redacted() -> None:
     assert redact_url("http://user:pw123@10.0.0.1:8000/v1") == "http://***@10.0.0.1:8000/v1"
     assert _clean_argv(["locust", "--host", "https://u:p@h"]) == ["locust", "--host", "https://***@h"]
     assert redact_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000"
+
+
+def test_listeners_see_every_record_and_phase_event_after_it_is_on_disk(tmp_path: Path) -> None:
+    """RunDir announces each line it wrote (Locust EventHook style), in order; close() announces run_end."""
+    rd = RunDir.create(tmp_path, "x", {})
+    seen: list[tuple[str, dict[str, object], int]] = []
+
+    @rd.on_record.add_listener
+    def on_record(rec: dict[str, object]) -> None:
+        seen.append(("record", rec, len(read_records(rd.path))))  # already written and flushed
+
+    rd.on_phase.add_listener(lambda ev: seen.append(("phase", ev, len(read_phases(rd.path)))))
+    rd.write_phase({"event": "phase_start", "step": 1})
+    rd.write_record({"a": 1})
+    rd.write_record({"a": 2})
+    rd.on_record.remove_listener(on_record)
+    rd.write_record({"a": 3})  # no longer listened to
+    rd.close()
+    assert [(k, e.get("a", e.get("event")), n) for k, e, n in seen] == [
+        ("phase", "phase_start", 1),
+        ("record", 1, 1),
+        ("record", 2, 2),
+        ("phase", "run_end", 2),
+    ]
+    with pytest.raises(ValueError):
+        rd.on_record.remove_listener(on_record)
+
+
+def test_a_failing_listener_propagates_after_the_record_is_written(tmp_path: Path) -> None:
+    rd = RunDir.create(tmp_path, "x", {})
+    later: list[object] = []
+
+    def boom(rec: dict[str, object]) -> None:
+        raise RuntimeError("listener failed")
+
+    rd.on_record.add_listener(boom)
+    rd.on_record.add_listener(later.append)
+    with pytest.raises(RuntimeError, match="listener failed"):
+        rd.write_record({"a": 1})
+    rd.close()
+    assert read_records(rd.path) == [{"a": 1}] and rd.count == 1 and later == []

@@ -14,6 +14,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from harness.config import DEFAULT_HOURS_TO_N
 from harness.records import read_phases, read_records
 
 __all__ = [
@@ -24,9 +25,6 @@ __all__ = [
     "load_run",
     "record_end",
 ]
-
-#: Sample counts N for the hours-to-N table when the profile does not set ``report.hours_to_n``.
-DEFAULT_HOURS_TO_N: tuple[int, ...] = (100_000, 200_000, 500_000, 900_000)
 
 
 class NoRecordsError(FileNotFoundError):

@@ -293,7 +293,7 @@ def expected_from_records(recs: list[dict[str, Any]], model: str) -> dict[Key, f
 def _bounds(name: str) -> list[float]:
     if name == "llmload_request_output_tokens":
         return [float(2**i) for i in range(18)]
-    from harness.metrics import LAG_BUCKETS, TIME_BUCKETS
+    from harness.catalogue import LAG_BUCKETS, TIME_BUCKETS
 
     if name == "llmload_client_read_lag_seconds":
         return list(LAG_BUCKETS)
@@ -696,7 +696,7 @@ def check_sim_run(prom: Prometheus, run: LocustRun, model: str, spec_decoding: b
 def test_dashboard_json_is_provisionable() -> None:
     """Raw dashboard JSON (no exported ${DS_...} inputs), a datasource and a model variable, every llmload
     metric it queries is one the exporter exports, every query filters on $model, panels do not overlap."""
-    from harness.metrics import COUNTERS, HISTOGRAMS
+    from harness.catalogue import FAMILIES
 
     text = DASHBOARD.read_text()
     dash = json.loads(text)
@@ -706,10 +706,7 @@ def test_dashboard_json_is_provisionable() -> None:
     assert variables["model"]["definition"] == "label_values(llmload_run_info, model)"
     assert variables["model"]["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
     assert variables["window"]["type"] == "interval"
-    exported = {n + "_total" for n in COUNTERS} | {"llmload_run_info"}
-    exported |= {h + sfx for h in HISTOGRAMS for sfx in ("_bucket", "_sum", "_count")}
-    exported |= {"llmload_users", "llmload_requests_in_flight", "llmload_target_users", "llmload_step",
-                 "llmload_step_start_time_seconds", "llmload_estimated_time_to_samples_seconds"}  # fmt: skip
+    exported = {name for f in FAMILIES.values() for name in f.samples}
     exprs = dashboard_exprs(dash)
     assert len(exprs) >= 40
     used: set[str] = set()

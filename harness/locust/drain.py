@@ -1,0 +1,89 @@
+"""Stopping before the end without losing records: in-flight requests finish and their records reach the master.
+
+A reasoning request can stream for minutes. When a run stops early (Ctrl-C, SIGTERM, the web UI's Stop) the
+master sends every worker ``llmload_stop`` (:data:`harness.runtime.MSG_STOP`) with its stop timeout; each worker
+stops its users, in-flight requests given that timeout to finish (each user sends its last record as it stops),
+sends the records left and answers ``llmload_stopped``. The master waits for the answers (at most the stop timeout
++ :data:`STOP_MARGIN_S`) while it still receives messages. Without this, Locust's master quits 0.5 s after telling
+the workers to quit and the records of the requests that finish after that never reach ``records.jsonl``.
+"""
+
+from __future__ import annotations
+
+from locust.env import Environment
+
+import logging
+import time
+from typing import Any
+
+import gevent
+
+from harness.runtime import MSG_STOP, MSG_STOPPED, Run, current
+
+__all__ = ["STOP_MARGIN_S", "flush_worker_records", "stop_workers", "worker_stop_gracefully"]
+
+log = logging.getLogger("llmload")
+
+#: Seconds the master waits for the workers' MSG_STOPPED beyond the stop timeout.
+STOP_MARGIN_S = 10.0
+
+
+def flush_worker_records(run: Run) -> None:
+    """On a worker: send the queued records to the master now (no-op before the first phase message)."""
+    if run.ctx is not None:
+        run.ctx.flush()
+
+
+def worker_stop_gracefully(run: Run, runner: Any, stop_timeout: float) -> None:
+    """Worker: stop the users, in-flight requests given ``stop_timeout`` s to finish (each user sends its last
+    record as it stops), then send what is left to the master. Blocks until done; a second call (the master's
+    MSG_STOP after this worker's own Ctrl-C) waits for the first instead of starting another."""
+    g = run.workers.stop
+    if g is None:
+        runner.environment.stop_timeout = stop_timeout
+
+        def stop() -> None:
+            runner.stop()  # no-op when already stopped (e.g. the web UI's Stop reached the worker first)
+            flush_worker_records(run)
+
+        g = run.workers.stop = gevent.spawn(stop)
+    g.join()
+
+
+def on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
+    """Worker, on MSG_STOP: stop gracefully with the master's stop timeout (seconds), then answer MSG_STOPPED."""
+    runner = environment.runner
+    assert runner is not None
+    data = msg.data if isinstance(msg.data, dict) else {}
+    worker_stop_gracefully(current(), runner, float(data.get("stop_timeout") or 0.0))
+    runner.send_message(MSG_STOPPED, {})
+
+
+def on_worker_stopped(environment: Environment, msg: Any, **_: Any) -> None:
+    """Master, on MSG_STOPPED: that worker has sent all its records."""
+    current().workers.stopped.add(str(msg.node_id))
+
+
+def stop_workers(run: Run, runner: Any) -> None:
+    """Master, when a run stops before its end: have every connected worker stop its users and send its records,
+    and wait for their MSG_STOPPED (at most the stop timeout + :data:`STOP_MARGIN_S` seconds), logging the workers
+    that did not answer. A worker that quit meanwhile (its own Ctrl-C) sent its records before its quit message."""
+    workers = [c.id for c in runner.clients.all]
+    if not workers:
+        return
+    timeout = float(runner.environment.stop_timeout or 0.0)
+    log.info("llmload: run stopped: %d worker(s) finish in-flight requests (up to %.0f s)", len(workers), timeout)
+    stopped = run.workers.stopped
+    stopped.clear()
+    for w in workers:
+        runner.send_message(MSG_STOP, {"stop_timeout": timeout}, client_id=w)
+
+    def pending() -> set[str]:
+        return {w for w in workers if w not in stopped and w in runner.clients}
+
+    deadline = time.monotonic() + timeout + STOP_MARGIN_S
+    while time.monotonic() < deadline and pending():
+        gevent.sleep(0.1)
+    missing = sorted(pending())
+    if missing:
+        log.warning("llmload: no final records from worker(s) %s (their last requests are missing)", missing)

@@ -1,0 +1,142 @@
+"""Locust event listeners: run set-up at ``init``, record transport, and the end of the run.
+
+* ``init``: every process registers the messages; the master (or the single process) installs the signal
+  handlers, opens the exporter (first: a port in use stops the run before anything starts), loads the profile
+  and sets up the run (exit code 2 on a bad profile or an unreachable target) and serves its metrics; a worker
+  installs its Ctrl-C handler and waits for the master's first ``llmload_phase`` message.
+* Record transport: a worker builds its context from each ``llmload_phase`` message and sends its records to the
+  master in ``llmload_records`` batches (:class:`harness.runtime.RunContext`); the master writes them.
+* ``test_stop``: a worker flushes its records; a master whose run stopped early drains its workers
+  (:func:`harness.locust.drain.stop_workers`).
+* ``quitting``: the master (or the single process) closes the run directory with its status (finished,
+  interrupted, warmup_failed: exit code 3) and writes the report; ``quit``: prints it, lingers for a last
+  Prometheus scrape, stops the built-in simulator.
+"""
+
+from __future__ import annotations
+
+from locust import events
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+import logging
+import sys
+from typing import Any
+
+import gevent
+
+from harness.config import ProfileError
+from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, stop_workers
+from harness.locust.live import open_exporter, serve_run
+from harness.locust.options import metrics_options
+from harness.locust.setup import setup_master, setup_worker_from_message
+from harness.locust.signals import install_master_signals, install_worker_sigint
+from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, current
+
+__all__: list[str] = []
+
+log = logging.getLogger("llmload")
+
+#: Seconds the master waits at quitting for the workers' last record batches, which arrive after test_stop.
+_LAST_BATCH_WAIT_S = 1.0
+
+
+def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:])
+        ctx.start_flusher(runner)
+
+
+def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
+    ctx = current().ctx
+    if ctx is None or ctx.run_dir is None:
+        return
+    for rec in msg.data:
+        ctx.run_dir.write_record(rec)
+
+
+@events.init.add_listener
+def _on_init(environment: Environment, runner: Any, **_: Any) -> None:
+    run = current()
+    runner.register_message(MSG_PHASE, _on_phase)
+    runner.register_message(MSG_RECORDS, _on_records)
+    if isinstance(runner, WorkerRunner):
+        runner.register_message(MSG_STOP, on_stop_request, concurrent=True)
+        install_worker_sigint(run, runner)
+        return
+    if isinstance(runner, MasterRunner):
+        runner.register_message(MSG_STOPPED, on_worker_stopped)
+    install_master_signals(run, runner)
+    opts = environment.parsed_options
+    role = "master" if isinstance(runner, MasterRunner) else "local"
+    mo = metrics_options(opts)
+    exporter = open_exporter(mo)  # first: a port in use stops the run before anything starts
+    try:
+        ctx = setup_master(getattr(opts, "profile", None), environment.host, role, getattr(opts, "output_dir", None))
+    except (ProfileError, RuntimeError) as e:
+        if exporter is not None:
+            exporter.stop()
+        sys.stderr.write(f"llmload: {e}\n")
+        raise SystemExit(2) from None
+    run.hold(ctx)
+    environment.host = ctx.base_url
+    if not environment.stop_timeout:  # --stop-timeout not given: drain in-flight requests at the end
+        environment.stop_timeout = ctx.profile.steps.drain_timeout
+    if opts is not None:
+        opts.host = ctx.base_url
+    if exporter is not None and mo is not None:
+        serve_run(run, exporter, runner, mo.linger)
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment: Environment, **_: Any) -> None:
+    run = current()
+    runner = environment.runner
+    if isinstance(runner, WorkerRunner):
+        flush_worker_records(run)
+        return
+    if isinstance(runner, MasterRunner) and run.ctx is not None and not run.ctx.finished:
+        stop_workers(run, runner)
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Environment, **_: Any) -> None:
+    run = current()
+    if isinstance(environment.runner, WorkerRunner):
+        flush_worker_records(run)
+        return
+    ctx = run.ctx
+    if ctx is None or ctx.run_dir is None:
+        return
+    if isinstance(environment.runner, MasterRunner):
+        gevent.sleep(_LAST_BATCH_WAIT_S)  # the workers' last record batches arrive after test_stop (see README)
+    warmup_error = getattr(environment.shape_class, "warmup_error", None)
+    status = "finished" if ctx.finished else ("warmup_failed" if warmup_error else "interrupted")
+    if warmup_error:
+        environment.process_exit_code = 3
+    ctx.run_dir.close(status)
+    try:
+        from harness.report import write_report
+
+        _, run.report_md = write_report(ctx.run_dir.path)
+    except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
+        log.exception("llmload: report failed: %s (rebuild with: llmload report %s)", e, ctx.run_dir.path)
+        run.report_md = None
+
+
+@events.quit.add_listener
+def _on_quit(**_: Any) -> None:
+    run = current()
+    ctx = run.ctx
+    if ctx is None:
+        return
+    if run.report_md:
+        sys.stdout.write("\n" + run.report_md + "\n")
+    if ctx.run_dir is not None:
+        sys.stdout.write(f"\nllmload: records and report in {ctx.run_dir.path}\n")
+    sys.stdout.flush()
+    if run.exporter is not None:
+        run.exporter.linger(run.linger)
+    if ctx.sim is not None:
+        ctx.sim.stop()

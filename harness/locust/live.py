@@ -1,0 +1,105 @@
+"""Live metrics: the Prometheus exporter on the master (or the single process), fed by the run directory.
+
+The records are the ground truth: whatever writes a record (local users, the warm-up, the master for its
+workers' batches) goes through :meth:`harness.records.RunDir.write_record`, and the run's
+:class:`harness.metrics.RunMetrics` listens to it (``on_record``) and to the phase events (``on_phase``), so the
+exported totals equal ``records.jsonl`` exactly. Workers add their in-flight request count to their Locust
+reports; the master adds them up for ``llmload_requests_in_flight``.
+"""
+
+from __future__ import annotations
+
+from locust import events
+
+import logging
+import sys
+from typing import Any
+
+from harness.exporter import Exporter, RunCollector, run_info
+from harness.locust.options import MetricsOptions
+from harness.metrics import IN_FLIGHT, RunMetrics, prompt_labels
+from harness.runtime import Run, current
+
+__all__ = ["open_exporter", "serve_run"]
+
+log = logging.getLogger("llmload")
+
+#: Key of llmload's part of a worker's Locust report.
+_REPORT_KEY = "llmload_metrics"
+
+
+def open_exporter(mo: MetricsOptions | None) -> Exporter | None:
+    """Start the exporter's HTTP server (nothing to serve yet) per the ``--metrics-*`` options
+    (:func:`harness.locust.options.metrics_options`); None with ``--no-metrics`` (``mo`` None) or when the default
+    address and port cannot be bound (e.g. another run on this machine has them: a warning is logged).
+
+    Raises:
+        SystemExit: code 2 (one line on stderr) when an explicit ``--metrics-port`` or ``--metrics-addr`` cannot
+            be bound.
+    """
+    if mo is None:
+        return None
+    exporter = Exporter(mo.addr, mo.port)
+    try:
+        exporter.start()
+    except (OSError, OverflowError, ValueError) as e:
+        if mo.explicit:
+            sys.stderr.write(f"llmload: cannot serve metrics on {mo.addr}:{mo.port}: {e} (use --no-metrics to skip)\n")
+            raise SystemExit(2) from None
+        log.warning(
+            "llmload: Prometheus exporter NOT started on %s:%d: %s (see --metrics-port)", mo.addr, mo.port, e
+        )
+        return None
+    return exporter
+
+
+def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMetrics:
+    """Count every record and phase event written to the run's directory and serve them with ``exporter``.
+
+    ``run.ctx`` must be set up with its run directory (master or single process). Sets ``run.metrics``,
+    ``run.exporter`` and ``run.linger`` (seconds to wait at quit for a last scrape); returns the metrics.
+    """
+    ctx = run.ctx
+    assert ctx is not None and ctx.run_dir is not None
+    labels = prompt_labels((q.label, q.weight, q.prompt_class is not None) for q in ctx.profile.prompts)
+    if len(labels) > len(set(labels.values())):
+        log.warning(
+            "llmload: %d prompt classes: the Prometheus 'prompt' label shows %s, the rest as 'other' "
+            "(give prompts a 'class' in the profile to group them)",
+            len(labels),
+            sorted(set(labels.values()) - {"other"}) or "none of them",
+        )
+    metrics = RunMetrics(ctx.model, labels)
+    run_dir = ctx.run_dir
+    run_dir.on_record.add_listener(metrics.observe)
+    run_dir.on_phase.add_listener(metrics.on_phase)
+    workers = run.workers.in_flight
+
+    def in_flight() -> int:
+        clients = getattr(runner, "clients", None)
+        return IN_FLIGHT.n + sum(n for cid, n in workers.items() if clients is None or cid in clients)
+
+    exporter.attach(
+        RunCollector(
+            metrics,
+            run_info(ctx.profile.name, ctx.base_url, run_dir.path.name),
+            ctx.profile.report.hours_to_n[0],
+            users=lambda: runner.user_count,
+            in_flight=in_flight,
+        )
+    )
+    run.metrics, run.exporter, run.linger = metrics, exporter, linger
+    log.info("llmload: Prometheus metrics on %s", exporter.url)
+    return metrics
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(data: dict[str, Any], **_: Any) -> None:
+    data[_REPORT_KEY] = {"in_flight": IN_FLIGHT.n}
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    m = data.get(_REPORT_KEY)
+    if isinstance(m, dict):
+        current().workers.in_flight[client_id] = int(m.get("in_flight") or 0)

@@ -1,0 +1,93 @@
+"""llmload's command-line options, added to Locust's parser, and the checks of the ``--metrics-*`` values.
+
+``--profile`` is Locust's own option (a free-form run label there); llmload reads it as the profile path
+(:func:`harness.config.resolve_profile_path`). The others are added here; Locust lists them in ``--help`` of a
+run with the locustfile.
+"""
+
+from __future__ import annotations
+
+from locust import events
+
+import sys
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
+
+__all__ = ["MetricsOptions", "metrics_options"]
+
+
+@events.init_command_line_parser.add_listener
+def _add_options(parser: Any, **_: Any) -> None:
+    parser.add_argument(
+        "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        include_in_web_ui=False,
+        help=f"port of the Prometheus exporter (default {DEFAULT_PORT}; 0 picks a free port)",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        default=None,
+        include_in_web_ui=False,
+        help=f"bind address of the Prometheus exporter (default {DEFAULT_ADDR}; 0.0.0.0 for every interface)",
+    )
+    parser.add_argument(
+        "--no-metrics", action="store_true", default=False, include_in_web_ui=False, help="no Prometheus exporter"
+    )
+    parser.add_argument(
+        "--metrics-linger",
+        type=float,
+        default=30.0,
+        include_in_web_ui=False,
+        help="at exit, if the exporter was scraped during the run, wait up to this many seconds for one more "
+        "scrape so Prometheus gets the final totals (default 30; 0: exit at once)",
+    )
+
+
+@dataclass(frozen=True)
+class MetricsOptions:
+    """Where the exporter serves, from ``--metrics-addr`` / ``--metrics-port`` / ``--metrics-linger``."""
+
+    addr: str
+    #: TCP port, 0-65535 (0: the OS picks one).
+    port: int
+    #: The address or the port was given on the command line (then failing to bind it stops the run).
+    explicit: bool
+    #: Seconds to wait at exit for a last scrape (>= 0).
+    linger: float
+
+
+def _fail(message: str) -> NoReturn:
+    sys.stderr.write(f"llmload: {message}\n")
+    raise SystemExit(2)
+
+
+def metrics_options(opts: Any) -> MetricsOptions | None:
+    """The exporter's settings from Locust's parsed options (attributes missing: defaults); None with
+    ``--no-metrics``.
+
+    Raises:
+        SystemExit: code 2, one line on stderr, for a negative or NaN ``--metrics-linger`` or a port outside
+            0-65535.
+    """
+    if getattr(opts, "no_metrics", False):
+        return None
+    linger = getattr(opts, "metrics_linger", 0.0)
+    if linger is not None and not float(linger) >= 0.0:
+        _fail(f"--metrics-linger {linger}: must be >= 0 seconds (0: do not wait)")
+    port_arg = getattr(opts, "metrics_port", None)
+    addr_arg = getattr(opts, "metrics_addr", None)
+    port = DEFAULT_PORT if port_arg is None else int(port_arg)
+    if not 0 <= port <= 65535:
+        _fail(f"--metrics-port {port}: not a TCP port (0-65535; 0 picks a free one)")
+    return MetricsOptions(
+        addr=addr_arg or DEFAULT_ADDR,
+        port=port,
+        explicit=port_arg is not None or addr_arg is not None,
+        linger=float(linger or 0.0),
+    )

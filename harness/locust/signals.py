@@ -1,0 +1,118 @@
+"""Ctrl-C (SIGINT) and SIGTERM: on the master or the single process, and on workers.
+
+The state (first SIGINT time, interrupted) is the process's :class:`harness.runtime.SignalState`
+(``current().signals``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import gevent
+
+from harness.locust.drain import worker_stop_gracefully
+from harness.runtime import Run
+
+__all__ = ["SIGINT_ECHO_S", "TERM_DRAIN_S", "install_master_signals", "install_worker_sigint"]
+
+log = logging.getLogger("llmload")
+
+#: A SIGINT this many seconds or less after the first is the same Ctrl-C delivered twice, not a second Ctrl-C.
+SIGINT_ECHO_S = 0.5
+#: Seconds in-flight requests get to finish after a SIGTERM (docker stop waits 10 s before SIGKILL).
+TERM_DRAIN_S = 3.0
+
+
+def _interrupt_main() -> None:
+    """Raise KeyboardInterrupt in the main greenlet, as gevent does for a Ctrl-C: Locust's own Ctrl-C path."""
+    gevent.get_hub().handle_system_error(KeyboardInterrupt, KeyboardInterrupt())
+
+
+def _echo(run: Run, now: float) -> bool:
+    """True when a SIGINT at ``now`` is the first one delivered again (a terminal's Ctrl-C reaches the whole
+    process group, and GNU ``timeout`` forwards the one it got to its child as well)."""
+    first = run.signals.first_sigint
+    return first is not None and now - first < SIGINT_ECHO_S
+
+
+def install_master_signals(run: Run, runner: Any) -> None:
+    """Ctrl-C and SIGTERM on the master or the single process.
+
+    * First SIGINT: Locust's Ctrl-C path (users stop, in-flight requests finish up to the stop timeout, records
+      kept, report written, status interrupted). Handled here rather than by Python's default handler so that it
+      also works when the process inherited SIGINT as ignored (a background job of a non-interactive shell,
+      which is how ``--processes`` masters ignored Ctrl-C and SIGTERM).
+    * Second SIGINT (at least :data:`SIGINT_ECHO_S` after the first): abort at once (exit 130): no report,
+      run.json stays "running"; the records are on disk (flushed per record) and ``llmload report RUN_DIR``
+      rebuilds the report. A SIGINT sooner than that is the first one delivered twice.
+    * SIGTERM while the sweep runs: the first-SIGINT path with in-flight requests given :data:`TERM_DRAIN_S`.
+      Locust 2.47 installs its own SIGTERM handler only after a headless shape has finished, so a SIGTERM during
+      the sweep (``timeout``, docker stop, Kubernetes, Slurm) killed the process with no report; afterwards
+      Locust's handler is in place.
+    """
+    state = run.signals
+
+    def on_int() -> None:
+        now = time.monotonic()
+        if _echo(run, now):
+            return
+        if state.interrupted:
+            sys.stderr.write("llmload: second Ctrl-C: aborting now (no report; records kept: llmload report DIR)\n")
+            sys.stderr.flush()
+            os._exit(130)
+        state.interrupted = True
+        state.first_sigint = now
+        log.warning("llmload: Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
+        _interrupt_main()
+
+    def on_term() -> None:
+        shape = getattr(runner, "shape_greenlet", None)
+        if shape is not None and not shape.dead and not state.interrupted:
+            log.warning("llmload: SIGTERM: stopping the sweep as for Ctrl-C (records kept, report written)")
+            env = runner.environment
+            env.stop_timeout = min(env.stop_timeout or 0.0, TERM_DRAIN_S)  # a SIGKILL usually follows soon
+            state.interrupted = True
+            _interrupt_main()
+
+    gevent.signal_handler(signal.SIGINT, on_int)
+    gevent.signal_handler(signal.SIGTERM, on_term)
+
+
+def install_worker_sigint(run: Run, runner: Any) -> None:
+    """Worker: the first Ctrl-C (SIGINT) lets in-flight requests finish (up to the profile's
+    ``steps.drain_timeout``) and sends their records before the worker quits; a second one quits at once.
+
+    Locust's worker quits on SIGINT at once, killing its users mid-request; a terminal's Ctrl-C reaches every
+    process of ``--processes N`` (and a worker's own terminal), so without this the records of the requests in
+    flight were lost even though the master waits for them. The quit itself is Locust's SIGTERM path."""
+
+    def quit_now() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # Locust's handler: shutdown(), the worker tells the master it quits
+
+    def on_int() -> None:
+        now = time.monotonic()
+        if run.signals.first_sigint is not None:
+            if _echo(run, now):
+                return
+            log.warning("llmload: second Ctrl-C: quitting now")
+            quit_now()
+            return
+        run.signals.first_sigint = now
+        if run.ctx is None:  # no phase message yet: nothing in flight
+            quit_now()
+            return
+        timeout = float(run.ctx.profile.steps.drain_timeout)
+        log.warning("llmload: Ctrl-C: in-flight requests finish (up to %.0f s), then quit; Ctrl-C again: now", timeout)
+
+        def stop_then_quit() -> None:
+            worker_stop_gracefully(run, runner, timeout)
+            quit_now()
+
+        gevent.spawn(stop_then_quit)
+
+    gevent.signal_handler(signal.SIGINT, on_int)

@@ -1,0 +1,91 @@
+"""harness.locust.drain: the master asks its workers to stop and waits for their last records (bounded)."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import gevent
+import pytest
+
+from harness.locust import drain
+from harness.runtime import MSG_STOP, MSG_STOPPED, Run
+
+
+class Clients(dict[str, Any]):
+    """Locust's master ``runner.clients``: ``.all`` and ``in`` by client id."""
+
+    @property
+    def all(self) -> list[Any]:
+        return list(self.values())
+
+
+def master(ids: list[str], stop_timeout: float, answer: set[str]) -> SimpleNamespace:
+    """A master runner whose workers in ``answer`` reply MSG_STOPPED 0.2 s after MSG_STOP (``answered``: when)."""
+    sent: list[tuple[str, Any, str]] = []
+    answered: dict[str, float] = {}
+
+    def reply(client_id: str) -> None:
+        gevent.sleep(0.2)
+        answered[client_id] = time.monotonic()
+        drain.on_worker_stopped(SimpleNamespace(), SimpleNamespace(node_id=client_id, data={}))
+
+    def send_message(kind: str, data: Any, client_id: str) -> None:
+        sent.append((kind, data, client_id))
+        if client_id in answer:
+            gevent.spawn(reply, client_id)
+
+    return SimpleNamespace(
+        clients=Clients({i: SimpleNamespace(id=i) for i in ids}),
+        environment=SimpleNamespace(stop_timeout=stop_timeout),
+        send_message=send_message,
+        sent=sent,
+        answered=answered,
+    )
+
+
+def test_master_waits_for_every_worker_then_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = Run()
+    monkeypatch.setattr(drain, "current", lambda: run)
+    runner = master(["a", "b"], stop_timeout=5.0, answer={"a", "b"})
+    t0 = time.monotonic()
+    drain.stop_workers(run, runner)
+    done = time.monotonic()
+    assert set(runner.answered) == {"a", "b"} and max(runner.answered.values()) <= done < t0 + 2.0
+    assert sorted(runner.sent, key=lambda s: s[2]) == [(MSG_STOP, {"stop_timeout": 5.0}, "a"),
+                                                       (MSG_STOP, {"stop_timeout": 5.0}, "b")]  # fmt: skip
+    assert run.workers.stopped == {"a", "b"}
+
+
+def test_a_silent_worker_is_waited_for_at_most_the_stop_timeout_plus_margin(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = Run()
+    monkeypatch.setattr(drain, "current", lambda: run)
+    monkeypatch.setattr(drain, "STOP_MARGIN_S", 0.3)
+    runner = master(["a", "silent"], stop_timeout=0.2, answer={"a"})
+    t0 = time.monotonic()
+    drain.stop_workers(run, runner)
+    assert 0.45 < time.monotonic() - t0 < 2.0
+    assert "no final records from worker(s) ['silent']" in caplog.text
+
+
+def test_worker_stops_once_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MSG_STOP on a worker: users stopped with the master's timeout, records flushed, MSG_STOPPED sent; a second
+    request (its own Ctrl-C meanwhile) waits for the same stop instead of starting another."""
+    run = Run()
+    monkeypatch.setattr(drain, "current", lambda: run)
+    stops: list[float] = []
+    answers: list[str] = []
+    env = SimpleNamespace(stop_timeout=0.0)
+
+    def stop() -> None:
+        stops.append(env.stop_timeout)
+        gevent.sleep(0.1)
+
+    runner = SimpleNamespace(environment=env, stop=stop, send_message=lambda kind, data: answers.append(kind))
+    env.runner = runner
+    drain.on_stop_request(env, SimpleNamespace(data={"stop_timeout": 42.0}))
+    drain.worker_stop_gracefully(run, runner, 1.0)
+    assert stops == [42.0] and answers == [MSG_STOPPED]

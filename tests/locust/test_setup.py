@@ -1,0 +1,63 @@
+"""harness.locust.setup: the master's setup of a run, a worker's from the phase messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness.runtime as runtime
+from harness.config import PROFILES_DIR, load_profile
+from harness.locust.setup import setup_master, setup_worker_from_message
+
+
+def test_model_discovery_uses_the_profiles_tls_and_header_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GET /v1/models goes through a client built like the users' (verify_tls: false was ignored there, so a
+    self-signed server failed discovery while the chat requests would have worked)."""
+    seen: list[dict[str, Any]] = []
+
+    class FakeClient:
+        def __init__(self, base_url: str, **kw: Any) -> None:
+            seen.append({"base_url": base_url, **kw})
+
+        def list_models(self) -> list[str]:
+            return ["m1"]
+
+    monkeypatch.setattr(runtime, "ChatClient", FakeClient)
+    prof = tmp_path / "p.yaml"
+    prof.write_text(
+        """
+name: tls
+target: {base_url: "https://127.0.0.1:8443", verify_tls: false, headers: {X-Team: bench}}
+prompts: [{id: a, text: hi}]
+output: {dir: "%s"}
+"""
+        % (tmp_path / "runs")
+    )
+    ctx = setup_master(str(prof), None, "local")
+    try:
+        assert ctx.model == "m1"
+        assert seen and seen[0]["verify_tls"] is False and seen[0]["headers"] == {"X-Team": "bench"}
+    finally:
+        assert ctx.run_dir is not None
+        ctx.run_dir.close()
+
+
+def test_worker_context_comes_from_phase_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first phase message builds the worker's context (held by the process's Run); later ones move it to the
+    new step; a message for another target builds a new one."""
+    run = runtime.Run()
+    monkeypatch.setattr(runtime, "_RUN", run)
+    profile = load_profile(PROFILES_DIR / "demo.yaml")
+    msg = runtime.RunContext(profile, "http://127.0.0.1:1/v1", "m", "master").phase_message()
+    ctx = setup_worker_from_message(msg, "abc123")
+    assert runtime.context() is ctx and run.ctx is ctx
+    assert (ctx.role, ctx.worker_id, ctx.run_dir, ctx.model) == ("worker", "abc123", None, "m")
+    assert ctx.state == runtime.PhaseState("warmup", -1, 0)
+    assert setup_worker_from_message({**msg, "phase": "step", "step": 2, "concurrency": 16}, "abc123") is ctx
+    assert ctx.state == runtime.PhaseState("step", 2, 16)
+    other = setup_worker_from_message({**msg, "base_url": "http://127.0.0.1:2/v1"}, "abc123")
+    assert other is not ctx and runtime.context() is other
