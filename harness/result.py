@@ -357,6 +357,8 @@ def _record_fields() -> tuple[RecordField, ...]:
     version = f"record layout version ({RECORD_SCHEMA}; records without it are schema 1)"
     out = [RecordField("schema", "int", "", False, version)]
     for f in fields(RequestResult):
+        if "doc" not in f.metadata:
+            raise TypeError(f"RequestResult.{f.name}: declare it with metadata=_doc(unit, meaning) (the record schema)")
         t = str(f.type)
         out.append(
             RecordField(f.name, t, f.metadata["unit"], "None" in t, f.metadata["doc"], f.metadata["omit_empty"])
