@@ -113,12 +113,13 @@ def _cpu_of(one: Callable[[], int], streams: int) -> tuple[float, int]:
 
 def run_harness(url: str, streams: int, requests: int) -> tuple[float, int]:
     from harness.client import ChatClient
+    from harness.result import RequestIdentity
 
     def one() -> int:
         c = ChatClient(url)
         n = 0
         for _ in range(requests):
-            r = c.stream_chat({"model": "bench", "messages": [{"role": "user", "content": "x"}]}, prompt_id="b")
+            r = c.stream_chat({"model": "bench", "messages": [{"role": "user", "content": "x"}]}, RequestIdentity("b"))
             assert r.ok, (r.error_class, r.error_detail)
             n += r.chunks
         c.close()

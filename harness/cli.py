@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return report_main(rest, prog="llmload report")
     if cmd == "fidelity":
-        from harness.fidelity import main as fidelity_main
+        from harness.report.fidelity import main as fidelity_main
 
         return int(fidelity_main(rest) or 0)
     if cmd == "panels":

@@ -19,22 +19,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from orjson import dumps as _dumps
+from orjson import loads as _loads
+
 from harness import __version__
 from harness.http import ChunkedDecoder, Connection, HTTPError, HTTPTimeout, Origin
 from harness.interpret import StreamInterpreter
-from harness.result import RequestResult
+from harness.result import RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
-
-try:
-    from orjson import dumps as _dumps
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    import json
-
-    def _dumps(obj: Any) -> bytes:  # type: ignore[misc]
-        return json.dumps(obj, separators=(",", ":")).encode()
-
-    _loads = json.loads  # type: ignore[assignment]
 
 __all__ = ["ChatClient", "Timeouts"]
 
@@ -133,11 +125,8 @@ class ChatClient:
     def stream_chat(
         self,
         payload: dict[str, Any],
+        identity: RequestIdentity,
         *,
-        prompt_id: str,
-        phase: str = "step",
-        step: int = 0,
-        concurrency: int = 1,
         keep_chunk_times: bool = False,
         timeouts: Timeouts | None = None,
     ) -> RequestResult:
@@ -146,7 +135,8 @@ class ChatClient:
         Args:
             payload: the JSON body (``messages``, ``model``, ``max_tokens``...); ``stream`` and
                 ``stream_options.include_usage`` are forced on.
-            prompt_id, phase, step, concurrency: copied into the result.
+            identity: who sends it and when in the run, copied into the result (the result's ``max_tokens`` is
+                the payload's ``max_tokens``, else ``max_completion_tokens``).
             keep_chunk_times: keep every token-bearing chunk's arrival time in the result.
             timeouts: override the client's timeouts for this request (e.g. the warm-up's).
 
@@ -162,7 +152,7 @@ class ChatClient:
         max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
         data = _dumps(body)
         req = f"POST {self._path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
-        res = RequestResult(prompt_id=prompt_id, phase=phase, step=step, concurrency=concurrency, max_tokens=max_tokens)
+        res = RequestResult.for_request(identity, max_tokens)
         interp = StreamInterpreter(max_tokens, keep_chunk_times)
         perf = time.perf_counter
         try:

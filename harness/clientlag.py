@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.result import RequestResult
+
 __all__ = ["CLIENT_LAG_LIMIT_S", "CLIENT_STARVED_PCT", "SEVERE_LAG_S", "LagWatch"]
 
 #: A request whose client read lag exceeds this many seconds was read late by a busy client.
@@ -45,20 +47,25 @@ class LagWatch:
         self._steps: dict[tuple[str, int], list[float]] = {}  # (phase, step) -> [stamped, late, max lag]
         self._warned: set[tuple[str, int]] = set()
 
-    def observe(self, rec: Mapping[str, Any]) -> str | None:
-        """Count one record (a ``records.jsonl`` dict); return a warning the first time its step is starved.
+    def observe(self, rec: RequestResult | Mapping[str, Any]) -> str | None:
+        """Count one request (a result, or its ``records.jsonl`` dict); return a warning the first time its step
+        is starved.
 
         Warm-up records and records without ``read_lag_max`` (TLS, non-Linux) are ignored.
+
+        Raises:
+            ValueError: a record of a schema version this harness cannot read.
         """
-        lag = rec.get("read_lag_max")
-        if lag is None or rec.get("phase") == "warmup":
+        res = rec if isinstance(rec, RequestResult) else RequestResult.from_record(rec)
+        lag = res.read_lag_max
+        if lag is None or res.phase == "warmup":
             return None
-        key = (str(rec.get("phase")), int(rec.get("step") or 0))
+        key = (res.phase, res.step)
         s = self._steps.setdefault(key, [0.0, 0.0, 0.0])
         s[0] += 1
         if lag > CLIENT_LAG_LIMIT_S:
             s[1] += 1
-        s[2] = max(s[2], float(lag))
+        s[2] = max(s[2], lag)
         if key in self._warned:
             return None
         share_rule = s[0] >= self.min_requests and 100.0 * s[1] / s[0] > CLIENT_STARVED_PCT
@@ -66,7 +73,7 @@ class LagWatch:
             return None
         self._warned.add(key)
         return (
-            f"llmload: the LOAD GENERATOR IS FALLING BEHIND at C={rec.get('concurrency')}: {int(s[1])} of "
+            f"llmload: the LOAD GENERATOR IS FALLING BEHIND at C={res.concurrency}: {int(s[1])} of "
             f"{int(s[0])} requests so far were read more than {CLIENT_LAG_LIMIT_S:g} s after their bytes arrived "
             f"(max {s[2]:.2f} s), so this step's throughput will be the client's limit, not the server's. Run "
             "Locust on other CPUs than the server, or use more worker processes (--processes N)."

@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.client import Timeouts
-from harness.metrics import RESERVED_PROMPT_LABELS
+from harness.result import RESERVED_PROMPT_LABELS
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.catalogue import HISTOGRAMS, TIME_BUCKETS
 from harness.histogram import bucket_value
-from harness.result import ERROR_CLASSES
+from harness.result import ERROR_CLASSES, FINISH_REASONS, RESERVED_PROMPT_LABELS, RequestResult
 
 __all__ = [
     "FINISH_REASONS",
@@ -52,10 +52,9 @@ OUTCOMES = ("usable", "truncated", "error")
 
 #: Distinct ``prompt`` label values kept per run; records of further prompt classes are labelled ``other``.
 MAX_PROMPT_LABELS = 32
-#: ``prompt`` label values the exporter itself gives: prompts beyond the label map, and the warm-up request.
-RESERVED_PROMPT_LABELS = ("other", "warmup")
-#: ``finish_reason`` label values kept as sent (plus ``none`` when absent); anything else is ``other``.
-FINISH_REASONS = frozenset({"stop", "length", "abort", "tool_calls", "content_filter", "function_call", "eos"})
+# ``prompt`` label values the exporter itself gives (prompts beyond the label map, the warm-up request):
+# harness.result.RESERVED_PROMPT_LABELS. ``finish_reason`` label values kept as sent (plus ``none`` when absent):
+# harness.result.FINISH_REASONS; anything else is ``other``. Both are imported above and re-exported.
 
 
 def prompt_labels(prompts: Iterable[tuple[str, float, bool]], limit: int = MAX_PROMPT_LABELS) -> dict[str, str]:
@@ -87,11 +86,11 @@ def prompt_labels(prompts: Iterable[tuple[str, float, bool]], limit: int = MAX_P
     return {c: (c if c in kept else "other") for c in weight}
 
 
-def outcome_of(rec: Mapping[str, Any]) -> str:
+def outcome_of(res: RequestResult) -> str:
     """``error`` for a failed request, ``truncated`` for a truncated success, else ``usable``."""
-    if not rec.get("ok"):
+    if not res.ok:
         return "error"
-    return "truncated" if rec.get("truncated") else "usable"
+    return "truncated" if res.truncated else "usable"
 
 
 class Hist:
@@ -216,38 +215,41 @@ class RunMetrics:
             h = self.hists[key] = Hist(n_bounds)
         return h
 
-    def observe(self, rec: Mapping[str, Any]) -> None:
-        """Count one request record (a dict as written to ``records.jsonl``)."""
-        with self.lock:
-            self._observe(rec)
+    def observe(self, rec: RequestResult | Mapping[str, Any]) -> None:
+        """Count one request: a result, or its record (a dict as written to ``records.jsonl``, read with
+        :meth:`RequestResult.from_record`).
 
-    def _observe(self, rec: Mapping[str, Any]) -> None:
+        Raises:
+            ValueError: a record of a schema version this harness cannot read.
+        """
+        res = rec if isinstance(rec, RequestResult) else RequestResult.from_record(rec)
+        with self.lock:
+            self._observe(res)
+
+    def _observe(self, res: RequestResult) -> None:
         self.records += 1
-        if rec.get("phase") == "warmup":  # the shape's own warm-up request, not a prompt of the mix
+        if res.phase == "warmup":  # the shape's own warm-up request, not a prompt of the mix
             prompt = "warmup"
         else:
-            prompt = self._prompt_label(str(rec.get("prompt_class") or rec.get("prompt_id")))
-        base = (self.model, str(rec.get("phase")), str(rec.get("concurrency")), prompt)
-        outcome = outcome_of(rec)
-        fr = rec.get("finish_reason")
+            prompt = self._prompt_label(res.prompt_class or res.prompt_id)
+        base = (self.model, res.phase, str(res.concurrency), prompt)
+        outcome = outcome_of(res)
+        fr = res.finish_reason
         self._inc(
             "llmload_requests", (*base, outcome, ("none" if not fr else fr if fr in FINISH_REASONS else "other")), 1
         )
         if outcome == "error":
-            ec = rec.get("error_class")
+            ec = res.error_class
             self._inc("llmload_request_errors", (*base, ec if ec in ERROR_CLASSES else "other"), 1)
-        if rec.get("truncated"):
-            self._inc(
-                "llmload_truncated_requests", (*base, "reasoning" if rec.get("truncated_in_reasoning") else "answer"), 1
-            )
-        out = int(rec.get("output_tokens") or 0)
-        reasoning = int(rec.get("reasoning_tokens") or 0)
+        if res.truncated:
+            self._inc("llmload_truncated_requests", (*base, "reasoning" if res.truncated_in_reasoning else "answer"), 1)
+        reasoning = res.reasoning_tokens
         self._inc("llmload_output_tokens", (*base, outcome, "reasoning"), reasoning)
-        self._inc("llmload_output_tokens", (*base, outcome, "answer"), out - reasoning)
-        self._inc("llmload_prompt_tokens", (*base, outcome), int(rec.get("prompt_tokens") or 0))
+        self._inc("llmload_output_tokens", (*base, outcome, "answer"), res.output_tokens - reasoning)
+        self._inc("llmload_prompt_tokens", (*base, outcome), res.prompt_tokens or 0)
         hl = (base[0], base[1], base[2], outcome)
         for name, (fld, bounds, _) in HISTOGRAMS.items():
-            v = rec.get(fld)
+            v = getattr(res, fld)
             if v is None:
                 continue
             if fld == "gap_hist":
@@ -256,7 +258,7 @@ class RunMetrics:
             h = self._hist(name, hl, len(bounds))
             h.counts[bisect.bisect_left(bounds, v)] += 1
             h.sum += v
-        self._observe_step(rec)
+        self._observe_step(res)
 
     def _prompt_label(self, value: str) -> str:
         if self.labels is not None:
@@ -287,15 +289,13 @@ class RunMetrics:
             h.counts[i] += int(c)
         h.sum += float(gh.get("sum") or 0.0)
 
-    def _observe_step(self, rec: Mapping[str, Any]) -> None:
-        if rec.get("phase") == "warmup" or not self.steps:
+    def _observe_step(self, res: RequestResult) -> None:
+        if res.phase == "warmup" or not self.steps:
             return
-        start = float(rec.get("start_wall") or 0.0)
-        end = start + float(rec.get("e2e") or 0.0)
-        user, usable = str(rec.get("user") or ""), bool(rec.get("usable"))
+        end = res.start_wall + (res.e2e or 0.0)
         for est in self.steps.values():
             if est.end is None or end < est.end:
-                est.add(user, end, usable)
+                est.add(res.user, end, res.usable)
 
     def on_phase(self, event: Mapping[str, Any]) -> None:
         """Take one ``phases.jsonl`` event (``phase_start`` / ``load_end``) into account."""
@@ -321,8 +321,8 @@ class RunMetrics:
 
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod
-    def of(cls, model: str, records: Iterable[Mapping[str, Any]]) -> RunMetrics:
-        """Metrics of the given records (e.g. re-read from ``records.jsonl``)."""
+    def of(cls, model: str, records: Iterable[RequestResult | Mapping[str, Any]]) -> RunMetrics:
+        """Metrics of the given results or records (e.g. re-read from ``records.jsonl``)."""
         m = cls(model)
         for r in records:
             m.observe(r)

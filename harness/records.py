@@ -8,8 +8,9 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     secrets removed, ``start_wall`` / ``end_wall`` (epoch seconds), ``status`` ("running" | "finished" |
     "interrupted").
 ``records.jsonl``
-    One JSON object per request (:meth:`harness.result.RequestResult.to_record`), appended and flushed when
-    the request completes, so an interrupted run keeps every record written so far.
+    One JSON object per request (:meth:`harness.result.RequestResult.to_record`, fields in ``docs/records.md``),
+    appended and flushed when the request completes, so an interrupted run keeps every record written so far;
+    :func:`read_records` reads them back as :class:`~harness.result.RequestResult`.
 ``phases.jsonl``
     ``{"event": "phase_start", "phase", "step", "concurrency", "wall", "planned_duration"}`` at each phase
     start, ``{"event": "load_end", "wall"}`` when the last step ends (in-flight requests then drain), and
@@ -32,13 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-try:
-    from orjson import dumps as _dumps
-except ImportError:  # pragma: no cover
+import orjson
 
-    def _dumps(obj: Any) -> bytes:  # type: ignore[misc]
-        return json.dumps(obj, separators=(",", ":")).encode()
-
+from harness.jsonl import read_jsonl
+from harness.result import RequestResult
 
 __all__ = ["EventHook", "RunDir", "read_phases", "read_records", "redact_url", "versions"]
 
@@ -199,7 +197,7 @@ class RunDir:
         f = self._records
         if f is None:
             raise ValueError(f"{self.path}: run directory is closed")
-        f.write(_dumps(record) + b"\n")
+        f.write(orjson.dumps(record) + b"\n")
         f.flush()
         self.count += 1
         self.on_record.fire(record)
@@ -213,7 +211,7 @@ class RunDir:
         f = self._phases
         if f is None:
             raise ValueError(f"{self.path}: run directory is closed")
-        f.write(_dumps(event) + b"\n")
+        f.write(orjson.dumps(event) + b"\n")
         f.flush()
         self.on_phase.fire(event)
 
@@ -233,39 +231,25 @@ class RunDir:
         self._records = self._phases = None
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yield each JSON object of a JSON-lines file; a torn last line (interrupted write) is skipped.
+def read_records(run_dir: str | os.PathLike[str]) -> list[RequestResult]:
+    """All request records of a run directory (every ``records*.jsonl`` file), in file order, read with
+    :meth:`RequestResult.from_record`; lines that are not JSON objects are skipped, a torn last line too.
 
     Raises:
-        ValueError: naming the file and line when a line in the middle is not valid JSON.
+        ValueError: a line before the last of a file is not valid JSON (names the file and line), or a record
+            has a schema version this harness cannot read.
     """
-    if not path.exists():
-        return
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
-    last = len(lines) - 1
-    while last >= 0 and not lines[last].strip():
-        last -= 1
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            yield json.loads(line)
-        except json.JSONDecodeError as e:
-            if i == last:
-                return  # a record cut short by a kill: everything before it is kept
-            raise ValueError(f"{path}:{i + 1}: not valid JSON ({e.msg})") from None
-
-
-def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """All request records of a run directory (every ``records*.jsonl`` file), in file order."""
-    root = Path(run_dir)
-    out: list[dict[str, Any]] = []
-    for p in sorted(root.glob("records*.jsonl")):
-        out.extend(_read_jsonl(p))
+    from_record = RequestResult.from_record
+    out: list[RequestResult] = []
+    for p in sorted(Path(run_dir).glob("records*.jsonl")):
+        out.extend(from_record(r) for r in read_jsonl(p, missing_ok=True) if isinstance(r, dict))
     return out
 
 
 def read_phases(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The phase events of a run directory, in order."""
-    return list(_read_jsonl(Path(run_dir) / "phases.jsonl"))
+    """The phase events of a run directory (JSON objects), in order; none when ``phases.jsonl`` is missing.
+
+    Raises:
+        ValueError: a line before the last is not valid JSON.
+    """
+    return [e for e in read_jsonl(Path(run_dir) / "phases.jsonl", missing_ok=True) if isinstance(e, dict)]

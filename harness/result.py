@@ -1,19 +1,42 @@
-"""The one result type of a streamed request, and the record (JSON line) written for it.
+"""The one result type of a streamed request, and the record (JSON line) written and read back for it.
 
-Every figure the harness reports (Locust's table, the records, the per-step report) is derived from
-:class:`RequestResult`. Definitions follow the README's "Metric definitions" section, which is the single
-source for what each field means. All durations are seconds on the client's monotonic clock
-(``time.perf_counter``), measured from the moment the request bytes were handed to the socket ("request
-sent"); ``start_wall`` is the wall-clock epoch time of that moment, used only to place a request on a
-timeline.
+Every figure the harness reports (Locust's table, the records, the per-step report, the Prometheus metrics) is
+derived from :class:`RequestResult`: the client fills it, :meth:`RequestResult.to_record` writes it as one line of
+``records.jsonl`` and :meth:`RequestResult.from_record` is the only way any reader turns such a line back into
+values. Definitions follow the README's "Metric definitions" section, which is the single source for what each
+measurement means. All durations are seconds on the client's monotonic clock (``time.perf_counter``), measured from
+the moment the request bytes were handed to the socket ("request sent"); ``start_wall`` is the wall-clock epoch
+time of that moment, used only to place a request on a timeline.
+
+The record schema (every field's name, type, unit, nullability and meaning) is defined once, by the dataclass
+fields of :class:`RequestResult` and their metadata (:func:`_doc`); :data:`RECORD_FIELDS` and
+``docs/records.md`` (``python -m harness.result --markdown``) are generated from it. Adding a record field is one
+declaration in :class:`RequestResult` (a default and ``metadata=_doc(unit, meaning)``); writer, reader and
+documentation follow.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
-__all__ = ["ERROR_CLASSES", "RequestResult"]
+__all__ = [
+    "ERROR_CLASSES",
+    "FINISH_REASONS",
+    "READABLE_SCHEMAS",
+    "RECORD_FIELDS",
+    "RECORD_SCHEMA",
+    "RESERVED_PROMPT_LABELS",
+    "SUCCESS_FINISH_REASONS",
+    "RecordField",
+    "RequestIdentity",
+    "RequestResult",
+    "main",
+    "records_markdown",
+]
 
 #: Every error class a failed request can carry, with its meaning.
 ERROR_CLASSES: dict[str, str] = {
@@ -38,44 +61,44 @@ ERROR_CLASSES: dict[str, str] = {
 
 #: finish_reason values that end a request successfully.
 SUCCESS_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call", "eos"})
+#: Every finish_reason value the harness knows: the successes plus ``abort`` (vLLM's aborted request, a failure,
+#: error class ``aborted``). Anything else is a non-OpenAI value (also ``aborted``; ``other`` in the metrics).
+FINISH_REASONS = SUCCESS_FINISH_REASONS | {"abort"}
+
+#: Prompt class names the harness gives itself, so a profile may not use them: ``other`` (the ``prompt`` metric
+#: label of classes beyond the label limit) and ``warmup`` (the shape's warm-up request).
+RESERVED_PROMPT_LABELS = ("other", "warmup")
+
+#: Layout version written in every record's ``schema`` field. 1 = records without the field (the layout before
+#: it existed: the same fields, no ``schema``); 2 = this one.
+RECORD_SCHEMA = 2
+#: Record schema versions :meth:`RequestResult.from_record` reads.
+READABLE_SCHEMAS = frozenset({1, 2})
 
 
-@dataclass(slots=True)
-class RequestResult:
-    """Everything measured about one request. Seconds unless the name says otherwise.
+def _doc(unit: str, meaning: str, *, omit_empty: bool = False) -> dict[str, Any]:
+    """Field metadata of one record field: its unit ("" when none), one-line meaning, and whether the writer
+    leaves it out of the record when it is None or empty."""
+    return {"unit": unit, "doc": meaning, "omit_empty": omit_empty}
 
-    Identity and context:
-        prompt_id: the profile's prompt id; prompt_class: its class (``class`` in the profile, else the id;
-        None for warm-up); user: id of the Locust user that sent it (unique in the run);
-        phase: "warmup" | "single" | "step"; step: step index (0 for the single-stream phase, 1.. for the load
-        steps, -1 for warm-up); concurrency: the target concurrency of that step; max_tokens: the request's cap
-        (None when unset).
-    Timings (None when the event never happened):
-        t_headers: request sent -> arrival of the response status line and headers (kernel receive time when
-            stamped, else the time they were read).
-        ttft: request sent -> first token-bearing chunk of any channel (reasoning included).
-        ttfat: request sent -> first chunk with non-empty ``content`` (time to first answer token).
-        t_first_reasoning: request sent -> first chunk with reasoning text.
-        t_last_token: request sent -> last token-bearing chunk.
-        e2e: request sent -> last byte of the stream (or the moment the request failed).
-        connect: seconds spent opening a new connection before sending (0.0 on a reused connection).
-        time_source: "kernel" when every body read carried the kernel's receive time (Linux, plain HTTP), else
-            "read" (the time this process read the bytes).
-        read_lag_max: client read lag, the largest over the response's reads of (wall time this process read
-            the bytes - the kernel's receive time of those bytes), seconds; None without kernel stamps. A few
-            ms on a healthy client; tenths of a second mean the load generator was starved of CPU (chunk arrivals stay
-            kernel-stamped, but it starts requests late, so throughput is then the client's, not the server's, and
-            latencies include client delays).
-    Chunks: token-bearing chunk counts (total, with reasoning text, with answer text) and a
-        :class:`~harness.histogram.LogHistogram` of the gaps between consecutive token-bearing chunks
-        (``gap_hist``, JSON form); ``itl_hist`` holds per-token ITL (gap / tokens in the later chunk) when the
-        server sent cumulative per-chunk usage.
-    Tokens: output_tokens (``usage.completion_tokens`` when sent, else a client estimate), token_source
-        ("usage" | "estimate"), reasoning_tokens / answer_tokens and reasoning_source ("usage" |
-        "chunk_usage" | "estimate" | "none"), prompt_tokens (usage, or None).
-    Outcome: ok (success per the README), error_class (a key of :data:`ERROR_CLASSES`) and error_detail,
-        http_status, finish_reason, truncated, truncated_in_reasoning, suspect_truncation (server said
-        stop but output == max_tokens), usable (ok and not truncated).
+
+@dataclass(frozen=True, slots=True)
+class RequestIdentity:
+    """Who sent a request and when in the run: built once by the caller, handed to ``ChatClient.stream_chat``.
+
+    The same names, types and meanings as the first fields of :class:`RequestResult` (see ``docs/records.md``;
+    ``tests/test_result.py`` checks they agree), so a result is created with its whole identity
+    (:meth:`RequestResult.for_request`) and the record stays flat. The request's ``max_tokens`` is not part of
+    it: it is a property of the request body, which the client reads (for the record and to detect truncation),
+    so it has one source.
+
+    Attributes:
+        prompt_id: the profile's prompt id (``warmup`` for the warm-up request).
+        prompt_class: the prompt's class (``class`` in the profile, else its id); None for the warm-up.
+        user: id of the Locust user that sent it, unique in the run (``warmup`` for the warm-up).
+        phase: ``warmup`` | ``single`` | ``step``, the phase the request started in.
+        step: step index: -1 warm-up, 0 single stream, 1.. load steps.
+        concurrency: target concurrency (users) of that step.
     """
 
     prompt_id: str
@@ -84,61 +107,319 @@ class RequestResult:
     phase: str = "step"
     step: int = 0
     concurrency: int = 1
-    max_tokens: int | None = None
-    start_wall: float = 0.0
+
+
+@dataclass(slots=True)
+class RequestResult:
+    """Everything measured about one request; one record of ``records.jsonl``. Seconds unless the unit says
+    otherwise; a timing is None when its event never happened.
+
+    The fields (with unit and meaning in their metadata, rendered as ``docs/records.md``) are, in record order:
+    identity (:class:`RequestIdentity`'s fields), ``max_tokens``, ``start_wall``, timings, chunk counts and
+    histograms, token counts, outcome, derived rates and ``extra``.
+
+    Create one with :meth:`for_request` (the client does, with the caller's identity); write it with
+    :meth:`to_record`; read a record back with :meth:`from_record`.
+    """
+
+    # identity: the fields of RequestIdentity, in its order, then the request body's output cap
+    prompt_id: str = field(metadata=_doc("", "the profile's prompt id (`warmup` for the warm-up request)"))
+    prompt_class: str | None = field(
+        default=None,
+        metadata=_doc("", "the prompt's class (`class` in the profile, else its id); null for the warm-up"),
+    )
+    user: str = field(
+        default="",
+        metadata=_doc("", "id of the Locust user that sent it, unique in the run (`warmup` for the warm-up)"),
+    )
+    phase: str = field(default="step", metadata=_doc("", "`warmup` | `single` | `step`: the phase it started in"))
+    step: int = field(default=0, metadata=_doc("", "step it started in: -1 warm-up, 0 single stream, 1.. load steps"))
+    concurrency: int = field(default=1, metadata=_doc("users", "target concurrency of that step"))
+    max_tokens: int | None = field(
+        default=None, metadata=_doc("tokens", "the request's output cap (`max_tokens` / `max_completion_tokens`)")
+    )
+    start_wall: float = field(
+        default=0.0, metadata=_doc("epoch s", "wall-clock time the request was sent (timeline placement only)")
+    )
     # timings, seconds from request sent
-    connect: float = 0.0
-    time_source: str = "read"
-    read_lag_max: float | None = None
-    t_headers: float | None = None
-    ttft: float | None = None
-    ttfat: float | None = None
-    t_first_reasoning: float | None = None
-    t_last_token: float | None = None
-    e2e: float | None = None
+    connect: float = field(
+        default=0.0, metadata=_doc("s", "opening a new connection before sending (0.0 on a reused connection)")
+    )
+    time_source: str = field(
+        default="read",
+        metadata=_doc("", "`kernel` when every body read carried the kernel's receive time, else `read` (read time)"),
+    )
+    read_lag_max: float | None = field(
+        default=None,
+        metadata=_doc(
+            "s",
+            "client read lag: largest (time this process read bytes - kernel receive time of those bytes) over "
+            "the response; null without kernel stamps (TLS, non-Linux). Above 0.1 s the client was starved",
+        ),
+    )
+    t_headers: float | None = field(
+        default=None, metadata=_doc("s", "request sent -> response status line and headers arrived")
+    )
+    ttft: float | None = field(
+        default=None, metadata=_doc("s", "request sent -> first token-bearing chunk of any channel (TTFT)")
+    )
+    ttfat: float | None = field(
+        default=None, metadata=_doc("s", "request sent -> first chunk with answer `content` (TTFAT)")
+    )
+    t_first_reasoning: float | None = field(
+        default=None, metadata=_doc("s", "request sent -> first chunk with reasoning text")
+    )
+    t_last_token: float | None = field(default=None, metadata=_doc("s", "request sent -> last token-bearing chunk"))
+    e2e: float | None = field(
+        default=None, metadata=_doc("s", "request sent -> last byte of the stream, or the moment it failed (E2E)")
+    )
     # chunks
-    chunks: int = 0
-    reasoning_chunks: int = 0
-    answer_chunks: int = 0
-    sse_comments: int = 0
-    gap_hist: dict[str, Any] | None = None
-    itl_hist: dict[str, Any] | None = None
-    chunk_times: list[float] | None = None
-    chunk_tokens: list[int] | None = None
+    chunks: int = field(default=0, metadata=_doc("chunks", "token-bearing chunks"))
+    reasoning_chunks: int = field(default=0, metadata=_doc("chunks", "token-bearing chunks with reasoning text"))
+    answer_chunks: int = field(default=0, metadata=_doc("chunks", "token-bearing chunks with answer text"))
+    sse_comments: int = field(default=0, metadata=_doc("comments", "SSE comment lines (keep-alive pings)"))
+    gap_hist: dict[str, Any] | None = field(
+        default=None,
+        metadata=_doc("s", "gaps between consecutive token-bearing chunks, a `LogHistogram` in JSON form; null "
+                      "with fewer than 2 chunks"),
+    )
+    itl_hist: dict[str, Any] | None = field(
+        default=None,
+        metadata=_doc("s/token", "per-token ITL (gap / tokens of the later chunk), `LogHistogram` JSON; only when "
+                      "the server sent cumulative per-chunk usage", omit_empty=True),
+    )
+    chunk_times: list[float] | None = field(
+        default=None,
+        metadata=_doc("s", "request sent -> each token-bearing chunk (with `output.chunk_times: true`)",
+                      omit_empty=True),
+    )
+    chunk_tokens: list[int] | None = field(
+        default=None,
+        metadata=_doc("tokens", "tokens of each token-bearing chunk, from per-chunk usage (0 when not sent); with "
+                      "`output.chunk_times: true`", omit_empty=True),
+    )
     # tokens
-    output_tokens: int = 0
-    token_source: str = "estimate"
-    estimated_output_tokens: int = 0
-    reasoning_tokens: int = 0
-    answer_tokens: int = 0
-    reasoning_source: str = "none"
-    prompt_tokens: int | None = None
-    reasoning_chars: int = 0
-    answer_chars: int = 0
+    output_tokens: int = field(
+        default=0, metadata=_doc("tokens", "`usage.completion_tokens` when sent, else the client estimate")
+    )
+    token_source: str = field(
+        default="estimate", metadata=_doc("", "`usage` | `estimate`: where output_tokens came from")
+    )
+    estimated_output_tokens: int = field(
+        default=0, metadata=_doc("tokens", "client estimate: ceil(UTF-8 bytes of reasoning + answer text / 4)")
+    )
+    reasoning_tokens: int = field(default=0, metadata=_doc("tokens", "reasoning part of output_tokens"))
+    answer_tokens: int = field(default=0, metadata=_doc("tokens", "output_tokens - reasoning_tokens"))
+    reasoning_source: str = field(
+        default="none",
+        metadata=_doc("", "`usage` | `chunk_usage` | `estimate` | `none`: where reasoning_tokens came from"),
+    )
+    prompt_tokens: int | None = field(
+        default=None, metadata=_doc("tokens", "`usage.prompt_tokens`; null when not sent")
+    )
+    reasoning_chars: int = field(default=0, metadata=_doc("characters", "length of the reasoning text streamed"))
+    answer_chars: int = field(default=0, metadata=_doc("characters", "length of the answer text streamed"))
     # outcome
-    ok: bool = False
-    error_class: str | None = None
-    error_detail: str | None = None
-    http_status: int | None = None
-    finish_reason: str | None = None
-    done_seen: bool = False
-    truncated: bool = False
-    truncated_in_reasoning: bool = False
-    suspect_truncation: bool = False
-    usable: bool = False
-    # derived rates (tokens per second), None when undefined
-    tpot: float | None = None
-    decode_rate: float | None = None
-    reasoning_rate: float | None = None
-    answer_rate: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    ok: bool = field(default=False, metadata=_doc("", "success: HTTP 2xx, no in-band error, a success finish_reason"))
+    error_class: str | None = field(
+        default=None, metadata=_doc("", "why it failed: a key of `ERROR_CLASSES` (README \"Errors\"); null on success")
+    )
+    error_detail: str | None = field(default=None, metadata=_doc("", "human-readable detail of the failure"))
+    http_status: int | None = field(default=None, metadata=_doc("", "HTTP status code; null when no response head"))
+    finish_reason: str | None = field(default=None, metadata=_doc("", "the server's finish_reason; null when none"))
+    done_seen: bool = field(default=False, metadata=_doc("", "the stream carried `data: [DONE]`"))
+    truncated: bool = field(
+        default=False, metadata=_doc("", "finish_reason `length`, or output_tokens (usage) >= max_tokens")
+    )
+    truncated_in_reasoning: bool = field(default=False, metadata=_doc("", "truncated with no answer chunk"))
+    suspect_truncation: bool = field(
+        default=False, metadata=_doc("", "output_tokens >= max_tokens though the server did not say `length`")
+    )
+    usable: bool = field(default=False, metadata=_doc("", "ok and not truncated: a usable sample"))
+    # derived rates, null when undefined
+    tpot: float | None = field(
+        default=None,
+        metadata=_doc("s/token", "(t_last_token - ttft) / (output_tokens - 1); null below 2 chunks or 2 tokens"),
+    )
+    decode_rate: float | None = field(default=None, metadata=_doc("tokens/s", "output_tokens / (e2e - ttft)"))
+    reasoning_rate: float | None = field(
+        default=None, metadata=_doc("tokens/s", "reasoning_tokens / (ttfat, else e2e, - t_first_reasoning)")
+    )
+    answer_rate: float | None = field(default=None, metadata=_doc("tokens/s", "answer_tokens / (e2e - ttfat)"))
+    extra: dict[str, Any] = field(
+        default_factory=dict,
+        metadata=_doc("", "anything else (unknown keys of a record read back land here too)", omit_empty=True),
+    )
+
+    @classmethod
+    def for_request(cls, identity: RequestIdentity, max_tokens: int | None = None) -> RequestResult:
+        """A new, empty result of the request ``identity`` describes, whose body caps output at ``max_tokens``
+        (tokens; None when uncapped): every identity field set, nothing measured yet."""
+        return cls(
+            identity.prompt_id,
+            identity.prompt_class,
+            identity.user,
+            identity.phase,
+            identity.step,
+            identity.concurrency,
+            max_tokens,
+        )
+
+    @property
+    def identity(self) -> RequestIdentity:
+        """The identity fields as a :class:`RequestIdentity`."""
+        return RequestIdentity(self.prompt_id, self.prompt_class, self.user, self.phase, self.step, self.concurrency)
+
+    @property
+    def end_wall(self) -> float:
+        """Wall time (epoch s) the request ended: ``start_wall + e2e``.
+
+        When ``e2e`` is missing (should not happen), the latest timing present is used, else ``start_wall``.
+        """
+        if self.e2e is not None:
+            return self.start_wall + self.e2e
+        present = [t for t in (self.t_last_token, self.ttfat, self.ttft, self.t_headers) if t is not None]
+        return self.start_wall + (max(present) if present else 0.0)
 
     def to_record(self) -> dict[str, Any]:
-        """The JSON-ready dict written as one line of ``records.jsonl`` (no prompt or output text)."""
-        d = asdict(self)
-        if not d["extra"]:
-            del d["extra"]
-        for k in ("chunk_times", "chunk_tokens", "itl_hist"):
-            if d[k] is None:
-                del d[k]
+        """The JSON-ready dict written as one line of ``records.jsonl`` (no prompt or output text).
+
+        ``{"schema": RECORD_SCHEMA, <every field in declaration order>}``, leaving out the fields marked
+        ``omit_empty`` when they are None or empty. List and dict values are shared with this result, not copied.
+        """
+        d: dict[str, Any] = {"schema": RECORD_SCHEMA}
+        for name in _NAMES:
+            d[name] = getattr(self, name)
+        for name in _OMIT_EMPTY:
+            if not d[name]:
+                del d[name]
         return d
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any]) -> RequestResult:
+        """Read one record (a dict parsed from a ``records.jsonl`` line) back into a result.
+
+        Every reader uses this, then attribute access: one typed object both ways, so writer and readers cannot
+        drift apart and the type checker sees every field use. It is a classmethod of the same (mutable) dataclass
+        rather than a separate frozen view because a view would repeat the field list, and a slots dataclass is as
+        cheap to build; readers treat the result as read-only.
+
+        Schema 1 records (no ``schema`` key) and schema 2 records read alike. A field missing from the record (a
+        record written before the field existed, a hand-written one), or null where the field is not nullable,
+        takes its default; ``prompt_id`` defaults to ``""``. Keys that are not fields are kept in ``extra``.
+        Values are taken as written (JSON types), not converted. List and dict values are shared with ``rec``.
+
+        Raises:
+            ValueError: when ``rec["schema"]`` is a version this harness cannot read (a newer writer).
+        """
+        kw = _READ_DEFAULTS.copy()
+        kw.update(rec)
+        schema = kw.pop("schema", 1)
+        if schema not in READABLE_SCHEMAS:
+            raise ValueError(
+                f"record schema {schema!r} is not readable by this harness (reads {sorted(READABLE_SCHEMAS)})"
+            )
+        for name in [k for k, v in kw.items() if v is None and k in _NOT_NULL]:
+            kw[name] = _READ_DEFAULTS[name]
+        extra = kw["extra"]
+        if len(kw) != len(_NAMES):  # keys that are not fields: kept in extra
+            moved = {k: kw.pop(k) for k in [k for k in kw if k not in _NAME_SET]}
+            kw["extra"] = {**(extra if isinstance(extra, dict) else {"extra": extra}), **moved}
+        elif extra is _NO_EXTRA:  # never hand out the shared default
+            kw["extra"] = {}
+        elif not isinstance(extra, dict):
+            kw["extra"] = {"extra": extra}
+        return cls(**kw)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordField:
+    """One field of the record schema.
+
+    Attributes:
+        name: the JSON key in ``records.jsonl``.
+        type: the Python type as declared (``float | None``...).
+        unit: ``s``, ``tokens``, ``epoch s``... ("" when none).
+        nullable: whether the value may be null.
+        doc: one-line meaning.
+        omit_empty: the writer leaves the key out when the value is None or empty.
+    """
+
+    name: str
+    type: str
+    unit: str
+    nullable: bool
+    doc: str
+    omit_empty: bool = False
+
+
+def _record_fields() -> tuple[RecordField, ...]:
+    version = f"record layout version ({RECORD_SCHEMA}; records without it are schema 1)"
+    out = [RecordField("schema", "int", "", False, version)]
+    for f in fields(RequestResult):
+        if "doc" not in f.metadata:
+            raise TypeError(f"RequestResult.{f.name}: declare it with metadata=_doc(unit, meaning) (the record schema)")
+        t = str(f.type)
+        out.append(
+            RecordField(f.name, t, f.metadata["unit"], "None" in t, f.metadata["doc"], f.metadata["omit_empty"])
+        )
+    return tuple(out)
+
+
+_NAMES: tuple[str, ...] = tuple(f.name for f in fields(RequestResult))
+_NAME_SET = frozenset(_NAMES)
+_OMIT_EMPTY: tuple[str, ...] = tuple(f.name for f in fields(RequestResult) if f.metadata["omit_empty"])
+_NOT_NULL = frozenset(f.name for f in fields(RequestResult) if "None" not in str(f.type))
+#: Values a missing (or wrongly null) field is read as: the field's default (``extra``: a fresh dict per record).
+_READ_DEFAULTS: dict[str, Any] = {
+    f.name: (f.default if f.default is not MISSING else ({} if f.default_factory is not MISSING else ""))
+    for f in fields(RequestResult)
+}
+_NO_EXTRA = _READ_DEFAULTS["extra"]
+#: The record schema, generated from :class:`RequestResult`'s fields (plus ``schema``), in record order.
+RECORD_FIELDS: tuple[RecordField, ...] = _record_fields()
+
+
+def records_markdown() -> str:
+    """``docs/records.md``: the record schema as a Markdown table, generated from :data:`RECORD_FIELDS`."""
+    lines = [
+        "# Request records (`records.jsonl`)",
+        "",
+        "<!-- Generated by `python -m harness.result --markdown > docs/records.md` from the fields of",
+        "     harness.result.RequestResult; tests/test_result.py checks this file is up to date. -->",
+        "",
+        "One JSON object per request, written and flushed when the request completes (`RequestResult.to_record`)",
+        "and read back with `RequestResult.from_record`. Times are seconds on the client's monotonic clock from",
+        "**request sent** (the request bytes handed to an open connection) unless the unit says otherwise; the",
+        "README's \"Metric definitions\" define each measurement. No prompt or output text is stored.",
+        "",
+        f"Schema version {RECORD_SCHEMA} (`\"schema\": {RECORD_SCHEMA}` in every record). Records without `schema` "
+        "are schema 1: the",
+        "same fields without `schema`, and they read the same way. A field missing from a record (written before",
+        "the field existed) reads as its default; fields marked *omitted when empty* are left out when null or",
+        "empty.",
+        "",
+        "| field | type | unit | null | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for f in RECORD_FIELDS:
+        meaning = f.doc + (" (*omitted when empty*)" if f.omit_empty else "")
+        cells = [f"`{f.name}`", f"`{f.type}`", f.unit or "-", "yes" if f.nullable else "no", meaning]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # GFM: \| inside a cell
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m harness.result --markdown``: print ``docs/records.md``. Exit code 0, 2 on bad arguments."""
+    ap = argparse.ArgumentParser(prog="python -m harness.result", description="The request record schema.")
+    ap.add_argument("--markdown", action="store_true", help="print the record schema as Markdown (docs/records.md)")
+    args = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if not args.markdown:
+        ap.print_usage(sys.stderr)
+        return 2
+    sys.stdout.write(records_markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from harness.client import Timeouts
+from harness.result import RequestIdentity
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
 
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
@@ -90,9 +91,9 @@ class ReasoningSweepShape(LoadTestShape):
                 }
             )
         ok = False
+        identity = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
         for i in range(w.requests):
-            res = client.stream_chat(body, prompt_id="warmup", phase="warmup", step=-1, concurrency=1)
-            res.user = "warmup"
+            res = client.stream_chat(body, identity)
             ctx.record(res.to_record())
             log.info(
                 "warm-up %d/%d: %s in %.1f s (%d output tokens, finish_reason %s)",

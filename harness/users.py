@@ -11,7 +11,7 @@ import time
 import gevent
 
 from harness.metrics import IN_FLIGHT
-from harness.result import RequestResult
+from harness.result import RequestIdentity, RequestResult
 from harness.runtime import context
 
 __all__ = ["ReasoningChatUser", "RequestFailed"]
@@ -63,20 +63,12 @@ class ReasoningChatUser(User):
         ctx = self.ctx
         st = ctx.state
         prompt, body = ctx.pick(self.rng)
+        identity = RequestIdentity(prompt.id, prompt.label, self.user_id, st.phase, st.step, st.concurrency)
         IN_FLIGHT.inc()
         try:
-            res = self.client.stream_chat(
-                body,
-                prompt_id=prompt.id,
-                phase=st.phase,
-                step=st.step,
-                concurrency=st.concurrency,
-                keep_chunk_times=ctx.profile.output.chunk_times,
-            )
+            res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times)
         finally:
             IN_FLIGHT.dec()
-        res.user = self.user_id
-        res.prompt_class = prompt.label
         ctx.record(res.to_record())
         exc = None
         if not res.ok:

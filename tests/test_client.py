@@ -18,6 +18,7 @@ from gevent.server import StreamServer
 
 from harness.client import ChatClient, Timeouts
 from harness.interpret import StreamInterpreter
+from harness.result import RequestIdentity
 from harness.sse import SSEDecoder
 from tests.replay_server import ReplayServer
 from tests.stream_cases import expected, fixtures
@@ -45,7 +46,7 @@ def run_case(name: str, framing: str, **client_kw: object) -> tuple[ReplayServer
         payload = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}]}
         if "max_tokens" in req:
             payload["max_tokens"] = req["max_tokens"]
-        r = client.stream_chat(payload, prompt_id="p", keep_chunk_times=True)
+        r = client.stream_chat(payload, RequestIdentity("p"), keep_chunk_times=True)
         client.close()
     return srv, r
 
@@ -137,11 +138,11 @@ def test_c12c_429_is_one_visible_error_and_no_retry() -> None:
     with ReplayServer(framing="chunked") as srv:
         srv.queue.extend(["C12/c_429_then_success", "C05/a_role_only_chunk_first"])
         client = ChatClient(srv.url)
-        r1 = client.stream_chat({"model": "m", "messages": []}, prompt_id="p")
+        r1 = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p"))
         assert (r1.ok, r1.error_class, r1.http_status) == (False, "http_429", 429)
         assert "retry-after=2" in r1.error_detail and "rate limited" in r1.error_detail
         assert len(srv.requests) == 1  # the client did not retry by itself
-        r2 = client.stream_chat({"model": "m", "messages": []}, prompt_id="p")
+        r2 = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p"))
         assert r2.ok and r2.ttft == pytest.approx(0.214, abs=tol(0.214))
         assert len(srv.requests) == 2
 
@@ -152,7 +153,7 @@ def test_keep_alive_reuses_one_connection() -> None:
             ["C05/a_role_only_chunk_first", "C04/b_reasoning", "C03/a_usage_only_final_chunk_with_timings"]
         )
         client = ChatClient(srv.url)
-        results = [client.stream_chat({"model": "m", "messages": []}, prompt_id="p") for _ in range(3)]
+        results = [client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p")) for _ in range(3)]
         assert all(r.ok for r in results)
         assert srv.connections == 1
         assert results[0].connect > 0 and results[1].connect == 0.0 and results[2].connect == 0.0
@@ -162,8 +163,8 @@ def test_reconnects_when_server_closed_the_idle_connection() -> None:
     with ReplayServer(framing="close") as srv:
         srv.queue.extend(["C05/a_role_only_chunk_first", "C05/a_role_only_chunk_first"])
         client = ChatClient(srv.url)
-        assert client.stream_chat({"messages": []}, prompt_id="p").ok
-        assert client.stream_chat({"messages": []}, prompt_id="p").ok
+        assert client.stream_chat({"messages": []}, RequestIdentity("p")).ok
+        assert client.stream_chat({"messages": []}, RequestIdentity("p")).ok
         assert srv.connections == 2
 
 
@@ -172,7 +173,7 @@ def test_timeout_first_token_despite_keepalive_comments() -> None:
     with ReplayServer(framing="chunked", scale=0.01) as srv:
         srv.queue.append("C01/a_comment_keepalive_during_long_prefill")
         client = ChatClient(srv.url, timeouts=Timeouts(first_token=0.5))
-        r = client.stream_chat({"messages": []}, prompt_id="p")
+        r = client.stream_chat({"messages": []}, RequestIdentity("p"))
     assert (r.ok, r.error_class, r.ttft) == (False, "timeout_first_token", None)
     assert r.e2e == pytest.approx(0.5, abs=0.05)
 
@@ -182,7 +183,7 @@ def test_first_token_timeout_is_generous_enough_for_a_silent_prefill() -> None:
     with ReplayServer(framing="chunked", scale=0.01) as srv:
         srv.queue.append("C12/b_90s_silent_gap_before_first_token")
         client = ChatClient(srv.url, timeouts=Timeouts(first_token=1.2, idle=0.5))
-        r = client.stream_chat({"messages": []}, prompt_id="p")
+        r = client.stream_chat({"messages": []}, RequestIdentity("p"))
     assert r.ok and 0.9 <= r.ttft < 1.2  # the silent gap, never cut by the 1.2 s first-token budget
 
 
@@ -191,7 +192,7 @@ def test_timeout_idle_between_chunks() -> None:
     with ReplayServer(framing="chunked", scale=0.05) as srv:
         srv.queue.append("C01/b_id_fields_then_comment_then_blank_line")
         client = ChatClient(srv.url, timeouts=Timeouts(idle=0.3))
-        r = client.stream_chat({"messages": []}, prompt_id="p")
+        r = client.stream_chat({"messages": []}, RequestIdentity("p"))
     assert (r.ok, r.error_class, r.chunks) == (False, "timeout_idle", 1)
     assert r.e2e == pytest.approx(0.015 + 0.3, abs=0.05)
     assert "timeouts.idle" in r.error_detail
@@ -201,7 +202,7 @@ def test_timeout_total() -> None:
     with ReplayServer(framing="chunked", scale=0.01) as srv:
         srv.queue.append("C16/a_headers_at_5ms_first_token_800ms")  # 208 ms scaled
         client = ChatClient(srv.url, timeouts=Timeouts(total=0.1))
-        r = client.stream_chat({"messages": []}, prompt_id="p")
+        r = client.stream_chat({"messages": []}, RequestIdentity("p"))
     assert (r.ok, r.error_class) == (False, "timeout_total")
     assert r.e2e == pytest.approx(0.1, abs=0.03)
     assert r.chunks > 0  # partial tokens are kept in the failed result
@@ -217,7 +218,7 @@ def test_timeout_first_byte() -> None:
     try:
         client = ChatClient(f"http://127.0.0.1:{server.server_port}", timeouts=Timeouts(first_byte=0.2))
         t = time.perf_counter()
-        r = client.stream_chat({"messages": []}, prompt_id="p")
+        r = client.stream_chat({"messages": []}, RequestIdentity("p"))
         assert time.perf_counter() - t < 1.0
     finally:
         server.stop(timeout=0.1)
@@ -229,7 +230,7 @@ def test_connect_error() -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    r = ChatClient(f"http://127.0.0.1:{port}").stream_chat({"messages": []}, prompt_id="p")
+    r = ChatClient(f"http://127.0.0.1:{port}").stream_chat({"messages": []}, RequestIdentity("p"))
     assert (r.ok, r.error_class) == (False, "connect_error")
 
 
@@ -246,7 +247,7 @@ def test_json_body_instead_of_stream_is_an_error() -> None:
     server = StreamServer(("127.0.0.1", 0), jsonish)
     server.start()
     try:
-        r = ChatClient(f"http://127.0.0.1:{server.server_port}").stream_chat({"messages": []}, prompt_id="p")
+        r = ChatClient(f"http://127.0.0.1:{server.server_port}").stream_chat({"messages": []}, RequestIdentity("p"))
     finally:
         server.stop(timeout=0.1)
     assert (r.ok, r.error_class) == (False, "not_sse")
@@ -328,7 +329,7 @@ def test_read_lag_shows_a_starved_client_while_chunk_times_stay_kernel_stamped(s
 
     port, _ = _thread_server(0.05)
     client = ChatClient(f"http://127.0.0.1:{port}")
-    g = gevent.spawn(client.stream_chat, {"messages": []}, prompt_id="p")
+    g = gevent.spawn(client.stream_chat, {"messages": []}, RequestIdentity("p"))
     gevent.sleep(0.01)  # the request is sent; the client waits for the answer
     if starved:
         monkey.get_original("time", "sleep")(0.6)  # blocks the hub: nothing reads the socket

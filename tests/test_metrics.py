@@ -22,6 +22,7 @@ from harness.metrics import (
 from harness.report.figures import usable_ends_in
 from harness.report.load import Phase
 from harness.report.steady import steady_window
+from harness.result import RequestResult
 
 MODEL = "m"
 
@@ -93,9 +94,12 @@ def test_bucket_layouts() -> None:
 
 
 def test_outcomes_are_exclusive() -> None:
-    assert outcome_of(rec()) == "usable"
-    assert outcome_of(rec(truncated=True, usable=False)) == "truncated"
-    assert outcome_of(rec(ok=False, truncated=True, usable=False)) == "error"
+    def outcome(**kw: Any) -> str:
+        return outcome_of(RequestResult.from_record(rec(**kw)))
+
+    assert outcome() == "usable"
+    assert outcome(truncated=True, usable=False) == "truncated"
+    assert outcome(ok=False, truncated=True, usable=False) == "error"
 
 
 def test_counters_from_records() -> None:
@@ -243,10 +247,11 @@ def test_step_estimate_is_the_reports_steady_rate(concurrencies: tuple[int, ...]
             m.observe(obj)
         if kind == 0 and obj["event"] == "phase_start":
             assert m.steps[obj["step"]].seconds_to(1000, t + 1) is None  # first wave still running
+    results = [RequestResult.from_record(r) for r in recs]
     for i, (c, a, b) in enumerate(steps, start=1):
-        w = steady_window(Phase("step", i, c, a, b), recs)
+        w = steady_window(Phase("step", i, c, a, b), results)
         assert w.steady
-        k = usable_ends_in(recs, w.start, w.end)
+        k = usable_ends_in(results, w.start, w.end)
         assert m.steps[i].window_start == pytest.approx(w.start, abs=1e-9)
         assert m.steps[i].seconds_to(1000, now=bounds[-1] + 500) == pytest.approx(1000 * w.length / k, rel=1e-12)
         assert m.steps[i].end == b

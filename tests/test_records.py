@@ -8,14 +8,16 @@ from pathlib import Path
 import pytest
 
 from harness.records import RunDir, _clean_argv, read_phases, read_records
+from harness.result import RequestResult
 
 
 def test_records_are_on_disk_before_close(tmp_path: Path) -> None:
     rd = RunDir.create(tmp_path, "demo", {"profile": {"name": "demo"}})
-    rd.write_record({"a": 1})
+    res = RequestResult("p", user="u1", step=2, ok=True, e2e=1.5)
+    rd.write_record(res.to_record())
     rd.write_phase({"event": "phase_start", "phase": "single"})
     # Another reader sees the record immediately: nothing waits for close().
-    assert read_records(rd.path) == [{"a": 1}]
+    assert read_records(rd.path) == [res]
     meta = json.loads((rd.path / "run.json").read_text())
     assert meta["status"] == "running" and meta["profile"] == {"name": "demo"} and "versions" in meta
     rd.close("interrupted")
@@ -23,7 +25,7 @@ def test_records_are_on_disk_before_close(tmp_path: Path) -> None:
     assert meta["status"] == "interrupted" and meta["records"] == 1 and meta["end_wall"] >= meta["start_wall"]
     assert [p["event"] for p in read_phases(rd.path)] == ["phase_start", "run_end"]
     with pytest.raises(ValueError, match="closed"):
-        rd.write_record({"b": 2})
+        rd.write_record(res.to_record())
 
 
 def test_unique_directories(tmp_path: Path) -> None:
@@ -33,10 +35,16 @@ def test_unique_directories(tmp_path: Path) -> None:
 
 
 def test_torn_last_line_is_skipped_but_a_bad_middle_line_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / "records.jsonl").write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b"')
-    assert read_records(tmp_path) == [{"a": 1}, {"a": 2}]
-    (tmp_path / "records.jsonl").write_text('{"a": 1}\nnot json\n{"a": 3}\n')
+    (tmp_path / "records.jsonl").write_text('{"prompt_id": "a"}\n{"prompt_id": "b"}\n{"prompt_id": "c", "b"')
+    assert [r.prompt_id for r in read_records(tmp_path)] == ["a", "b"]
+    (tmp_path / "records.jsonl").write_text('{"prompt_id": "a"}\nnot json\n{"prompt_id": "c"}\n')
     with pytest.raises(ValueError, match=r"records.jsonl:2"):
+        read_records(tmp_path)
+
+
+def test_records_of_a_newer_schema_are_refused_by_name(tmp_path: Path) -> None:
+    (tmp_path / "records.jsonl").write_text('{"schema": 99, "prompt_id": "a"}\n')
+    with pytest.raises(ValueError, match="record schema 99"):
         read_records(tmp_path)
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.report.figures import step_row
-from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run, record_end
+from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
 from harness.report.stats import percentile
 from harness.report.steady import steady_window
+from harness.result import RequestResult
 
 __all__ = ["DEFINITIONS", "SCHEMA", "build_report", "write_report"]
 
@@ -95,10 +96,10 @@ def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
     return (v if v > 0 and math.isfinite(v) else 1.0), True
 
 
-def _warmup(records: list[dict[str, Any]]) -> dict[str, Any]:
-    ok = [r for r in records if r.get("ok")]
-    e2e = [float(r["e2e"]) for r in records if r.get("e2e") is not None]
-    errs = Counter(str(r.get("error_class") or "unknown") for r in records if not r.get("ok"))
+def _warmup(records: list[RequestResult]) -> dict[str, Any]:
+    ok = [r for r in records if r.ok]
+    e2e = [r.e2e for r in records if r.e2e is not None]
+    errs = Counter(r.error_class or "unknown" for r in records if not r.ok)
     return {
         "requests": len(records),
         "completed": len(ok),
@@ -109,8 +110,8 @@ def _warmup(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _is_warmup(r: dict[str, Any]) -> bool:
-    return r.get("phase") == "warmup" or int(r.get("step", 0)) < 0
+def _is_warmup(r: RequestResult) -> bool:
+    return r.phase == "warmup" or r.step < 0
 
 
 def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
@@ -210,11 +211,11 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     steps = [p for p in run.phases if p.label != "warmup"]
     rows = [step_row(p, steady_window(p, run.records), main, hours_n, time_scale) for p in steps]
     placed = {p.step for p in steps}
-    unplaced = sum(1 for r in main if int(r.get("step", 0)) not in placed)
+    unplaced = sum(1 for r in main if r.step not in placed)
 
-    ok = [r for r in main if r.get("ok")]
-    est = sum(1 for r in ok if r.get("token_source") == "estimate")
-    errs = Counter(str(r.get("error_class") or "unknown") for r in main if not r.get("ok"))
+    ok = [r for r in main if r.ok]
+    est = sum(1 for r in ok if r.token_source == "estimate")
+    errs = Counter(r.error_class or "unknown" for r in main if not r.ok)
     target = _sub(meta, "target")
     profile = _sub(meta, "profile")
     status = str(meta.get("status") or "unknown")
@@ -223,7 +224,7 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         start = run.phases[0].start
     end = meta.get("end_wall")
     if end is None:
-        end = run.phases[-1].end if run.phases else max((record_end(r) for r in run.records), default=None)
+        end = run.phases[-1].end if run.phases else max((r.end_wall for r in run.records), default=None)
     rep: dict[str, Any] = {
         "schema": SCHEMA,
         "run_id": str(meta.get("run_id") or Path(run.path).resolve().name),
@@ -245,9 +246,9 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
             "completed": len(ok),
             "errors": len(main) - len(ok),
             "errors_by_class": dict(sorted(errs.items())),
-            "usable": sum(1 for r in main if r.get("usable")),
-            "truncated": sum(1 for r in ok if r.get("truncated")),
-            "suspect_truncations": sum(1 for r in main if r.get("suspect_truncation")),
+            "usable": sum(1 for r in main if r.usable),
+            "truncated": sum(1 for r in ok if r.truncated),
+            "suspect_truncations": sum(1 for r in main if r.suspect_truncation),
             "estimated_tokens": est,
             "estimated_tokens_share": est / len(ok) if ok else None,
         },

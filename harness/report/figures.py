@@ -13,18 +13,15 @@ from typing import Any
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
 from harness.report.hours import hours_by_requests, hours_by_tokens
-from harness.report.load import Phase, record_end
+from harness.report.load import Phase
 from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window
+from harness.result import RequestResult
 
 __all__ = ["output_tokens_in", "step_row", "usable_ends_in"]
 
 
-def _start(r: dict[str, Any]) -> float:
-    return float(r.get("start_wall") or 0.0)
-
-
-def output_tokens_in(records: Sequence[dict[str, Any]], w0: float, w1: float) -> float:
+def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> float:
     """Output tokens of successful requests generated inside ``[w0, w1)`` (tokens).
 
     Each request's ``output_tokens`` are spread uniformly over its decode interval
@@ -32,36 +29,35 @@ def output_tokens_in(records: Sequence[dict[str, Any]], w0: float, w1: float) ->
     """
     total = 0.0
     for r in records:
-        if not r.get("ok") or not r.get("output_tokens"):
+        if not r.ok or not r.output_tokens:
             continue
-        s = _start(r)
-        ttft = r.get("ttft")
-        a0 = s + float(ttft) if ttft is not None else s
-        total += float(r["output_tokens"]) * overlap_fraction(a0, record_end(r), w0, w1)
+        s = r.start_wall
+        ttft = r.ttft
+        a0 = s + ttft if ttft is not None else s
+        total += r.output_tokens * overlap_fraction(a0, r.end_wall, w0, w1)
     return total
 
 
-def usable_ends_in(records: Sequence[dict[str, Any]], w0: float, w1: float) -> int:
+def usable_ends_in(records: Sequence[RequestResult], w0: float, w1: float) -> int:
     """Number of usable requests whose end (``start_wall + e2e``) falls in ``[w0, w1)``."""
-    return sum(1 for r in records if r.get("usable") and w0 <= record_end(r) < w1)
+    return sum(1 for r in records if r.usable and w0 <= r.end_wall < w1)
 
 
 def _pct(part: int, whole: int) -> float | None:
     return 100.0 * part / whole if whole else None
 
 
-def _latency(sample: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _latency(sample: Sequence[RequestResult]) -> dict[str, Any]:
     """Latency and per-request figures over ``sample`` (successful requests). Seconds and tokens."""
-
-    def vals(key: str) -> list[float]:
-        return [float(r[key]) for r in sample if r.get(key) is not None]
-
-    ttft, ttfat, tpot, e2e = vals("ttft"), vals("ttfat"), vals("tpot"), vals("e2e")
+    ttft = [r.ttft for r in sample if r.ttft is not None]
+    ttfat = [r.ttfat for r in sample if r.ttfat is not None]
+    tpot = [r.tpot for r in sample if r.tpot is not None]
+    e2e = [r.e2e for r in sample if r.e2e is not None]
     gaps = LogHistogram()
     for r in sample:
-        if r.get("gap_hist"):
-            gaps.merge(LogHistogram.from_json(r["gap_hist"]))
-    usable = [r for r in sample if r.get("usable")]
+        if r.gap_hist:
+            gaps.merge(LogHistogram.from_json(r.gap_hist))
+    usable = [r for r in sample if r.usable]
     return {
         "latency_n": len(sample),
         "ttft_p50_s": percentile(ttft, 50),
@@ -78,13 +74,13 @@ def _latency(sample: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tpot_p50_s": percentile(tpot, 50),
         "e2e_p50_s": percentile(e2e, 50),
         "per_stream_tps": _per_stream_tps(sample),
-        "mean_output_tokens": mean(float(r.get("output_tokens") or 0) for r in sample),
-        "mean_output_tokens_usable": mean(float(r.get("output_tokens") or 0) for r in usable),
+        "mean_output_tokens": mean(float(r.output_tokens) for r in sample),
+        "mean_output_tokens_usable": mean(float(r.output_tokens) for r in usable),
         "usable_share": len(usable) / len(sample) if sample else None,
     }
 
 
-def _per_stream_tps(sample: Sequence[dict[str, Any]]) -> float | None:
+def _per_stream_tps(sample: Sequence[RequestResult]) -> float | None:
     """Per-stream decode rate of a sample: Σ output tokens ÷ Σ (E2E − TTFT), in tokens per second.
 
     A ratio of sums, not the mean of per-request rates: a request whose tokens all arrive in one read (a busy
@@ -93,18 +89,18 @@ def _per_stream_tps(sample: Sequence[dict[str, Any]]) -> float | None:
     tokens = 0.0
     seconds = 0.0
     for r in sample:
-        ttft, e2e = r.get("ttft"), r.get("e2e")
-        if ttft is None or e2e is None or e2e <= ttft or not r.get("output_tokens"):
+        ttft, e2e = r.ttft, r.e2e
+        if ttft is None or e2e is None or e2e <= ttft or not r.output_tokens:
             continue
-        tokens += float(r["output_tokens"])
-        seconds += float(e2e) - float(ttft)
+        tokens += r.output_tokens
+        seconds += e2e - ttft
     return tokens / seconds if seconds > 0 else None
 
 
 def step_row(
     phase: Phase,
     window: Window,
-    records: Sequence[dict[str, Any]],
+    records: Sequence[RequestResult],
     hours_n: Sequence[int],
     time_scale: float = 1.0,
 ) -> dict[str, Any]:
@@ -117,18 +113,18 @@ def step_row(
         hours_n: sample counts N for the hours-to-N figures.
         time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
     """
-    step_recs = [r for r in records if int(r.get("step", 0)) == phase.step]
-    ok = [r for r in step_recs if r.get("ok")]
-    errors = Counter(str(r.get("error_class") or "unknown") for r in step_recs if not r.get("ok"))
-    truncated = sum(1 for r in ok if r.get("truncated"))
-    trunc_reason = sum(1 for r in ok if r.get("truncated_in_reasoning"))
-    usable = sum(1 for r in step_recs if r.get("usable"))
-    estimated = sum(1 for r in ok if r.get("token_source") == "estimate")
+    step_recs = [r for r in records if r.step == phase.step]
+    ok = [r for r in step_recs if r.ok]
+    errors = Counter(r.error_class or "unknown" for r in step_recs if not r.ok)
+    truncated = sum(1 for r in ok if r.truncated)
+    trunc_reason = sum(1 for r in ok if r.truncated_in_reasoning)
+    usable = sum(1 for r in step_recs if r.usable)
+    estimated = sum(1 for r in ok if r.token_source == "estimate")
 
     # measurement interval: the steady window, or (flagged) the whole step
     if window.steady:
         w0, w1 = window.start, window.end
-        sample = [r for r in records if r.get("ok") and w0 <= _start(r) < w1]
+        sample = [r for r in records if r.ok and w0 <= r.start_wall < w1]
     else:
         w0, w1 = phase.start, phase.end
         sample = ok
@@ -171,7 +167,7 @@ def step_row(
         "truncated_pct": _pct(truncated, len(ok)),
         "truncated_in_reasoning": trunc_reason,
         "truncated_in_reasoning_pct": _pct(trunc_reason, len(ok)),
-        "suspect_truncations": sum(1 for r in step_recs if r.get("suspect_truncation")),
+        "suspect_truncations": sum(1 for r in step_recs if r.suspect_truncation),
         "estimated_tokens_share": estimated / len(ok) if ok else None,
         "window_output_tokens": tokens,
         "output_tps": output_tps,
@@ -189,13 +185,13 @@ def step_row(
         for n in hours_n
     ]
     row.update(client_lag(step_recs))
-    row["users_seen"] = len({r.get("user") for r in step_recs if r.get("user")})
+    row["users_seen"] = len({r.user for r in step_recs if r.user})
     row["low_confidence"] = low_confidence(row)
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
     return row
 
 
-def client_lag(step_recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def client_lag(step_recs: Sequence[RequestResult]) -> dict[str, Any]:
     """Client read lag of a step's requests (every record of the step, failed ones included).
 
     ``read_lag_max`` (seconds; see :class:`harness.result.RequestResult`) is how late this process read a
@@ -205,7 +201,7 @@ def client_lag(step_recs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ``client_starved`` (that % above :data:`CLIENT_STARVED_PCT`). Figures, ``client_starved`` included, are None
     without stamped records (TLS, non-Linux): not measured is not healthy.
     """
-    lags = sorted(float(r["read_lag_max"]) for r in step_recs if r.get("read_lag_max") is not None)
+    lags = sorted(r.read_lag_max for r in step_recs if r.read_lag_max is not None)
     late = sum(1 for v in lags if v > CLIENT_LAG_LIMIT_S)
     pct = _pct(late, len(lags))
     return {

@@ -1,8 +1,9 @@
 """Loading a run directory for the report: metadata, request records and phase intervals.
 
-All times are wall-clock epoch seconds. A record's *end* is ``start_wall + e2e`` (request sent -> last byte
-or failure); a phase ``[start, end)`` ends at the next ``phase_start``; the last one at ``load_end`` (the load
-stopped, in-flight requests then drain), else ``run_end``, else (interrupted run) at the latest record end.
+All times are wall-clock epoch seconds. A record's *end* is :attr:`harness.result.RequestResult.end_wall`
+(``start_wall + e2e``: request sent -> last byte or failure); a phase ``[start, end)`` ends at the next
+``phase_start``; the last one at ``load_end`` (the load stopped, in-flight requests then drain), else ``run_end``,
+else (interrupted run) at the latest record end.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from harness.config import DEFAULT_HOURS_TO_N
 from harness.records import read_phases, read_records
+from harness.result import RequestResult
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",
@@ -23,26 +25,11 @@ __all__ = [
     "Phase",
     "RunData",
     "load_run",
-    "record_end",
 ]
 
 
 class NoRecordsError(FileNotFoundError):
     """The directory does not exist or holds no ``records.jsonl``."""
-
-
-def record_end(rec: dict[str, Any]) -> float:
-    """Wall time (epoch s) the request ended: ``start_wall + e2e``.
-
-    When ``e2e`` is missing (should not happen), the latest timing present is used, else ``start_wall``.
-    """
-    start = float(rec.get("start_wall") or 0.0)
-    e2e = rec.get("e2e")
-    if e2e is not None:
-        return start + float(e2e)
-    timings = [rec.get(k) for k in ("t_last_token", "ttfat", "ttft", "t_headers")]
-    present = [float(t) for t in timings if t is not None]
-    return start + (max(present) if present else 0.0)
 
 
 @dataclass
@@ -89,7 +76,7 @@ class RunData:
     Attributes:
         path: the run directory.
         meta: ``run.json`` (empty when missing or unreadable).
-        records: every request record, warm-up included, in file order.
+        records: every request record (:meth:`RequestResult.from_record`), warm-up included, in file order.
         phases: the phases in order (warm-up included).
         has_run_end: whether ``phases.jsonl`` holds a ``run_end`` event.
         phases_inferred: True when ``phases.jsonl`` was missing and boundaries were inferred from records.
@@ -98,7 +85,7 @@ class RunData:
 
     path: Path
     meta: dict[str, Any]
-    records: list[dict[str, Any]]
+    records: list[RequestResult]
     phases: list[Phase]
     has_run_end: bool
     phases_inferred: bool = False
@@ -118,13 +105,13 @@ def _read_meta(root: Path, problems: list[str]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _phases_from_events(events: list[dict[str, Any]], records: list[dict[str, Any]]) -> tuple[list[Phase], bool]:
+def _phases_from_events(events: list[dict[str, Any]], records: list[RequestResult]) -> tuple[list[Phase], bool]:
     starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
     def first(name: str) -> float | None:
         return next((float(e["wall"]) for e in events if e.get("event") == name and e.get("wall") is not None), None)
 
     run_end, load_end = first("run_end"), first("load_end")
-    last_end = max((record_end(r) for r in records), default=None)
+    last_end = max((r.end_wall for r in records), default=None)
     phases: list[Phase] = []
     for i, ev in enumerate(starts):
         start = float(ev["wall"])
@@ -151,18 +138,18 @@ def _phases_from_events(events: list[dict[str, Any]], records: list[dict[str, An
     return phases, run_end is not None
 
 
-def _phases_from_records(records: list[dict[str, Any]]) -> list[Phase]:
+def _phases_from_records(records: list[RequestResult]) -> list[Phase]:
     """Phase intervals inferred from records alone: [first request sent, last request ended] per step."""
-    by_step: dict[int, list[dict[str, Any]]] = {}
+    by_step: dict[int, list[RequestResult]] = {}
     for r in records:
-        by_step.setdefault(int(r.get("step", 0)), []).append(r)
+        by_step.setdefault(r.step, []).append(r)
     out = []
     for step in sorted(by_step):
         recs = by_step[step]
-        start = min(float(r.get("start_wall") or 0.0) for r in recs)
-        end = max(record_end(r) for r in recs)
-        phase = str(recs[0].get("phase") or ("warmup" if step < 0 else "single" if step == 0 else "step"))
-        conc = int(recs[0].get("concurrency") or 1)
+        start = min(r.start_wall for r in recs)
+        end = max(r.end_wall for r in recs)
+        phase = recs[0].phase or ("warmup" if step < 0 else "single" if step == 0 else "step")
+        conc = recs[0].concurrency or 1
         out.append(Phase(phase, step, conc, start, end, None, "records"))
     # consecutive steps must not overlap: a step ends where the next one starts
     for a, b in pairwise(out):
@@ -175,7 +162,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
 
     Raises:
         NoRecordsError: when the directory or its ``records.jsonl`` does not exist (message names the path).
-        ValueError: when a line in the middle of a JSON-lines file is not valid JSON.
+        ValueError: when a line in the middle of a JSON-lines file is not valid JSON, or a record's schema version
+            is not readable.
     """
     root = Path(run_dir)
     if not root.is_dir():
@@ -184,7 +172,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
         raise NoRecordsError(f"{root / 'records.jsonl'}: not found (is {root} a run directory?)")
     problems: list[str] = []
     meta = _read_meta(root, problems)
-    records = [r for r in read_records(root) if isinstance(r, dict)]
+    records = read_records(root)
     events = read_phases(root)
     inferred = False
     if any(e.get("event") == "phase_start" for e in events):

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from harness.report.load import Phase, record_end
+from harness.report.load import Phase
+from harness.result import RequestResult
 
 __all__ = ["Window", "steady_window"]
 
@@ -49,7 +49,7 @@ class Window:
         return max(0.0, self.end - self.start)
 
 
-def steady_window(phase: Phase, records: Sequence[dict[str, Any]]) -> Window:
+def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
     """Compute the steady window of ``phase`` from every record of the run (warm-up included).
 
     Args:
@@ -57,28 +57,29 @@ def steady_window(phase: Phase, records: Sequence[dict[str, Any]]) -> Window:
         records: all request records of the run.
     """
     s, e = phase.start, phase.end
-    step_recs = [r for r in records if int(r.get("step", 0)) == phase.step]
-    inflight = [r for r in records if float(r.get("start_wall") or 0.0) < s < record_end(r)]
+    step = phase.step
+    step_recs = [r for r in records if r.step == step]
+    inflight = [r for r in records if r.start_wall < s < r.end_wall]
     relevant = step_recs + inflight
-    if all(r.get("user") not in (None, "") for r in relevant):
+    if all(r.user for r in relevant):
         method = "users"
-        users = {str(r["user"]) for r in relevant}
+        users = {r.user for r in relevant}
         first_end: dict[str, float] = {}
         for r in records:
-            u = str(r.get("user"))
+            u = r.user
             if u not in users:
                 continue
-            end = record_end(r)
-            if (end > s or int(r.get("step", 0)) == phase.step) and end < first_end.get(u, float("inf")):
+            end = r.end_wall
+            if (end > s or r.step == step) and end < first_end.get(u, float("inf")):
                 first_end[u] = end
         ws = max(first_end.values(), default=s)
         n_users = len(users)
     else:
         method = "first_c_requests"
         need = max(0, phase.concurrency - len(inflight))
-        first = sorted(step_recs, key=lambda r: float(r.get("start_wall") or 0.0))[:need]
+        first = sorted(step_recs, key=lambda r: r.start_wall)[:need]
         wave = inflight + [r for r in first if r not in inflight]
-        ws = max((record_end(r) for r in wave), default=s)
+        ws = max((r.end_wall for r in wave), default=s)
         n_users = len(wave)
     ws = max(ws, s)
     reason: str | None = None

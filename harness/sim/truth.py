@@ -51,6 +51,8 @@ from typing import IO, Any
 
 import orjson
 
+from harness.jsonl import read_jsonl
+
 
 def prompt_hash(messages: Any) -> str:
     """Stable 16-hex-digit hash of a ``messages`` list (canonical JSON, sorted keys)."""
@@ -160,20 +162,18 @@ class TruthLog:
 
 
 def read_truth(path: str | Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Read a truth log: ``(server line or None, request lines, restart lines)``; a torn last line is skipped."""
+    """Read a truth log: ``(server line or None, request lines, restart lines)``; a torn last line is skipped.
+
+    Raises:
+        ValueError: a line before the last is not valid JSON (names the file and line).
+        OSError: the file cannot be read.
+    """
     server: dict[str, Any] | None = None
     requests: list[dict[str, Any]] = []
     restarts: list[dict[str, Any]] = []
-    lines = Path(path).read_bytes().splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
+    for obj in read_jsonl(path):
+        if not isinstance(obj, dict):
             continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            if i == len(lines) - 1:
-                continue  # torn last line (the server was killed while writing)
-            raise ValueError(f"{path}: line {i + 1} is not JSON") from None
         kind = obj.get("type")
         if kind == "server":
             server = server or obj

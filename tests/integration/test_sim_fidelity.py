@@ -1,5 +1,5 @@
 """Fidelity at C=64: the standard Locust sweep against the time-scaled simulator, with every fault injected by rate
-and a server restart, checked request by request against the simulator's ground-truth log (harness.fidelity).
+and a server restart, checked request by request against the simulator's ground-truth log (harness.report.fidelity).
 
 One run (~40 s) serves both tests: exact token counts and fault classification, and the TTFT accuracy target.
 """
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.fidelity import FidelityReport, compare, render
 from harness.records import read_records
+from harness.report.fidelity import FidelityReport, compare, render
 from harness.sim.faults import FAULT_TYPES
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ def test_c64_tokens_exact_and_every_fault_in_its_own_class(c64: tuple[FidelityRe
     rep, records = c64
     s = rep.summary
     assert s["records"] == len(records) and s["time_scale"] == SCALE
-    assert max(r["concurrency"] for r in records) == 64
+    assert max(r.concurrency for r in records) == 64
     m = s["matching"]
     assert m["matched"] >= 400 and m["unexplained_records"] == 0 and m["unmatched_truth"] == 0, m
     t = s["tokens"]
@@ -98,7 +98,7 @@ def test_c64_tokens_exact_and_every_fault_in_its_own_class(c64: tuple[FidelityRe
 def test_c64_ttft_difference_p99_within_2ms(c64: tuple[FidelityReport, list[dict[str, Any]]]) -> None:
     rep, records = c64
     d = rep.summary["ttft_diff_ms"]
-    kernel = bool(records) and all(r.get("time_source") == "kernel" for r in records if r.get("ttft") is not None)
+    kernel = bool(records) and all(r.time_source == "kernel" for r in records if r.ttft is not None)
     if not kernel and d["p99"] is not None and d["p99"] > TTFT_P99_MS:
         # One client process reads the 64 chunks of each engine step one after another, so its user-space
         # timestamps of a first token that arrives inside such a burst are late by up to a few ms (and by the whole

@@ -10,6 +10,7 @@ import pytest
 
 from harness.histogram import LogHistogram
 from harness.report import build_report, render_markdown
+from harness.result import RequestResult
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 
 
@@ -214,10 +215,10 @@ def test_report_is_json_ready_and_markdown_has_tables(report: dict[str, Any]) ->
 def test_per_stream_rate_is_a_ratio_of_sums_robust_to_burst_delivery() -> None:
     from harness.report.figures import _per_stream_tps
 
-    normal = {"ttft": 0.1, "e2e": 10.1, "output_tokens": 100}  # 10 tok/s
-    burst = {"ttft": 5.0, "e2e": 5.0001, "output_tokens": 100}  # all tokens in one read: 1e6 tok/s alone
+    normal = RequestResult("p", ttft=0.1, e2e=10.1, output_tokens=100)  # 10 tok/s
+    burst = RequestResult("p", ttft=5.0, e2e=5.0001, output_tokens=100)  # all tokens in one read: 1e6 tok/s alone
     assert _per_stream_tps([normal, burst]) == pytest.approx(200 / 10.0001)
-    assert _per_stream_tps([{"ttft": None, "e2e": 1.0, "output_tokens": 5}]) is None
+    assert _per_stream_tps([RequestResult("p", ttft=None, e2e=1.0, output_tokens=5)]) is None
 
 
 def test_short_or_empty_steady_window_is_low_confidence() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.client import ChatClient, Timeouts
-from harness.result import RequestResult
+from harness.result import RequestIdentity, RequestResult
 from harness.sim import SimProcess, launch
 from harness.sim.truth import read_truth
 from tests.sim.sseclient import raw_stream, request
@@ -40,7 +40,7 @@ def run(url: str, fault: Any = None, header: str | None = None, max_tokens: int 
         body["sim_fault"] = fault
     client = ChatClient(url, timeouts=timeouts, headers={"x-sim-fault": header} if header else None)
     try:
-        return client.stream_chat(body, prompt_id="p", keep_chunk_times=True)
+        return client.stream_chat(body, RequestIdentity("p"), keep_chunk_times=True)
     finally:
         client.close()
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from harness.client import ChatClient
+from harness.result import RequestIdentity
 from harness.sim import SimProcess
 from tests.sim.sseclient import RawStream, raw_stream
 
@@ -139,7 +140,7 @@ def test_llamacpp_keepalive_comments_while_silent(sims: Callable[..., SimProcess
     assert len(pings) >= 4, r.events[:6]
     assert pings == list(range(len(pings)))  # all before the first data event (the role chunk comes with a token)
     # the harness skips them: TTFT is the first token, not a comment
-    res = ChatClient(proc.url).stream_chat(body(sim_fault={"type": "stall_first", "seconds": 4}), prompt_id="p")
+    res = ChatClient(proc.url).stream_chat(body(sim_fault={"type": "stall_first", "seconds": 4}), RequestIdentity("p"))
     assert res.ok and res.sse_comments >= 4 and res.ttft is not None and res.ttft > 0.15
 
 
@@ -160,7 +161,7 @@ def test_openai_hidden_reasoning(sims: Callable[..., SimProcess]) -> None:
     assert set(usage["completion_tokens_details"]) == {"reasoning_tokens", "audio_tokens",
                                                        "accepted_prediction_tokens", "rejected_prediction_tokens"}
     # the harness: TTFT = first answer chunk (the reasoning took its time but was never streamed)
-    res = ChatClient(sims("openai").url).stream_chat(body(max_tokens=2000), prompt_id="p")
+    res = ChatClient(sims("openai").url).stream_chat(body(max_tokens=2000), RequestIdentity("p"))
     assert res.ok and res.reasoning_chunks == 0 and res.reasoning_source == "usage"
     assert res.reasoning_tokens == usage["completion_tokens_details"]["reasoning_tokens"]
     assert res.ttft == res.ttfat and res.ttft is not None
@@ -168,7 +169,7 @@ def test_openai_hidden_reasoning(sims: Callable[..., SimProcess]) -> None:
 
 
 def test_openai_truncated_inside_hidden_reasoning(sims: Callable[..., SimProcess]) -> None:
-    res = ChatClient(sims("openai").url).stream_chat(body(max_tokens=20), prompt_id="p")
+    res = ChatClient(sims("openai").url).stream_chat(body(max_tokens=20), RequestIdentity("p"))
     assert res.ok and res.finish_reason == "length" and res.output_tokens == 20
     assert res.chunks == 0 and res.ttft is None and res.truncated_in_reasoning
 
@@ -178,7 +179,7 @@ def test_harness_reads_every_flavour(sims: Callable[..., SimProcess], flavour: s
     proc = sims(flavour)
     res = ChatClient(proc.url).stream_chat(
         body(max_tokens=2000, stream_options={"include_usage": True, "continuous_usage_stats": True}),
-        prompt_id="p", keep_chunk_times=True)
+        RequestIdentity("p"), keep_chunk_times=True)
     truth = raw_stream(proc.url, body(max_tokens=2000, stream_options={"include_usage": True}))
     usage = [d for d in truth.data if isinstance(d, dict) and d.get("usage")][-1]["usage"]
     assert res.ok, res.error_detail

@@ -11,6 +11,7 @@ import gevent
 import pytest
 
 from harness.client import ChatClient
+from harness.result import RequestIdentity
 from harness.sim import SimProcess, launch
 from harness.sim.engine import Engine, Sequence
 from harness.sim.lengths import LengthPlan, PromptClass
@@ -58,7 +59,7 @@ def test_harness_counts_tokens_not_chunks(spec: tuple[SimProcess, Path]) -> None
     proc, _ = spec
     res = ChatClient(proc.url).stream_chat(
         {"messages": MSG, "max_tokens": 600, "ignore_eos": True,
-         "stream_options": {"continuous_usage_stats": True}}, prompt_id="p", keep_chunk_times=True)
+         "stream_options": {"continuous_usage_stats": True}}, RequestIdentity("p"), keep_chunk_times=True)
     assert res.ok and res.output_tokens == 600 and res.chunks < 450
     assert res.chunk_tokens is not None and sum(res.chunk_tokens) == 600 and max(res.chunk_tokens) > 1
 

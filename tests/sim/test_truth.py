@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.client import ChatClient
+from harness.result import RequestIdentity
 from harness.sim import launch
 from harness.sim.faults import Fault, FaultConfig, FaultError, FaultPlanner, parse_request_fault
 from harness.sim.presets import K26, K26_SEED_TPS, PRESETS
@@ -24,7 +25,7 @@ def test_truth_log_matches_what_the_client_saw(tmp_path: Path) -> None:
         body = {"model": "m1", "messages": MSG, "max_tokens": 400, "stream_options": {"continuous_usage_stats": True}}
         results = []
         for _ in range(3):
-            results.append(client.stream_chat(body, prompt_id="p", keep_chunk_times=True))
+            results.append(client.stream_chat(body, RequestIdentity("p"), keep_chunk_times=True))
         client.close()
     server, reqs, restarts = read_truth(truth)
     assert server is not None and server["preset"] == "demo" and server["time_scale"] == 0.1
@@ -53,7 +54,7 @@ def test_truth_log_records_api_errors_and_closes(tmp_path: Path) -> None:
     truth = tmp_path / "t.jsonl"
     with launch(preset="demo", time_scale=0.1, extra_args=["--truth-log", str(truth), "--api-key", "sekret"]) as p:
         client = ChatClient(p.url, api_key="sekret")
-        bad = client.stream_chat({"messages": MSG, "max_tokens": 10**9}, prompt_id="p")
+        bad = client.stream_chat({"messages": MSG, "max_tokens": 10**9}, RequestIdentity("p"))
         client.close()
         time.sleep(0.1)
     assert bad.error_class == "http_4xx"

@@ -1,4 +1,5 @@
-"""harness.fidelity: pairing records with the simulator's ground truth, the differences, the fault classification."""
+"""harness.report.fidelity: pairing records with the simulator's ground truth, the differences, the fault
+classification."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pytest
 
 from harness.client import ChatClient, Timeouts
 from harness.config import Profile
-from harness.fidelity import AMBIGUITY_S, compare, expected_classes, main, match, render
 from harness.records import RunDir
+from harness.report.fidelity import AMBIGUITY_S, compare, expected_classes, main, match, render
+from harness.result import RequestIdentity, RequestResult
 from harness.sim import launch
 from harness.sim.truth import prompt_hash
 
@@ -76,13 +78,13 @@ def test_prompt_hash_and_offsets_decide_the_pairing(tmp_path: Path) -> None:
     # two requests sent 20 µs apart with different prompts: the prompt decides; then the offset does
     records = [rec(0.0, "a", user="u1"), rec(0.00002, "b", user="u2"), rec(2.0, "a", user="u3")]
     truths = [truth(0.00005, "b", conn=2), truth(0.00004, "a", conn=1), truth(2.00001, "a", conn=3)]
-    pairs, method = match(records, truths, HASH)
+    pairs, method = match([RequestResult.from_record(r) for r in records], truths, HASH)
     assert method == "time"
     assert [p.truth["conn"] for p in pairs] == [1, 2, 3]  # type: ignore[index]
     # a request id (when the harness sends and records one) wins over time
     records2 = [dict(r, request_id=f"q{i}") for i, r in enumerate(records)]
     truths2 = [dict(t, client_request_id=f"q{2 - i}") for i, t in enumerate(truths)]
-    pairs2, method2 = match(records2, truths2, HASH)
+    pairs2, method2 = match([RequestResult.from_record(r) for r in records2], truths2, HASH)
     assert method2 == "request_id" and [p.truth["conn"] for p in pairs2] == [3, 1, 2]  # type: ignore[index]
 
 
@@ -165,8 +167,7 @@ def test_real_requests_with_faults(tmp_path: Path) -> None:
                 p = PROFILE.prompts[(i + j) % 2]
                 body = PROFILE.build_body(p, sim.model) | {"max_tokens": 100,
                                                            "stream_options": {"continuous_usage_stats": True}}
-                res = client.stream_chat(body, prompt_id=p.id, keep_chunk_times=True)
-                res.user = f"u{i}"
+                res = client.stream_chat(body, RequestIdentity(p.id, user=f"u{i}"), keep_chunk_times=True)
                 rd.write_record(res.to_record())
             client.close()
 

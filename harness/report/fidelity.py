@@ -17,14 +17,17 @@ every token-bearing chunk's arrival time too).  This module pairs them and repor
   server did not deliver) and **false failures** (a failure of a clean, fault-free response);
 * requests that failed before reaching the server during a simulated restart (``restart_down``).
 
-Pairing: by request id when the records carry one (``request_id``, matched to the ``x-request-id`` header the
-simulator logs as ``client_request_id``), else by time: a record's ``start_wall`` (epoch when the request was
+Pairing: by request id when the records carry one (``request_id``, not a record field, so
+:meth:`~harness.result.RequestResult.from_record` keeps it in ``extra``; matched to the ``x-request-id`` header
+the simulator logs as ``client_request_id``), else by time: a record's ``start_wall`` (epoch when the request was
 sent) against the truth's ``received_epoch``, restricted to the same prompt (hash of the profile's messages,
 from ``run.json``) and ``max_tokens``, assigned greedily by the smallest offset; ties within
 ``AMBIGUITY_S`` are counted as ambiguous and broken by keep-alive connection continuity.
 
-    python -m harness.fidelity runs/20261129-120000-fid /tmp/truth.jsonl            # text report
-    python -m harness.fidelity RUN_DIR TRUTH --json --max-ttft-p99-ms 2 --strict    # exit 1 on failure
+    llmload fidelity runs/20261129-120000-fid /tmp/truth.jsonl             # text report
+    llmload fidelity RUN_DIR TRUTH --json --max-ttft-p99-ms 2 --strict     # exit 1 on failure
+
+(also ``python -m harness.report.fidelity``). It sits with the other run-directory post-processor, the report.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 
 from harness.records import read_records
 from harness.report.stats import percentile
+from harness.result import RequestResult
 from harness.sim.truth import prompt_hash, read_truth
 
 __all__ = ["EXPECTED", "FidelityReport", "compare", "expected_classes", "main", "match", "render"]
@@ -78,7 +82,7 @@ TIMEOUT_MARGIN = 0.15
 class Pair:
     """One harness record and its truth entry (None when unmatched)."""
 
-    record: dict[str, Any]
+    record: RequestResult
     truth: dict[str, Any] | None
     ambiguous: bool = False
 
@@ -145,14 +149,13 @@ def _profile_hashes(meta: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def _record_request_id(rec: dict[str, Any]) -> str | None:
-    rid = rec.get("request_id")
-    if rid is None and isinstance(rec.get("extra"), dict):
-        rid = rec["extra"].get("request_id")
+def _record_request_id(rec: RequestResult) -> str | None:
+    """The request id a record carries (not a record field: from_record keeps it in ``extra``), or None."""
+    rid = rec.extra.get("request_id")
     return str(rid) if rid else None
 
 
-def match(records: list[dict[str, Any]], truths: list[dict[str, Any]],
+def match(records: Sequence[RequestResult], truths: list[dict[str, Any]],
           hashes: dict[str, str] | None = None) -> tuple[list[Pair], str]:
     """Pair records with truth entries; returns the pairs (one per record) and the method used.
 
@@ -171,11 +174,11 @@ def match(records: list[dict[str, Any]], truths: list[dict[str, Any]],
     cands: list[tuple[float, int, int]] = []  # (offset, record index, truth index)
     per_record: dict[int, list[float]] = defaultdict(list)
     for ri, r in enumerate(records):
-        if r.get("http_status") is None and r.get("error_class") in ("connect_error", "timeout_connect"):
+        if r.http_status is None and r.error_class in ("connect_error", "timeout_connect"):
             continue  # never reached a server
-        s = float(r.get("start_wall") or 0.0)
-        h = hashes.get(str(r.get("prompt_id")))
-        mt = r.get("max_tokens")
+        s = r.start_wall
+        h = hashes.get(r.prompt_id)
+        mt = r.max_tokens
         j = bisect.bisect_left(epochs, s + lo)
         while j < len(epochs) and epochs[j] <= s + hi:
             t = truths[order[j]]
@@ -206,7 +209,7 @@ def match(records: list[dict[str, Any]], truths: list[dict[str, Any]],
     return [Pair(r, truths[rec_to[i]] if i in rec_to else None, i in ambiguous) for i, r in enumerate(records)], "time"
 
 
-def _fix_by_connection(records: list[dict[str, Any]], truths: list[dict[str, Any]], rec_to: dict[int, int],
+def _fix_by_connection(records: Sequence[RequestResult], truths: list[dict[str, Any]], rec_to: dict[int, int],
                        ambiguous: set[int]) -> None:
     """Swap ambiguous pairings whose truth connection disagrees with the user's other requests."""
     if not ambiguous:
@@ -214,10 +217,10 @@ def _fix_by_connection(records: list[dict[str, Any]], truths: list[dict[str, Any
     user_conns: dict[str, Counter[int]] = defaultdict(Counter)
     for ri, ti in rec_to.items():
         if ri not in ambiguous:
-            user_conns[str(records[ri].get("user"))][truths[ti]["conn"]] += 1
+            user_conns[records[ri].user][truths[ti]["conn"]] += 1
     for ri in sorted(ambiguous):
         ti = rec_to[ri]
-        u = str(records[ri].get("user"))
+        u = records[ri].user
         conn = truths[ti]["conn"]
         if not user_conns[u] or user_conns[u][conn]:
             continue
@@ -225,17 +228,17 @@ def _fix_by_connection(records: list[dict[str, Any]], truths: list[dict[str, Any
             if rj == ri:
                 continue
             tj = rec_to[rj]
-            uj = str(records[rj].get("user"))
+            uj = records[rj].user
             same_prompt = truths[tj].get("prompt_hash") == truths[ti].get("prompt_hash")
             if same_prompt and user_conns[u][truths[tj]["conn"]] and user_conns[uj][conn]:
                 rec_to[ri], rec_to[rj] = tj, ti
                 break
 
 
-def _timeouts(meta: dict[str, Any], rec: dict[str, Any]) -> dict[str, float]:
+def _timeouts(meta: dict[str, Any], rec: RequestResult) -> dict[str, float]:
     prof = meta.get("profile") if isinstance(meta.get("profile"), dict) else {}
     to = dict((prof or {}).get("timeouts") or {})
-    if rec.get("phase") == "warmup":
+    if rec.phase == "warmup":
         w = float(((prof or {}).get("warmup") or {}).get("timeout", 300.0))
         return {"first_byte": w, "first_token": w, "idle": w, "total": w}
     return {k: float(to.get(k, d)) for k, d in (("first_byte", 300.0), ("first_token", 600.0), ("idle", 120.0),
@@ -297,7 +300,7 @@ def compare(run_dir: str | Path, truth_path: str | Path, include_warmup: bool = 
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     records = read_records(run)
     if not include_warmup:
-        records = [r for r in records if r.get("phase") != "warmup"]
+        records = [r for r in records if r.phase != "warmup"]
     server, truths, restarts = read_truth(truth_path)
     time_scale = float((server or {}).get("time_scale") or 1.0)
     pairs, method = match(records, truths, _profile_hashes(meta))
@@ -319,15 +322,15 @@ def compare(run_dir: str | Path, truth_path: str | Path, include_warmup: bool = 
 
     for p in pairs:
         r, t = p.record, p.truth
-        got = "ok" if r.get("ok") else str(r.get("error_class") or "unknown")
+        got = "ok" if r.ok else r.error_class or "unknown"
         if t is None:
-            s = float(r.get("start_wall") or 0.0)
+            s = r.start_wall
             in_restart = any(d - 0.05 <= s <= u + 0.05 for d, u in windows)
-            if in_restart and not r.get("ok"):
+            if in_restart and not r.ok:
                 label, allowed = "restart_down", EXPECTED["restart_down"]
             else:
                 label, allowed = "unmatched", frozenset()
-                unexplained.append({"start_wall": s, "prompt_id": r.get("prompt_id"), "class": got})
+                unexplained.append({"start_wall": s, "prompt_id": r.prompt_id, "class": got})
             confusion[label][got] += 1
             expected_by_fault[label] |= allowed
             if got == "ok":
@@ -342,19 +345,19 @@ def compare(run_dir: str | Path, truth_path: str | Path, include_warmup: bool = 
         expected_by_fault[label] |= allowed
         if got not in allowed:
             item = {"fault": label, "got": got, "expected": sorted(allowed), "id": t.get("id"),
-                    "outcome": t.get("outcome"), "detail": r.get("error_detail")}
+                    "outcome": t.get("outcome"), "detail": r.error_detail}
             if got == "ok":
                 false_successes.append(item)
             else:
                 misclassified.append(item)
         # timings: whatever the client saw of the stream
         tch = _truth_chunks(t)
-        if r.get("ttft") is not None and tch:
-            ttft.append(float(r["ttft"]) - tch[0][0])
+        if r.ttft is not None and tch:
+            ttft.append(r.ttft - tch[0][0])
         first_answer = next((c[0] for c in tch if c[2] == "a"), None)
-        if r.get("ttfat") is not None and first_answer is not None:
-            ttfat.append(float(r["ttfat"]) - first_answer)
-        ct = r.get("chunk_times")
+        if r.ttfat is not None and first_answer is not None:
+            ttfat.append(r.ttfat - first_answer)
+        ct = r.chunk_times
         if ct and tch:
             n = min(len(ct), len(tch))
             delays.extend(float(ct[i]) - tch[i][0] for i in range(n))
@@ -364,14 +367,14 @@ def compare(run_dir: str | Path, truth_path: str | Path, include_warmup: bool = 
             continue
         tok["checked"] += 1
         problems: list[str] = []
-        if int(r.get("output_tokens") or 0) != int(t.get("sent_tokens") or 0):
+        if r.output_tokens != int(t.get("sent_tokens") or 0):
             problems.append("output")
-        if r.get("reasoning_source") in ("usage", "chunk_usage") and t.get("reasoning_tokens") is not None \
-                and int(r.get("reasoning_tokens") or 0) != int(t["reasoning_tokens"]):
+        if r.reasoning_source in ("usage", "chunk_usage") and t.get("reasoning_tokens") is not None \
+                and r.reasoning_tokens != int(t["reasoning_tokens"]):
             problems.append("reasoning")
-        if int(r.get("chunks") or 0) != len(tch):
+        if r.chunks != len(tch):
             problems.append("chunk_count")
-        rtk = r.get("chunk_tokens")
+        rtk = r.chunk_tokens
         if rtk and any(rtk) and [int(x) for x in rtk] != [c[1] for c in tch]:
             problems.append("chunk_tokens")
         for prob in problems:
@@ -379,8 +382,8 @@ def compare(run_dir: str | Path, truth_path: str | Path, include_warmup: bool = 
         if problems:
             tok["mismatched_requests"] += 1
             if len(tok_examples) < 10:
-                tok_examples.append({"id": t.get("id"), "problems": problems, "record_output": r.get("output_tokens"),
-                                     "true_output": t.get("sent_tokens"), "record_chunks": r.get("chunks"),
+                tok_examples.append({"id": t.get("id"), "problems": problems, "record_output": r.output_tokens,
+                                     "true_output": t.get("sent_tokens"), "record_chunks": r.chunks,
                                      "true_chunks": len(tch)})
 
     n_matched = sum(1 for p in pairs if p.truth is not None)
@@ -473,12 +476,12 @@ def render(rep: FidelityReport, max_ttft_p99_ms: float | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m harness.fidelity RUN_DIR TRUTH_LOG [--json] [--max-ttft-p99-ms MS] [--strict]``.
+    """``llmload fidelity RUN_DIR TRUTH_LOG [--json] [--max-ttft-p99-ms MS] [--strict]``.
 
     Exit code 0, or 1 with ``--strict`` when the check fails (token mismatch, misclassified fault, false
     success, unexplained record, or TTFT p99 above ``--max-ttft-p99-ms``); 2 on bad arguments or files.
     """
-    ap = argparse.ArgumentParser(prog="python -m harness.fidelity", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="llmload fidelity", description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", help="harness run directory (records.jsonl, run.json)")
     ap.add_argument("truth_log", help="the simulator's --truth-log file")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON")
