@@ -28,10 +28,10 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Generic, TypeVar
 
 import orjson
 
@@ -86,11 +86,11 @@ def _clean_argv(argv: list[str]) -> list[str]:
     return out
 
 
-#: A listener of :class:`EventHook`: called with the record or phase event just written (return value ignored).
-Listener = Callable[[dict[str, Any]], object]
+#: The payload type of an :class:`EventHook`: a :class:`RequestResult` (records) or a phase event dict.
+P = TypeVar("P")
 
 
-class EventHook:
+class EventHook(Generic[P]):
     """Listeners of one kind of event, called in the order they were added (Locust's ``EventHook`` style, without
     importing Locust: the report reads run directories in processes that must not be gevent-patched).
 
@@ -102,14 +102,14 @@ class EventHook:
     __slots__ = ("_listeners",)
 
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self._listeners: list[Callable[[P], object]] = []
 
-    def add_listener(self, listener: Listener) -> Listener:
+    def add_listener(self, listener: Callable[[P], object]) -> Callable[[P], object]:
         """Call ``listener(payload)`` on every :meth:`fire` from now on; returns ``listener``."""
         self._listeners.append(listener)
         return listener
 
-    def remove_listener(self, listener: Listener) -> None:
+    def remove_listener(self, listener: Callable[[P], object]) -> None:
         """Stop calling ``listener``.
 
         Raises:
@@ -117,7 +117,7 @@ class EventHook:
         """
         self._listeners.remove(listener)
 
-    def fire(self, payload: dict[str, Any]) -> None:
+    def fire(self, payload: P) -> None:
         """Call every listener with ``payload``, in order."""
         for listener in self._listeners:
             listener(payload)
@@ -136,10 +136,11 @@ class RunDir:
     _records: IO[bytes] | None = None
     _phases: IO[bytes] | None = None
     count: int = 0
-    #: Fired with each request record written to ``records.jsonl`` (this process's and, on a master, its workers').
-    on_record: EventHook = field(default_factory=EventHook, repr=False, compare=False)
+    #: Fired with each request record written to ``records.jsonl`` (this process's and, on a master, its workers'),
+    #: as a typed :class:`RequestResult` (read once from a worker's dict).
+    on_record: EventHook[RequestResult] = field(default_factory=EventHook, repr=False, compare=False)
     #: Fired with each event written to ``phases.jsonl`` (``phase_start``, ``load_end``, ``run_end``).
-    on_phase: EventHook = field(default_factory=EventHook, repr=False, compare=False)
+    on_phase: EventHook[dict[str, Any]] = field(default_factory=EventHook, repr=False, compare=False)
 
     @classmethod
     def create(cls, base: str | os.PathLike[str], name: str, meta: dict[str, Any]) -> RunDir:
@@ -188,19 +189,27 @@ class RunDir:
         tmp.write_text(json.dumps(self.meta, indent=2, default=str) + "\n")
         tmp.replace(self.path / "run.json")
 
-    def write_record(self, record: dict[str, Any]) -> None:
-        """Append one request record, flush it to the OS, then fire :attr:`on_record`.
+    def write_record(self, record: RequestResult | dict[str, Any]) -> None:
+        """Append one request record, flush it to the OS, then fire :attr:`on_record` with the typed record.
+
+        Args:
+            record: a result (this process's users) or its record dict (a worker's batch, as sent over the wire);
+                a dict is read once with :meth:`RequestResult.from_record` so every listener gets the same object.
 
         Raises:
-            ValueError: the run directory is closed.
+            ValueError: the run directory is closed, or a record dict of a schema this harness cannot read.
         """
         f = self._records
         if f is None:
             raise ValueError(f"{self.path}: run directory is closed")
-        f.write(orjson.dumps(record) + b"\n")
+        if isinstance(record, RequestResult):
+            res, line = record, record.to_record()
+        else:
+            res, line = RequestResult.from_record(record), record
+        f.write(orjson.dumps(line) + b"\n")
         f.flush()
         self.count += 1
-        self.on_record.fire(record)
+        self.on_record.fire(res)
 
     def write_phase(self, event: dict[str, Any]) -> None:
         """Append one phase event (``phase_start`` / ``load_end`` / ``run_end``), flush it, then fire :attr:`on_phase`.

@@ -26,6 +26,7 @@ from harness.config import Profile, PromptSpec, TargetSpec
 from harness.exporter import Exporter
 from harness.metrics import RunMetrics
 from harness.records import RunDir
+from harness.result import RequestResult
 
 __all__ = [
     "PhaseState",
@@ -110,12 +111,12 @@ class RunContext:
         return prompt, self._bodies[prompt.id]
 
     # -- records --------------------------------------------------------------------------------------------
-    def record(self, rec: dict[str, Any]) -> None:
-        """Keep one request record: write it (local/master) or queue it for the master (worker)."""
+    def record(self, res: RequestResult) -> None:
+        """Keep one request's result: write it (local/master) or queue its record for the master (worker)."""
         if self.run_dir is not None:
-            self.run_dir.write_record(rec)
+            self.run_dir.write_record(res)
         else:
-            self._pending.append(rec)
+            self._pending.append(res.to_record())
 
     def start_flusher(self, runner: Any) -> None:
         """On a worker: send queued records to the master every 0.5 s."""
@@ -197,7 +198,7 @@ class Run:
         if ctx.run_dir is not None:
             ctx.run_dir.on_record.add_listener(self._watch_lag)
 
-    def _watch_lag(self, rec: dict[str, Any]) -> None:
+    def _watch_lag(self, rec: RequestResult) -> None:
         warning = self.lag_watch.observe(rec)
         if warning:
             log.warning(warning)

@@ -94,7 +94,7 @@ class ReasoningSweepShape(LoadTestShape):
         identity = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
         for i in range(w.requests):
             res = client.stream_chat(body, identity)
-            ctx.record(res.to_record())
+            ctx.record(res)
             log.info(
                 "warm-up %d/%d: %s in %.1f s (%d output tokens, finish_reason %s)",
                 i + 1,

@@ -69,7 +69,7 @@ class ReasoningChatUser(User):
             res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times)
         finally:
             IN_FLIGHT.dec()
-        ctx.record(res.to_record())
+        ctx.record(res)
         exc = None
         if not res.ok:
             code = ""

@@ -62,27 +62,31 @@ def test_url_credentials_are_redacted() -> None:
 
 
 def test_listeners_see_every_record_and_phase_event_after_it_is_on_disk(tmp_path: Path) -> None:
-    """RunDir announces each line it wrote (Locust EventHook style), in order; close() announces run_end."""
+    """RunDir announces each line it wrote (Locust EventHook style), in order, records typed; close() announces
+    run_end. A worker's record dict and a local result reach listeners as equal typed records."""
     rd = RunDir.create(tmp_path, "x", {})
-    seen: list[tuple[str, dict[str, object], int]] = []
+    seen: list[tuple[str, object, int]] = []
 
     @rd.on_record.add_listener
-    def on_record(rec: dict[str, object]) -> None:
+    def on_record(rec: RequestResult) -> None:
         seen.append(("record", rec, len(read_records(rd.path))))  # already written and flushed
 
     rd.on_phase.add_listener(lambda ev: seen.append(("phase", ev, len(read_phases(rd.path)))))
     rd.write_phase({"event": "phase_start", "step": 1})
-    rd.write_record({"a": 1})
-    rd.write_record({"a": 2})
+    local = RequestResult(prompt_id="a", user="local:1", e2e=1.5, output_tokens=7)
+    rd.write_record(local)
+    rd.write_record(RequestResult(prompt_id="b", user="w1:1").to_record())  # a worker's batch: a dict
     rd.on_record.remove_listener(on_record)
-    rd.write_record({"a": 3})  # no longer listened to
+    rd.write_record(RequestResult(prompt_id="c").to_record())  # no longer listened to
     rd.close()
-    assert [(k, e.get("a", e.get("event")), n) for k, e, n in seen] == [
+    assert [(k, e.prompt_id if isinstance(e, RequestResult) else e["event"], n) for k, e, n in seen] == [
         ("phase", "phase_start", 1),
-        ("record", 1, 1),
-        ("record", 2, 2),
+        ("record", "a", 1),
+        ("record", "b", 2),
         ("phase", "run_end", 2),
     ]
+    assert seen[1][1] is local and isinstance(seen[2][1], RequestResult)
+    assert read_records(rd.path)[0] == local
     with pytest.raises(ValueError):
         rd.on_record.remove_listener(on_record)
 
@@ -91,12 +95,12 @@ def test_a_failing_listener_propagates_after_the_record_is_written(tmp_path: Pat
     rd = RunDir.create(tmp_path, "x", {})
     later: list[object] = []
 
-    def boom(rec: dict[str, object]) -> None:
+    def boom(rec: RequestResult) -> None:
         raise RuntimeError("listener failed")
 
     rd.on_record.add_listener(boom)
     rd.on_record.add_listener(later.append)
     with pytest.raises(RuntimeError, match="listener failed"):
-        rd.write_record({"a": 1})
+        rd.write_record(RequestResult(prompt_id="a"))
     rd.close()
-    assert read_records(rd.path) == [{"a": 1}] and rd.count == 1 and later == []
+    assert [r.prompt_id for r in read_records(rd.path)] == ["a"] and rd.count == 1 and later == []

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import harness.runtime as runtime
+from harness.result import RequestResult
 
 
 def test_the_lag_watch_listens_to_the_run_directory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -22,10 +23,10 @@ def test_the_lag_watch_listens_to_the_run_directory(tmp_path: Path, caplog: pyte
     assert run.ctx is ctx
     late = {"phase": "step", "step": 2, "concurrency": 16, "read_lag_max": 1.5}
     with caplog.at_level("WARNING", logger="llmload"):
-        ctx.record({**late, "read_lag_max": 0.001})
+        ctx.record(RequestResult.from_record({**late, "read_lag_max": 0.001}))
         assert "FALLING BEHIND" not in caplog.text
-        ctx.record(late)
-        ctx.run_dir.write_record(late)  # warned once per step
+        ctx.record(RequestResult.from_record(late))
+        ctx.run_dir.write_record(late)  # a worker's record dict; warned once per step
     ctx.run_dir.close()
     assert caplog.text.count("FALLING BEHIND at C=16") == 1
 

@@ -14,8 +14,8 @@ import pytest
 from harness import shapes
 from harness.client import Timeouts
 from harness.config import Profile, load_profile
-from harness.result import RequestResult
-from harness.runtime import MSG_PHASE, PhaseState, RunContext, set_context
+from harness.result import RequestIdentity, RequestResult
+from harness.runtime import MSG_PHASE, PhaseState, RunContext, current
 from harness.shapes import ReasoningSweepShape, Stage, plan_stages
 
 PROFILES = Path(__file__).resolve().parent.parent / "profiles"
@@ -59,12 +59,12 @@ class FakeRunDir:
     """Collects what the shape writes to ``phases.jsonl`` and ``records.jsonl``."""
 
     phases: list[dict[str, Any]] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[RequestResult] = field(default_factory=list)
 
     def write_phase(self, event: dict[str, Any]) -> None:
         self.phases.append(event)
 
-    def write_record(self, record: dict[str, Any]) -> None:
+    def write_record(self, record: RequestResult) -> None:
         self.records.append(record)
 
 
@@ -92,14 +92,14 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
 def _no_context_left() -> Iterator[None]:
     """The context a test installs with :func:`install` is removed after it."""
     yield
-    set_context(None)
+    current().ctx = None
 
 
 def install(profile: Profile) -> tuple[RunContext, FakeRunDir]:
     """Install a local-run context for ``profile`` writing to a :class:`FakeRunDir`."""
     run_dir = FakeRunDir()
     ctx = RunContext(profile, "http://127.0.0.1:9/v1", "m", "local", run_dir=run_dir)  # type: ignore[arg-type]
-    set_context(ctx)
+    current().ctx = ctx
     return ctx, run_dir
 
 
@@ -306,16 +306,15 @@ class FakeClient:
         self.calls: list[dict[str, Any]] = []
         self.closed = False
 
-    def stream_chat(self, body: dict[str, Any], **kw: Any) -> RequestResult:
+    def stream_chat(self, body: dict[str, Any], identity: RequestIdentity, **kw: Any) -> RequestResult:
         self.bodies.append(body)
-        self.calls.append(kw)
+        self.calls.append({"identity": identity, **kw})
         self.clock.now += self.seconds
         ok = self.outcomes.pop(0)
-        return RequestResult(
-            prompt_id=kw["prompt_id"], phase=kw["phase"], step=kw["step"], concurrency=kw["concurrency"],
-            e2e=self.seconds, ok=ok, error_class=None if ok else "connect_error", output_tokens=3 if ok else 0,
-            finish_reason="stop" if ok else None,
-        )  # fmt: skip
+        res = RequestResult.for_request(identity, body.get("max_tokens"))
+        res.e2e, res.ok, res.output_tokens = self.seconds, ok, 3 if ok else 0
+        res.error_class, res.finish_reason = (None, "stop") if ok else ("connect_error", None)
+        return res
 
     def close(self) -> None:
         self.closed = True
@@ -346,9 +345,10 @@ def test_warmup_runs_before_the_first_stage_and_its_time_is_not_counted(
     assert shape.warmup_error is None
     assert asked == [Timeouts(3.0, 42.0, 42.0, 42.0, 42.0)]
     assert client.bodies == [{"model": "m", "messages": [{"role": "user", "content": "Say OK"}], "max_tokens": 16}] * 2
-    assert all(c == {"prompt_id": "warmup", "phase": "warmup", "step": -1, "concurrency": 1} for c in client.calls)
+    warmup = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
+    assert all(c == {"identity": warmup} for c in client.calls)
     assert client.closed
-    assert [(r["phase"], r["step"], r["user"], r["ok"]) for r in run_dir.records] == [
+    assert [(r.phase, r.step, r.user, r.ok) for r in run_dir.records] == [
         ("warmup", -1, "warmup", False), ("warmup", -1, "warmup", True),
     ]  # fmt: skip
     assert [(e["phase"], e["step"], e["wall"]) for e in run_dir.phases] == [

@@ -14,6 +14,7 @@ import pytest
 import harness
 from harness.cli import main
 from harness.client import ChatClient
+from harness.result import RequestIdentity
 from tests.replay_server import ReplayServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +52,7 @@ def test_user_agent_carries_the_version() -> None:
         srv.queue.append("C05/a_role_only_chunk_first")
         client = ChatClient(srv.url)
         try:
-            assert client.stream_chat({"model": "m", "messages": []}, prompt_id="p").ok
+            assert client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p")).ok
         finally:
             client.close()
     head = srv.requests[0]["head"]

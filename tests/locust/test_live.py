@@ -17,6 +17,7 @@ from harness.locust.live import open_exporter, serve_run
 from harness.locust.options import metrics_options
 from harness.metrics import IN_FLIGHT, RunMetrics
 from harness.records import RunDir
+from harness.result import RequestResult
 from harness.runtime import Run, RunContext
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +80,7 @@ def test_serve_run_counts_what_the_run_directory_writes(tmp_path: Path) -> None:
         metrics = serve_run(run, exporter, runner, linger=7.0)
         assert (run.metrics, run.exporter, run.linger) == (metrics, exporter, 7.0)
         ctx.run_dir.write_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 2, "wall": 999.0})
-        ctx.record(record("local:1"))
+        ctx.record(RequestResult.from_record(record("local:1")))
         ctx.run_dir.write_record(record("w1:1", ok=False, usable=False, finish_reason=None))  # a worker's batch
         assert metrics.records == 2 and metrics.phase is not None and metrics.phase["step"] == 1
         assert isinstance(metrics, RunMetrics) and metrics.records == ctx.run_dir.count
@@ -88,7 +89,7 @@ def test_serve_run_counts_what_the_run_directory_writes(tmp_path: Path) -> None:
         assert collector.info["run"] == ctx.run_dir.path.name and collector.info["hostname"] == socket.gethostname()
         ctx.run_dir.close("finished")
         with pytest.raises(ValueError, match="closed"):
-            ctx.record(record("local:1"))
+            ctx.record(RequestResult.from_record(record("local:1")))
         assert metrics.records == 2
     finally:
         ctx.run_dir.close()
