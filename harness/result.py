@@ -119,6 +119,12 @@ class RequestResult:
     ok: bool = False
     error_class: str | None = None
     error_detail: str | None = None
+    # seconds the response's Retry-After header asked to wait (delta-seconds, or an HTTP-date as seconds from its
+    # receipt; a past date gives 0.0); None when absent or unparseable
+    retry_after_s: float | None = None
+    # the ``code`` of an in-band error object in the stream (``{"error": {"code": ...}}``), as text; None when no
+    # such object arrived or it had no code
+    error_code: str | None = None
     http_status: int | None = None
     finish_reason: str | None = None
     done_seen: bool = False

@@ -63,14 +63,14 @@ def test_c01_comments_are_counted_not_tokens() -> None:
     assert r.sse_comments == 3
     assert r.ttft == pytest.approx(62.3) and r.output_tokens == 3
     r, i = replay("C01/b_id_fields_then_comment_then_blank_line")
-    assert i.answer_text == "AB" and r.ok
+    assert "".join(i.answer_parts) == "AB" and r.ok
 
 
 @pytest.mark.parametrize("name", [k for k in SSE_CASES if k.startswith("C02/")])
 def test_c02_framings_give_identical_results(name: str) -> None:
     r, i = replay(name)
-    assert i.answer_text == "Hello, 世界"
-    assert "\ufffd" not in i.answer_text
+    assert "".join(i.answer_parts) == "Hello, 世界"
+    assert "\ufffd" not in "".join(i.answer_parts)
     assert (r.ok, r.ttft, r.output_tokens, r.chunks) == (True, 0.25, 3, 3)
 
 
@@ -92,7 +92,7 @@ def test_c03_usage_only_chunk_and_missing_usage() -> None:
 def test_c04_every_reasoning_field_counts_once(name: str) -> None:
     r, i = replay(name)
     assert "".join(i.reasoning_parts) == "Think hard"
-    assert i.answer_text == "OK"
+    assert "".join(i.answer_parts) == "OK"
     assert (r.reasoning_chunks, r.answer_chunks, r.ttft, r.ttfat, r.output_tokens) == (2, 1, 0.4, 0.44, 3)
     assert r.t_first_reasoning == 0.4
 
