@@ -140,20 +140,40 @@ def test_c08_token_counts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "cls", "detail"),
+    ("name", "cls", "detail", "code"),
     [
-        ("C10/a_inband_error_object_then_done", "server_error_event", "code=500"),
-        ("C10/b_toplevel_object_error", "server_error_event", "code=400"),
-        ("C10/c_nonstandard_error_field_then_done", "no_finish_reason", "request exceeds context"),
-        ("C10/d_finish_reason_abort_then_done", "aborted", "abort"),
-        ("C10/e_connection_closed_mid_stream", "stream_truncated", ""),
+        ("C10/a_inband_error_object_then_done", "server_error_event", "code=500", "500"),
+        ("C10/b_toplevel_object_error", "server_error_event", "code=400", "400"),
+        ("C10/c_nonstandard_error_field_then_done", "no_finish_reason", "request exceeds context", None),
+        ("C10/d_finish_reason_abort_then_done", "aborted", "abort", None),
+        ("C10/e_connection_closed_mid_stream", "stream_truncated", "", None),
     ],
 )
-def test_c10_failures_inside_200_streams(name: str, cls: str, detail: str) -> None:
+def test_c10_failures_inside_200_streams(name: str, cls: str, detail: str, code: str | None) -> None:
     r, _ = replay(name)
     assert not r.ok and not r.usable
     assert r.error_class == cls
     assert detail in (r.error_detail or "")
+    assert r.error_code == code  # only an in-band error object carries one (the ``error:`` SSE field does not)
+
+
+@pytest.mark.parametrize(
+    ("event", "code"),
+    [
+        (b'{"error":{"code":"overloaded","type":"server_error","message":"busy"}}', "overloaded"),
+        (b'{"object":"error","code":503,"message":"down"}', "503"),
+        (b'{"error":{"message":"no code here"}}', None),
+        (b'{"error":"just a string"}', None),
+    ],
+)
+def test_error_code_is_the_in_band_objects_code_as_text(event: bytes, code: str | None) -> None:
+    i = StreamInterpreter()
+    i.on_payload(0.1, event)
+    i.on_payload(0.2, b'{"error":{"code":"later","message":"second error"}}')  # the first error object wins
+    i.on_payload(0.3, b"[DONE]")
+    r = i.finish(RequestResult(prompt_id="p", http_status=200), 0.3)
+    assert (r.error_class, r.error_code) == ("server_error_event", code)
+    assert f"code={code}" in (r.error_detail or "")  # the human detail keeps its form
 
 
 def test_c11_truncation() -> None:

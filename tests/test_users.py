@@ -82,3 +82,18 @@ def test_failure_name_carries_the_in_band_error_code(monkeypatch: pytest.MonkeyP
     assert _failure_name(bare, monkeypatch) == "server_error_event"
     http = RequestResult(prompt_id="p", error_class="http_5xx", error_detail="HTTP 503: x", error_code="500")
     assert _failure_name(http, monkeypatch) == "http_5xx"
+
+
+def test_backoff_honours_the_servers_retry_after_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real 429 with ``Retry-After: 2`` through the client: the user pauses 2 s, not the first step's 0.25 s."""
+    from harness.client import ChatClient
+    from tests.replay_server import ReplayServer
+
+    pauses: list[float] = []
+    with ReplayServer(framing="chunked") as srv:
+        srv.queue.append("C12/c_429_then_success")
+        res = ChatClient(srv.url).stream_chat({"model": "m", "messages": []}, prompt_id="p")
+    assert (res.error_class, res.retry_after_s) == ("http_429", 2.0)
+    monkeypatch.setattr(users.gevent, "sleep", pauses.append)
+    users.ReasoningChatUser._backoff_after(types.SimpleNamespace(), res)  # type: ignore[arg-type]
+    assert pauses == [2.0]
