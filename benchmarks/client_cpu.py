@@ -1,6 +1,6 @@
 """CPU cost per SSE chunk of the harness's streaming client, against the openai SDK's streaming path.
 
-    .venv/bin/python benchmarks/client_cpu.py [--streams 8] [--chunks 4000] [--runs 5]
+    .venv/bin/python benchmarks/client_cpu.py [--streams 8] [--chunks 2000] [--runs 5] [--skip-sdk]
 
 A server process on 127.0.0.1 streams vLLM-shaped chunks (role chunk, reasoning deltas with cumulative
 usage, answer deltas, finish, usage, [DONE]) over chunked transfer encoding, one HTTP chunk per event, with a
@@ -10,7 +10,8 @@ process runs ``--streams`` concurrent greenlets (gevent, as under Locust) and me
 
 * ``harness``: :class:`harness.client.ChatClient` (our HTTP/1.1 reader + SSE decoder + chunk interpreter);
 * ``openai-sdk``: ``client.chat.completions.create(stream=True)``, iterating the ``ChatCompletionChunk``
-  objects (pydantic) and reading the same fields, if the ``openai`` package is installed.
+  objects (pydantic) and reading the same fields, if the ``openai`` package is installed (and ``--skip-sdk`` is
+  not given).
 
 Prints the median of ``--runs`` runs per path and the ratio. Numbers depend on the machine: compare paths
 within one run, not across machines.
@@ -158,18 +159,21 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=2000, help="token-bearing chunks per response")
     ap.add_argument("--requests", type=int, default=2, help="sequential requests per stream")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--skip-sdk", action="store_true", help="measure only the harness path (quicker A/B runs)")
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     proc = ctx.Process(target=serve, args=(q, args.chunks), daemon=True)
     proc.start()
     url = f"http://127.0.0.1:{q.get(timeout=30)}"
+    paths: dict[str, Callable[[str, int, int], tuple[float, int]]] = {"harness": run_harness}
     try:
         import openai  # noqa: F401
 
-        paths = {"harness": run_harness, "openai-sdk": run_sdk}
+        if not args.skip_sdk:
+            paths["openai-sdk"] = run_sdk
     except ImportError:
-        paths = {"harness": run_harness}
+        pass
     results: dict[str, list[float]] = {k: [] for k in paths}
     run_harness(url, 2, 1)  # warm the imports and the server
     for _ in range(args.runs):

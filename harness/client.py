@@ -23,21 +23,43 @@ from orjson import dumps as _dumps
 from orjson import loads as _loads
 
 from harness import __version__
-from harness.http import ChunkedDecoder, Connection, HTTPError, HTTPTimeout, Origin
+from harness.http import (
+    ConnectError,
+    Connection,
+    ConnectTimeout,
+    FirstByteTimeout,
+    FirstTokenTimeout,
+    IdleTimeout,
+    Origin,
+    ProtocolError,
+    ReadTimeout,
+    ResponseHead,
+    TotalTimeout,
+    TransportError,
+    TransportTimeout,
+    TruncatedStream,
+    WriteTimeout,
+    parse_retry_after,
+)
 from harness.interpret import StreamInterpreter
 from harness.result import RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
 
-__all__ = ["ChatClient", "Timeouts"]
+__all__ = ["ChatClient", "ClientError", "Timeouts"]
 
 _USER_AGENT = f"llmload/{__version__}"
 #: A kernel receive stamp older than this (seconds) is not trusted (e.g. the wall clock stepped).
 _MAX_STAMP_LAG_S = 60.0
+#: Seconds allowed for reading the body of a non-stream answer (an error message) once its head has arrived.
+_NON_STREAM_BODY_S = 10.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Timeouts:
     """Per-request timeouts in seconds. Each one that fires fails the request with its own error class.
+
+    The defaults here are the only ones: the profile's ``timeouts`` (:class:`harness.config.TimeoutsSpec`) takes
+    them from this class.
 
     Attributes:
         connect: opening the TCP (and TLS) connection.
@@ -55,6 +77,37 @@ class Timeouts:
     total: float = 3600.0
 
 
+#: The error class (a key of :data:`harness.result.ERROR_CLASSES`) of every transport failure a request can end
+#: in. ``ReadTimeout`` and ``WriteTimeout`` never leave this module: they become the timeout of the phase whose
+#: deadline the read or write was given (:func:`_phase_timeout`).
+_ERROR_CLASS: dict[type[TransportError], str] = {
+    ConnectError: "connect_error",
+    ConnectTimeout: "timeout_connect",
+    FirstByteTimeout: "timeout_first_byte",
+    FirstTokenTimeout: "timeout_first_token",
+    IdleTimeout: "timeout_idle",
+    TotalTimeout: "timeout_total",
+    TruncatedStream: "stream_truncated",
+    ProtocolError: "protocol_error",
+}
+
+#: The timeout of each phase of a request; the key is also the :class:`Timeouts` field that bounds the phase.
+_PHASE_TIMEOUT: dict[str, type[TransportTimeout]] = {
+    "first_byte": FirstByteTimeout,
+    "first_token": FirstTokenTimeout,
+    "idle": IdleTimeout,
+    "total": TotalTimeout,
+}
+
+
+def _phase_timeout(phase: str, to: Timeouts, total_deadline: float) -> TransportTimeout:
+    """The timeout of ``phase`` (a key of :data:`_PHASE_TIMEOUT`), or :class:`TotalTimeout` once the total
+    deadline (``time.perf_counter`` seconds) has passed."""
+    if time.perf_counter() >= total_deadline - 1e-4:
+        phase = "total"
+    return _PHASE_TIMEOUT[phase](f"timeouts.{phase} = {getattr(to, phase)} s exceeded")
+
+
 def _status_class(status: int) -> str:
     if status == 429:
         return "http_429"
@@ -65,11 +118,36 @@ def _status_class(status: int) -> str:
     return "http_other"
 
 
+def _api_base(path: str) -> str:
+    """The API's base path from a base URL's path: ``/v1`` is appended unless the path ends in it."""
+    return path if path.endswith("/v1") else f"{path}/v1"
+
+
+class ClientError(Exception):
+    """A request outside the measured stream (:meth:`ChatClient.list_models`) failed.
+
+    Attributes:
+        error_class: a key of :data:`harness.result.ERROR_CLASSES` (``connect_error``, ``timeout_connect``,
+            ``http_4xx``...).
+        detail: what happened, for humans.
+        status: the HTTP status of a non-2xx answer, else None.
+
+    ``str()`` is ``"<error_class>: <detail>"``.
+    """
+
+    def __init__(self, error_class: str, detail: str, status: int | None = None) -> None:
+        super().__init__(f"{error_class}: {detail}")
+        self.error_class = error_class
+        self.detail = detail
+        self.status = status
+
+
 class ChatClient:
     """A streaming chat-completions client holding one keep-alive connection (use one per Locust user).
 
     Args:
-        base_url: ``http(s)://host:port[/v1]``.
+        base_url: ``http(s)://host:port[/path]``; requests go to ``{path}/v1/...`` (``/v1`` is not appended
+            again when the path already ends in it).
         api_key: sent as ``Authorization: Bearer``; never logged or recorded.
         timeouts: see :class:`Timeouts`.
         headers: extra request headers.
@@ -88,6 +166,8 @@ class ChatClient:
         verify_tls: bool = True,
     ) -> None:
         self.origin = Origin.parse(base_url)
+        #: The API's base path (``/v1`` or ``/prefix/v1``).
+        self.api_base = _api_base(self.origin.base_path)
         self.timeouts = timeouts or Timeouts()
         self.conn = Connection(self.origin, verify_tls=verify_tls)
         head = {
@@ -101,14 +181,18 @@ class ChatClient:
             head["Authorization"] = f"Bearer {api_key}"
         head.update(headers or {})
         self._head = "".join(f"{k}: {v}\r\n" for k, v in head.items())
-        self._path = f"{self.origin.base_path}/chat/completions"
+        self._path = f"{self.api_base}/chat/completions"
 
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
 
-    def _ensure_open(self) -> float:
-        """Open the connection if needed (or if the server closed it while idle); return seconds spent."""
+    def _ensure_open(self, timeout_s: float) -> float:
+        """Open the connection if needed (or if the server closed it while idle); return seconds spent.
+
+        Raises:
+            ConnectTimeout, ConnectError: as :meth:`Connection.open`.
+        """
         conn = self.conn
         if conn.sock is not None:
             try:
@@ -119,8 +203,20 @@ class ChatClient:
                 return 0.0
             conn.close()  # readable while idle means EOF or garbage: never reuse it
         c0 = time.perf_counter()
-        conn.open(self.timeouts.connect)
+        conn.open(timeout_s)
         return time.perf_counter() - c0
+
+    def _request_bytes(self, payload: dict[str, Any]) -> tuple[bytes, int | None]:
+        """The whole POST for ``payload`` (``stream`` and ``stream_options.include_usage`` forced on) and the
+        request's ``max_tokens`` (or ``max_completion_tokens``; None when unset)."""
+        body = dict(payload)
+        body["stream"] = True
+        so = dict(body.get("stream_options") or {})
+        so["include_usage"] = True
+        body["stream_options"] = so
+        data = _dumps(body)
+        head = f"POST {self._path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n"
+        return head.encode("latin-1") + data, body.get("max_tokens", body.get("max_completion_tokens"))
 
     def stream_chat(
         self,
@@ -144,80 +240,119 @@ class ChatClient:
             The classified result; ``ok`` False with ``error_class`` set when anything failed.
         """
         to = timeouts or self.timeouts
-        body = dict(payload)
-        body["stream"] = True
-        so = dict(body.get("stream_options") or {})
-        so["include_usage"] = True
-        body["stream_options"] = so
-        max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-        data = _dumps(body)
-        req = f"POST {self._path} HTTP/1.1\r\n{self._head}Content-Length: {len(data)}\r\n\r\n".encode("latin-1") + data
+        req, max_tokens = self._request_bytes(payload)
         res = RequestResult.for_request(identity, max_tokens)
         interp = StreamInterpreter(max_tokens, keep_chunk_times)
-        perf = time.perf_counter
         try:
-            res.connect = self._ensure_open()
-        except HTTPTimeout:
+            res.connect = self._ensure_open(to.connect)
+        except TransportError as e:
             res.start_wall = time.time()
-            res.error_class, res.error_detail = "timeout_connect", f"no connection within {to.connect} s"
-            return interp.finish(res, 0.0)
-        except HTTPError as e:
-            res.start_wall = time.time()
-            res.error_class, res.error_detail = e.kind, e.detail
+            res.error_class, res.error_detail = _ERROR_CLASS[type(e)], e.detail
             return interp.finish(res, 0.0)
         res.start_wall = time.time()
-        t0 = perf()
-        conn = self.conn
+        t0 = time.perf_counter()
+        dec = SSEDecoder()
+        try:
+            head = self._send_and_read_head(req, res, t0, to)
+            if not 200 <= head.status < 300 or "json" in head.content_type:
+                return self._finish_not_a_stream(head, res, interp, t0, to)
+            e2e = self._read_stream(head, res, interp, dec, t0, to)
+        except TransportError as e:
+            self.conn.close()
+            e2e, err, detail = time.perf_counter() - t0, _ERROR_CLASS[type(e)], e.detail
+            return interp.finish(res, e2e, err, detail, dec.error_field, dec.comments)
+        return interp.finish(res, e2e, None, None, dec.error_field, dec.comments)
+
+    def _send_and_read_head(self, req: bytes, res: RequestResult, t0: float, to: Timeouts) -> ResponseHead:
+        """Send ``req`` and read the response head; set ``res.t_headers`` (kernel arrival time when stamped),
+        ``read_lag_max``, ``http_status`` and ``retry_after_s``. ``t0``: perf_counter time of "request sent".
+
+        Raises:
+            FirstByteTimeout / TotalTimeout: the head did not arrive in time.
+            ConnectError, TruncatedStream, ProtocolError: as :class:`Connection`.
+        """
+        conn, perf = self.conn, time.perf_counter
         total_dl = t0 + to.total
-        phase_name = "first_byte"
+        head_dl = min(t0 + to.first_byte, total_dl)
         try:
             conn.send(req, min(to.first_byte, to.total))
-            head_dl = min(t0 + to.first_byte, total_dl)
             head = conn.read_head(lambda: head_dl - perf())
-            res.t_headers = perf() - t0
-            read_lag = -1.0  # the largest read lag so far (see RequestResult.read_lag_max)
-            if conn.rx_epoch is not None:  # the head's arrival, not its (possibly late) read
-                lag = time.time() - conn.rx_epoch
-                if lag >= 0.0:
-                    res.read_lag_max = read_lag = lag
-                    if lag < _MAX_STAMP_LAG_S:
-                        res.t_headers = max(res.t_headers - lag, 0.0)
-            res.http_status = head.status
-            hdrs = head.headers
-            chunked = "chunked" in hdrs.get("transfer-encoding", "").lower()
-            length = int(hdrs["content-length"]) if "content-length" in hdrs and not chunked else None
-            if not 200 <= head.status < 300:
-                text = self._read_error_body(conn, chunked, length, min(total_dl, perf() + 10.0))
-                res.error_class = _status_class(head.status)
-                retry = hdrs.get("retry-after")
-                res.error_detail = f"HTTP {head.status}{f' retry-after={retry}' if retry else ''}: {text[:300]}"
-                conn.close()
-                return interp.finish(res, perf() - t0)
-            if "json" in hdrs.get("content-type", ""):
-                text = self._read_error_body(conn, chunked, length, min(total_dl, perf() + 10.0))
-                conn.close()
-                return interp.finish(res, perf() - t0, "not_sse", f"content-type json: {text[:300]}")
-            keep_alive = (chunked or length is not None) and hdrs.get("connection", "").lower() != "close"
-            dechunk = _Dechunk(chunked, length)
-            kernel_stamps = conn.is_stamped
-            t_prev = res.t_headers
-            dec = SSEDecoder()
-            feed, on_payload = dec.feed, interp.on_payload
-            t = res.t_headers
+        except (WriteTimeout, ReadTimeout):
+            raise _phase_timeout("first_byte", to, total_dl) from None
+        res.t_headers = perf() - t0
+        if conn.rx_epoch is not None:  # the head's arrival, not its (possibly late) read
+            lag = time.time() - conn.rx_epoch
+            if lag >= 0.0:
+                res.read_lag_max = lag
+                if lag < _MAX_STAMP_LAG_S:
+                    res.t_headers = max(res.t_headers - lag, 0.0)
+        res.http_status = head.status
+        res.retry_after_s = parse_retry_after(head.headers.get("retry-after"))
+        return head
+
+    def _finish_not_a_stream(
+        self, head: ResponseHead, res: RequestResult, interp: StreamInterpreter, t0: float, to: Timeouts
+    ) -> RequestResult:
+        """Classify a non-2xx answer (``http_*``) or a 2xx JSON body (``not_sse``): read the body for the error
+        detail (best effort, at most 10 s and within ``timeouts.total``) and close the connection.
+
+        Raises:
+            ProtocolError: on a malformed ``Content-Length``.
+        """
+        deadline = min(t0 + to.total, time.perf_counter() + _NON_STREAM_BODY_S)
+        body = self.conn.read_body(head.framing(), lambda: deadline - time.perf_counter())
+        text = body.decode("utf-8", "replace")
+        self.conn.close()
+        e2e = time.perf_counter() - t0
+        if 200 <= head.status < 300:
+            return interp.finish(res, e2e, "not_sse", f"content-type json: {text[:300]}")
+        retry = head.headers.get("retry-after")
+        res.error_class = _status_class(head.status)
+        res.error_detail = f"HTTP {head.status}{f' retry-after={retry}' if retry else ''}: {text[:300]}"
+        return interp.finish(res, e2e)
+
+    def _read_stream(
+        self,
+        head: ResponseHead,
+        res: RequestResult,
+        interp: StreamInterpreter,
+        dec: SSEDecoder,
+        t0: float,
+        to: Timeouts,
+    ) -> float:
+        """Read the event stream to its end, handing every SSE payload to ``interp`` with its arrival time; set
+        ``res.time_source`` and ``res.read_lag_max``.
+
+        Returns:
+            Seconds from "request sent" (``t0``, perf_counter) to the arrival of the body's last bytes.
+
+        Raises:
+            FirstTokenTimeout / IdleTimeout / TotalTimeout: the phase's deadline passed.
+            TruncatedStream: the connection closed or broke before the end of a framed body.
+            ProtocolError: on malformed framing.
+        """
+        conn, perf, wall = self.conn, time.perf_counter, time.time
+        framing = head.framing()
+        keep_alive = head.keep_alive
+        kernel_stamps = conn.is_stamped
+        read_lag = -1.0 if res.read_lag_max is None else res.read_lag_max  # the largest read lag so far
+        feed, on_payload = dec.feed, interp.on_payload
+        total_dl = t0 + to.total
+        t = t_prev = res.t_headers or 0.0
+        phase = "first_token"
+        try:
             while True:
                 if interp.ttft is None:
-                    phase_name = "first_token"
-                    dl = t0 + to.first_token
+                    phase, dl = "first_token", t0 + to.first_token
                 else:
-                    phase_name = "idle"
-                    dl = t0 + interp.t_last + to.idle  # type: ignore[operator]
+                    phase, dl = "idle", t0 + interp.t_last + to.idle  # type: ignore[operator]
                 if total_dl < dl:
-                    dl, phase_name = total_dl, "total"
+                    dl, phase = total_dl, "total"
                 raw = conn.recv(dl - perf())
                 t = perf() - t0
                 rx = conn.rx_epoch
                 if rx is not None:  # when the kernel got the bytes, not when this process read them
-                    lag = time.time() - rx
+                    lag = wall() - rx
                     if lag > read_lag:  # a lag too large to trust as a stamp still says the client was late
                         res.read_lag_max = read_lag = lag
                     if 0.0 <= lag < _MAX_STAMP_LAG_S:
@@ -232,103 +367,44 @@ class ChatClient:
                 if not raw:
                     conn.close()
                     res.time_source = "kernel" if kernel_stamps else "read"
-                    err = None if dechunk.complete_on_eof() else "stream_truncated"
-                    return interp.finish(
-                        res,
-                        t,
-                        err,
-                        "connection closed before the end of the body" if err else None,
-                        dec.error_field,
-                        dec.comments,
-                    )
-                body_bytes = dechunk.feed(raw)
-                if body_bytes:
-                    for p in feed(body_bytes):
+                    framing.end_of_input()  # TruncatedStream unless the body was close-delimited
+                    return t
+                body = framing.feed(raw)
+                if body:
+                    for p in feed(body):
                         on_payload(t, p)
-                if dechunk.done:
+                if framing.done:
                     break
-            if not keep_alive:
-                conn.close()
-            res.time_source = "kernel" if kernel_stamps else "read"
-            return interp.finish(res, t, None, None, dec.error_field, dec.comments)
-        except HTTPTimeout:
+        except ReadTimeout:
+            raise _phase_timeout(phase, to, total_dl) from None
+        if not keep_alive:
             conn.close()
-            now = perf()
-            if now >= total_dl - 1e-4:
-                phase_name = "total"
-            limit = {"first_byte": to.first_byte, "first_token": to.first_token, "idle": to.idle, "total": to.total}
-            return interp.finish(
-                res, now - t0, f"timeout_{phase_name}", f"timeouts.{phase_name} = {limit[phase_name]} s exceeded"
-            )
-        except HTTPError as e:
-            conn.close()
-            return interp.finish(res, perf() - t0, e.kind, e.detail)
-
-    @staticmethod
-    def _read_error_body(conn: Connection, chunked: bool, length: int | None, deadline: float) -> str:
-        """Read a (small) non-stream body for an error message; best effort, at most 64 KiB."""
-        dechunk = _Dechunk(chunked, length)
-        out = b""
-        try:
-            while not dechunk.done and len(out) < 65536:
-                raw = conn.recv(deadline - time.perf_counter())
-                if not raw:
-                    break
-                out += dechunk.feed(raw)
-        except (HTTPTimeout, HTTPError):
-            pass
-        return out.decode("utf-8", "replace")
+        res.time_source = "kernel" if kernel_stamps else "read"
+        return t
 
     def list_models(self) -> list[str]:
-        """``GET {base}/models`` and return the model ids (uses its own short-lived connection).
+        """``GET {base}/models`` and return the model ids (uses its own short-lived connection; 30 s to answer).
 
         Raises:
-            HTTPError / HTTPTimeout: when the server cannot be reached or answers with non-2xx.
+            ClientError: when the server cannot be reached, times out or answers with non-2xx.
+            ValueError: when the answer is not JSON.
         """
         conn = Connection(self.origin, self.conn.verify_tls)
         try:
             conn.open(self.timeouts.connect)
             head_lines = self._head.replace("Accept: text/event-stream", "Accept: application/json")
-            conn.send(
-                f"GET {self.origin.base_path}/models HTTP/1.1\r\n{head_lines}Connection: close\r\n\r\n".encode(), 30
-            )
+            conn.send(f"GET {self.api_base}/models HTTP/1.1\r\n{head_lines}Connection: close\r\n\r\n".encode(), 30)
             dl = time.perf_counter() + 30
             head = conn.read_head(lambda: dl - time.perf_counter())
-            hdrs = head.headers
-            chunked = "chunked" in hdrs.get("transfer-encoding", "").lower()
-            length = int(hdrs["content-length"]) if "content-length" in hdrs and not chunked else None
-            text = self._read_error_body(conn, chunked, length, dl)
+            text = conn.read_body(head.framing(), lambda: dl - time.perf_counter()).decode("utf-8", "replace")
+        except (ReadTimeout, WriteTimeout) as e:
+            raise ClientError("timeout_first_byte", f"GET /models: {e.detail}") from None
+        except TransportError as e:
+            raise ClientError(_ERROR_CLASS[type(e)], e.detail) from None
         finally:
             conn.close()
         if not 200 <= head.status < 300:
-            raise HTTPError(_status_class(head.status), f"GET /models: HTTP {head.status}: {text[:200]}")
+            detail = f"GET /models: HTTP {head.status}: {text[:200]}"
+            raise ClientError(_status_class(head.status), detail, head.status)
         obj = _loads(text)
         return [m["id"] for m in obj.get("data", []) if isinstance(m, dict) and "id" in m]
-
-
-class _Dechunk:
-    """Body framing: chunked, Content-Length, or close-delimited; ``done`` when the body is complete."""
-
-    __slots__ = ("_chunked", "_left", "done")
-
-    def __init__(self, chunked: bool, length: int | None) -> None:
-        self._chunked = ChunkedDecoder() if chunked else None
-        self._left = length
-        self.done = length == 0
-
-    def feed(self, raw: bytes) -> bytes:
-        """Body bytes carried by ``raw`` (framing removed); sets ``done`` at the end of the body."""
-        if self._chunked is not None:
-            out = self._chunked.feed(raw)
-            self.done = self._chunked.done
-            return out
-        if self._left is not None:
-            out = raw[: self._left]
-            self._left -= len(out)
-            self.done = self._left == 0
-            return out
-        return raw
-
-    def complete_on_eof(self) -> bool:
-        """True when EOF is a legitimate end of this body (close-delimited framing)."""
-        return self._chunked is None and self._left is None

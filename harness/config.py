@@ -205,18 +205,21 @@ class StepsSpec(_Model):
         return v
 
 
-class TimeoutsSpec(_Model):
-    """Per-request timeouts in seconds (see :class:`harness.client.Timeouts`)."""
+_DEFAULT_TIMEOUTS = Timeouts()
 
-    connect: float = Field(10.0, gt=0)
-    first_byte: float = Field(300.0, gt=0)
-    first_token: float = Field(600.0, gt=0)
-    idle: float = Field(120.0, gt=0)
-    total: float = Field(3600.0, gt=0)
+
+class TimeoutsSpec(_Model):
+    """Per-request timeouts in seconds, each > 0 (meanings and defaults: :class:`harness.client.Timeouts`)."""
+
+    connect: float = Field(_DEFAULT_TIMEOUTS.connect, gt=0)
+    first_byte: float = Field(_DEFAULT_TIMEOUTS.first_byte, gt=0)
+    first_token: float = Field(_DEFAULT_TIMEOUTS.first_token, gt=0)
+    idle: float = Field(_DEFAULT_TIMEOUTS.idle, gt=0)
+    total: float = Field(_DEFAULT_TIMEOUTS.total, gt=0)
 
     def to_timeouts(self) -> Timeouts:
-        """As the client's :class:`~harness.client.Timeouts`."""
-        return Timeouts(self.connect, self.first_byte, self.first_token, self.idle, self.total)
+        """As the client's :class:`~harness.client.Timeouts` (built by keyword, field for field)."""
+        return Timeouts(**self.model_dump())
 
 
 class OutputSpec(_Model):

@@ -4,72 +4,122 @@ Why our own: the hot path of the harness is "bytes arrive -> timestamp -> decode
 reach either buffer (geventhttpclient's ``iter_content``/``iter_lines`` block until 1 KiB / 4 KiB arrive,
 which skews TTFT), hide timeouts (httpx/openai retries and a single read timeout), or cost ~10x the CPU per
 chunk (the openai SDK's pydantic models). This module does only what a streaming benchmark needs: one
-keep-alive connection, a request written in one ``sendall``, the status line and headers, and the body
-decoded from ``Content-Length``, ``Transfer-Encoding: chunked`` or close-delimited framing, each read with
-the timeout the caller gives. TLS uses :mod:`ssl` (``https://`` base URLs).
+keep-alive connection, a request written in one ``sendall``, the status line and headers (:func:`parse_head`),
+and the body framing (:class:`BodyFraming`: ``Content-Length``, ``Transfer-Encoding: chunked`` or
+close-delimited), each read with the timeout the caller gives. TLS uses :mod:`ssl` (``https://`` base URLs).
 
 Every read returns as soon as the kernel has bytes: the caller timestamps the read, so an SSE event's time
-is the arrival of the bytes that completed it.
+is the arrival of the bytes that completed it. On plain HTTP (Linux) reads also carry the kernel's receive time
+(:mod:`harness.kstamp`).
+
+Failures are typed, as httpx draws them (:class:`TransportError` and its subclasses); this module raises
+:class:`ConnectError`, :class:`ConnectTimeout`, :class:`WriteTimeout`, :class:`ReadTimeout`,
+:class:`TruncatedStream` and :class:`ProtocolError`. :class:`FirstByteTimeout`, :class:`FirstTokenTimeout`,
+:class:`IdleTimeout` and :class:`TotalTimeout` are the request phases' timeouts, raised by the client that knows
+which deadline a read or write was given (:mod:`harness.client` maps every class to an error class).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import socket
 import ssl
-import struct
-import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["ChunkedDecoder", "Connection", "HTTPError", "HTTPTimeout", "Origin", "ResponseHead"]
+from harness import kstamp
+
+__all__ = [
+    "BodyFraming",
+    "ChunkedDecoder",
+    "ConnectError",
+    "ConnectTimeout",
+    "Connection",
+    "FirstByteTimeout",
+    "FirstTokenTimeout",
+    "IdleTimeout",
+    "Origin",
+    "ProtocolError",
+    "ReadTimeout",
+    "ResponseHead",
+    "TotalTimeout",
+    "TransportError",
+    "TransportTimeout",
+    "TruncatedStream",
+    "WriteTimeout",
+    "parse_head",
+    "parse_retry_after",
+]
 
 _RECV = 65536
-
-# Kernel receive timestamps (Linux SO_TIMESTAMPNS): the time a packet reached the socket, not the time this
-# process got round to reading it. At C=64 a burst of chunks lands at once and a single process reads them one
-# after another; read-time stamps are then late by up to the burst's processing time (measured p99 3.5-8 ms vs
-# 0.2 ms with kernel stamps). The kernel enables stamping lazily and turns it off again when no socket asks
-# for it, so one socket with the option stays open for the life of the process.
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
-_SCM_TIMESTAMPNS = _SO_TIMESTAMPNS
-_CMSG_SPACE = 64
-_keeper: socket.socket | None = None
+#: Largest accepted response head (status line + headers), bytes.
+MAX_HEAD_BYTES = 65536
+_recv_stamped = kstamp.recv_stamped
 
 
-def _enable_kernel_timestamps(sock: socket.socket) -> bool:
-    """Turn on kernel receive timestamps on ``sock``; False where the platform has none."""
-    global _keeper
-    if _SO_TIMESTAMPNS is None:
-        return False
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
-        if _keeper is None:
-            _keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            _keeper.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
-        return True
-    except OSError:
-        return False
+# -- errors ---------------------------------------------------------------------------------------------------
+class TransportError(Exception):
+    """The exchange failed below HTTP semantics (connection, timing or framing). ``detail``: text for humans."""
 
-
-class HTTPError(Exception):
-    """The connection failed or the server broke HTTP framing. ``kind`` is an error class of the harness."""
-
-    def __init__(self, kind: str, detail: str) -> None:
-        super().__init__(f"{kind}: {detail}")
-        self.kind = kind
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
         self.detail = detail
 
 
-class HTTPTimeout(Exception):
-    """A read or connect did not complete within the timeout the caller gave."""
+class ConnectError(TransportError):
+    """The TCP/TLS connection was refused, reset or failed before the request was completely sent."""
 
 
+class ProtocolError(TransportError):
+    """The server broke HTTP framing: a malformed status line, header, ``Content-Length`` or chunk."""
+
+
+class TruncatedStream(TransportError):
+    """The peer closed or reset the connection before the response (head or body) was complete."""
+
+
+class TransportTimeout(TransportError):
+    """Base of every timeout: something did not complete within the seconds it was given."""
+
+
+class ConnectTimeout(TransportTimeout):
+    """The connection (TCP, then TLS) was not established within the connect timeout."""
+
+
+class WriteTimeout(TransportTimeout):
+    """Writing the request did not complete within the seconds given to :meth:`Connection.send`."""
+
+
+class ReadTimeout(TransportTimeout):
+    """Nothing arrived within the seconds given to :meth:`Connection.recv` (or the deadline had passed)."""
+
+
+class FirstByteTimeout(TransportTimeout):
+    """Raised by the client: no response head within ``timeouts.first_byte`` of the request being sent."""
+
+
+class FirstTokenTimeout(TransportTimeout):
+    """Raised by the client: no token-bearing chunk within ``timeouts.first_token`` of the request being sent."""
+
+
+class IdleTimeout(TransportTimeout):
+    """Raised by the client: a gap after a token-bearing chunk exceeded ``timeouts.idle``."""
+
+
+class TotalTimeout(TransportTimeout):
+    """Raised by the client: the request exceeded ``timeouts.total`` end to end."""
+
+
+# -- URLs, heads, headers ---------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where requests go: scheme, host, port and the base path (e.g. ``/v1``) of an OpenAI-compatible API.
+    """Where requests go: scheme, host, port and the URL's path (``base_path``, no trailing slash; may be "").
 
     Raises:
         ValueError: when the URL has no host or an unsupported scheme.
@@ -82,15 +132,12 @@ class Origin:
 
     @classmethod
     def parse(cls, url: str) -> Origin:
-        """Parse ``http(s)://host[:port][/base]``; a base path without ``/v1`` gets ``/v1`` appended."""
+        """Parse ``http(s)://host[:port][/path]``; the port defaults to 80 / 443."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"base URL {url!r}: expected http://host[:port][/path] or https://...")
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        path = parts.path.rstrip("/")
-        if not path.endswith("/v1"):
-            path += "/v1"
-        return cls(parts.scheme, parts.hostname, port, path)
+        return cls(parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
 
     @property
     def host_header(self) -> str:
@@ -102,13 +149,115 @@ class Origin:
 
 @dataclass(slots=True)
 class ResponseHead:
-    """Status line and headers of a response. Header names are lower-cased."""
+    """Status line and headers of a response. Header names are lower-cased; of a repeated header the last wins."""
 
     status: int
     reason: str
     headers: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def chunked(self) -> bool:
+        """True when the body uses ``Transfer-Encoding: chunked``."""
+        return "chunked" in self.headers.get("transfer-encoding", "").lower()
 
+    @property
+    def content_length(self) -> int | None:
+        """The ``Content-Length`` in bytes, or None when absent or overridden by chunked encoding.
+
+        Raises:
+            ProtocolError: the value is not a non-negative integer.
+        """
+        value = self.headers.get("content-length")
+        if value is None or self.chunked:
+            return None
+        try:
+            n = int(value)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise ProtocolError(f"bad content-length {value[:40]!r}")
+        return n
+
+    @property
+    def content_type(self) -> str:
+        """The ``Content-Type`` header, lower-cased ("" when absent)."""
+        return self.headers.get("content-type", "").lower()
+
+    @property
+    def keep_alive(self) -> bool:
+        """True when the connection may carry another request once this body is read to its end: the body is
+        framed (chunked or Content-Length) and the server did not say ``Connection: close``.
+
+        Raises:
+            ProtocolError: as :attr:`content_length`.
+        """
+        framed = self.chunked or self.content_length is not None
+        return framed and self.headers.get("connection", "").lower() != "close"
+
+    def framing(self) -> BodyFraming:
+        """A fresh :class:`BodyFraming` for this response's body.
+
+        Raises:
+            ProtocolError: as :attr:`content_length`.
+        """
+        return BodyFraming(self.chunked, self.content_length)
+
+
+def parse_head(head: bytes) -> ResponseHead:
+    """Parse a response head: status line and header lines, without the blank line that ends them.
+
+    Args:
+        head: the bytes before ``\r\n\r\n``, decoded as latin-1. Lines without a colon are ignored.
+
+    Raises:
+        ProtocolError: on a malformed status line.
+    """
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    status = -1
+    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isdigit():
+        status = int(parts[1])
+    if status < 0:
+        raise ProtocolError(f"bad status line {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep:
+            headers[name.strip().lower()] = value.strip()
+    return ResponseHead(status, parts[2] if len(parts) > 2 else "", headers)
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait, from a ``Retry-After`` header value (RFC 9110 section 10.2.3).
+
+    Args:
+        value: the header value: delta-seconds (``"2"``; a decimal fraction is accepted too) or an HTTP-date
+            (``"Wed, 21 Oct 2015 07:28:00 GMT"``); None when the header was absent.
+        now: the wall-clock epoch time an HTTP-date is measured from (default: ``time.time()``).
+
+    Returns:
+        Seconds (>= 0; a date in the past gives 0.0), or None when absent or unparseable (negative, not finite,
+        not a date).
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return seconds if seconds >= 0.0 and math.isfinite(seconds) else None
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000" or no zone: HTTP-dates are GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+# -- body framing ---------------------------------------------------------------------------------------------
 class ChunkedDecoder:
     """Incremental decoder of ``Transfer-Encoding: chunked`` bodies. ``done`` turns True at the last chunk."""
 
@@ -123,10 +272,11 @@ class ChunkedDecoder:
         self.done = False
 
     def feed(self, data: bytes) -> bytes:
-        """Consume raw bytes; return the body bytes they carried (possibly empty).
+        """Consume raw bytes; return the body bytes they carried (possibly empty). Bytes after the last chunk's
+        trailers are ignored.
 
         Raises:
-            HTTPError: ``protocol_error`` on a malformed chunk header.
+            ProtocolError: on a malformed chunk header or chunk data not followed by CRLF.
         """
         buf = self._buf + data if self._buf else data
         i, n = 0, len(buf)
@@ -145,19 +295,19 @@ class ChunkedDecoder:
                 if n - i < 2:
                     break
                 if buf[i : i + 2] != b"\r\n":
-                    raise HTTPError("protocol_error", "chunk data not followed by CRLF")
+                    raise ProtocolError("chunk data not followed by CRLF")
                 i += 2
                 state = self._SIZE
             elif state == self._SIZE:
                 j = buf.find(b"\r\n", i)
                 if j < 0:
                     if n - i > 1024:
-                        raise HTTPError("protocol_error", "chunk size line too long")
+                        raise ProtocolError("chunk size line too long")
                     break
                 try:
                     size = int(buf[i:j].split(b";", 1)[0].strip(), 16)
                 except ValueError:
-                    raise HTTPError("protocol_error", f"bad chunk size {buf[i:j][:40]!r}") from None
+                    raise ProtocolError(f"bad chunk size {buf[i:j][:40]!r}") from None
                 i = j + 2
                 if size == 0:
                     state = self._TRAILER
@@ -176,6 +326,59 @@ class ChunkedDecoder:
         return b"".join(out) if len(out) != 1 else out[0]
 
 
+class BodyFraming:
+    """Where a response body ends: chunked, ``Content-Length`` (bytes) or close-delimited (``length`` None and
+    not chunked). Feed it the raw bytes as they arrive; ``done`` turns True at the end of the body.
+
+    Args:
+        chunked: the body uses ``Transfer-Encoding: chunked``.
+        length: the ``Content-Length`` in bytes, or None.
+    """
+
+    __slots__ = ("_chunked", "_left", "done")
+
+    def __init__(self, chunked: bool, length: int | None) -> None:
+        self._chunked = ChunkedDecoder() if chunked else None
+        self._left = None if chunked else length
+        self.done = self._left == 0
+
+    def feed(self, raw: bytes) -> bytes:
+        """Body bytes carried by ``raw`` (framing removed); sets ``done`` at the end of the body. Bytes beyond
+        the end of a ``Content-Length`` body are dropped.
+
+        Raises:
+            ProtocolError: on malformed chunked framing.
+        """
+        if self._chunked is not None:
+            out = self._chunked.feed(raw)
+            self.done = self._chunked.done
+            return out
+        if self._left is not None:
+            out = raw[: self._left]
+            self._left -= len(out)
+            self.done = self._left == 0
+            return out
+        return raw
+
+    @property
+    def close_delimited(self) -> bool:
+        """True when the body ends only where the server closes the connection."""
+        return self._chunked is None and self._left is None
+
+    def end_of_input(self) -> None:
+        """The connection was closed: a close-delimited body is then complete (``done``), any other one is not.
+
+        Raises:
+            TruncatedStream: when the body was framed and had not ended.
+        """
+        if self.done:
+            return
+        if not self.close_delimited:
+            raise TruncatedStream("connection closed before the end of the body")
+        self.done = True
+
+
+# -- the connection -------------------------------------------------------------------------------------------
 class Connection:
     """One keep-alive HTTP/1.1 connection to an :class:`Origin` (opened lazily, reused while clean).
 
@@ -238,11 +441,6 @@ class Connection:
         raise err if err is not None else OSError(f"{self.origin.host}: no address")
 
     @property
-    def is_open(self) -> bool:
-        """True while a socket is open (it may still turn out to be closed by the peer)."""
-        return self.sock is not None
-
-    @property
     def is_stamped(self) -> bool:
         """True when reads on this connection carry kernel receive timestamps (see :attr:`rx_epoch`)."""
         return self._stamped
@@ -251,24 +449,24 @@ class Connection:
         """Connect (TCP, then TLS for https) within ``timeout_s`` seconds.
 
         Raises:
-            HTTPTimeout: the connection was not established in time.
-            HTTPError: ``connect_error`` when it was refused or failed.
+            ConnectTimeout: the connection was not established in time.
+            ConnectError: it was refused or failed (also: the host name does not resolve).
         """
         self.close()
         try:
             sock = self._connect(timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            stamped = self.origin.scheme == "http" and _enable_kernel_timestamps(sock)
+            stamped = self.origin.scheme == "http" and kstamp.enable(sock) and kstamp.keep_stamping_on()
             if self.origin.scheme == "https":
                 ctx = ssl.create_default_context()
                 if not self.verify_tls:
                     ctx.check_hostname = False
                     ctx.verify_mode = ssl.CERT_NONE
                 sock = ctx.wrap_socket(sock, server_hostname=self.origin.host)
-        except TimeoutError as e:
-            raise HTTPTimeout(str(e)) from None
+        except TimeoutError:
+            raise ConnectTimeout(f"no connection within {timeout_s} s") from None
         except OSError as e:
-            raise HTTPError("connect_error", f"{self.origin.host}:{self.origin.port}: {e}") from None
+            raise ConnectError(f"{self.origin.host}:{self.origin.port}: {e}") from None
         self.sock = sock
         self._buf = b""
         self._stamped = stamped
@@ -284,26 +482,27 @@ class Connection:
         self._buf = b""
 
     def send(self, data: bytes, timeout_s: float) -> None:
-        """Write the whole request.
+        """Write the whole request within ``timeout_s`` seconds.
 
         Raises:
-            HTTPTimeout / HTTPError(``connect_error``): on a stalled or broken connection.
+            WriteTimeout: the write stalled.
+            ConnectError: the connection broke.
         """
         assert self.sock is not None
         try:
             self.sock.settimeout(timeout_s)
             self.sock.sendall(data)
         except TimeoutError:
-            raise HTTPTimeout("send") from None
+            raise WriteTimeout(f"request not written within {timeout_s} s") from None
         except OSError as e:
-            raise HTTPError("connect_error", f"send failed: {e}") from None
+            raise ConnectError(f"send failed: {e}") from None
 
     def recv(self, timeout_s: float) -> bytes:
         """Return the next bytes from the socket (buffered bytes first); ``b""`` at EOF.
 
         Raises:
-            HTTPTimeout: nothing arrived within ``timeout_s`` seconds (<= 0 means already expired).
-            HTTPError: ``stream_truncated`` when the connection was reset.
+            ReadTimeout: nothing arrived within ``timeout_s`` seconds (<= 0 means already expired).
+            TruncatedStream: the connection was reset.
         """
         if self._buf:
             data, self._buf = self._buf, b""
@@ -311,23 +510,18 @@ class Connection:
             return data
         assert self.sock is not None
         if timeout_s <= 0:
-            raise HTTPTimeout("deadline passed")
+            raise ReadTimeout("deadline passed")
         try:
             self.sock.settimeout(timeout_s)
             if not self._stamped:
                 self.rx_epoch = None
                 return self.sock.recv(_RECV)
-            data, anc, _, _ = self.sock.recvmsg(_RECV, _CMSG_SPACE)
-            self.rx_epoch = None
-            for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and kind == _SCM_TIMESTAMPNS and len(payload) >= 16:
-                    sec, nsec = struct.unpack_from("qq", payload)
-                    self.rx_epoch = sec + nsec * 1e-9
+            data, self.rx_epoch = _recv_stamped(self.sock, _RECV)
             return data
         except TimeoutError:
-            raise HTTPTimeout("recv") from None
+            raise ReadTimeout(f"nothing received within {timeout_s:.3f} s") from None
         except OSError as e:
-            raise HTTPError("stream_truncated", f"connection error while reading: {e}") from None
+            raise TruncatedStream(f"connection error while reading: {e}") from None
 
     def unread(self, data: bytes) -> None:
         """Push back bytes of the last :meth:`recv`, to be returned (with its :attr:`rx_epoch`) by the next one.
@@ -339,37 +533,49 @@ class Connection:
         self._buf_rx = self.rx_epoch
 
     def read_head(self, timeout_fn: Callable[[], float]) -> ResponseHead:
-        """Read the status line and headers. ``timeout_fn()`` gives the seconds left for each read.
+        """Read the status line and headers. ``timeout_fn()`` gives the seconds left for each read. Body bytes
+        that came with the head are pushed back (:meth:`unread`).
 
         Raises:
-            HTTPTimeout, HTTPError: as :meth:`recv`; ``protocol_error`` on a malformed head;
-            ``stream_truncated`` when the peer closed before sending a complete head.
+            ReadTimeout, TruncatedStream: as :meth:`recv`; TruncatedStream also when the peer closed before
+            sending a complete head.
+            ProtocolError: on a malformed head or one larger than 64 KiB.
         """
         buf = b""
         while True:
             data = self.recv(timeout_fn())
             if not data:
-                raise HTTPError("stream_truncated", "connection closed before the response head")
+                raise TruncatedStream("connection closed before the response head")
             buf += data
             end = buf.find(b"\r\n\r\n")
             if end >= 0:
                 break
-            if len(buf) > 65536:
-                raise HTTPError("protocol_error", "response head larger than 64 KiB")
-        head, rest = buf[:end], buf[end + 4 :]
+            if len(buf) > MAX_HEAD_BYTES:
+                raise ProtocolError("response head larger than 64 KiB")
+        rest = buf[end + 4 :]
         if rest:
             self.unread(rest)
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/"):
-            raise HTTPError("protocol_error", f"bad status line {lines[0][:80]!r}")
+        return parse_head(buf[:end])
+
+    def read_body(self, framing: BodyFraming, timeout_fn: Callable[[], float], limit: int = 65536) -> bytes:
+        """Read a small whole body (an error message, a JSON answer), best effort.
+
+        Args:
+            framing: the body's framing (:meth:`ResponseHead.framing`).
+            timeout_fn: seconds left for each read.
+            limit: stop once this many body bytes have arrived.
+
+        Returns:
+            The body bytes read until its end, EOF, the limit, a timeout, a broken connection or bad framing,
+            whichever came first (never raises :class:`TransportError`).
+        """
+        out = b""
         try:
-            status = int(parts[1])
-        except ValueError:
-            raise HTTPError("protocol_error", f"bad status line {lines[0][:80]!r}") from None
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
-        return ResponseHead(status, parts[2] if len(parts) > 2 else "", headers)
+            while not framing.done and len(out) < limit:
+                raw = self.recv(timeout_fn())
+                if not raw:
+                    break
+                out += framing.feed(raw)
+        except TransportError:
+            pass
+        return out

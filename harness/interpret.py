@@ -81,6 +81,7 @@ class StreamInterpreter:
         self.done_seen = False
         self.error_class: str | None = None
         self.error_detail: str | None = None
+        self.error_code: str | None = None  # ``code`` of the first in-band error object, as text
         self.chunk_times: list[float] | None = [] if keep_chunk_times else None
         self.chunk_tokens: list[int] | None = [] if keep_chunk_times else None
 
@@ -105,8 +106,10 @@ class StreamInterpreter:
             e = obj.get("error")
             err: dict[str, Any] = e if isinstance(e, dict) else obj
             if self.error_class in (None, "malformed_chunk"):
+                code = err.get("code")
                 self.error_class = "server_error_event"
-                self.error_detail = f"code={err.get('code')} type={err.get('type')} message={err.get('message')}"
+                self.error_code = None if code is None else str(code)
+                self.error_detail = f"code={code} type={err.get('type')} message={err.get('message')}"
             return
         usage = obj.get("usage")
         token_bearing = False
@@ -265,6 +268,7 @@ class StreamInterpreter:
             err, detail = "aborted", f"finish_reason={self.finish_reason}"
         r.ok = err is None
         r.error_class, r.error_detail = err, detail
+        r.error_code = self.error_code
 
         mt = self.max_tokens
         hit_cap = mt is not None and r.token_source == "usage" and r.output_tokens >= mt
@@ -285,8 +289,3 @@ class StreamInterpreter:
         if self.ttfat is not None and r.answer_tokens > 0 and e2e > self.ttfat:
             r.answer_rate = r.answer_tokens / (e2e - self.ttfat)
         return r
-
-    @property
-    def answer_text(self) -> str:
-        """The answer (``content``) text received so far."""
-        return "".join(self.answer_parts)

@@ -225,6 +225,18 @@ class RequestResult:
         default=None, metadata=_doc("", "why it failed: a key of `ERROR_CLASSES` (README \"Errors\"); null on success")
     )
     error_detail: str | None = field(default=None, metadata=_doc("", "human-readable detail of the failure"))
+    retry_after_s: float | None = field(
+        default=None,
+        metadata=_doc(
+            "s",
+            "the response's Retry-After (delta-seconds, or an HTTP-date as seconds from its receipt; a past date "
+            "gives 0.0); null when absent or unparseable",
+        ),
+    )
+    error_code: str | None = field(
+        default=None,
+        metadata=_doc("", "the `code` of an in-band error object in the stream, as text; null when none or no code"),
+    )
     http_status: int | None = field(default=None, metadata=_doc("", "HTTP status code; null when no response head"))
     finish_reason: str | None = field(default=None, metadata=_doc("", "the server's finish_reason; null when none"))
     done_seen: bool = field(default=False, metadata=_doc("", "the stream carried `data: [DONE]`"))

@@ -75,7 +75,8 @@ class ReasoningSweepShape(LoadTestShape):
         if not w.enabled:
             return
         to = ctx.profile.timeouts
-        timeouts = Timeouts(to.connect, w.timeout, w.timeout, w.timeout, w.timeout)
+        wt = w.timeout
+        timeouts = Timeouts(connect=to.connect, first_byte=wt, first_token=wt, idle=wt, total=wt)
         client = ctx.new_client(timeouts)
         body = {"model": ctx.model, "messages": [{"role": "user", "content": w.prompt}], "max_tokens": w.max_tokens}
         ctx.state = PhaseState("warmup", -1, 1)

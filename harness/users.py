@@ -5,7 +5,6 @@ from __future__ import annotations
 from locust import User, constant, task
 
 import random
-import re
 import time
 
 import gevent
@@ -18,14 +17,14 @@ __all__ = ["ReasoningChatUser", "RequestFailed"]
 
 _BACKOFF_FIRST_S = 0.25
 _BACKOFF_MAX_S = 10.0
-_RETRY_AFTER = re.compile(r"retry-after=(\d+(?:\.\d+)?)")
 
 
 class RequestFailed(Exception):
     """The exception reported to Locust for a failed request; its message is the error class.
 
     Locust groups failures by message, so the message is stable per class (``timeout_idle``,
-    ``http_429``, ``server_error_event code=500``...), never per request.
+    ``http_429``, ``server_error_event code=500``: the in-band error's ``code`` when it had one), never per
+    request.
     """
 
 
@@ -72,9 +71,7 @@ class ReasoningChatUser(User):
         ctx.record(res)
         exc = None
         if not res.ok:
-            code = ""
-            if res.error_class == "server_error_event" and res.error_detail:
-                code = " " + res.error_detail.split(" ", 1)[0]  # "code=500"
+            code = f" code={res.error_code}" if res.error_class == "server_error_event" and res.error_code else ""
             exc = RequestFailed(f"{res.error_class}{code}")
         self.environment.events.request.fire(
             request_type="chat",
@@ -93,16 +90,16 @@ class ReasoningChatUser(User):
         """After a failure, pause before the next request so a dead or throttling server is not hammered.
 
         The pause starts at 0.25 s and doubles per consecutive failure up to 10 s (at least the server's
-        ``Retry-After``), and resets on success. It is not a retry: the next request is a new one, recorded as
-        such, and the pause is no request's latency. Without it a closed-loop user against a refused port writes
-        thousands of ``connect_error`` records per second.
+        ``Retry-After``, :attr:`RequestResult.retry_after_s`, itself capped at 10 s), and resets on success. It
+        is not a retry: the next request is a new one, recorded as such, and the pause is no request's latency.
+        Without it a closed-loop user against a refused port writes thousands of ``connect_error`` records per
+        second.
         """
         if res.ok:
             self._fail_streak = 0
             return
         self._fail_streak = getattr(self, "_fail_streak", 0) + 1
         pause = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** (self._fail_streak - 1))
-        m = _RETRY_AFTER.search(res.error_detail or "")
-        if m:
-            pause = max(pause, min(float(m.group(1)), _BACKOFF_MAX_S))
+        if res.retry_after_s is not None:
+            pause = max(pause, min(res.retry_after_s, _BACKOFF_MAX_S))
         gevent.sleep(pause)

@@ -124,13 +124,13 @@ def test_c10_error_classes_over_loopback() -> None:
     classes = {}
     for name in [k for k in SSE_CASES if k.startswith("C10/")]:
         _, r = run_case(name, "chunked")
-        classes[name[:5]] = r.error_class
+        classes[name[:5]] = (r.error_class, r.error_code)
     assert classes == {
-        "C10/a": "server_error_event",
-        "C10/b": "server_error_event",
-        "C10/c": "no_finish_reason",
-        "C10/d": "aborted",
-        "C10/e": "stream_truncated",
+        "C10/a": ("server_error_event", "500"),
+        "C10/b": ("server_error_event", "400"),
+        "C10/c": ("no_finish_reason", None),
+        "C10/d": ("aborted", None),
+        "C10/e": ("stream_truncated", None),
     }
 
 
@@ -141,9 +141,11 @@ def test_c12c_429_is_one_visible_error_and_no_retry() -> None:
         r1 = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p"))
         assert (r1.ok, r1.error_class, r1.http_status) == (False, "http_429", 429)
         assert "retry-after=2" in r1.error_detail and "rate limited" in r1.error_detail
+        assert r1.retry_after_s == 2.0 and r1.error_code is None  # an HTTP error is no in-band error object
         assert len(srv.requests) == 1  # the client did not retry by itself
         r2 = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p"))
         assert r2.ok and r2.ttft == pytest.approx(0.214, abs=tol(0.214))
+        assert r2.retry_after_s is None
         assert len(srv.requests) == 2
 
 
@@ -176,6 +178,8 @@ def test_timeout_first_token_despite_keepalive_comments() -> None:
         r = client.stream_chat({"messages": []}, RequestIdentity("p"))
     assert (r.ok, r.error_class, r.ttft) == (False, "timeout_first_token", None)
     assert r.e2e == pytest.approx(0.5, abs=0.05)
+    assert r.error_detail == "timeouts.first_token = 0.5 s exceeded"
+    assert r.sse_comments == 2  # the pings at 0.30 and 0.45 s are counted in the failed request too
 
 
 def test_first_token_timeout_is_generous_enough_for_a_silent_prefill() -> None:
@@ -223,6 +227,83 @@ def test_timeout_first_byte() -> None:
     finally:
         server.stop(timeout=0.1)
     assert (r.ok, r.error_class, r.http_status) == (False, "timeout_first_byte", None)
+
+
+def _answer_once(response: bytes) -> StreamServer:
+    """A loopback server answering every connection's first request with ``response``, then closing."""
+
+    def handle(sock: socket.socket, addr: object) -> None:
+        sock.recv(65536)
+        sock.sendall(response)
+        gevent.sleep(0.2)
+        sock.close()
+
+    server = StreamServer(("127.0.0.1", 0), handle)
+    server.start()
+    return server
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "expected"),
+    [("7", 7.0), ("0.5", 0.5), ("DATE+30", 30.0), ("DATE-30", 0.0), ("soon", None), (None, None)],
+)
+def test_retry_after_s_from_a_503(retry_after: str | None, expected: float | None) -> None:
+    """delta-seconds and HTTP-date forms become seconds; an unparseable value is None but stays in the detail."""
+    from email.utils import formatdate
+
+    hdr = ""
+    if retry_after is not None:
+        if retry_after.startswith("DATE"):
+            # whole seconds: an HTTP-date has no fraction, so round up to keep "30 s from now" from being 29.x
+            retry_after = formatdate(int(time.time()) + 1 + int(retry_after[4:]), usegmt=True)
+        hdr = f"Retry-After: {retry_after}\r\n"
+    body = b'{"error":{"message":"overloaded","code":503}}'
+    server = _answer_once(
+        f"HTTP/1.1 503 Service Unavailable\r\n{hdr}Content-Length: {len(body)}\r\n\r\n".encode() + body
+    )
+    try:
+        r = ChatClient(f"http://127.0.0.1:{server.server_port}").stream_chat({"messages": []}, RequestIdentity("p"))
+    finally:
+        server.stop(timeout=0.1)
+    assert (r.ok, r.error_class, r.http_status, r.error_code) == (False, "http_5xx", 503, None)
+    assert "overloaded" in (r.error_detail or "")
+    if retry_after is not None:
+        assert f"retry-after={retry_after}" in (r.error_detail or "")  # the detail text is unchanged
+    if expected is None or expected == 0.0:
+        assert r.retry_after_s == expected
+    else:
+        assert r.retry_after_s == pytest.approx(expected, abs=1.5)
+
+
+def test_bad_content_length_is_a_protocol_error() -> None:
+    server = _answer_once(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: lots\r\n\r\n")
+    try:
+        r = ChatClient(f"http://127.0.0.1:{server.server_port}").stream_chat({"messages": []}, RequestIdentity("p"))
+    finally:
+        server.stop(timeout=0.1)
+    assert (r.ok, r.error_class, r.http_status) == (False, "protocol_error", 200)
+    assert "content-length" in (r.error_detail or "")
+
+
+def test_list_models_failures_are_client_errors_with_an_error_class() -> None:
+    from harness.client import ClientError
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with pytest.raises(ClientError) as refused:
+        ChatClient(f"http://127.0.0.1:{port}").list_models()
+    assert refused.value.error_class == "connect_error" and refused.value.status is None
+    assert str(refused.value).startswith("connect_error: 127.0.0.1:")
+    server = _answer_once(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 6\r\n\r\nno key")
+    try:
+        with pytest.raises(ClientError) as denied:
+            ChatClient(f"http://127.0.0.1:{server.server_port}/v1").list_models()
+    finally:
+        server.stop(timeout=0.1)
+    assert (denied.value.error_class, denied.value.status) == ("http_4xx", 401)
+    assert "HTTP 401: no key" in denied.value.detail
 
 
 def test_connect_error() -> None:
@@ -273,7 +354,7 @@ def test_connect_resolves_a_host_name_once_and_never_an_ip_literal(monkeypatch: 
         ip = Connection(Origin.parse(f"http://127.0.0.1:{port}"))
         for _ in range(3):
             ip.open(2.0)
-            assert ip.is_open
+            assert ip.sock is not None
             ip.close()
         assert calls == []
         name = Connection(Origin.parse(f"http://localhost:{port}"))  # ::1 may come first and refuse: next one

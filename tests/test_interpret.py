@@ -63,14 +63,14 @@ def test_c01_comments_are_counted_not_tokens() -> None:
     assert r.sse_comments == 3
     assert r.ttft == pytest.approx(62.3) and r.output_tokens == 3
     r, i = replay("C01/b_id_fields_then_comment_then_blank_line")
-    assert i.answer_text == "AB" and r.ok
+    assert "".join(i.answer_parts) == "AB" and r.ok
 
 
 @pytest.mark.parametrize("name", [k for k in SSE_CASES if k.startswith("C02/")])
 def test_c02_framings_give_identical_results(name: str) -> None:
     r, i = replay(name)
-    assert i.answer_text == "Hello, 世界"
-    assert "\ufffd" not in i.answer_text
+    assert "".join(i.answer_parts) == "Hello, 世界"
+    assert "\ufffd" not in "".join(i.answer_parts)
     assert (r.ok, r.ttft, r.output_tokens, r.chunks) == (True, 0.25, 3, 3)
 
 
@@ -92,7 +92,7 @@ def test_c03_usage_only_chunk_and_missing_usage() -> None:
 def test_c04_every_reasoning_field_counts_once(name: str) -> None:
     r, i = replay(name)
     assert "".join(i.reasoning_parts) == "Think hard"
-    assert i.answer_text == "OK"
+    assert "".join(i.answer_parts) == "OK"
     assert (r.reasoning_chunks, r.answer_chunks, r.ttft, r.ttfat, r.output_tokens) == (2, 1, 0.4, 0.44, 3)
     assert r.t_first_reasoning == 0.4
 
@@ -140,20 +140,40 @@ def test_c08_token_counts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "cls", "detail"),
+    ("name", "cls", "detail", "code"),
     [
-        ("C10/a_inband_error_object_then_done", "server_error_event", "code=500"),
-        ("C10/b_toplevel_object_error", "server_error_event", "code=400"),
-        ("C10/c_nonstandard_error_field_then_done", "no_finish_reason", "request exceeds context"),
-        ("C10/d_finish_reason_abort_then_done", "aborted", "abort"),
-        ("C10/e_connection_closed_mid_stream", "stream_truncated", ""),
+        ("C10/a_inband_error_object_then_done", "server_error_event", "code=500", "500"),
+        ("C10/b_toplevel_object_error", "server_error_event", "code=400", "400"),
+        ("C10/c_nonstandard_error_field_then_done", "no_finish_reason", "request exceeds context", None),
+        ("C10/d_finish_reason_abort_then_done", "aborted", "abort", None),
+        ("C10/e_connection_closed_mid_stream", "stream_truncated", "", None),
     ],
 )
-def test_c10_failures_inside_200_streams(name: str, cls: str, detail: str) -> None:
+def test_c10_failures_inside_200_streams(name: str, cls: str, detail: str, code: str | None) -> None:
     r, _ = replay(name)
     assert not r.ok and not r.usable
     assert r.error_class == cls
     assert detail in (r.error_detail or "")
+    assert r.error_code == code  # only an in-band error object carries one (the ``error:`` SSE field does not)
+
+
+@pytest.mark.parametrize(
+    ("event", "code"),
+    [
+        (b'{"error":{"code":"overloaded","type":"server_error","message":"busy"}}', "overloaded"),
+        (b'{"object":"error","code":503,"message":"down"}', "503"),
+        (b'{"error":{"message":"no code here"}}', None),
+        (b'{"error":"just a string"}', None),
+    ],
+)
+def test_error_code_is_the_in_band_objects_code_as_text(event: bytes, code: str | None) -> None:
+    i = StreamInterpreter()
+    i.on_payload(0.1, event)
+    i.on_payload(0.2, b'{"error":{"code":"later","message":"second error"}}')  # the first error object wins
+    i.on_payload(0.3, b"[DONE]")
+    r = i.finish(RequestResult(prompt_id="p", http_status=200), 0.3)
+    assert (r.error_class, r.error_code) == ("server_error_event", code)
+    assert f"code={code}" in (r.error_detail or "")  # the human detail keeps its form
 
 
 def test_c11_truncation() -> None:

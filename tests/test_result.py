@@ -37,7 +37,8 @@ def _every_field_set() -> RequestResult:
         chunk_times=[0.025, 0.035, 0.055], chunk_tokens=[1, 2, 2],
         output_tokens=5, token_source="usage", estimated_output_tokens=6, reasoning_tokens=3, answer_tokens=2,
         reasoning_source="chunk_usage", prompt_tokens=14, reasoning_chars=11, answer_chars=7,
-        ok=True, error_class="aborted", error_detail="detail", http_status=200, finish_reason="length",
+        ok=True, error_class="aborted", error_detail="detail", retry_after_s=2.5, error_code="500", http_status=200,
+        finish_reason="length",
         done_seen=True, truncated=True, truncated_in_reasoning=True, suspect_truncation=True, usable=True,
         tpot=0.01, decode_rate=80.0, reasoning_rate=70.0, answer_rate=90.0, extra={"request_id": "q1", "n": [1]},
     )  # fmt: skip
@@ -85,8 +86,9 @@ def test_schema_1_record_reads_with_the_right_values() -> None:
     assert (r.truncated, r.truncated_in_reasoning, r.suspect_truncation, r.usable) == (True, True, False, False)
     assert r.tpot == 0.012913639833595747 and r.answer_rate is None
     assert r.chunk_times is None and r.extra == {}
-    # written again it is the same line plus the schema version
-    assert r.to_record() == {"schema": 2, **raw}
+    assert r.retry_after_s is None and r.error_code is None  # fields schema 1 did not have
+    # written again it is the same line plus the schema version and the newer fields (null)
+    assert r.to_record() == {"schema": 2, **raw, "retry_after_s": None, "error_code": None}
     assert r.end_wall == pytest.approx(1796133184.7719069 + 6.623747553445071)
 
 

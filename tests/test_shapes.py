@@ -343,7 +343,7 @@ def test_warmup_runs_before_the_first_stage_and_its_time_is_not_counted(
 
     assert shape.tick() == (1, 1.0)  # warm-up (8 s of fake time) then the single-stream phase at once
     assert shape.warmup_error is None
-    assert asked == [Timeouts(3.0, 42.0, 42.0, 42.0, 42.0)]
+    assert asked == [Timeouts(connect=3.0, first_byte=42.0, first_token=42.0, idle=42.0, total=42.0)]
     assert client.bodies == [{"model": "m", "messages": [{"role": "user", "content": "Say OK"}], "max_tokens": 16}] * 2
     warmup = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
     assert all(c == {"identity": warmup} for c in client.calls)

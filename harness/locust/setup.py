@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness.client import Timeouts
+from harness.client import ClientError, Timeouts
 from harness.config import Profile, ProfileError, load_profile, resolve_profile_path
-from harness.http import HTTPError, HTTPTimeout
 from harness.records import RunDir, redact_url
 from harness.runtime import PhaseState, RunContext, current, target_client
 
@@ -67,13 +66,13 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         probe = target_client(profile.target, base_url, Timeouts(connect=10.0))
         try:
             models = probe.list_models()
-        except (HTTPError, HTTPTimeout, ValueError) as e:
+        except (ClientError, ValueError) as e:
             if sim is not None:
                 sim.stop()
-            kind = getattr(e, "kind", "timeout" if isinstance(e, HTTPTimeout) else "bad response")
-            if kind in ("connect_error", "timeout"):
+            kind = e.error_class if isinstance(e, ClientError) else "bad response"
+            if kind == "connect_error" or kind.startswith("timeout_"):
                 hint = "is the server up and the URL right?"
-            elif kind == "http_4xx" and ("HTTP 401" in str(e) or "HTTP 403" in str(e)):
+            elif isinstance(e, ClientError) and e.status in (401, 403):
                 hint = f"the server rejected the API key (target.api_key_env: {key_env or 'not set'})"
             else:
                 hint = f"or set target.model in {path} to skip the model lookup"

@@ -5,28 +5,29 @@ Enough for an OpenAI-compatible endpoint driven by load-test clients: request li
 default, ``Connection: close`` honoured, HTTP/1.0 closes unless ``keep-alive``), pipelined
 requests, and responses with either ``Content-Length`` or ``Transfer-Encoding: chunked``.
 
-With ``rx_timestamps`` (Linux), request bytes are read with ``recvmsg`` and the kernel's receive timestamp
-(``SO_TIMESTAMPNS``, wall-clock epoch) of the last segment read is kept in ``Connection.rx_epoch``: the
-moment the request really arrived, however late the event loop got to it (the ground-truth log uses it).
+With ``rx_timestamps`` (Linux), request bytes are read with :func:`harness.kstamp.recv_stamped` and the kernel's
+receive timestamp (``SO_TIMESTAMPNS``, wall-clock epoch) of the last segment read is kept in
+``Connection.rx_epoch``: the moment the request really arrived, however late the event loop got to it (the
+ground-truth log uses it).
 """
 
 from __future__ import annotations
 
-import socket
-import struct
-import sys
 import time
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from typing import Any
+
+from harness.kstamp import enable as enable_rx_timestamps
+from harness.kstamp import recv_stamped
 
 #: Largest accepted request head (request line + headers), bytes.
 MAX_HEAD_BYTES = 64 * 1024
 #: Largest accepted request body, bytes.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _RECV = 65536
-#: ``SO_TIMESTAMPNS`` (also the ``SCM_TIMESTAMPNS`` control-message type); Linux only.
-SO_TIMESTAMPNS: int | None = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+
+__all__ = ["Connection", "HttpError", "Request", "enable_rx_timestamps", "encode_chunks", "http_date", "send_all"]
 
 REASONS = {
     100: "Continue",
@@ -94,18 +95,6 @@ def send_all(sock: Any, data: bytes) -> None:
             sent += sock.send(view[sent:])
 
 
-def enable_rx_timestamps(sock: Any) -> bool:
-    """Turn on kernel receive timestamps (``SO_TIMESTAMPNS``) on ``sock``; on a listening socket every accepted
-    socket inherits them and the kernel stamps every incoming packet while it listens.  Returns success."""
-    if SO_TIMESTAMPNS is None:
-        return False
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    except OSError:
-        return False
-    return True
-
-
 class Connection:
     """Reads requests from and writes responses to one client socket.
 
@@ -121,12 +110,8 @@ class Connection:
 
     def _fill(self) -> bool:
         if self._ts:
-            data, anc, _flags, _addr = self.sock.recvmsg(_RECV, 64)
-            self.rx_epoch = None  # never a stale time: no control message means no timestamp
-            for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(payload) >= 16:
-                    sec, nsec = struct.unpack("qq", payload[:16])
-                    self.rx_epoch = sec + nsec * 1e-9
+            # never a stale time: no control message means no timestamp (None)
+            data, self.rx_epoch = recv_stamped(self.sock, _RECV)
         else:
             data = self.sock.recv(_RECV)
         if not data:
