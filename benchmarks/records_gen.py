@@ -1,0 +1,325 @@
+"""Generate a realistic run directory of N request records, fast, for benchmarking the report.
+
+The records have every field :meth:`harness.result.RequestResult.to_record` writes, with the distributions of
+a demo run (``locust -f locustfiles/k26.py --headless`` against the built-in simulator, demo preset): three
+prompts (two capped at 1024 tokens, ~310 tokens mean; one capped at 512 that always truncates in reasoning),
+TTFT ~22 ms, a per-token gap (TPOT) of ~10.8 ms at C=1 growing by ~0.29 ms per concurrent stream, kernel-stamped
+read lags of a few ms, per-record ``gap_hist`` / ``itl_hist`` log histograms of ~35 buckets, plus a small
+share (0.2 %) of failed requests (idle timeouts, HTTP 5xx) so error figures are exercised.
+
+Timing is a closed-loop simulation: each Locust user sends its next request as soon as its previous one ends
+(1 ms think time); the sweep is warm-up (1 request), single stream (C=1, half a step), then the load steps
+(default C = 8/16/32/64). A request belongs to the step it *started* in; a step change adds users at its start
+and in-flight requests carry over, as in a real run. Records are written in completion order (as the harness
+writes them). The last step runs until exactly N requests (warm-up included) have been sent, then the load ends
+(``load_end``) and in-flight requests drain, so ``records.jsonl`` holds exactly N records and ``phases.jsonl``
+matches them. ``run.json`` says the built-in simulator (time scale 1) was the target.
+
+    .venv/bin/python benchmarks/records_gen.py --records 1000000 --out /tmp/llmload-1m
+    .venv/bin/python benchmarks/records_gen.py --records 20000 --out /tmp/small --concurrency 4,8 --seed 3
+
+Size: ~1.9 KB a record, like the demo run (1M records: 1.87 GB); speed ~45 s per million records on one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["GenSpec", "generate", "main"]
+
+#: Epoch start of every generated run (a fixed date keeps the output reproducible for a seed).
+T0 = 1_800_000_000.0
+#: (prompt id, max_tokens, prompt tokens, always truncates in reasoning).
+_PROMPTS: tuple[tuple[str, int, int, bool], ...] = (
+    ("quicksort", 1024, 20, False),
+    ("quantum", 1024, 14, False),
+    ("redis-guide", 512, 14, True),
+)
+_TPOT_C1_S = 0.0108
+_TPOT_PER_STREAM_S = 0.000294
+_THINK_S = 0.001
+_ERROR_SHARE = 0.002
+_HIST_BASE_S = 1e-6
+_LOG_GROWTH = math.log(1.01)
+
+
+class GenSpec:
+    """What to generate.
+
+    Args:
+        records: exact number of records (warm-up included), >= 2.
+        concurrency: the load steps' concurrencies (after the single-stream phase).
+        step_s: planned seconds of each load step; None derives it from ``records`` so the last step lasts
+            about as long as the others (the single-stream phase lasts half a step).
+        seed: seed of the random draws (same seed, same files).
+    """
+
+    def __init__(self, records: int, concurrency: Sequence[int] = (8, 16, 32, 64), step_s: float | None = None,
+                 seed: int = 0) -> None:
+        if records < 2:
+            raise ValueError("records must be >= 2 (one warm-up request and one measured request)")
+        if not concurrency or any(c < 1 for c in concurrency):
+            raise ValueError("concurrency must list positive integers")
+        self.records = records
+        self.concurrency = [int(c) for c in concurrency]
+        self.seed = seed
+        self.step_s = step_s if step_s is not None else self._derived_step_s()
+
+    def _derived_step_s(self) -> float:
+        """Step length (s) that gives about ``records`` requests: N = D/2 * rate(1) + Σ D * rate(C)."""
+        mean_tokens = (2 * 310 + 512) / 3
+
+        def rate(c: int) -> float:
+            return c / (0.022 + (mean_tokens - 1) * _tpot(c) + _THINK_S)
+
+        per_step_s = rate(1) / 2 + sum(rate(c) for c in self.concurrency)
+        return max(1.0, self.records / per_step_s)
+
+
+def _tpot(c: int) -> float:
+    """Mean per-token gap (s) at ``c`` concurrent streams."""
+    return _TPOT_C1_S + _TPOT_PER_STREAM_S * c
+
+
+class _Hists:
+    """Pool of histogram shapes (bucket -> share of gaps) by per-token gap, built once."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.shapes: dict[int, list[tuple[str, float]]] = {}
+        self.rng = rng
+
+    def shape(self, tpot: float) -> list[tuple[str, float]]:
+        key = int(math.log(tpot / _HIST_BASE_S) / _LOG_GROWTH)
+        got = self.shapes.get(key)
+        if got is None:
+            counts: dict[int, int] = {}
+            for _ in range(600):
+                v = tpot * self.rng.lognormvariate(0.0, 0.075)
+                k = int(math.log(v / _HIST_BASE_S) / _LOG_GROWTH)
+                counts[k] = counts.get(k, 0) + 1
+            got = sorted(((str(k), n / 600.0) for k, n in counts.items()), key=lambda kv: -kv[1])
+            self.shapes[key] = got
+        return got
+
+    def hist(self, n: int, tpot: float) -> dict[str, Any]:
+        """A ``LogHistogram.to_json()`` dict of ``n`` gaps around ``tpot`` seconds."""
+        shape = self.shape(tpot)
+        buckets: dict[str, int] = {}
+        left = n
+        for k, share in shape:
+            c = int(share * n)
+            if c:
+                buckets[k] = c
+                left -= c
+        if left:
+            top = shape[0][0]
+            buckets[top] = buckets.get(top, 0) + left
+        ks = [int(k) for k in buckets]
+        lo = _HIST_BASE_S * math.exp(min(ks) * _LOG_GROWTH)
+        hi = _HIST_BASE_S * math.exp((max(ks) + 1) * _LOG_GROWTH)
+        return {"n": n, "sum": n * tpot, "min": lo * 1.002, "max": hi * 0.998, "buckets": buckets}
+
+
+def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int, conc: int, start: float,
+            first: bool) -> dict[str, Any]:
+    """One record of a request sent at ``start`` (epoch s) by ``user`` at ``conc`` concurrent streams."""
+    if phase == "warmup":
+        pid, cap, ptok, always_trunc = "warmup", 16, 4, False
+        tokens = 13
+    else:
+        pid, cap, ptok, always_trunc = _PROMPTS[rng.randrange(3)]
+        tokens = cap if always_trunc else min(cap, max(2, int(rng.lognormvariate(5.66, 0.35))))
+    tpot = _tpot(conc) * rng.lognormvariate(0.0, 0.05)
+    ttft = 0.022 * rng.lognormvariate(0.0, 0.08) + 0.0002 * conc
+    failed = phase != "warmup" and rng.random() < _ERROR_SHARE
+    truncated = not failed and tokens >= cap
+    if always_trunc:
+        reasoning = tokens
+    else:
+        reasoning = min(tokens - 1, max(1, int(tokens * rng.uniform(0.65, 0.85))))
+    answer = tokens - reasoning
+    error_class: str | None = None
+    http_status: int | None = 200
+    if failed:
+        if rng.random() < 0.5:
+            error_class, tokens = "timeout_idle", max(2, tokens // 2)
+            reasoning, answer = min(reasoning, tokens), max(0, tokens - reasoning)
+        else:
+            error_class, http_status, tokens, reasoning, answer = "http_5xx", 503, 0, 0, 0
+    if tokens:
+        t_last = ttft + (tokens - 1) * tpot
+        e2e = t_last + (30.0 if error_class == "timeout_idle" else 0.0)
+        ttfat: float | None = ttft + reasoning * tpot if answer else None
+        gap = hists.hist(tokens - 1, tpot) if tokens > 1 else None
+        decode = t_last - ttft
+        ttft_v: float | None = ttft
+        t_first_reasoning: float | None = ttft
+        t_last_v: float | None = t_last
+    else:
+        e2e = 0.003 * rng.lognormvariate(0.0, 0.2)
+        ttfat = ttft_v = t_first_reasoning = t_last_v = None
+        gap = None
+        decode = 0.0
+    ok = error_class is None
+    finish = ("length" if truncated else "stop") if ok else None
+    usable = ok and not truncated
+    rchars = int(reasoning * rng.uniform(4.3, 4.9))
+    achars = int(answer * rng.uniform(4.6, 5.3))
+    rec: dict[str, Any] = {
+        "prompt_id": pid, "prompt_class": None if phase == "warmup" else pid, "user": user, "phase": phase,
+        "step": step, "concurrency": conc, "max_tokens": cap, "start_wall": start,
+        "connect": 0.007 * rng.lognormvariate(0.0, 0.3) if first else 0.0, "time_source": "kernel",
+        "read_lag_max": 0.003 * rng.lognormvariate(0.0, 0.4) * (1.0 + conc / 32.0),
+        "t_headers": 0.00045 * rng.lognormvariate(0.0, 0.3) if http_status else None,
+        "ttft": ttft_v, "ttfat": ttfat, "t_first_reasoning": t_first_reasoning, "t_last_token": t_last_v,
+        "e2e": e2e, "chunks": tokens, "reasoning_chunks": reasoning, "answer_chunks": answer, "sse_comments": 0,
+        "gap_hist": gap,
+    }
+    if gap is not None:
+        rec["itl_hist"] = gap
+    rec.update({
+        "output_tokens": tokens, "token_source": "usage" if ok else "estimate",
+        "estimated_output_tokens": int(tokens * rng.uniform(1.0, 1.25)), "reasoning_tokens": reasoning,
+        "answer_tokens": answer, "reasoning_source": "usage" if ok else "estimate",
+        "prompt_tokens": ptok if ok else None, "reasoning_chars": rchars, "answer_chars": achars, "ok": ok,
+        "error_class": error_class,
+        "error_detail": None if ok else ("no token for 30.0 s" if error_class == "timeout_idle" else "HTTP 503"),
+        "http_status": http_status, "finish_reason": finish, "done_seen": ok, "truncated": truncated,
+        "truncated_in_reasoning": truncated and reasoning == tokens, "suspect_truncation": False,
+        "usable": usable,
+        "tpot": decode / (tokens - 1) if ok and tokens > 1 and decode > 0 else None,
+        "decode_rate": tokens / decode if ok and decode > 0 else None,
+        "reasoning_rate": reasoning / (reasoning * tpot) if ok and reasoning else None,
+        "answer_rate": answer / (answer * tpot) if ok and answer else None,
+    })
+    return rec
+
+
+def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
+    """Write ``run.json``, ``records.jsonl`` and ``phases.jsonl`` of a generated run into ``out``.
+
+    Returns:
+        ``{"records", "bytes", "seconds", "phases"}``: records written, size of records.jsonl (bytes),
+        generation wall time (s) and the number of phase_start events.
+
+    Raises:
+        OSError: when ``out`` cannot be written.
+    """
+    t_begin = time.perf_counter()
+    rng = random.Random(spec.seed)
+    hists = _Hists(rng)
+    out.mkdir(parents=True, exist_ok=True)
+    events: list[dict[str, Any]] = []
+    plan: list[tuple[str, int, int, float]] = [("single", 0, 1, spec.step_s / 2)]
+    plan += [("step", i + 1, c, spec.step_s) for i, c in enumerate(spec.concurrency)]
+
+    buf: list[bytes] = []
+    written = 0
+    sent = 0
+    with open(out / "records.jsonl", "wb") as f:
+
+        def emit(rec: dict[str, Any]) -> None:
+            nonlocal written
+            buf.append(orjson.dumps(rec))
+            written += 1
+            if len(buf) >= 20_000:
+                f.write(b"\n".join(buf) + b"\n")
+                buf.clear()
+
+        # warm-up: one request, alone
+        events.append({"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": T0,
+                       "planned_duration": None})
+        warm = _record(rng, hists, "warmup", "warmup", -1, 1, T0 + 0.005, True)
+        sent += 1
+        emit(warm)
+        t = T0 + 0.005 + float(warm["e2e"]) + 0.03
+        # heap of in-flight requests: (end wall, seq, user index, record)
+        heap: list[tuple[float, int, int, dict[str, Any]]] = []
+        seq = 0
+        users = 0
+        load_end: float | None = None
+        for i, (phase, step, conc, planned) in enumerate(plan):
+            if sent >= spec.records and not any(h[3]["step"] == step for h in heap):
+                break  # N requests sent before this step began: the run ends here
+            s = t
+            last = i == len(plan) - 1
+            events.append({"event": "phase_start", "phase": phase, "step": step, "concurrency": conc, "wall": s,
+                           "planned_duration": planned})
+            while users < conc and sent < spec.records:  # the step's new users start at its start
+                users += 1
+                start = s + 0.0005 * users
+                rec = _record(rng, hists, f"local:{users}", phase, step, conc, start, True)
+                heapq.heappush(heap, (start + float(rec["e2e"]), seq, users, rec))
+                seq, sent = seq + 1, sent + 1
+            end = math.inf if last else s + planned
+            while heap and heap[0][0] < end:
+                done, _, u, rec = heapq.heappop(heap)
+                emit(rec)
+                if sent >= spec.records:
+                    continue  # draining
+                nxt = done + _THINK_S
+                ph = plan[i + 1] if nxt >= end else plan[i]  # sent after the step end: the next step's request
+                nrec = _record(rng, hists, f"local:{u}", ph[0], ph[1], ph[2], nxt, False)
+                heapq.heappush(heap, (nxt + float(nrec["e2e"]), seq, u, nrec))
+                seq, sent = seq + 1, sent + 1
+                if sent >= spec.records:
+                    load_end = nxt + 1e-4
+            t = end
+        while heap:  # in-flight requests drain after the load ended
+            emit(heapq.heappop(heap)[3])
+        if buf:
+            f.write(b"\n".join(buf) + b"\n")
+    if load_end is None:
+        load_end = t
+    run_end = load_end + 0.1
+    events.append({"event": "load_end", "wall": load_end})
+    events.append({"event": "run_end", "wall": run_end})
+    (out / "phases.jsonl").write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    meta = {
+        "run_id": out.name, "status": "finished", "start_wall": T0, "end_wall": run_end, "hostname": "generated",
+        "argv": ["benchmarks/records_gen.py"], "records": written,
+        "profile": {"name": "generated", "report": {"hours_to_n": [100000, 200000, 500000, 900000]}},
+        "target": {"base_url": "http://127.0.0.1:0/v1", "model": "sim-reasoner", "simulator": True},
+        "simulator": {"preset": "demo", "flavour": "vllm", "time_scale": 1.0, "seed": spec.seed},
+        "generator": {"records": spec.records, "concurrency": spec.concurrency, "step_s": spec.step_s,
+                      "seed": spec.seed},
+    }
+    (out / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return {"records": written, "bytes": (out / "records.jsonl").stat().st_size,
+            "seconds": time.perf_counter() - t_begin, "phases": len(events) - 2}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: generate one run directory and print what was written."""
+    p = argparse.ArgumentParser(description="Generate a realistic llmload run directory of N records.")
+    p.add_argument("--records", type=int, default=1_000_000, help="number of records (default 1000000)")
+    p.add_argument("--out", type=Path, required=True, help="run directory to write (created)")
+    p.add_argument("--concurrency", default="8,16,32,64", help="load steps' concurrencies (default 8,16,32,64)")
+    p.add_argument("--step-s", type=float, default=None, help="planned seconds per load step (default: from N)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    try:
+        spec = GenSpec(args.records, [int(c) for c in args.concurrency.split(",") if c.strip()], args.step_s,
+                       args.seed)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    got = generate(args.out, spec)
+    print(f"{args.out}: {got['records']} records, {got['bytes'] / 1e6:.0f} MB, {got['phases']} phases, "
+          f"step {spec.step_s:.0f} s, generated in {got['seconds']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

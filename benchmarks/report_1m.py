@@ -1,0 +1,156 @@
+"""Time and peak memory of the report over a million records: the columnar engine vs the current report.
+
+One command: generates a run directory of ``--records`` records with ``benchmarks/records_gen.py`` when the
+directory does not already hold one of that size, then measures, each in a fresh child process (wall time,
+CPU time user+sys and peak RSS from ``os.wait4``):
+
+(a) the columnar engine: :func:`harness.report.columns.load_frame_run` (records.jsonl -> frame) plus every
+    per-step figure (:func:`~harness.report.columns.step_rows`, ``run_totals``, ``warmup_summary``); ``--runs``
+    times, medians printed. The child also reports its own split: load seconds and figures seconds.
+(b) the current ``llmload report RUN_DIR --quiet`` (``python -m harness.report``), once; ~100 s and ~10 GB
+    at 1M records, skipped with ``--skip-current``. When it runs, its ``report.json`` steps are compared with
+    (a)'s rows (exact for counts, 1e-9 relative for floats) and the verdict printed.
+
+    .venv/bin/python benchmarks/report_1m.py                       # 1M records in /tmp/llmload-1m, (a) x3 and (b)
+    .venv/bin/python benchmarks/report_1m.py --skip-current --runs 5
+    .venv/bin/python benchmarks/report_1m.py --records 200000 --dir /tmp/llmload-200k
+
+Wall times depend on what else runs on the machine; CPU seconds less so. Both are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(_ROOT))
+
+
+def _child_frame(run_dir: str, rows_out: str | None) -> None:
+    """(a), run inside the child: load, compute every figure, print the split as JSON."""
+    from harness.report.build import _hours_n, _time_scale
+    from harness.report.columns import load_frame_run, run_totals, step_rows, warmup_summary
+
+    t0 = time.perf_counter()
+    run = load_frame_run(run_dir)
+    t1 = time.perf_counter()
+    meta = json.loads((Path(run_dir) / "run.json").read_text())
+    rows = step_rows(run, _hours_n(meta, None), _time_scale(meta)[0])
+    totals, warm = run_totals(run), warmup_summary(run)
+    t2 = time.perf_counter()
+    if rows_out:
+        Path(rows_out).write_text(json.dumps({"steps": rows, "totals": totals, "warmup": warm}))
+    print(json.dumps({"records": run.frame.height, "load_s": t1 - t0, "figures_s": t2 - t1,
+                      "frame_mb": run.frame.estimated_size() / 1e6}))
+
+
+def _measure(cmd: list[str]) -> dict[str, Any]:
+    """Run ``cmd``; its wall seconds, CPU seconds (user + sys), peak RSS (MB) and stdout."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, cwd=_ROOT)
+    assert p.stdout is not None
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024.0,
+            "stdout": out.decode()}
+
+
+def _same(ref: Any, got: Any, path: str, diffs: list[str]) -> None:
+    if isinstance(ref, dict) and isinstance(got, dict):
+        if list(ref) != list(got):
+            diffs.append(f"{path}: keys differ")
+        for k in ref:
+            if k in got:
+                _same(ref[k], got[k], f"{path}.{k}", diffs)
+    elif isinstance(ref, list) and isinstance(got, list):
+        if len(ref) != len(got):
+            diffs.append(f"{path}: lengths {len(ref)} != {len(got)}")
+        for i, (r, g) in enumerate(zip(ref, got, strict=False)):
+            _same(r, g, f"{path}[{i}]", diffs)
+    elif isinstance(ref, float) and isinstance(got, float | int) and not isinstance(got, bool):
+        if not math.isclose(ref, float(got), rel_tol=1e-9, abs_tol=0.0):
+            diffs.append(f"{path}: {ref!r} != {got!r}")
+    elif ref != got or type(ref) is not type(got):
+        diffs.append(f"{path}: {ref!r} != {got!r}")
+
+
+def _ensure_run(run_dir: Path, records: int, seed: int) -> None:
+    meta_path = run_dir / "run.json"
+    if meta_path.exists() and (run_dir / "records.jsonl").exists():
+        meta = json.loads(meta_path.read_text())
+        if meta.get("records") == records:
+            return
+    from records_gen import GenSpec, generate  # benchmarks/ is this script's directory, first on sys.path
+
+    print(f"generating {records} records into {run_dir} ...", flush=True)
+    got = generate(run_dir, GenSpec(records, seed=seed))
+    print(f"  {got['records']} records, {got['bytes'] / 1e6:.0f} MB in {got['seconds']:.1f} s", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (see the module docstring)."""
+    p = argparse.ArgumentParser(description="Time and peak RSS of the report over N records: frame vs current.")
+    p.add_argument("--dir", type=Path, default=Path("/tmp/llmload-1m"), help="run directory (generated if absent)")
+    p.add_argument("--records", type=int, default=1_000_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--runs", type=int, default=3, help="runs of (a) (median printed)")
+    p.add_argument("--skip-current", action="store_true", help="do not run (b), the current llmload report")
+    p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        _child_frame(args.child[0], args.child[1] if len(args.child) > 1 else None)
+        return 0
+
+    _ensure_run(args.dir, args.records, args.seed)
+    size = (args.dir / "records.jsonl").stat().st_size
+    print(f"run: {args.dir} ({size / 1e6:.0f} MB records.jsonl)")
+    rows_out = args.dir / "frame-rows.json"
+    res = []
+    for i in range(max(1, args.runs)):
+        m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out)])
+        split = json.loads(m["stdout"].strip().splitlines()[-1])
+        res.append({**m, **split})
+        print(f"(a) frame run {i + 1}: wall {m['wall_s']:.2f} s (load {split['load_s']:.2f} s + figures "
+              f"{split['figures_s']:.2f} s), cpu {m['cpu_s']:.2f} s, peak RSS {m['rss_mb']:.0f} MB, "
+              f"frame {split['frame_mb']:.0f} MB, {split['records']} records", flush=True)
+    med = {k: statistics.median(r[k] for r in res) for k in ("wall_s", "cpu_s", "rss_mb", "load_s", "figures_s")}
+    print(f"(a) frame median of {len(res)}: wall {med['wall_s']:.2f} s (load {med['load_s']:.2f} s + figures "
+          f"{med['figures_s']:.2f} s), cpu {med['cpu_s']:.2f} s, peak RSS {med['rss_mb']:.0f} MB")
+    if args.skip_current:
+        print("(b) current llmload report: skipped (--skip-current)")
+        return 0
+    m = _measure([sys.executable, "-m", "harness.report", str(args.dir), "--quiet"])
+    print(f"(b) current llmload report: wall {m['wall_s']:.2f} s, cpu {m['cpu_s']:.2f} s, "
+          f"peak RSS {m['rss_mb']:.0f} MB")
+    rep = json.loads((args.dir / "report.json").read_text())
+    mine = json.loads(rows_out.read_text())
+    diffs: list[str] = []
+    _same(rep["steps"], mine["steps"], "steps", diffs)
+    totals = {k: v for k, v in mine["totals"].items() if k != "unplaced"}
+    _same(rep["totals"], totals, "totals", diffs)
+    _same(rep["warmup"], mine["warmup"], "warmup", diffs)
+    if diffs:
+        print(f"figures DIFFER in {len(diffs)} places:", *diffs[:20], sep="\n  ")
+        return 1
+    print(f"figures: every step figure, total and warm-up figure of (a) equals (b)'s report.json "
+          f"({len(rep['steps'])} steps)")
+    print(f"speed-up: {m['wall_s'] / med['wall_s']:.1f}x wall, {m['cpu_s'] / med['cpu_s']:.1f}x cpu; "
+          f"memory: {m['rss_mb'] / med['rss_mb']:.1f}x less")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

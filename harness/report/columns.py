@@ -1,0 +1,527 @@
+"""Per-step report figures as vectorised polars expressions over the record frame (:mod:`harness.report.frame`).
+
+The same figures, defined the same way, as the dict-based report (:func:`harness.report.figures.step_row`
+over :func:`harness.report.steady.steady_window`, with the phases of :func:`harness.report.load.load_run`),
+computed column-wise so a soak of a million records needs no Python object per record:
+
+* phases from ``phases.jsonl`` (a phase ends at the next ``phase_start``; the last at ``load_end``, else
+  ``run_end``, else the latest record end), or inferred per step from the records when it has none;
+* the steady window of each step (the first wave replaced: per-user first request ending after the step
+  start, or the first C requests when records carry no user id);
+* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval and
+  counted pro rata inside the window), usable req/s and hours to N (requests, with the Poisson interval; and
+  tokens), per-stream tok/s (a ratio of sums), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
+  histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, % truncated, error counts by class,
+  client read lag, low-confidence and real-time figures.
+
+Units are the report's: seconds (``*_s``), tokens, tokens per second (``*_tps``), requests per second
+(``request_rate``), percentages (``*_pct``, 0..100), shares (0..1); wall times are epoch seconds.
+
+Null handling follows the dict code's ``r.get(key)`` defaults: a missing ``step`` is 0, a missing
+``start_wall`` is 0.0, a missing ``ok`` / ``usable`` / ``truncated`` ... is False, a missing ``output_tokens``
+counts 0 tokens, and a record's end is ``start_wall + e2e`` (without ``e2e``, the latest timing present).
+Percentiles interpolate linearly between closest ranks, like :func:`harness.report.stats.percentile`.
+One known difference: two records with identical fields are two requests here, while the dict code's
+no-user-id first wave (``first_c_requests``) counts them once in ``first_wave_users``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
+from harness.histogram import LogHistogram
+from harness.records import read_phases
+from harness.report.figures import low_confidence, real_time
+from harness.report.frame import ROW, read_frame
+from harness.report.hours import hours_by_requests, hours_by_tokens
+from harness.report.load import Phase
+from harness.report.steady import Window
+
+__all__ = [
+    "REPORT_COLUMNS",
+    "FrameRun",
+    "gap_histogram",
+    "load_frame_run",
+    "phases_from_events",
+    "phases_from_frame",
+    "prepare",
+    "run_totals",
+    "steady_windows",
+    "step_rows",
+    "warmup_summary",
+]
+
+#: The record fields the report's figures read (pass to :func:`harness.report.frame.read_frame`).
+REPORT_COLUMNS: tuple[str, ...] = (
+    "user", "phase", "step", "concurrency", "start_wall", "read_lag_max", "t_headers", "ttft", "ttfat",
+    "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source", "ok", "error_class",
+    "truncated", "truncated_in_reasoning", "suspect_truncation", "usable", "tpot",
+)
+
+# Derived columns added by prepare() (underscore names never clash with record fields).
+_START = "_start"  # start_wall, null -> 0.0 (epoch s)
+_END = "_end"  # record end: start + e2e, else start + the latest timing present (epoch s)
+_STEP = "_step"  # step, null -> 0
+_OK = "_ok"
+_USABLE = "_usable"
+_WARMUP = "_warmup"  # phase == "warmup" or step < 0
+
+
+def _flag(name: str) -> pl.Expr:
+    return pl.col(name).fill_null(False)
+
+
+def prepare(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with the derived columns the figures use (start, end, step, ok, usable, warm-up flag).
+
+    Args:
+        frame: a record frame holding at least :data:`REPORT_COLUMNS`.
+    """
+    start = pl.col("start_wall").fill_null(0.0)
+    latest = pl.max_horizontal("t_last_token", "ttfat", "ttft", "t_headers")
+    step = pl.col("step").fill_null(0)
+    return frame.with_columns(
+        start.alias(_START),
+        (start + pl.coalesce(pl.col("e2e"), latest, pl.lit(0.0))).alias(_END),
+        step.alias(_STEP),
+        _flag("ok").alias(_OK),
+        _flag("usable").alias(_USABLE),
+        ((pl.col("phase") == "warmup").fill_null(False) | (step < 0)).alias(_WARMUP),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- phases
+
+
+def phases_from_events(events: Sequence[dict[str, Any]], last_end: float | None) -> tuple[list[Phase], bool]:
+    """Phases of ``phases.jsonl`` events; ``last_end`` is the latest record end (epoch s, None when none).
+
+    Returns:
+        ``(phases, has_run_end)``, as :func:`harness.report.load.load_run` derives them.
+    """
+    starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
+
+    def first(name: str) -> float | None:
+        return next((float(e["wall"]) for e in events if e.get("event") == name and e.get("wall") is not None), None)
+
+    run_end, load_end = first("run_end"), first("load_end")
+    phases: list[Phase] = []
+    for i, ev in enumerate(starts):
+        start = float(ev["wall"])
+        if i + 1 < len(starts):
+            end, src = float(starts[i + 1]["wall"]), "next_phase"
+        elif load_end is not None and load_end >= start:
+            end, src = load_end, "load_end"
+        elif run_end is not None:
+            end, src = run_end, "run_end"
+        else:
+            end, src = (last_end if last_end is not None else start), "last_record"
+        pd = ev.get("planned_duration")
+        phases.append(Phase(phase=str(ev.get("phase") or "step"), step=int(ev.get("step", 0)),
+                            concurrency=int(ev.get("concurrency") or 1), start=start, end=max(start, end),
+                            planned_duration=float(pd) if pd is not None else None, end_source=src))
+    return phases, run_end is not None
+
+
+def phases_from_frame(frame: pl.DataFrame) -> list[Phase]:
+    """Phases inferred from the records alone: [first request sent, last request ended] per step.
+
+    Phase name and concurrency come from the step's first record in file order; consecutive steps are cut so
+    they do not overlap. ``frame`` must be :func:`prepare`-d.
+    """
+    if frame.height == 0:
+        return []
+    agg = (
+        frame.sort(ROW)
+        .group_by(_STEP, maintain_order=True)
+        .agg(pl.col(_START).min().alias("s"), pl.col(_END).max().alias("e"),
+             pl.col("phase").first().alias("p"), pl.col("concurrency").first().alias("c"))
+        .sort(_STEP)
+    )
+    out: list[Phase] = []
+    for step, s, e, p, c in agg.iter_rows():
+        name = str(p or ("warmup" if step < 0 else "single" if step == 0 else "step"))
+        out.append(Phase(name, int(step), int(c or 1), float(s), float(e), None, "records"))
+    for a, b in pairwise(out):
+        a.end = max(a.start, min(a.end, b.start))
+    return out
+
+
+@dataclass
+class FrameRun:
+    """A run directory's records as a prepared frame, with its phases.
+
+    Attributes:
+        path: the run directory.
+        frame: every record (warm-up included), :data:`REPORT_COLUMNS` plus the derived columns.
+        phases: the phases in order (warm-up included).
+        has_run_end: ``phases.jsonl`` holds a ``run_end`` event.
+        phases_inferred: ``phases.jsonl`` had no ``phase_start``: boundaries come from the records.
+    """
+
+    path: Path
+    frame: pl.DataFrame
+    phases: list[Phase]
+    has_run_end: bool
+    phases_inferred: bool
+
+
+def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = None) -> FrameRun:
+    """Read a run directory's records (only :data:`REPORT_COLUMNS`) and phases.
+
+    Raises:
+        ValueError: a records line before a file's last is not valid JSON, or has a field of the wrong type.
+        OSError: a file cannot be read.
+    """
+    root = Path(run_dir)
+    kw = {"chunk_bytes": chunk_bytes} if chunk_bytes else {}
+    frame = prepare(read_frame(root, REPORT_COLUMNS, **kw))
+    events = read_phases(root)
+    if any(e.get("event") == "phase_start" for e in events):
+        last_end = frame.get_column(_END).max() if frame.height else None
+        phases, has_end = phases_from_events(events, float(last_end) if last_end is not None else None)  # type: ignore[arg-type]
+        return FrameRun(root, frame, phases, has_end, False)
+    return FrameRun(root, frame, phases_from_frame(frame), False, True)
+
+
+# ---------------------------------------------------------------------------------------------- windows
+
+
+def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
+    """:func:`harness.report.steady.steady_window` of ``phase`` over every record (warm-up included)."""
+    s, e = phase.start, phase.end
+    is_step = pl.col(_STEP) == phase.step
+    inflight = (pl.col(_START) < s) & (pl.col(_END) > s)
+    has_user = pl.col("user").is_not_null() & (pl.col("user") != "")
+    head = frame.select(
+        is_step.sum().alias("n_step"),
+        inflight.sum().alias("n_inflight"),
+        (is_step | inflight).sum().alias("n_rel"),
+        ((is_step | inflight) & has_user).sum().alias("n_rel_user"),
+    ).row(0, named=True)
+    n_step = int(head["n_step"])
+    if head["n_rel"] == head["n_rel_user"]:
+        method = "users"
+        users = frame.filter(is_step | inflight).get_column("user").unique()
+        firsts = (
+            frame.filter(pl.col("user").is_in(users.implode()) & ((pl.col(_END) > s) | is_step))
+            .group_by("user")
+            .agg(pl.col(_END).min())
+        )
+        top = firsts.get_column(_END).max()
+        ws = float(top) if top is not None else s  # type: ignore[arg-type]
+        n_users = users.len()
+    else:
+        method = "first_c_requests"
+        need = max(0, phase.concurrency - int(head["n_inflight"]))
+        first = frame.filter(is_step).sort([_START, ROW]).head(need).select(ROW, _END)
+        wave = pl.concat([frame.filter(inflight).select(ROW, _END), first]).unique(ROW)
+        top = wave.get_column(_END).max()
+        ws = float(top) if top is not None else s  # type: ignore[arg-type]
+        n_users = wave.height
+    ws = max(ws, s)
+    reason: str | None = None
+    if not n_step:
+        reason = "no request of this step was recorded"
+    elif ws >= e:
+        reason = f"step too short for steady state: first wave ended at +{ws - s:.1f} s, step lasted {e - s:.1f} s"
+    return Window(start=min(ws, e), end=e, first_wave_end=ws, steady=reason is None, users=n_users,
+                  method=method, reason=reason)
+
+
+def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]:
+    """The steady window of each phase (:class:`harness.report.steady.Window`), over every record.
+
+    ``frame`` must be :func:`prepare`-d and hold the warm-up records too (they count in the first wave).
+    """
+    return [_steady_window(frame, p) for p in phases]
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def _overlap(a0: pl.Expr, a1: pl.Expr, w0: float, w1: float) -> pl.Expr:
+    """Fraction of ``[a0, a1]`` inside ``[w0, w1)``, as :func:`harness.report.stats.overlap_fraction`."""
+    point = pl.when((a0 >= w0) & (a0 < w1)).then(1.0).otherwise(0.0)
+    inside = pl.min_horizontal(a1, pl.lit(w1)) - pl.max_horizontal(a0, pl.lit(w0))
+    spread = pl.max_horizontal(pl.lit(0.0), inside) / (a1 - a0)
+    return pl.when(a1 <= a0).then(point).otherwise(spread)
+
+
+def _window_tokens(w0: float, w1: float) -> pl.Expr:
+    """Output tokens of successful requests generated inside ``[w0, w1)``, pro rata (tokens)."""
+    tokens = pl.col("output_tokens")
+    counted = pl.col(_OK) & tokens.is_not_null() & (tokens != 0)
+    a0 = pl.col(_START) + pl.col("ttft").fill_null(0.0)
+    frac = _overlap(a0, pl.col(_END), w0, w1)
+    return (tokens.cast(pl.Float64) * frac).filter(counted).sum()
+
+
+def _pctl(col: str, q: float) -> pl.Expr:
+    return pl.col(col).drop_nulls().quantile(q / 100.0, interpolation="linear")
+
+
+def gap_histogram(sample: pl.DataFrame, batch_rows: int = 200_000) -> LogHistogram:
+    """The merge of the sample's ``gap_hist`` histograms (seconds), as ``LogHistogram.merge`` would build it.
+
+    Each record's ``buckets`` JSON text (``{"bucket": count, ...}``) is split into its ``"bucket": count``
+    pieces; equal pieces are counted together (a run has a few thousand distinct ones for millions of
+    records), and only the distinct pieces are read as numbers. Done in batches of ``batch_rows`` records.
+
+    Raises:
+        ValueError: a ``buckets`` piece is not ``"integer": integer``.
+    """
+    h = LogHistogram()
+    if sample.height == 0 or "gap_hist" not in sample.columns:
+        return h
+    g = pl.col("gap_hist")
+    stats = sample.select(
+        g.struct.field("n").fill_null(0).sum().alias("n"),
+        g.struct.field("sum").fill_null(0.0).sum().alias("sum"),
+        g.struct.field("min").min().alias("min"),
+        g.struct.field("max").max().alias("max"),
+    ).row(0, named=True)
+    piece = g.struct.field("buckets").str.split(",").explode().alias("piece")
+    parts = [
+        sample.slice(off, batch_rows).lazy().select(piece).group_by("piece").len()
+        for off in range(0, sample.height, batch_rows)
+    ]
+    pieces = pl.concat(pl.collect_all(parts)).group_by("piece").agg(pl.col("len").sum())
+    nums = pieces.select(pl.col("piece").str.extract_all(r"\d+").alias("kv"), "len").drop_nulls("kv")
+    kv = nums.filter(pl.col("kv").list.len() > 0)
+    if kv.height and not kv.get_column("kv").list.len().eq(2).all():
+        bad = kv.filter(pl.col("kv").list.len() != 2).get_column("kv").to_list()[:3]
+        raise ValueError(f"gap_hist buckets must map integer bucket indices to integer counts, got pieces {bad}")
+    merged = kv.select(pl.col("kv").list.get(0).cast(pl.Int64).alias("k"),
+                       (pl.col("kv").list.get(1).cast(pl.Int64) * pl.col("len")).alias("c")
+                       ).group_by("k").agg(pl.col("c").sum())
+    h.counts = dict(zip(merged.get_column("k").to_list(), merged.get_column("c").to_list(), strict=True))
+    h.n = int(stats["n"])
+    h.total = float(stats["sum"])
+    h.min = float(stats["min"]) if stats["min"] is not None else None
+    h.max = float(stats["max"]) if stats["max"] is not None else None
+    return h
+
+
+def _latency(sample: pl.DataFrame) -> dict[str, Any]:
+    """Latency and per-request figures over ``sample`` (successful requests), as ``figures._latency``."""
+    tokens = pl.col("output_tokens")
+    decode = (pl.col("e2e") - pl.col("ttft"))
+    streamed = pl.col("ttft").is_not_null() & pl.col("e2e").is_not_null() & (pl.col("e2e") > pl.col("ttft")) \
+        & tokens.is_not_null() & (tokens != 0)
+    tok0 = tokens.fill_null(0).cast(pl.Float64)
+    n = sample.height
+    v = sample.select(
+        _pctl("ttft", 50).alias("ttft_p50_s"), _pctl("ttft", 90).alias("ttft_p90_s"),
+        _pctl("ttft", 99).alias("ttft_p99_s"),
+        pl.col("ttfat").is_not_null().sum().alias("ttfat_n"),
+        _pctl("ttfat", 50).alias("ttfat_p50_s"), _pctl("ttfat", 90).alias("ttfat_p90_s"),
+        _pctl("ttfat", 99).alias("ttfat_p99_s"),
+        pl.col("tpot").drop_nulls().mean().alias("tpot_mean_s"), _pctl("tpot", 50).alias("tpot_p50_s"),
+        _pctl("e2e", 50).alias("e2e_p50_s"),
+        tokens.cast(pl.Float64).filter(streamed).sum().alias("_tok"),
+        decode.filter(streamed).sum().alias("_sec"),
+        tok0.mean().alias("mean_output_tokens"),
+        tok0.filter(pl.col(_USABLE)).mean().alias("mean_output_tokens_usable"),
+        pl.col(_USABLE).sum().alias("_usable"),
+    ).row(0, named=True) if n else {}
+    gaps = gap_histogram(sample)
+    sec = float(v.get("_sec") or 0.0)
+    return {
+        "latency_n": n,
+        "ttft_p50_s": v.get("ttft_p50_s"),
+        "ttft_p90_s": v.get("ttft_p90_s"),
+        "ttft_p99_s": v.get("ttft_p99_s"),
+        "ttfat_n": int(v.get("ttfat_n") or 0),
+        "ttfat_p50_s": v.get("ttfat_p50_s"),
+        "ttfat_p90_s": v.get("ttfat_p90_s"),
+        "ttfat_p99_s": v.get("ttfat_p99_s"),
+        "gap_n": gaps.n,
+        "gap_p50_s": gaps.quantile(0.50),
+        "gap_p99_s": gaps.quantile(0.99),
+        "tpot_mean_s": v.get("tpot_mean_s"),
+        "tpot_p50_s": v.get("tpot_p50_s"),
+        "e2e_p50_s": v.get("e2e_p50_s"),
+        "per_stream_tps": float(v["_tok"]) / sec if sec > 0 else None,
+        "mean_output_tokens": v.get("mean_output_tokens"),
+        "mean_output_tokens_usable": v.get("mean_output_tokens_usable"),
+        "usable_share": int(v["_usable"]) / n if n else None,
+    }
+
+
+def _errors_by_class(failed: pl.DataFrame) -> dict[str, int]:
+    cls = pl.col("error_class")
+    name = pl.when(cls.is_null() | (cls == "")).then(pl.lit("unknown")).otherwise(cls).alias("c")
+    counts = failed.select(name).group_by("c").len()
+    return dict(sorted(zip(counts.get_column("c").to_list(), counts.get_column("len").to_list(), strict=True)))
+
+
+def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
+    """``figures.client_lag`` over the step's records (read lag in seconds)."""
+    lag = pl.col("read_lag_max").drop_nulls()
+    v = step_recs.select(
+        lag.len().alias("n"), (lag > CLIENT_LAG_LIMIT_S).sum().alias("late"),
+        lag.quantile(0.5, interpolation="linear").alias("p50"),
+        lag.quantile(0.99, interpolation="linear").alias("p99"), lag.max().alias("max"),
+    ).row(0, named=True)
+    n = int(v["n"])
+    pct = 100.0 * int(v["late"]) / n if n else None
+    return {
+        "client_lag_requests": n,
+        "client_read_lag_p50_s": v["p50"] if n else None,
+        "client_read_lag_p99_s": v["p99"] if n else None,
+        "client_read_lag_max_s": v["max"] if n else None,
+        "client_lagged_pct": pct,
+        "client_starved": None if pct is None else pct > CLIENT_STARVED_PCT,
+    }
+
+
+def _pct(part: int, whole: int) -> float | None:
+    return 100.0 * part / whole if whole else None
+
+
+def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
+              time_scale: float) -> dict[str, Any]:
+    """``figures.step_row`` of one step; ``main`` holds every non-warm-up record, prepared."""
+    step_recs = main.filter(pl.col(_STEP) == phase.step)
+    c = step_recs.select(
+        pl.len().alias("requests"),
+        pl.col(_OK).sum().alias("ok"),
+        (pl.col(_OK) & _flag("truncated")).sum().alias("truncated"),
+        (pl.col(_OK) & _flag("truncated_in_reasoning")).sum().alias("trunc_reason"),
+        pl.col(_USABLE).sum().alias("usable"),
+        (pl.col(_OK) & (pl.col("token_source") == "estimate").fill_null(False)).sum().alias("estimated"),
+        _flag("suspect_truncation").sum().alias("suspect"),
+        pl.col("user").filter(pl.col("user").is_not_null() & (pl.col("user") != "")).n_unique().alias("users"),
+    ).row(0, named=True)
+    requests, n_ok = int(c["requests"]), int(c["ok"])
+    truncated, trunc_reason = int(c["truncated"]), int(c["trunc_reason"])
+    errors = _errors_by_class(step_recs.filter(~pl.col(_OK)))
+
+    if window.steady:
+        w0, w1 = window.start, window.end
+        sample = main.filter(pl.col(_OK) & (pl.col(_START) >= w0) & (pl.col(_START) < w1))
+    else:
+        w0, w1 = phase.start, phase.end
+        sample = step_recs.filter(pl.col(_OK))
+    length = max(0.0, w1 - w0)
+    w = main.select(
+        _window_tokens(w0, w1).alias("tokens"),
+        (pl.col(_USABLE) & (pl.col(_END) >= w0) & (pl.col(_END) < w1)).sum().alias("k"),
+    ).row(0, named=True)
+    tokens = float(w["tokens"] or 0.0)
+    k = int(w["k"])
+    lat = _latency(sample)
+    tokens_per_usable = (
+        lat["mean_output_tokens"] / lat["usable_share"]
+        if lat["mean_output_tokens"] is not None and lat["usable_share"]
+        else None
+    )
+    output_tps = tokens / length if length > 0 else None
+    row: dict[str, Any] = {
+        "label": phase.label,
+        "phase": phase.phase,
+        "step": phase.step,
+        "concurrency": phase.concurrency,
+        "start_wall": phase.start,
+        "end_wall": phase.end,
+        "duration_s": phase.duration,
+        "planned_duration_s": phase.planned_duration,
+        "end_source": phase.end_source,
+        "steady": window.steady,
+        "not_steady_reason": window.reason,
+        "first_wave_end_s": window.first_wave_end - phase.start,
+        "first_wave_users": window.users,
+        "first_wave_method": window.method,
+        "window_start_wall": w0,
+        "window_end_wall": w1,
+        "window_start_s": w0 - phase.start,
+        "window_s": length,
+        "requests": requests,
+        "completed": n_ok,
+        "errors": requests - n_ok,
+        "errors_by_class": errors,
+        "error_rate": (requests - n_ok) / requests if requests else None,
+        "usable": int(c["usable"]),
+        "truncated": truncated,
+        "truncated_pct": _pct(truncated, n_ok),
+        "truncated_in_reasoning": trunc_reason,
+        "truncated_in_reasoning_pct": _pct(trunc_reason, n_ok),
+        "suspect_truncations": int(c["suspect"]),
+        "estimated_tokens_share": int(c["estimated"]) / n_ok if n_ok else None,
+        "window_output_tokens": tokens,
+        "output_tps": output_tps,
+        "window_usable_completions": k,
+        "request_rate": k / length if length > 0 else None,
+        **lat,
+        "tokens_per_usable": tokens_per_usable,
+    }
+    row["hours"] = [
+        {
+            "n": int(n),
+            **hours_by_requests(int(n), k, length),
+            "token_hours": hours_by_tokens(int(n), lat["mean_output_tokens"], output_tps, lat["usable_share"]),
+        }
+        for n in hours_n
+    ]
+    row.update(_client_lag(step_recs))
+    row["users_seen"] = int(c["users"])
+    row["low_confidence"] = low_confidence(row)
+    row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
+    return row
+
+
+def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0) -> list[dict[str, Any]]:
+    """The report row of every single-stream phase and load step (warm-up excluded), in phase order.
+
+    Each row has the keys and units of :func:`harness.report.figures.step_row`.
+
+    Args:
+        run: the loaded run (:func:`load_frame_run`).
+        hours_n: sample counts N for the hours-to-N figures.
+        time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
+    """
+    main = run.frame.filter(~pl.col(_WARMUP))
+    steps = [p for p in run.phases if p.label != "warmup"]
+    windows = steady_windows(run.frame, steps)
+    return [_step_row(main, p, w, hours_n, time_scale) for p, w in zip(steps, windows, strict=True)]
+
+
+def warmup_summary(run: FrameRun) -> dict[str, Any]:
+    """The report's ``warmup`` block: requests, completed, errors (by class), E2E p50 and max (seconds)."""
+    warm = run.frame.filter(pl.col(_WARMUP))
+    v = warm.select(pl.len().alias("n"), pl.col(_OK).sum().alias("ok"), _pctl("e2e", 50).alias("p50"),
+                    pl.col("e2e").max().alias("max")).row(0, named=True)
+    n, ok = int(v["n"]), int(v["ok"])
+    return {"requests": n, "completed": ok, "errors": n - ok,
+            "errors_by_class": _errors_by_class(warm.filter(~pl.col(_OK))),
+            "e2e_p50_s": v["p50"], "e2e_max_s": v["max"]}
+
+
+def run_totals(run: FrameRun) -> dict[str, Any]:
+    """The report's ``totals`` block over every non-warm-up record, plus ``unplaced``: records of no phase."""
+    main = run.frame.filter(~pl.col(_WARMUP))
+    placed = [p.step for p in run.phases if p.label != "warmup"]
+    v = main.select(
+        pl.len().alias("n"), pl.col(_OK).sum().alias("ok"), pl.col(_USABLE).sum().alias("usable"),
+        (pl.col(_OK) & _flag("truncated")).sum().alias("truncated"),
+        _flag("suspect_truncation").sum().alias("suspect"),
+        (pl.col(_OK) & (pl.col("token_source") == "estimate").fill_null(False)).sum().alias("est"),
+        (~pl.col(_STEP).is_in(placed)).sum().alias("unplaced"),
+    ).row(0, named=True)
+    n, ok, est = int(v["n"]), int(v["ok"]), int(v["est"])
+    return {
+        "requests": n, "completed": ok, "errors": n - ok,
+        "errors_by_class": _errors_by_class(main.filter(~pl.col(_OK))),
+        "usable": int(v["usable"]), "truncated": int(v["truncated"]), "suspect_truncations": int(v["suspect"]),
+        "estimated_tokens": est, "estimated_tokens_share": est / ok if ok else None,
+        "unplaced": int(v["unplaced"]),
+    }

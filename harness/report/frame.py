@@ -1,0 +1,292 @@
+"""Columnar records: the ``records*.jsonl`` files of a run directory as one typed polars DataFrame.
+
+The report's figures over a soak (a million records, 1.9 GB of JSON lines) cannot afford a Python dict per
+record. This module parses the files with polars' NDJSON reader in byte chunks of ``chunk_bytes`` (whole
+lines, two chunks parsed at a time), so memory is bounded by a few chunks of text plus the columns kept, and
+no Python object is made per record.
+
+Columns and dtypes (:data:`RECORD_SCHEMA`, one per field of :class:`harness.result.RequestResult`, whose
+docstring defines each; ``extra`` is not read):
+
+* identity: ``prompt_id``, ``prompt_class``, ``user``, ``phase`` (String); ``step``, ``concurrency``,
+  ``max_tokens`` (Int64).
+* times, **seconds**: ``start_wall`` (Float64, wall-clock epoch seconds); ``connect``, ``read_lag_max``,
+  ``t_headers``, ``ttft``, ``ttfat``, ``t_first_reasoning``, ``t_last_token``, ``e2e`` (Float64, seconds from
+  the request being sent); ``time_source`` (String).
+* chunks: ``chunks``, ``reasoning_chunks``, ``answer_chunks``, ``sse_comments`` (Int64, counts of SSE chunks
+  or comments, not tokens); ``gap_hist`` / ``itl_hist``: :data:`HIST_DTYPE`, a struct of ``n`` (Int64,
+  samples), ``sum`` / ``min`` / ``max`` (Float64, seconds) and ``buckets`` (String: the JSON object
+  ``{"bucket index": count}`` of :class:`harness.histogram.LogHistogram`, kept as text because its keys vary);
+  ``chunk_times`` (List(Float64), seconds from request sent) and ``chunk_tokens`` (List(Int64), tokens).
+* tokens (Int64, **tokens**): ``output_tokens``, ``estimated_output_tokens``, ``reasoning_tokens``,
+  ``answer_tokens``, ``prompt_tokens``, and characters ``reasoning_chars`` / ``answer_chars``;
+  ``token_source`` / ``reasoning_source`` (String).
+* outcome: ``ok``, ``done_seen``, ``truncated``, ``truncated_in_reasoning``, ``suspect_truncation``,
+  ``usable`` (Boolean); ``error_class``, ``error_detail``, ``finish_reason`` (String); ``http_status`` (Int64).
+* rates, **tokens per second**: ``tpot`` is the exception, **seconds per token** (Float64);
+  ``decode_rate``, ``reasoning_rate``, ``answer_rate`` (Float64).
+* :data:`ROW` (Int64): the record's 0-based position in the run (file order, files in name order), the order
+  :func:`harness.records.read_records` returns them in.
+
+A field absent from a record (an older record format, or ``itl_hist`` / ``chunk_times`` / ``chunk_tokens``,
+which ``to_record`` omits when unset) is null; so is a JSON ``null``. No default is filled in: the figures
+decide what a null means. :data:`LAZY_COLUMNS` (``itl_hist``, ``chunk_times``, ``chunk_tokens``: large and
+unused by the report) are read only when asked for by ``columns``.
+
+Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
+valid JSON (a run killed mid-write) is dropped, and a line that is valid JSON but not an object is ignored.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import polars as pl
+
+__all__ = [
+    "DEFAULT_CHUNK_BYTES",
+    "DEFAULT_COLUMNS",
+    "HIST_DTYPE",
+    "LAZY_COLUMNS",
+    "RECORD_SCHEMA",
+    "ROW",
+    "iter_frames",
+    "read_frame",
+    "record_files",
+]
+
+#: The struct of a :class:`harness.histogram.LogHistogram` JSON form (``to_json``): n samples, their sum, min
+#: and max in seconds, and the sparse ``{"bucket": count}`` object as JSON text.
+HIST_DTYPE = pl.Struct({"n": pl.Int64, "sum": pl.Float64, "min": pl.Float64, "max": pl.Float64,
+                        "buckets": pl.String})
+
+#: One dtype per record field, in :class:`harness.result.RequestResult` order (``extra`` is not read).
+RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "prompt_id": pl.String(),
+    "prompt_class": pl.String(),
+    "user": pl.String(),
+    "phase": pl.String(),
+    "step": pl.Int64(),
+    "concurrency": pl.Int64(),
+    "max_tokens": pl.Int64(),
+    "start_wall": pl.Float64(),
+    "connect": pl.Float64(),
+    "time_source": pl.String(),
+    "read_lag_max": pl.Float64(),
+    "t_headers": pl.Float64(),
+    "ttft": pl.Float64(),
+    "ttfat": pl.Float64(),
+    "t_first_reasoning": pl.Float64(),
+    "t_last_token": pl.Float64(),
+    "e2e": pl.Float64(),
+    "chunks": pl.Int64(),
+    "reasoning_chunks": pl.Int64(),
+    "answer_chunks": pl.Int64(),
+    "sse_comments": pl.Int64(),
+    "gap_hist": HIST_DTYPE,
+    "itl_hist": HIST_DTYPE,
+    "chunk_times": pl.List(pl.Float64),
+    "chunk_tokens": pl.List(pl.Int64),
+    "output_tokens": pl.Int64(),
+    "token_source": pl.String(),
+    "estimated_output_tokens": pl.Int64(),
+    "reasoning_tokens": pl.Int64(),
+    "answer_tokens": pl.Int64(),
+    "reasoning_source": pl.String(),
+    "prompt_tokens": pl.Int64(),
+    "reasoning_chars": pl.Int64(),
+    "answer_chars": pl.Int64(),
+    "ok": pl.Boolean(),
+    "error_class": pl.String(),
+    "error_detail": pl.String(),
+    "http_status": pl.Int64(),
+    "finish_reason": pl.String(),
+    "done_seen": pl.Boolean(),
+    "truncated": pl.Boolean(),
+    "truncated_in_reasoning": pl.Boolean(),
+    "suspect_truncation": pl.Boolean(),
+    "usable": pl.Boolean(),
+    "tpot": pl.Float64(),
+    "decode_rate": pl.Float64(),
+    "reasoning_rate": pl.Float64(),
+    "answer_rate": pl.Float64(),
+}
+
+#: Columns read only when named in ``columns``: large, and not used by the report.
+LAZY_COLUMNS: frozenset[str] = frozenset({"itl_hist", "chunk_times", "chunk_tokens"})
+
+#: The columns :func:`read_frame` reads by default: every field but :data:`LAZY_COLUMNS`.
+DEFAULT_COLUMNS: tuple[str, ...] = tuple(k for k in RECORD_SCHEMA if k not in LAZY_COLUMNS)
+
+#: Name of the record-position column added to every frame (Int64, 0-based, file order).
+ROW = "row_nr"
+
+#: Bytes of JSON text parsed at a time (whole lines; a longer line is parsed alone).
+DEFAULT_CHUNK_BYTES = 16 << 20
+#: Pieces parsed at once (each parse is multi-threaded inside polars too; two keep both cores busy through the
+#: parser's serial parts). At most ``_PARSERS + 1`` pieces of text are held at a time.
+_PARSERS = 2
+
+
+def record_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """The run directory's ``records*.jsonl`` files in name order (the order their records are numbered in)."""
+    return sorted(Path(run_dir).glob("records*.jsonl"))
+
+
+def _schema(columns: Sequence[str] | None) -> dict[str, pl.DataType]:
+    names = DEFAULT_COLUMNS if columns is None else tuple(columns)
+    unknown = [c for c in names if c not in RECORD_SCHEMA]
+    if unknown:
+        raise KeyError(f"not a record field: {', '.join(unknown)}")
+    return {c: RECORD_SCHEMA[c] for c in names}
+
+
+def _pieces(f: io.BufferedReader, size: int) -> Iterator[tuple[int, bytes, bool]]:
+    """``(byte offset, text, last)`` for consecutive runs of whole lines of ``f``, about ``size`` bytes each.
+
+    ``last`` marks the piece holding the file's last non-blank line (which may lack its newline). A piece of
+    blank lines only is merged into the piece before it, so the flag is exact.
+    """
+    pending: bytes | None = None
+    pending_at = 0
+    offset = 0
+    while True:
+        block = f.read(size)
+        if not block:
+            break
+        if not block.endswith(b"\n"):
+            block += f.readline()  # up to the end of the line (or of the file)
+        at = offset
+        offset += len(block)
+        if pending is not None and block.isspace():
+            pending += block
+            continue
+        if pending is not None:
+            yield pending_at, pending, False
+        pending, pending_at = block, at
+    if pending is not None:
+        yield pending_at, pending, True
+
+
+def _line_number(path: Path, offset: int) -> int:
+    """1-based number of the line starting at byte ``offset`` of ``path`` (error messages only)."""
+    n = 1
+    with open(path, "rb") as f:
+        left = offset
+        while left > 0:
+            block = f.read(min(left, 1 << 24))
+            if not block:
+                break
+            n += block.count(b"\n")
+            left -= len(block)
+    return n
+
+
+def _parse(text: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.read_ndjson(io.BytesIO(text), schema=schema)
+
+
+def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Parse a piece polars refused, line by line: drop a torn last line and non-object lines, else raise.
+
+    Raises:
+        ValueError: ``path:line: not valid JSON (reason)`` for a bad line before the last, or naming the file
+            when a field has the wrong JSON type for its column.
+    """
+    lines = text.split(b"\n")
+    end = len(lines) - 1
+    while end >= 0 and not lines[end].strip():
+        end -= 1
+    keep: list[bytes] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            if last and i == end:
+                break  # a record cut short by a kill: everything before it is kept
+            raise ValueError(f"{path}:{_line_number(path, at) + i}: not valid JSON ({e.msg})") from None
+        if isinstance(obj, dict):
+            keep.append(line)
+    if not keep:
+        return pl.DataFrame(schema=schema)
+    try:
+        return _parse(b"\n".join(keep) + b"\n", schema)
+    except pl.exceptions.PolarsError as e:
+        raise ValueError(f"{path}: a record field has the wrong JSON type ({e})") from None
+
+
+def iter_frames(
+    run_dir: str | os.PathLike[str],
+    columns: Sequence[str] | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> Iterator[pl.DataFrame]:
+    """The records of a run directory as consecutive frames of about ``chunk_bytes`` of JSON text each.
+
+    Each frame has the ``columns`` asked for (default :data:`DEFAULT_COLUMNS`, dtypes :data:`RECORD_SCHEMA`)
+    and :data:`ROW`, numbered on from the previous frame. For streaming aggregations that must not hold every
+    record's column at once.
+
+    Raises:
+        KeyError: a name in ``columns`` is not a record field.
+        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), or a field has
+            the wrong JSON type for its dtype.
+        OSError: a file cannot be read.
+    """
+    schema = _schema(columns)
+    row = 0
+    with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
+        for path in record_files(run_dir):
+            with open(path, "rb") as f:
+                inflight: deque[tuple[int, bytes, bool, Future[pl.DataFrame]]] = deque()
+                pieces = _pieces(f, chunk_bytes)
+                while True:
+                    for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
+                        inflight.append((at, text, last, pool.submit(_parse, text, schema)))
+                        if len(inflight) > _PARSERS:
+                            break
+                    if not inflight:
+                        break
+                    at, text, last, fut = inflight.popleft()
+                    try:
+                        df = fut.result()
+                    except pl.exceptions.PolarsError:
+                        df = _parse_careful(path, at, text, last, schema)
+                    if df.height:
+                        yield df.with_columns(pl.int_range(row, row + df.height, dtype=pl.Int64).alias(ROW))
+                        row += df.height
+
+
+def read_frame(
+    run_dir: str | os.PathLike[str],
+    columns: Sequence[str] | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> pl.DataFrame:
+    """Every record of a run directory (all ``records*.jsonl`` files, in name then line order) as one frame.
+
+    Args:
+        run_dir: the run directory.
+        columns: record fields to read (default :data:`DEFAULT_COLUMNS`: all but :data:`LAZY_COLUMNS`).
+        chunk_bytes: JSON text parsed at a time; bounds the transient memory above the frame itself.
+
+    Returns:
+        One row per record, columns ``columns`` with :data:`RECORD_SCHEMA` dtypes plus :data:`ROW`; empty
+        (with that schema) when there is no record file or no record.
+
+    Raises:
+        KeyError: a name in ``columns`` is not a record field.
+        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), or a field has
+            the wrong JSON type for its dtype.
+        OSError: a file cannot be read.
+    """
+    frames = list(iter_frames(run_dir, columns, chunk_bytes))
+    if not frames:
+        return pl.DataFrame(schema={**_schema(columns), ROW: pl.Int64()})
+    return pl.concat(frames, rechunk=False)

@@ -1,0 +1,222 @@
+"""The columnar figures equal the dict-based report's on the same records: a recorded demo run, generated runs
+and hand-made edge cases. Exact for counts, strings and flags; 1e-9 relative for floats (sums are added in a
+different order); percentiles by the same rule (linear between closest ranks).
+
+``LLMLOAD_FRAME_RUNS=dir1:dir2`` adds run directories of your own to the comparison.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import build_report
+from harness.report.build import _time_scale
+from harness.report.columns import (
+    REPORT_COLUMNS,
+    gap_histogram,
+    load_frame_run,
+    run_totals,
+    steady_windows,
+    step_rows,
+    warmup_summary,
+)
+from harness.report.frame import RECORD_SCHEMA, read_frame
+from harness.report.load import load_run
+from harness.report.steady import steady_window
+from tests.report.rundir import T0, phase, rec, run_end, write_run
+from tests.report.test_frame import demo_run
+
+HOURS_N = [100_000, 900_000]
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _records_gen() -> Any:
+    spec = importlib.util.spec_from_file_location("records_gen", _ROOT / "benchmarks" / "records_gen.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["records_gen"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def assert_same(ref: Any, got: Any, path: str = "") -> None:
+    """``got`` equals ``ref``: same keys in the same order, same types, exact but for floats (1e-9 relative)."""
+    if isinstance(ref, dict):
+        assert isinstance(got, dict), path
+        assert list(got) == list(ref), path
+        for k in ref:
+            assert_same(ref[k], got[k], f"{path}.{k}")
+    elif isinstance(ref, list):
+        assert isinstance(got, list) and len(got) == len(ref), path
+        for i, (r, g) in enumerate(zip(ref, got, strict=True)):
+            assert_same(r, g, f"{path}[{i}]")
+    elif isinstance(ref, float):
+        assert isinstance(got, float), (path, ref, got)
+        assert math.isclose(got, ref, rel_tol=1e-9, abs_tol=0.0), (path, ref, got)
+    else:
+        assert type(got) is type(ref) and got == ref, (path, ref, got)
+
+
+def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
+    """Assert the frame's phases, windows, rows, totals and warm-up equal the current report's; return rows."""
+    hours_n = n or HOURS_N
+    rep = build_report(run_dir, hours_n)
+    run = load_run(run_dir)
+    fr = load_frame_run(run_dir)
+    assert [vars(p) for p in fr.phases] == [vars(p) for p in run.phases]
+    assert (fr.has_run_end, fr.phases_inferred) == (run.has_run_end, run.phases_inferred)
+    assert steady_windows(fr.frame, run.phases) == [steady_window(p, run.records) for p in run.phases]
+    rows = step_rows(fr, hours_n, _time_scale(run.meta)[0])
+    assert_same(rep["steps"], rows, "steps")
+    totals = run_totals(fr)
+    unplaced = totals.pop("unplaced")
+    assert_same(rep["totals"], totals, "totals")
+    assert_same(rep["warmup"], warmup_summary(fr), "warmup")
+    placed = {p.step for p in run.phases if p.label != "warmup"}
+    main = [r for r in run.records if not (r.get("phase") == "warmup" or int(r.get("step", 0)) < 0)]
+    assert unplaced == sum(1 for r in main if int(r.get("step", 0)) not in placed)
+    return rows
+
+
+def test_demo_run_every_figure_equal(tmp_path: Path) -> None:
+    rows = compare(demo_run(tmp_path / "demo"))
+    assert [r["label"] for r in rows] == ["single", "C=8", "C=16", "C=32", "C=64"]
+    assert all(r["steady"] for r in rows) and rows[-1]["end_source"] == "load_end"
+    assert rows[-1]["gap_n"] > 10_000 and rows[-1]["output_tps"] > rows[1]["output_tps"]
+
+
+@pytest.mark.parametrize(("records", "conc", "seed"), [(3000, "8,16,32", 0), (1500, "4,64", 7), (400, "2", 3)])
+def test_generated_runs_every_figure_equal(tmp_path: Path, records: int, conc: str, seed: int) -> None:
+    gen = _records_gen()
+    out = tmp_path / "gen"
+    got = gen.generate(out, gen.GenSpec(records, [int(c) for c in conc.split(",")], seed=seed))
+    assert got["records"] == records
+    rows = compare(out)
+    assert sum(r["requests"] for r in rows) == records - 1  # all but the warm-up request
+    assert any(r["errors"] for r in rows) or records < 1000
+
+
+def test_generated_run_with_short_steps_is_not_steady(tmp_path: Path) -> None:
+    gen = _records_gen()
+    out = tmp_path / "gen"
+    gen.generate(out, gen.GenSpec(300, [16, 32], step_s=3.0, seed=1))
+    rows = compare(out)
+    assert not all(r["steady"] for r in rows)
+
+
+def _edge_records() -> list[dict[str, Any]]:
+    gap = {"n": 3, "sum": 0.3, "min": 0.09, "max": 0.11, "buckets": {"11400": 1, "11420": 2}}
+    return [
+        rec("w", -1, 1, 12, tokens=10),  # warm-up still in flight when the single-stream phase starts
+        rec("u1", 0, 10, 10, ttft=1, tokens=90, gap_hist={**gap, "n": 100}),  # before the window
+        rec("u1", 0, 20, 10, ttft=None, tokens=90, gap_hist=gap),  # no TTFT: decode from start
+        rec("u1", 0, 30, 15, ttft=1, tokens=140, gap_hist={}),
+        rec("u1", 1, 45, 20, ttft=2, tokens=180, concurrency=2, read_lag_max=0.5),
+        rec("u1", 1, 65, 20, ttft=2, tokens=0, concurrency=2, read_lag_max=0.01),  # no tokens
+        rec("u1", 1, 85, 2, ttft=2, tokens=5, concurrency=2),  # e2e == ttft: zero-length decode
+        rec("u2", 1, 41, 20, ttft=1, tokens=190, concurrency=2, token_source="estimate"),
+        rec("u2", 1, 61, 19, ttft=1, tokens=180, truncated=True, in_reasoning=True, concurrency=2),
+        rec("u2", 1, 80, 10, ttft=1, tokens=50, ok=False, concurrency=2, error_class=None),
+        rec("u2", 1, 82, 3, ttft=1, tokens=50, ok=False, concurrency=2, error_class=""),
+        rec("u2", 1, 85, 3, ttft=1, tokens=50, ok=False, concurrency=2, error_class="http_5xx"),
+        rec("u2", 1, 90, 8, ttft=2, tokens=60, truncated=True, concurrency=2, suspect_truncation=True),
+        {**rec("u3", 1, 92, 3, ttft=1, tokens=60, concurrency=2), "e2e": None, "t_last_token": 2.5},  # no e2e
+        {**rec("u3", 1, 93, 3, ttft=1, tokens=60, concurrency=2), "e2e": None, "t_last_token": None},
+        {**rec("u4", 1, 94, 3, ttft=1, tokens=60, concurrency=2), "start_wall": None},
+        rec("u3", 7, 93, 3, ttft=1, tokens=60, concurrency=2),  # a step no phase names
+    ]
+
+
+def _edge_phases() -> list[dict[str, Any]]:
+    return [phase("warmup", -1, 1, 0), phase("single", 0, 1, 10, 30), phase("step", 1, 2, 40, 60), run_end(100)]
+
+
+def test_edge_cases_every_figure_equal(tmp_path: Path) -> None:
+    root = write_run(tmp_path / "run", _edge_records(), _edge_phases())
+    rows = compare(root)
+    assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
+    assert rows[0]["gap_n"] == 3
+
+
+def test_older_records_without_newer_fields(tmp_path: Path) -> None:
+    records = _edge_records()
+    for i, r in enumerate(records):
+        for k in ("read_lag_max", "ttfat", "gap_hist", "token_source", "suspect_truncation", "tpot"):
+            r.pop(k, None)
+        if i % 3 == 0:
+            r.pop("usable", None)
+    compare(write_run(tmp_path / "run", records, _edge_phases()))
+
+
+def test_records_without_user_ids_use_the_first_c_requests(tmp_path: Path) -> None:
+    records = _edge_records()
+    for r in records:
+        r["user"] = "" if r["step"] == 1 else r["user"]
+    rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
+    assert rows[1]["first_wave_method"] == "first_c_requests"
+
+
+def test_short_step_not_steady_and_compressed_time(tmp_path: Path) -> None:
+    phases = [phase("warmup", -1, 1, 0), phase("single", 0, 1, 10, 30), phase("step", 1, 2, 40, 60),
+              phase("step", 2, 4, 90, 60), run_end(95)]
+    meta = {"simulator": {"time_scale": 0.25}, "target": {"simulator": True}}
+    rows = compare(write_run(tmp_path / "run", _edge_records(), phases, meta))
+    assert not rows[1]["steady"] and rows[0]["real_time"] is not None
+    assert rows[2]["not_steady_reason"] == "no request of this step was recorded"
+
+
+@pytest.mark.parametrize("case", ["no_phases", "no_run_end", "load_end", "torn_tail", "only_warmup"])
+def test_phase_boundaries(tmp_path: Path, case: str) -> None:
+    records, phases = _edge_records(), _edge_phases()
+    torn = None
+    if case == "no_phases":
+        phases = []
+    elif case == "no_run_end":
+        phases = phases[:-1]
+    elif case == "load_end":
+        phases = [*phases[:-1], {"event": "load_end", "wall": T0 + 90}, run_end(100)]
+    elif case == "torn_tail":
+        torn = '{"prompt_id": "p", "user": "u9", "st'
+    elif case == "only_warmup":
+        records = records[:1]
+    compare(write_run(tmp_path / "run", records, phases, torn_tail=torn))
+
+
+def test_gap_histogram_equals_merging_log_histograms(tmp_path: Path) -> None:
+    from harness.histogram import LogHistogram
+
+    root = demo_run(tmp_path / "demo")
+    frame = read_frame(root, ["gap_hist"])
+    merged = LogHistogram()
+    for r in load_run(root).records:
+        if r.get("gap_hist"):
+            merged.merge(LogHistogram.from_json(r["gap_hist"]))
+    for batch in (7, 100_000):
+        h = gap_histogram(frame, batch_rows=batch)
+        assert (h.counts, h.n, h.min, h.max) == (merged.counts, merged.n, merged.min, merged.max)
+        assert math.isclose(h.total, merged.total, rel_tol=1e-12)
+        assert [h.quantile(q) for q in (0.0, 0.5, 0.9, 0.99, 1.0)] == [merged.quantile(q) for q in
+                                                                      (0.0, 0.5, 0.9, 0.99, 1.0)]
+
+
+def test_report_columns_are_record_fields() -> None:
+    assert set(REPORT_COLUMNS) <= set(RECORD_SCHEMA)
+
+
+_EXTRA = [Path(p) for p in os.environ.get("LLMLOAD_FRAME_RUNS", "").split(os.pathsep) if p]
+
+
+@pytest.mark.skipif(not _EXTRA, reason="LLMLOAD_FRAME_RUNS not set")
+@pytest.mark.parametrize("run_dir", _EXTRA, ids=str)
+def test_your_runs_every_figure_equal(run_dir: Path) -> None:
+    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    ns = (meta.get("profile") or {}).get("report", {}).get("hours_to_n")
+    compare(run_dir, ns if isinstance(ns, list) and ns else None)
