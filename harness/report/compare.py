@@ -66,7 +66,9 @@ DEFINITIONS: dict[str, str] = {
     "within_noise": "Within noise = the two runs' 95 % intervals overlap, which is the same as the ratio interval "
     "[low_X ÷ high_A, high_X ÷ low_A] containing 1 (a conservative test: overlap of two 95 % intervals). An "
     "unbounded side of an interval (None) counts as 0 below or ∞ above. Otherwise the ratio is called better "
-    "or worse. A figure without an interval in either run gets no flag ('no interval').",
+    "or worse. A figure without an interval in either run gets no flag ('no interval'). The intervals hold the "
+    "sampling noise within each run only: run-to-run variation of the environment (other load on the host, "
+    "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ.",
     "interval_hours": "Hours to N: the report's own 95 % interval (hours_low, hours_high), from the Poisson count k "
     "of usable completions in the steady window.",
     "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval, i.e. the "
@@ -77,7 +79,8 @@ DEFINITIONS: dict[str, str] = {
     "interval_percentiles": "TTFT, TTFAT and E2E percentiles: distribution-free order-statistic 95 % interval "
     "[x_(i), x_(j)] (ranks from Binomial(n, q)) over the report's latency sample of the step (successful "
     "requests started inside the steady window, the whole step when not steady), read from the run's records. "
-    "A bound the sample is too small for is unbounded (e.g. the upper bound of p99 below ~300 requests).",
+    "A bound the sample is too small for is unbounded (the upper bound of p99 needs at least 367 requests, of "
+    "p50 at least 6).",
     "interval_tpot": "TPOT mean: normal 95 % interval mean ± 1.96 s ÷ √n over the same latency sample.",
     "interval_records": "Latency intervals are used only when the figure recomputed from the records equals the "
     "report's (relative 1e-9); otherwise (stale report.json, no records) the figure has no interval and no "
@@ -435,9 +438,12 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
     for t, r in zip(tags, runs, strict=True):
         if r.report.get("interrupted"):
             notes.append(f"{t} is an interrupted run: its figures are partial.")
-    flagged = [(s["key"], t, f) for s in steps for t, f in zip(tags, s["flags"], strict=True) if f]
-    for key, t, f in flagged:
-        notes.append(f"{key} in {t}: {', '.join(f)} (see that run's report); ratios at this step are less reliable.")
+    for flag in ("not steady", "low confidence", "client starved"):
+        where = [f"{s['key']} ({', '.join(t for t, f in zip(tags, s['flags'], strict=True) if flag in f)})"
+                 for s in steps if any(flag in f for f in s["flags"])]
+        if where:
+            notes.append(f"{flag.capitalize()} (see those runs' reports): {'; '.join(where)}. Ratios at these "
+                         "steps are less reliable.")
     return {
         "schema": SCHEMA,
         "generated_wall": time.time(),

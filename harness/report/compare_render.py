@@ -89,7 +89,7 @@ def _ratio_cell(r: dict[str, Any], detail: bool) -> Cell:
         return Cell(_DASH, "na")
     text = _ratio_text(r)
     if detail and r["within_noise"] is not None:
-        lo = f"{r['low']:.3f}" if r["low"] is not None else "0"
+        lo = f"{r['low']:.3f}" if r["low"] else "0"
         hi = f"{r['high']:.3f}" if r["high"] is not None else "∞"
         text += f" ({lo}{_DASH}{hi})"
     text += f" {mark}" if mark else ""

@@ -337,3 +337,12 @@ def test_mean_and_ratio_intervals() -> None:
     se = math.sqrt(sum((y - r * x) ** 2 for y, x in pairs) / 6) / 2
     assert (lo, hi) == (pytest.approx(r - 1.96 * se), pytest.approx(r + 1.96 * se))
     assert ratio_of_sums_interval([(1.0, 1.0)]) == (None, None)
+
+
+def test_llmload_lists_and_dispatches_compare(capsys: pytest.CaptureFixture[str]) -> None:
+    assert llmload_main(["--help"]) == 0
+    assert "compare RUN_A RUN_B" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as ei:
+        llmload_main(["compare", "--help"])
+    assert ei.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: llmload compare ")
