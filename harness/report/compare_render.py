@@ -215,6 +215,7 @@ th { background: #f0f0f0; } td:first-child, th:first-child { text-align: left; }
 td.better { background: #d9f2d9; } td.worse { background: #f8d7d7; } td.noise { background: #f3f3f3; }
 td.nointerval { background: #fff8e0; } td.na { color: #999; }
 p.legend, li { font-size: 0.9em; }
+div.wide { overflow-x: auto; }
 """
 
 
@@ -225,7 +226,7 @@ def _html_table(t: Table) -> str:
                          f"<td>{html.escape(c.text)}</td>" for c in row) + "</tr>"
         for row in t.rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def render_html(cmp: dict[str, Any]) -> str:
