@@ -1,7 +1,8 @@
-"""``llmload`` command: ``report``, ``sim``, ``fidelity`` and ``panels`` subcommands (the load itself runs under
-Locust).
+"""``llmload`` command: ``report``, ``compare``, ``sim``, ``fidelity`` and ``panels`` subcommands (the load itself
+runs under Locust).
 
 llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
+llmload compare runs/A runs/B                  # per-step ratios B/A with 95 % intervals and a noise flag
 llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
 llmload panels --prometheus http://127.0.0.1:9090 --last 15m --out panels   # the dashboard's panels as PNGs
 """
@@ -14,9 +15,11 @@ from harness import __version__
 
 __all__ = ["main"]
 
-USAGE = """usage: llmload [--version] {report,sim,fidelity,panels} ...
+USAGE = """usage: llmload [--version] {report,compare,sim,fidelity,panels} ...
 
   report RUN_DIR [options]   rebuild and print the report of a run directory (llmload report --help)
+  compare RUN_A RUN_B [...]  per-step ratios (B/A, ...) of tok/s, latencies, hours to N with 95 % intervals
+                             and a within-noise flag; writes compare.md/.json/.html (llmload compare --help)
   sim serve [options]        run the OpenAI-compatible reasoning-model simulator (llmload sim serve --help)
   fidelity RUN_DIR TRUTH     compare a run's records with the simulator's ground-truth log (--truth-log)
   panels [options]           render the Grafana dashboard's panels from its PromQL against a real Prometheus
@@ -43,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         from harness.report.cli import main as report_main
 
         return report_main(rest, prog="llmload report")
+    if cmd == "compare":
+        from harness.report.compare import main as compare_main
+
+        return compare_main(rest, prog="llmload compare")
     if cmd == "fidelity":
         from harness.report.fidelity import main as fidelity_main
 

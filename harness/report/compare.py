@@ -1,0 +1,525 @@
+"""Compare runs: per-step ratios of throughput, latency and hours to N, with 95 % intervals and a noise flag.
+
+::
+
+    from harness.report.compare import build_comparison, write_comparison
+    cmp = build_comparison(["runs/a", "runs/b"])      # JSON-ready dict (schema llmload-compare/1)
+    paths = write_comparison(cmp, "compare-a-vs-b")   # compare.md, compare.json, compare.html
+
+Command line: ``llmload compare RUN_A RUN_B [RUN_C ...] [--out DIR] [--json] [--quiet]``.
+
+Run A is the baseline: every other run X gets ``X/A`` ratios per matched step (the single-stream row by itself,
+load steps by concurrency). Each run's figures come from its ``report.json`` (built with
+:func:`harness.report.build.build_report` when absent, nothing written into the run directory); latency
+intervals come from its records (:mod:`harness.report.compare_stats`). Units: values keep the report's units
+(seconds, tokens per second, hours); ratios are unitless.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.records import read_records
+from harness.report.build import SCHEMA as REPORT_SCHEMA
+from harness.report.build import _is_warmup, build_report
+from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
+from harness.report.hours import poisson_rate_interval
+from harness.report.load import NoRecordsError
+from harness.result import RequestResult
+
+__all__ = [
+    "DEFINITIONS",
+    "KNOWN_REPORT_SCHEMAS",
+    "SCHEMA",
+    "CompareError",
+    "Metric",
+    "RunInput",
+    "build_comparison",
+    "load_run_input",
+    "main",
+    "write_comparison",
+]
+
+#: Identifies the layout of ``compare.json``.
+SCHEMA = "llmload-compare/1"
+
+#: ``report.json`` schemas this module reads.
+KNOWN_REPORT_SCHEMAS = frozenset({"llmload-report/1", REPORT_SCHEMA})
+
+#: How every figure of the comparison is defined; stored in ``compare.json`` and printed under the tables.
+DEFINITIONS: dict[str, str] = {
+    "ratio": "Ratio X/A = run X's figure ÷ the baseline run A's figure at the same step (A is the first run "
+    "given). For tok/s higher is better; for latencies, TPOT, hours and cost lower is better.",
+    "matching": "Steps are matched by their report label: the single-stream row ('single') with itself, load "
+    "steps by concurrency ('C=<n>'; a concurrency repeated within a run is matched by order of occurrence). "
+    "Steps missing from some run are listed as unmatched and get no ratio there.",
+    "within_noise": "Within noise = the two runs' 95 % intervals overlap, which is the same as the ratio interval "
+    "[low_X ÷ high_A, high_X ÷ low_A] containing 1 (a conservative test: overlap of two 95 % intervals). An "
+    "unbounded side of an interval (None) counts as 0 below or ∞ above. Otherwise the ratio is called better "
+    "or worse. A figure without an interval in either run gets no flag ('no interval'). The intervals hold the "
+    "sampling noise within each run only: run-to-run variation of the environment (other load on the host, "
+    "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ.",
+    "interval_hours": "Hours to N: the report's own 95 % interval (hours_low, hours_high), from the Poisson count k "
+    "of usable completions in the steady window.",
+    "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval, i.e. the "
+    "Poisson rate bounds of usable completions: tok/s × (k ± 1.96√k) ÷ k (= tok/s × hours ÷ hours_high .. "
+    "tok/s × hours ÷ hours_low). An approximation: it counts requests, not the spread of tokens per request.",
+    "interval_per_stream_tps": "Per-stream tok/s (Σ output tokens ÷ Σ (e2e − ttft)): delta-method 95 % interval "
+    "of a ratio estimator, R ± 1.96 · sqrt(Σ (y − R·x)² ÷ (n (n − 1))) ÷ x̄, over the report's latency sample.",
+    "interval_percentiles": "TTFT, TTFAT and E2E percentiles: distribution-free order-statistic 95 % interval "
+    "[x_(i), x_(j)] (ranks from Binomial(n, q)) over the report's latency sample of the step (successful "
+    "requests started inside the steady window, the whole step when not steady), read from the run's records. "
+    "A bound the sample is too small for is unbounded (the upper bound of p99 needs at least 367 requests, of "
+    "p50 at least 6).",
+    "interval_tpot": "TPOT mean: normal 95 % interval mean ± 1.96 s ÷ √n over the same latency sample.",
+    "interval_records": "Latency intervals are used only when the figure recomputed from the records equals the "
+    "report's (relative 1e-9); otherwise (stale report.json, no records) the figure has no interval and no "
+    "noise flag.",
+    "cost": "Cost to N: every numeric key starting with 'cost' in a row's hours entries (with optional "
+    "<key>_low / <key>_high bounds), when the reports have one; absent otherwise.",
+}
+
+
+class CompareError(ValueError):
+    """Bad input to the comparison: a missing run directory, fewer than two runs, an unknown report schema."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One compared figure.
+
+    Attributes:
+        key: identifier in ``compare.json`` (``output_tps``, ``ttft_p50_s``, ``hours@100000``, ``cost_usd@100000``).
+        label: column title.
+        unit: display unit of the values ("tok/s", "s", "ms", "h", or the cost key).
+        better: "higher" or "lower".
+        method: interval method (a :data:`DEFINITIONS` key), or None.
+        n: the N of hours / cost to N, else None.
+    """
+
+    key: str
+    label: str
+    unit: str
+    better: str
+    method: str | None = None
+    n: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"key": self.key, "label": self.label, "unit": self.unit, "better": self.better,
+                "method": self.method, "n": self.n}
+
+
+#: The figures compared at every step, in table order (hours and cost to N are appended per N).
+BASE_METRICS: tuple[Metric, ...] = (
+    Metric("output_tps", "output tok/s", "tok/s", "higher", "interval_output_tps"),
+    Metric("per_stream_tps", "per-stream tok/s", "tok/s", "higher", "interval_per_stream_tps"),
+    Metric("ttft_p50_s", "TTFT p50", "s", "lower", "interval_percentiles"),
+    Metric("ttft_p99_s", "TTFT p99", "s", "lower", "interval_percentiles"),
+    Metric("ttfat_p50_s", "TTFAT p50", "s", "lower", "interval_percentiles"),
+    Metric("ttfat_p99_s", "TTFAT p99", "s", "lower", "interval_percentiles"),
+    Metric("tpot_mean_s", "TPOT mean", "ms", "lower", "interval_tpot"),
+    Metric("e2e_p50_s", "E2E p50", "s", "lower", "interval_percentiles"),
+)
+
+
+@dataclass
+class RunInput:
+    """One run of the comparison.
+
+    Attributes:
+        path: the run directory.
+        report: its report dict (``report.json``, or built).
+        source: "report.json" or "built" (no report.json: built from the records, not written).
+        records: its non-warm-up records, or None when they could not be read (then no latency intervals).
+        problems: issues met while loading (shown as notes).
+    """
+
+    path: Path
+    report: dict[str, Any]
+    source: str
+    records: list[RequestResult] | None
+    problems: list[str] = field(default_factory=list)
+
+
+def load_run_input(run_dir: str | os.PathLike[str]) -> RunInput:
+    """Read one run directory for the comparison.
+
+    Raises:
+        CompareError: the directory does not exist; its ``report.json`` is unreadable or of an unknown schema;
+            it has neither ``report.json`` nor records.
+    """
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise CompareError(f"{root}: no such run directory")
+    problems: list[str] = []
+    rj = root / "report.json"
+    if rj.exists():
+        try:
+            rep = json.loads(rj.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise CompareError(f"{rj}: unreadable report ({e})") from e
+        if not isinstance(rep, dict):
+            raise CompareError(f"{rj}: not a report (top level is not an object)")
+        schema = rep.get("schema")
+        if schema not in KNOWN_REPORT_SCHEMAS:
+            known = ", ".join(sorted(KNOWN_REPORT_SCHEMAS))
+            raise CompareError(f"{rj}: unknown report schema {schema!r} (this version reads {known})")
+        if not isinstance(rep.get("steps"), list):
+            raise CompareError(f"{rj}: report has no 'steps' list")
+        source = "report.json"
+    else:
+        try:
+            rep = build_report(root)
+        except NoRecordsError as e:
+            raise CompareError(f"{e} (and no report.json)") from e
+        except ValueError as e:
+            raise CompareError(f"{root}: cannot build the report: {e}") from e
+        source = "built"
+    records: list[RequestResult] | None = None
+    try:
+        if (root / "records.jsonl").exists() or any(root.glob("records*.jsonl")):
+            records = [r for r in read_records(root) if not _is_warmup(r)]
+        else:
+            problems.append(f"{root}: no records.jsonl: latency figures have no interval.")
+    except (OSError, ValueError) as e:
+        problems.append(f"{root}: records unreadable ({e}): latency figures have no interval.")
+    return RunInput(root, rep, source, records, problems)
+
+
+def _tags(n: int) -> list[str]:
+    """Run tags A, B, ..., Z, R27, R28, ..."""
+    return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(n)]
+
+
+def _step_keys(rows: list[dict[str, Any]]) -> list[str]:
+    """Matching key of each row: its label, with '#k' for the k-th repeat of a label (k >= 2)."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for r in rows:
+        label = str(r.get("label"))
+        seen[label] += 1
+        keys.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return keys
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _hours_entry(row: dict[str, Any], n: int) -> dict[str, Any] | None:
+    for h in row.get("hours") or []:
+        if isinstance(h, dict) and h.get("n") == n:
+            return h
+    return None
+
+
+def _cost_keys(rep: dict[str, Any]) -> list[tuple[str, int]]:
+    """(cost key, N) pairs present in any hours entry of any row of a report."""
+    out: list[tuple[str, int]] = []
+    for row in rep.get("steps") or []:
+        for h in row.get("hours") or []:
+            if not isinstance(h, dict) or not isinstance(h.get("n"), int):
+                continue
+            for k, v in h.items():
+                if (k.startswith("cost") and not k.endswith(("_low", "_high")) and (v is None or _num(v) is not None)
+                        and (k, h["n"]) not in out):
+                    out.append((k, int(h["n"])))
+    return out
+
+
+def _metrics(reports: list[dict[str, Any]]) -> list[Metric]:
+    ns: list[int] = []
+    for rep in reports:
+        for n in rep.get("hours_to_n") or []:
+            if isinstance(n, int) and n not in ns:
+                ns.append(n)
+    out = list(BASE_METRICS)
+    out += [Metric(f"hours@{n}", f"hours to {n:,}", "h", "lower", "interval_hours", n) for n in ns]
+    costs: list[tuple[str, int]] = []
+    for rep in reports:
+        costs += [c for c in _cost_keys(rep) if c not in costs]
+    out += [Metric(f"{k}@{n}", f"{k} to {n:,}", k, "lower", "cost", n) for k, n in costs]
+    return out
+
+
+def _estimate(value: float | None, interval: tuple[float | None, float | None] | None,
+              method: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if interval is None:
+        return {"value": value, "low": None, "high": None, "method": None}
+    return {"value": value, "low": interval[0], "high": interval[1], "method": method}
+
+
+def _output_tps(row: dict[str, Any]) -> dict[str, Any] | None:
+    v = _num(row.get("output_tps"))
+    if v is None:
+        return None
+    hrs = row.get("hours") or []
+    h = hrs[0] if hrs and isinstance(hrs[0], dict) else None
+    if h is not None and _num(h.get("hours")):
+        point = float(h["hours"])
+        hi_h, lo_h = _num(h.get("hours_high")), _num(h.get("hours_low"))
+        lo = v * point / hi_h if hi_h else None
+        hi = v * point / lo_h if lo_h else None
+        return _estimate(v, (lo, hi), "interval_output_tps")
+    k, w = row.get("window_usable_completions"), _num(row.get("window_s"))
+    if isinstance(k, int) and k > 0 and w:
+        rlo, rhi = poisson_rate_interval(k, w)
+        rate = k / w
+        return _estimate(v, (v * rlo / rate if rlo else None, v * rhi / rate if rhi else None),
+                         "interval_output_tps")
+    return _estimate(v, None, None)
+
+
+def _row_estimates(run: RunInput, row: dict[str, Any], metrics: list[Metric],
+                   notes: list[str], tag: str) -> dict[str, dict[str, Any] | None]:
+    """Every metric's estimate (value, 95 % bounds, method) for one row of one run."""
+    lat: dict[str, tuple[float | None, float | None]] = {}
+    if run.records is not None:
+        lat, bad = latency_intervals(run.records, row)
+        if bad:
+            notes.append(f"{tag} {row.get('label')}: the records do not reproduce the report's "
+                         f"{', '.join(bad)} (stale report.json?): no interval for them.")
+    out: dict[str, dict[str, Any] | None] = {}
+    for m in metrics:
+        if m.key == "output_tps":
+            out[m.key] = _output_tps(row)
+        elif m.key in LATENCY_FIGURES:
+            out[m.key] = _estimate(_num(row.get(m.key)), lat.get(m.key), m.method)
+        elif m.n is not None:
+            h = _hours_entry(row, m.n)
+            name = "hours" if m.method == "interval_hours" else m.key.rsplit("@", 1)[0]
+            if h is None:
+                out[m.key] = None
+                continue
+            lo, hi = _num(h.get(f"{name}_low")), _num(h.get(f"{name}_high"))
+            has_iv = f"{name}_low" in h or f"{name}_high" in h
+            out[m.key] = _estimate(_num(h.get(name)), (lo, hi) if has_iv else None, m.method)
+    return out
+
+
+def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> dict[str, Any]:
+    """Ratio X/A of two estimates, its 95 % interval, the noise flag and the verdict."""
+    if a is None or x is None or not a["value"] or x["value"] is None:
+        return {"ratio": None, "low": None, "high": None, "within_noise": None, "verdict": "n/a"}
+    ratio = x["value"] / a["value"]
+    if a["method"] is None or x["method"] is None:
+        return {"ratio": ratio, "low": None, "high": None, "within_noise": None, "verdict": "no interval"}
+    lo_x = x["low"] or 0.0
+    lo_a = a["low"] or 0.0
+    hi_x = x["high"] if x["high"] is not None else math.inf
+    hi_a = a["high"] if a["high"] is not None else math.inf
+    low = 0.0 if lo_x == 0 or hi_a == math.inf else lo_x / hi_a
+    high = None if hi_x == math.inf or lo_a == 0 else hi_x / lo_a
+    noise = lo_x <= hi_a and lo_a <= hi_x
+    if noise:
+        verdict = "within noise"
+    else:
+        verdict = "better" if (ratio > 1) == (better == "higher") else "worse"
+    return {"ratio": ratio, "low": low, "high": high, "within_noise": noise, "verdict": verdict}
+
+
+def _flags(row: dict[str, Any]) -> list[str]:
+    out = []
+    if not row.get("steady", True):
+        out.append("not steady")
+    if row.get("low_confidence"):
+        out.append("low confidence")
+    if row.get("client_starved"):
+        out.append("client starved")
+    return out
+
+
+def _run_summary(run: RunInput, tag: str) -> dict[str, Any]:
+    rep = run.report
+    raw_target = rep.get("target")
+    target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
+    return {
+        "tag": tag,
+        "run_id": rep.get("run_id") or run.path.resolve().name,
+        "run_dir": str(run.path),
+        "source": run.source,
+        "profile_name": rep.get("profile_name"),
+        "model": rep.get("model"),
+        "target_url": target.get("base_url") or target.get("url") or target.get("host"),
+        "status": rep.get("status"),
+        "interrupted": bool(rep.get("interrupted")),
+        "start_wall": rep.get("start_wall"),
+        "duration_s": rep.get("duration_s"),
+        "time_scale": rep.get("time_scale", 1.0),
+        "hours_to_n": rep.get("hours_to_n") or [],
+        "records": len(run.records) if run.records is not None else None,
+    }
+
+
+def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+    """Compare two or more run directories; the first is the baseline.
+
+    Returns:
+        A JSON-ready dict: ``schema, generated_wall, baseline, runs, metrics, steps, unmatched, definitions,
+        notes``. ``runs`` has one summary per run (``tag`` A, B, ...). ``steps`` has one entry per step of the
+        baseline present in at least one other run: ``key, label, concurrency, flags`` (per run: "not steady",
+        "low confidence", "client starved"), ``present`` (per run) and ``metrics[key] = {"values": [estimate
+        or None per run], "ratios": [{"vs", "ratio", "low", "high", "within_noise", "verdict"} per other
+        run]}``; an estimate is ``{"value", "low", "high", "method"}`` in the report's units (seconds, tok/s,
+        hours). ``unmatched`` lists steps missing from some run: ``{"key", "present_in", "missing_in"}`` (tags).
+
+    Raises:
+        CompareError: fewer than two runs, or a run that cannot be read (:func:`load_run_input`).
+    """
+    if len(run_dirs) < 2:
+        raise CompareError(f"compare needs at least two run directories (got {len(run_dirs)})")
+    runs = [load_run_input(d) for d in run_dirs]
+    tags = _tags(len(runs))
+    reports = [r.report for r in runs]
+    metrics = _metrics(reports)
+    notes: list[str] = [p for r in runs for p in r.problems]
+    keyed = [dict(zip(_step_keys(rep["steps"]), rep["steps"], strict=True)) for rep in reports]
+    order: list[str] = []
+    for k in keyed:
+        order += [key for key in k if key not in order]
+
+    unmatched = []
+    for key in order:
+        present = [t for t, k in zip(tags, keyed, strict=True) if key in k]
+        if len(present) < len(runs):
+            unmatched.append({"key": key, "present_in": present,
+                              "missing_in": [t for t in tags if t not in present]})
+
+    steps = []
+    for key in (k for k in order if k in keyed[0]):
+        if not any(key in k for k in keyed[1:]):
+            continue
+        rows = [k.get(key) for k in keyed]
+        base = rows[0]
+        assert base is not None
+        ests = [_row_estimates(run, row, metrics, notes, tag) if row is not None else None
+                for run, row, tag in zip(runs, rows, tags, strict=True)]
+        entry: dict[str, Any] = {
+            "key": key,
+            "label": base.get("label"),
+            "concurrency": base.get("concurrency"),
+            "present": [row is not None for row in rows],
+            "flags": [_flags(row) if row is not None else [] for row in rows],
+            "metrics": {},
+        }
+        for m in metrics:
+            values = [e.get(m.key) if e is not None else None for e in ests]
+            ratios = [{"vs": tags[i], **_ratio(values[0], values[i], m.better)} for i in range(1, len(runs))]
+            entry["metrics"][m.key] = {"values": values, "ratios": ratios}
+        steps.append(entry)
+
+    scales = {float(r.report.get("time_scale") or 1.0) for r in runs}
+    if len(scales) > 1:
+        notes.append("The runs used different simulator time scales ("
+                     + ", ".join(f"{t} {float(r.report.get('time_scale') or 1.0):g}" for t, r in zip(tags, runs,
+                                                                                                    strict=True))
+                     + "): their wall-time figures are not comparable; compare the real-time equivalents in "
+                     "their reports instead.")
+    models = {str(r.report.get("model")) for r in runs}
+    if len(models) > 1:
+        notes.append("The runs measured different models: " + ", ".join(
+            f"{t} {r.report.get('model')}" for t, r in zip(tags, runs, strict=True)) + ".")
+    for t, r in zip(tags, runs, strict=True):
+        if r.report.get("interrupted"):
+            notes.append(f"{t} is an interrupted run: its figures are partial.")
+    for flag in ("not steady", "low confidence", "client starved"):
+        where = [f"{s['key']} ({', '.join(t for t, f in zip(tags, s['flags'], strict=True) if flag in f)})"
+                 for s in steps if any(flag in f for f in s["flags"])]
+        if where:
+            notes.append(f"{flag.capitalize()} (see those runs' reports): {'; '.join(where)}. Ratios at these "
+                         "steps are less reliable.")
+    return {
+        "schema": SCHEMA,
+        "generated_wall": time.time(),
+        "baseline": tags[0],
+        "runs": [_run_summary(r, t) for r, t in zip(runs, tags, strict=True)],
+        "metrics": [m.to_dict() for m in metrics],
+        "steps": steps,
+        "unmatched": unmatched,
+        "definitions": dict(DEFINITIONS),
+        "notes": notes,
+    }
+
+
+def default_out_dir(cmp: dict[str, Any]) -> Path:
+    """``compare-<run A id>-vs-<run B id>[-vs-...]`` in the current directory."""
+    return Path("compare-" + "-vs-".join(str(r["run_id"]) for r in cmp["runs"]))
+
+
+def write_comparison(cmp: dict[str, Any], out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+    """Write ``compare.md``, ``compare.json`` and ``compare.html`` into ``out_dir`` (created); return their paths.
+
+    Raises:
+        OSError: the directory or a file cannot be written.
+    """
+    from harness.report.compare_render import render_html, render_markdown
+
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    texts = {
+        "md": ("compare.md", render_markdown(cmp)),
+        "json": ("compare.json", json.dumps(cmp, indent=2, allow_nan=False) + "\n"),
+        "html": ("compare.html", render_html(cmp)),
+    }
+    out = {}
+    for kind, (name, text) in texts.items():
+        tmp = root / (name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(root / name)
+        out[kind] = root / name
+    return out
+
+
+def build_parser(prog: str = "llmload compare") -> argparse.ArgumentParser:
+    """The argument parser of the compare command."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Compare runs step by step: ratios X/A (A = the first run) of tok/s, latencies and hours to "
+        "N, with 95 % intervals and a within-noise flag. Writes compare.md, compare.json and compare.html.",
+    )
+    p.add_argument("runs", nargs="*", metavar="RUN_DIR", help="run directories; the first is the baseline A")
+    p.add_argument("--out", metavar="DIR",
+                   help="output directory (default: ./compare-<run A>-vs-<run B>...)")
+    p.add_argument("--json", action="store_true", help="print the JSON instead of the Markdown")
+    p.add_argument("--quiet", action="store_true", help="write the files but print nothing")
+    return p
+
+
+def main(argv: list[str] | None = None, prog: str = "llmload compare") -> int:
+    """Run the compare command; returns the exit code: 0 done, 2 bad input (missing run directory, fewer than
+    two runs, unreadable or unknown-schema report), 1 the output cannot be written."""
+    args = build_parser(prog).parse_args(argv)
+    try:
+        cmp = build_comparison(args.runs)
+    except CompareError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out_dir = Path(args.out) if args.out else default_out_dir(cmp)
+    try:
+        paths = write_comparison(cmp, out_dir)
+    except OSError as e:
+        print(f"error: cannot write the comparison: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        if args.json:
+            sys.stdout.write(json.dumps(cmp, indent=2) + "\n")
+        else:
+            sys.stdout.write(paths["md"].read_text(encoding="utf-8"))
+        print(f"wrote {paths['md']}, {paths['json']}, {paths['html']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,218 @@
+"""95 % intervals of a step's latency figures from its records, for ``llmload compare``.
+
+The report gives intervals only for hours to N (and so request throughput). For the latency figures this module
+computes them from the records, over the report's own latency sample of the step (:func:`latency_sample`:
+successful requests that started inside the steady window, the whole step's successful requests when it is not
+steady — the sample of :func:`harness.report.figures.step_row`), and checks that the sample reproduces the
+report's point figure before using it.
+
+Methods (all 95 %, units of the figure):
+
+- percentiles (TTFT, TTFAT, E2E): distribution-free order-statistic interval :func:`quantile_interval`
+  ``[x_(i), x_(j)]`` with ranks from the binomial distribution of the number of values below the true quantile;
+  a bound is None (unbounded) when the sample is too small to give it (e.g. the upper bound of p99 with < ~300
+  values).
+- means (TPOT mean): normal interval ``mean ± 1.96 s / √n`` (:func:`mean_interval`).
+- ratios of sums (per-stream tok/s = Σ tokens ÷ Σ decode seconds): delta-method interval of the ratio estimator
+  (:func:`ratio_of_sums_interval`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.report.hours import Z95
+from harness.report.stats import mean, percentile
+from harness.result import RequestResult
+
+__all__ = [
+    "LATENCY_FIGURES",
+    "latency_intervals",
+    "latency_sample",
+    "mean_interval",
+    "quantile_interval",
+    "ratio_of_sums_interval",
+]
+
+Interval = tuple[float | None, float | None]
+
+#: Relative tolerance within which a figure recomputed from the records must equal the report's figure.
+REPRODUCE_RTOL = 1e-9
+
+
+def _binom_cdf_table(n: int, q: float) -> tuple[int, list[float]]:
+    """``(k0, cdf)`` with ``cdf[i] = P(B <= k0 + i)`` for ``B ~ Binomial(n, q)``, over ``k0 .. k1`` around the mean.
+
+    Mass outside ``mean ± (12 σ + 12)`` is below 1e-20 and is treated as 0 (below) / 1 (above).
+    """
+    sd = math.sqrt(n * q * (1.0 - q))
+    k0 = max(0, math.floor(n * q - 12 * sd - 12))
+    k1 = min(n, math.ceil(n * q + 12 * sd + 12))
+    lq, lp = math.log(q), math.log1p(-q)
+    lgn = math.lgamma(n + 1)
+    acc = 0.0
+    cdf = []
+    for k in range(k0, k1 + 1):
+        acc += math.exp(lgn - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lq + (n - k) * lp)
+        cdf.append(min(acc, 1.0))
+    return k0, cdf
+
+
+def quantile_interval(values: Sequence[float], q: float, conf: float = 0.95) -> Interval:
+    """Distribution-free ``conf`` interval of the ``q``-th percentile (0..100) of the population behind ``values``.
+
+    With the sorted values ``x_(1) <= ... <= x_(n)`` and ``B ~ Binomial(n, q/100)`` (how many values fall below
+    the true quantile), the interval is ``[x_(i), x_(j)]`` with ``i`` the largest rank such that
+    ``P(B < i) <= α/2`` and ``j`` the smallest such that ``P(B >= j) <= α/2`` (α = 1 − conf), so it covers the
+    quantile with probability ≥ conf whatever the distribution. Units are those of ``values``.
+
+    Returns:
+        ``(low, high)``; a bound is None when no rank satisfies it (too few values), both None when empty.
+    """
+    n = len(values)
+    if n == 0:
+        return None, None
+    p = min(max(q / 100.0, 0.0), 1.0)
+    xs = sorted(float(v) for v in values)
+    half = (1.0 - conf) / 2.0
+    if p <= 0.0 or p >= 1.0:
+        return (xs[0], None) if p >= 1.0 else (None, xs[0])
+    k0, cdf = _binom_cdf_table(n, p)
+
+    def cdf_at(k: int) -> float:  # P(B <= k)
+        if k < k0:
+            return 0.0
+        if k - k0 >= len(cdf):
+            return 1.0
+        return cdf[k - k0]
+
+    # lower rank i (1-based): largest i with P(B <= i - 1) <= half
+    lo_rank = None
+    for i in range(n, 0, -1):
+        if cdf_at(i - 1) <= half:
+            lo_rank = i
+            break
+    # upper rank j (1-based): smallest j with P(B >= j) = 1 - P(B <= j - 1) <= half
+    hi_rank = None
+    for j in range(1, n + 1):
+        if 1.0 - cdf_at(j - 1) <= half:
+            hi_rank = j
+            break
+    low = xs[lo_rank - 1] if lo_rank is not None else None
+    high = xs[hi_rank - 1] if hi_rank is not None else None
+    return low, high
+
+
+def mean_interval(values: Sequence[float], z: float = Z95) -> Interval:
+    """Normal ``mean ± z · s / √n`` interval of the mean of ``values`` (sample standard deviation ``s``).
+
+    Returns ``(None, None)`` with fewer than two values.
+    """
+    n = len(values)
+    m = mean(values)
+    if n < 2 or m is None:
+        return None, None
+    var = sum((float(v) - m) ** 2 for v in values) / (n - 1)
+    half = z * math.sqrt(var / n)
+    return m - half, m + half
+
+
+def ratio_of_sums_interval(pairs: Sequence[tuple[float, float]], z: float = Z95) -> Interval:
+    """Delta-method interval of ``R = Σ y ÷ Σ x`` over ``(y, x)`` pairs (e.g. tokens, decode seconds).
+
+    ``SE(R) = sqrt(Σ (y_i − R x_i)² / (n (n − 1))) ÷ x̄``; interval ``R ± z · SE``. ``(None, None)`` with fewer
+    than two pairs or ``Σ x <= 0``; the lower bound is None when it would be <= 0.
+    """
+    n = len(pairs)
+    sx = sum(x for _, x in pairs)
+    if n < 2 or sx <= 0:
+        return None, None
+    r = sum(y for y, _ in pairs) / sx
+    xbar = sx / n
+    se = math.sqrt(sum((y - r * x) ** 2 for y, x in pairs) / (n * (n - 1))) / xbar
+    lo = r - z * se
+    return (lo if lo > 0 else None), r + z * se
+
+
+def latency_sample(records: Sequence[RequestResult], row: dict[str, Any]) -> list[RequestResult]:
+    """The latency sample of a report step row (:func:`harness.report.figures.step_row`).
+
+    ``records`` are the run's non-warm-up records. A steady row: successful requests with
+    ``window_start_wall <= start_wall < window_end_wall``; a row that is not steady: the step's successful
+    requests (``record.step == row["step"]``).
+    """
+    if row.get("steady"):
+        w0, w1 = float(row["window_start_wall"]), float(row["window_end_wall"])
+        return [r for r in records if r.ok and w0 <= r.start_wall < w1]
+    return [r for r in records if r.ok and r.step == row.get("step")]
+
+
+def _decode_pairs(sample: Sequence[RequestResult]) -> list[tuple[float, float]]:
+    """``(output tokens, e2e − ttft)`` pairs counted by the report's per-stream tok/s."""
+    out = []
+    for r in sample:
+        ttft, e2e = r.ttft, r.e2e
+        if ttft is None or e2e is None or e2e <= ttft or not r.output_tokens:
+            continue
+        out.append((float(r.output_tokens), e2e - ttft))
+    return out
+
+
+def _values(sample: Sequence[RequestResult], attr: str) -> list[float]:
+    vals = (getattr(r, attr) for r in sample)
+    return [float(v) for v in vals if v is not None]
+
+
+def _pct_fig(attr: str, q: float) -> tuple[Callable[[Sequence[RequestResult]], float | None],
+                                            Callable[[Sequence[RequestResult]], Interval]]:
+    return (lambda s: percentile(_values(s, attr), q)), (lambda s: quantile_interval(_values(s, attr), q))
+
+
+def _per_stream(sample: Sequence[RequestResult]) -> float | None:
+    pairs = _decode_pairs(sample)
+    sx = sum(x for _, x in pairs)
+    return sum(y for y, _ in pairs) / sx if sx > 0 else None
+
+
+#: Report row key -> (point figure from a sample, 95 % interval from a sample, method).
+LATENCY_FIGURES: dict[str, tuple[Callable[[Sequence[RequestResult]], float | None],
+                                 Callable[[Sequence[RequestResult]], Interval], str]] = {
+    **{f"{attr}_p{q}_s": (*_pct_fig(attr, q), "order-statistic")
+       for attr in ("ttft", "ttfat", "e2e") for q in (50, 99)},
+    "tpot_mean_s": ((lambda s: mean(_values(s, "tpot"))), (lambda s: mean_interval(_values(s, "tpot"))), "normal"),
+    "per_stream_tps": (_per_stream, (lambda s: ratio_of_sums_interval(_decode_pairs(s))), "delta-method"),
+}
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=REPRODUCE_RTOL, abs_tol=1e-12)
+
+
+def latency_intervals(records: Sequence[RequestResult], row: dict[str, Any]) -> tuple[dict[str, Interval], list[str]]:
+    """95 % intervals of a row's latency figures (:data:`LATENCY_FIGURES` keys) from the run's records.
+
+    Args:
+        records: the run's non-warm-up records.
+        row: the step's report row.
+
+    Returns:
+        ``(intervals, mismatches)``: intervals by row key for every figure the records reproduce (same value as
+        the row within :data:`REPRODUCE_RTOL`), and the keys whose recomputed value differs from the row (a
+        stale ``report.json``, or records changed since): those get no interval.
+    """
+    sample = latency_sample(records, row)
+    out: dict[str, Interval] = {}
+    bad: list[str] = []
+    for key, (point, interval, _method) in LATENCY_FIGURES.items():
+        if key not in row:
+            continue
+        if not _same(point(sample), row[key]):
+            bad.append(key)
+            continue
+        if row[key] is not None:
+            out[key] = interval(sample)
+    return out, bad
