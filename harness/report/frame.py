@@ -241,6 +241,11 @@ def _as_read(df: pl.DataFrame, path: Path, keep_schema: bool) -> pl.DataFrame:
     return df if keep_schema else df.drop("schema")
 
 
+def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep_schema: bool) -> pl.DataFrame:
+    """:func:`_parse` then :func:`_as_read`, in a parser thread."""
+    return _as_read(_parse(text, schema), path, keep_schema)
+
+
 def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Parse a piece polars refused, line by line: drop a torn last line and non-object lines, else raise.
 
@@ -300,7 +305,7 @@ def iter_frames(
                 pieces = _pieces(f, chunk_bytes)
                 while True:
                     for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
-                        inflight.append((at, text, last, pool.submit(_parse, text, schema)))
+                        inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep_schema)))
                         if len(inflight) > _PARSERS:
                             break
                     if not inflight:
@@ -309,8 +314,7 @@ def iter_frames(
                     try:
                         df = fut.result()
                     except pl.exceptions.PolarsError:
-                        df = _parse_careful(path, at, text, last, schema)
-                    df = _as_read(df, path, keep_schema)
+                        df = _as_read(_parse_careful(path, at, text, last, schema), path, keep_schema)
                     if df.height:
                         yield df.with_columns(pl.int_range(row, row + df.height, dtype=pl.Int64).alias(ROW))
                         row += df.height
