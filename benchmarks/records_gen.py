@@ -1,11 +1,14 @@
 """Generate a realistic run directory of N request records, fast, for benchmarking the report.
 
-The records have every field :meth:`harness.result.RequestResult.to_record` writes, with the distributions of
+The records are schema 2 (``"schema": 2``, docs/records.md), keys in the order and with every field
+:meth:`harness.result.RequestResult.to_record` writes (``tests/report/test_columns.py`` checks that), with the
+distributions of
 a demo run (``locust -f locustfiles/k26.py --headless`` against the built-in simulator, demo preset): three
 prompts (two capped at 1024 tokens, ~310 tokens mean; one capped at 512 that always truncates in reasoning),
 TTFT ~22 ms, a per-token gap (TPOT) of ~10.8 ms at C=1 growing by ~0.29 ms per concurrent stream, kernel-stamped
 read lags of a few ms, per-record ``gap_hist`` / ``itl_hist`` log histograms of ~35 buckets, plus a small
-share (0.2 %) of failed requests (idle timeouts, HTTP 5xx) so error figures are exercised.
+share (0.2 %) of failed requests (idle timeouts; HTTP 503s, half of them with a Retry-After, and in-band
+server errors with an error ``code``) so error figures are exercised.
 
 Timing is a closed-loop simulation: each Locust user sends its next request as soon as its previous one ends
 (1 ms think time); the sweep is warm-up (1 request), single stream (C=1, half a step), then the load steps
@@ -18,7 +21,8 @@ matches them. ``run.json`` says the built-in simulator (time scale 1) was the ta
     .venv/bin/python benchmarks/records_gen.py --records 1000000 --out /tmp/llmload-1m
     .venv/bin/python benchmarks/records_gen.py --records 20000 --out /tmp/small --concurrency 4,8 --seed 3
 
-Size: ~1.9 KB a record, like the demo run (1M records: 1.87 GB); speed ~45 s per million records on one core.
+Size: ~1.9 KB a record, like the demo run (schema 2: 200k records 382 MB, so ~1.9 GB per million; 1.87 GB
+before the schema-2 fields); speed ~45 s per million records on one core (200k: 9.3 s).
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ _THINK_S = 0.001
 _ERROR_SHARE = 0.002
 _HIST_BASE_S = 1e-6
 _LOG_GROWTH = math.log(1.01)
+#: The record layout written (``schema`` of every record; :data:`harness.result.RECORD_SCHEMA`).
+RECORD_SCHEMA_VERSION = 2
 
 
 class GenSpec:
@@ -150,13 +156,25 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
         reasoning = min(tokens - 1, max(1, int(tokens * rng.uniform(0.65, 0.85))))
     answer = tokens - reasoning
     error_class: str | None = None
+    error_detail: str | None = None
+    retry_after_s: float | None = None
+    error_code: str | None = None
     http_status: int | None = 200
     if failed:
-        if rng.random() < 0.5:
+        kind = rng.random()
+        if kind < 0.4:
             error_class, tokens = "timeout_idle", max(2, tokens // 2)
             reasoning, answer = min(reasoning, tokens), max(0, tokens - reasoning)
-        else:
+            error_detail = "no token for 30.0 s"
+        elif kind < 0.8:
             error_class, http_status, tokens, reasoning, answer = "http_5xx", 503, 0, 0, 0
+            error_detail = "HTTP 503"
+            retry_after_s = float(rng.choice((1, 2, 5))) if rng.random() < 0.5 else None
+        else:  # an in-band error object after some tokens
+            error_class, tokens = "server_error_event", max(2, tokens // 3)
+            reasoning, answer = min(reasoning, tokens), max(0, tokens - reasoning)
+            error_code = rng.choice(("500", "overloaded"))
+            error_detail = f"server error event (code {error_code})"
     if tokens:
         t_last = ttft + (tokens - 1) * tpot
         e2e = t_last + (30.0 if error_class == "timeout_idle" else 0.0)
@@ -177,6 +195,7 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
     rchars = int(reasoning * rng.uniform(4.3, 4.9))
     achars = int(answer * rng.uniform(4.6, 5.3))
     rec: dict[str, Any] = {
+        "schema": RECORD_SCHEMA_VERSION,
         "prompt_id": pid, "prompt_class": None if phase == "warmup" else pid, "user": user, "phase": phase,
         "step": step, "concurrency": conc, "max_tokens": cap, "start_wall": start,
         "connect": 0.007 * rng.lognormvariate(0.0, 0.3) if first else 0.0, "time_source": "kernel",
@@ -193,9 +212,9 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
         "estimated_output_tokens": int(tokens * rng.uniform(1.0, 1.25)), "reasoning_tokens": reasoning,
         "answer_tokens": answer, "reasoning_source": "usage" if ok else "estimate",
         "prompt_tokens": ptok if ok else None, "reasoning_chars": rchars, "answer_chars": achars, "ok": ok,
-        "error_class": error_class,
-        "error_detail": None if ok else ("no token for 30.0 s" if error_class == "timeout_idle" else "HTTP 503"),
-        "http_status": http_status, "finish_reason": finish, "done_seen": ok, "truncated": truncated,
+        "error_class": error_class, "error_detail": error_detail, "retry_after_s": retry_after_s,
+        "error_code": error_code, "http_status": http_status, "finish_reason": finish, "done_seen": ok,
+        "truncated": truncated,
         "truncated_in_reasoning": truncated and reasoning == tokens, "suspect_truncation": False,
         "usable": usable,
         "tpot": decode / (tokens - 1) if ok and tokens > 1 and decode > 0 else None,
@@ -293,7 +312,7 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
         "target": {"base_url": "http://127.0.0.1:0/v1", "model": "sim-reasoner", "simulator": True},
         "simulator": {"preset": "demo", "flavour": "vllm", "time_scale": 1.0, "seed": spec.seed},
         "generator": {"records": spec.records, "concurrency": spec.concurrency, "step_s": spec.step_s,
-                      "seed": spec.seed},
+                      "seed": spec.seed, "record_schema": RECORD_SCHEMA_VERSION},
     }
     (out / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
     return {"records": written, "bytes": (out / "records.jsonl").stat().st_size,

@@ -88,12 +88,16 @@ def _same(ref: Any, got: Any, path: str, diffs: list[str]) -> None:
 
 
 def _ensure_run(run_dir: Path, records: int, seed: int) -> None:
+    """Generate ``records`` records into ``run_dir`` unless it holds a generated run of that size and of the
+    record schema the generator writes now."""
+    from records_gen import RECORD_SCHEMA_VERSION, GenSpec, generate  # benchmarks/ is first on sys.path
+
     meta_path = run_dir / "run.json"
     if meta_path.exists() and (run_dir / "records.jsonl").exists():
         meta = json.loads(meta_path.read_text())
-        if meta.get("records") == records:
+        gen = meta.get("generator") if isinstance(meta.get("generator"), dict) else {}
+        if meta.get("records") == records and gen.get("record_schema") == RECORD_SCHEMA_VERSION:
             return
-    from records_gen import GenSpec, generate  # benchmarks/ is this script's directory, first on sys.path
 
     print(f"generating {records} records into {run_dir} ...", flush=True)
     got = generate(run_dir, GenSpec(records, seed=seed))

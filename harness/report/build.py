@@ -98,7 +98,7 @@ def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
 
 def _warmup(records: list[RequestResult]) -> dict[str, Any]:
     ok = [r for r in records if r.ok]
-    e2e = [r.e2e for r in records if r.e2e is not None]
+    e2e = [float(r.e2e) for r in records if r.e2e is not None]
     errs = Counter(r.error_class or "unknown" for r in records if not r.ok)
     return {
         "requests": len(records),

@@ -1,8 +1,9 @@
 """Per-step report figures as vectorised polars expressions over the record frame (:mod:`harness.report.frame`).
 
-The same figures, defined the same way, as the dict-based report (:func:`harness.report.figures.step_row`
-over :func:`harness.report.steady.steady_window`, with the phases of :func:`harness.report.load.load_run`),
-computed column-wise so a soak of a million records needs no Python object per record:
+The same figures, defined the same way, as the report over :class:`harness.result.RequestResult` records
+(:func:`harness.report.figures.step_row` over :func:`harness.report.steady.steady_window`, with the phases of
+:func:`harness.report.load.load_run`), computed column-wise so a soak of a million records needs no Python
+object per record:
 
 * phases from ``phases.jsonl`` (a phase ends at the next ``phase_start``; the last at ``load_end``, else
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
@@ -17,12 +18,14 @@ computed column-wise so a soak of a million records needs no Python object per r
 Units are the report's: seconds (``*_s``), tokens, tokens per second (``*_tps``), requests per second
 (``request_rate``), percentages (``*_pct``, 0..100), shares (0..1); wall times are epoch seconds.
 
-Null handling follows the dict code's ``r.get(key)`` defaults: a missing ``step`` is 0, a missing
-``start_wall`` is 0.0, a missing ``ok`` / ``usable`` / ``truncated`` ... is False, a missing ``output_tokens``
-counts 0 tokens, and a record's end is ``start_wall + e2e`` (without ``e2e``, the latest timing present).
-Percentiles interpolate linearly between closest ranks, like :func:`harness.report.stats.percentile`.
-One known difference: two records with identical fields are two requests here, while the dict code's
-no-user-id first wave (``first_c_requests``) counts them once in ``first_wave_users``.
+Values are those of the records as :meth:`harness.result.RequestResult.from_record` reads them: the frame
+reader (:func:`harness.report.frame.read_frame`) reads a missing or null non-nullable field as its default (a
+missing ``step`` is 0, ``start_wall`` 0.0, ``ok`` / ``usable`` / ``truncated`` ... False, ``output_tokens`` 0,
+``token_source`` ``estimate``, ``phase`` ``step``), and a record's end is
+:attr:`~harness.result.RequestResult.end_wall` (``start_wall + e2e``; without ``e2e``, the latest timing
+present). Percentiles interpolate linearly between closest ranks, like :func:`harness.report.stats.percentile`.
+One known difference: two records with identical fields are two requests here, while the report's no-user-id
+first wave (``first_c_requests``, which compares records by value) counts them once in ``first_wave_users``.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ def client_lag(step_recs: Sequence[RequestResult]) -> dict[str, Any]:
     ``client_starved`` (that % above :data:`CLIENT_STARVED_PCT`). Figures, ``client_starved`` included, are None
     without stamped records (TLS, non-Linux): not measured is not healthy.
     """
-    lags = sorted(r.read_lag_max for r in step_recs if r.read_lag_max is not None)
+    lags = sorted(float(r.read_lag_max) for r in step_recs if r.read_lag_max is not None)
     late = sum(1 for v in lags if v > CLIENT_LAG_LIMIT_S)
     pct = _pct(late, len(lags))
     return {

@@ -1,13 +1,14 @@
 """Columnar records: the ``records*.jsonl`` files of a run directory as one typed polars DataFrame.
 
-The report's figures over a soak (a million records, 1.9 GB of JSON lines) cannot afford a Python dict per
+The report's figures over a soak (a million records, 1.9 GB of JSON lines) cannot afford a Python object per
 record. This module parses the files with polars' NDJSON reader in byte chunks of ``chunk_bytes`` (whole
 lines, two chunks parsed at a time), so memory is bounded by a few chunks of text plus the columns kept, and
 no Python object is made per record.
 
-Columns and dtypes (:data:`RECORD_SCHEMA`, one per field of :class:`harness.result.RequestResult`, whose
-docstring defines each; ``extra`` is not read):
+Columns and dtypes (:data:`RECORD_SCHEMA`: one per field of the record schema,
+:data:`harness.result.RECORD_FIELDS`, in its order; ``docs/records.md`` defines each; ``extra`` is not read):
 
+* ``schema`` (Int64): the record layout version, 1 for a record without the key (written before it existed).
 * identity: ``prompt_id``, ``prompt_class``, ``user``, ``phase`` (String); ``step``, ``concurrency``,
   ``max_tokens`` (Int64).
 * times, **seconds**: ``start_wall`` (Float64, wall-clock epoch seconds); ``connect``, ``read_lag_max``,
@@ -22,38 +23,50 @@ docstring defines each; ``extra`` is not read):
   ``answer_tokens``, ``prompt_tokens``, and characters ``reasoning_chars`` / ``answer_chars``;
   ``token_source`` / ``reasoning_source`` (String).
 * outcome: ``ok``, ``done_seen``, ``truncated``, ``truncated_in_reasoning``, ``suspect_truncation``,
-  ``usable`` (Boolean); ``error_class``, ``error_detail``, ``finish_reason`` (String); ``http_status`` (Int64).
+  ``usable`` (Boolean); ``error_class``, ``error_detail``, ``error_code``, ``finish_reason`` (String);
+  ``retry_after_s`` (Float64, **seconds**); ``http_status`` (Int64).
 * rates, **tokens per second**: ``tpot`` is the exception, **seconds per token** (Float64);
   ``decode_rate``, ``reasoning_rate``, ``answer_rate`` (Float64).
 * :data:`ROW` (Int64): the record's 0-based position in the run (file order, files in name order), the order
   :func:`harness.records.read_records` returns them in.
 
-A field absent from a record (an older record format, or ``itl_hist`` / ``chunk_times`` / ``chunk_tokens``,
-which ``to_record`` omits when unset) is null; so is a JSON ``null``. No default is filled in: the figures
-decide what a null means. :data:`LAZY_COLUMNS` (``itl_hist``, ``chunk_times``, ``chunk_tokens``: large and
-unused by the report) are read only when asked for by ``columns``.
+Values read as :meth:`harness.result.RequestResult.from_record` reads them: a field absent from a record (a
+schema 1 record, an older layout, or ``itl_hist`` / ``chunk_times`` / ``chunk_tokens``, which ``to_record``
+omits when unset), or a JSON ``null``, is null when the field is nullable and the field's default
+(:data:`NULL_READS_AS`) when it is not; so every column equals the attribute of the ``RequestResult`` read from
+the same line. A record whose ``schema`` is not one this harness reads
+(:data:`harness.result.READABLE_SCHEMAS`) is refused, like ``from_record`` does. :data:`LAZY_COLUMNS`
+(``itl_hist``, ``chunk_times``, ``chunk_tokens``: large and unused by the report) are read only when asked for
+by ``columns``.
 
 Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
 valid JSON (a run killed mid-write) is dropped, and a line that is valid JSON but not an object is ignored.
+Known differences: numbers are stored in their column's dtype (``from_record`` keeps a JSON ``12`` in a float
+field as an int), a field of the wrong JSON type for its dtype is an error, and ``"schema": null`` reads as
+schema 1 (``from_record`` refuses it).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import orjson
 import polars as pl
+
+from harness.result import READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
     "DEFAULT_COLUMNS",
     "HIST_DTYPE",
     "LAZY_COLUMNS",
+    "NULL_READS_AS",
     "RECORD_SCHEMA",
     "ROW",
     "iter_frames",
@@ -66,8 +79,10 @@ __all__ = [
 HIST_DTYPE = pl.Struct({"n": pl.Int64, "sum": pl.Float64, "min": pl.Float64, "max": pl.Float64,
                         "buckets": pl.String})
 
-#: One dtype per record field, in :class:`harness.result.RequestResult` order (``extra`` is not read).
+#: One dtype per record field, in record order (:data:`harness.result.RECORD_FIELDS`: ``schema``, then the
+#: fields of :class:`harness.result.RequestResult`; ``extra`` is not read).
 RECORD_SCHEMA: dict[str, pl.DataType] = {
+    "schema": pl.Int64(),
     "prompt_id": pl.String(),
     "prompt_class": pl.String(),
     "user": pl.String(),
@@ -105,6 +120,8 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "ok": pl.Boolean(),
     "error_class": pl.String(),
     "error_detail": pl.String(),
+    "retry_after_s": pl.Float64(),
+    "error_code": pl.String(),
     "http_status": pl.Int64(),
     "finish_reason": pl.String(),
     "done_seen": pl.Boolean(),
@@ -117,6 +134,21 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "reasoning_rate": pl.Float64(),
     "answer_rate": pl.Float64(),
 }
+
+
+def _null_reads_as() -> dict[str, Any]:
+    """What a null (or missing) value of each non-nullable field reads as, asked of ``from_record`` itself."""
+    names = [f.name for f in RECORD_FIELDS if f.name not in ("schema", "extra")]
+    read = RequestResult.from_record(dict.fromkeys(names))
+    out: dict[str, Any] = {"schema": 1}  # a record without ``schema`` is schema 1
+    out.update({n: getattr(read, n) for n in names if getattr(read, n) is not None})
+    return out
+
+
+#: The value a missing or null field reads as, for every column whose field is not nullable (the field's
+#: :class:`harness.result.RequestResult` default, as :meth:`~harness.result.RequestResult.from_record` reads it;
+#: ``schema``: 1). Nullable fields stay null.
+NULL_READS_AS: dict[str, Any] = _null_reads_as()
 
 #: Columns read only when named in ``columns``: large, and not used by the report.
 LAZY_COLUMNS: frozenset[str] = frozenset({"itl_hist", "chunk_times", "chunk_tokens"})
@@ -192,6 +224,28 @@ def _parse(text: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return pl.read_ndjson(io.BytesIO(text), schema=schema)
 
 
+def _as_read(df: pl.DataFrame, path: Path, keep_schema: bool) -> pl.DataFrame:
+    """``df`` (parsed with the ``schema`` column) with nulls of non-nullable fields read as their defaults.
+
+    Drops ``schema`` unless ``keep_schema``.
+
+    Raises:
+        ValueError: a record's ``schema`` is not in :data:`harness.result.READABLE_SCHEMAS`.
+    """
+    df = df.with_columns(pl.col(c).fill_null(NULL_READS_AS[c]) for c in df.columns if c in NULL_READS_AS)
+    version = df.get_column("schema")
+    bad = version.filter(~version.is_in(sorted(READABLE_SCHEMAS)))
+    if bad.len():
+        raise ValueError(f"{path}: record schema {bad[0]!r} is not readable by this harness "
+                         f"(reads {sorted(READABLE_SCHEMAS)})")
+    return df if keep_schema else df.drop("schema")
+
+
+def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep_schema: bool) -> pl.DataFrame:
+    """:func:`_parse` then :func:`_as_read`, in a parser thread."""
+    return _as_read(_parse(text, schema), path, keep_schema)
+
+
 def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Parse a piece polars refused, line by line: drop a torn last line and non-object lines, else raise.
 
@@ -208,8 +262,8 @@ def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[st
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:  # the reader read_records uses: the same messages
             if last and i == end:
                 break  # a record cut short by a kill: everything before it is kept
             raise ValueError(f"{path}:{_line_number(path, at) + i}: not valid JSON ({e.msg})") from None
@@ -236,11 +290,13 @@ def iter_frames(
 
     Raises:
         KeyError: a name in ``columns`` is not a record field.
-        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), or a field has
-            the wrong JSON type for its dtype.
+        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), a field has
+            the wrong JSON type for its dtype, or a record's ``schema`` is a version this harness cannot read.
         OSError: a file cannot be read.
     """
     schema = _schema(columns)
+    keep_schema = "schema" in schema
+    schema = {"schema": RECORD_SCHEMA["schema"], **schema}  # always read: a record of another version is refused
     row = 0
     with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
         for path in record_files(run_dir):
@@ -249,7 +305,7 @@ def iter_frames(
                 pieces = _pieces(f, chunk_bytes)
                 while True:
                     for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
-                        inflight.append((at, text, last, pool.submit(_parse, text, schema)))
+                        inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep_schema)))
                         if len(inflight) > _PARSERS:
                             break
                     if not inflight:
@@ -258,7 +314,7 @@ def iter_frames(
                     try:
                         df = fut.result()
                     except pl.exceptions.PolarsError:
-                        df = _parse_careful(path, at, text, last, schema)
+                        df = _as_read(_parse_careful(path, at, text, last, schema), path, keep_schema)
                     if df.height:
                         yield df.with_columns(pl.int_range(row, row + df.height, dtype=pl.Int64).alias(ROW))
                         row += df.height
@@ -282,8 +338,8 @@ def read_frame(
 
     Raises:
         KeyError: a name in ``columns`` is not a record field.
-        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), or a field has
-            the wrong JSON type for its dtype.
+        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), a field has
+            the wrong JSON type for its dtype, or a record's ``schema`` is a version this harness cannot read.
         OSError: a file cannot be read.
     """
     frames = list(iter_frames(run_dir, columns, chunk_bytes))

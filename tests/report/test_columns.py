@@ -1,6 +1,7 @@
-"""The columnar figures equal the dict-based report's on the same records: a recorded demo run, generated runs
-and hand-made edge cases. Exact for counts, strings and flags; 1e-9 relative for floats (sums are added in a
-different order); percentiles by the same rule (linear between closest ranks).
+"""The columnar figures equal the current report's (RequestResult-based) on the same records: a recorded demo
+run (schema 1), generated runs (schema 2) and hand-made edge cases (schema 1 and 2). Exact for counts, strings
+and flags; 1e-9 relative for floats (sums are added in a different order); percentiles by the same rule (linear
+between closest ranks).
 
 ``LLMLOAD_FRAME_RUNS=dir1:dir2`` adds run directories of your own to the comparison.
 """
@@ -31,8 +32,10 @@ from harness.report.columns import (
 from harness.report.frame import RECORD_SCHEMA, read_frame
 from harness.report.load import load_run
 from harness.report.steady import steady_window
+from harness.result import RECORD_SCHEMA as RESULT_SCHEMA
+from harness.result import RequestResult
 from tests.report.rundir import T0, phase, rec, run_end, write_run
-from tests.report.test_frame import demo_run
+from tests.report.test_frame import demo_run, raw_records
 
 HOURS_N = [100_000, 900_000]
 _ROOT = Path(__file__).resolve().parents[2]
@@ -81,8 +84,8 @@ def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
     assert_same(rep["totals"], totals, "totals")
     assert_same(rep["warmup"], warmup_summary(fr), "warmup")
     placed = {p.step for p in run.phases if p.label != "warmup"}
-    main = [r for r in run.records if not (r.get("phase") == "warmup" or int(r.get("step", 0)) < 0)]
-    assert unplaced == sum(1 for r in main if int(r.get("step", 0)) not in placed)
+    main = [r for r in run.records if not (r.phase == "warmup" or r.step < 0)]
+    assert unplaced == sum(1 for r in main if r.step not in placed)
     return rows
 
 
@@ -102,6 +105,23 @@ def test_generated_runs_every_figure_equal(tmp_path: Path, records: int, conc: s
     rows = compare(out)
     assert sum(r["requests"] for r in rows) == records - 1  # all but the warm-up request
     assert any(r["errors"] for r in rows) or records < 1000
+
+
+def test_generated_records_are_schema_2_as_to_record_writes_them(tmp_path: Path) -> None:
+    gen = _records_gen()
+    out = tmp_path / "gen"
+    gen.generate(out, gen.GenSpec(6000, [8, 16], seed=5))
+    raw = raw_records(out)
+    assert len(raw) == 6000
+    for r in raw:
+        again = RequestResult.from_record(r).to_record()
+        assert list(again) == list(r) and again == r
+    assert {r["schema"] for r in raw} == {RESULT_SCHEMA}
+    assert any(r["retry_after_s"] is not None for r in raw) and any(r["error_code"] is not None for r in raw)
+    frame = read_frame(out, ["schema", "retry_after_s", "error_code"])
+    assert frame.get_column("retry_after_s").to_list() == [r["retry_after_s"] for r in raw]
+    assert frame.get_column("error_code").to_list() == [r["error_code"] for r in raw]
+    compare(out)
 
 
 def test_generated_run_with_short_steps_is_not_steady(tmp_path: Path) -> None:
@@ -144,6 +164,17 @@ def test_edge_cases_every_figure_equal(tmp_path: Path) -> None:
     rows = compare(root)
     assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
     assert rows[0]["gap_n"] == 3
+
+
+def test_schema_2_records_among_schema_1_records(tmp_path: Path) -> None:
+    records = _edge_records()
+    for i, r in enumerate(records):  # every other record as the harness writes it now, with the newer fields
+        if i % 2:
+            r["retry_after_s"], r["error_code"] = (2.0, "overloaded") if not r["ok"] else (None, None)
+            records[i] = RequestResult.from_record(r).to_record()
+    assert {r.get("schema", 1) for r in records} == {1, 2}
+    rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
+    assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
 
 
 def test_older_records_without_newer_fields(tmp_path: Path) -> None:
@@ -197,8 +228,8 @@ def test_gap_histogram_equals_merging_log_histograms(tmp_path: Path) -> None:
     frame = read_frame(root, ["gap_hist"])
     merged = LogHistogram()
     for r in load_run(root).records:
-        if r.get("gap_hist"):
-            merged.merge(LogHistogram.from_json(r["gap_hist"]))
+        if r.gap_hist:
+            merged.merge(LogHistogram.from_json(r.gap_hist))
     for batch in (7, 100_000):
         h = gap_histogram(frame, batch_rows=batch)
         assert (h.counts, h.n, h.min, h.max) == (merged.counts, merged.n, merged.min, merged.max)

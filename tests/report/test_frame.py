@@ -13,19 +13,24 @@ from typing import Any
 import polars as pl
 import pytest
 
+from harness.jsonl import read_jsonl
 from harness.records import read_records
 from harness.report.frame import (
+    DEFAULT_CHUNK_BYTES,
     DEFAULT_COLUMNS,
     LAZY_COLUMNS,
+    NULL_READS_AS,
     RECORD_SCHEMA,
     ROW,
     iter_frames,
     read_frame,
 )
-from harness.result import RequestResult
+from harness.result import RECORD_FIELDS, RequestResult
 from tests.report.rundir import rec
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
+#: One real record of a demo run written before records carried ``schema`` (schema 1).
+SCHEMA1 = Path(__file__).resolve().parents[1] / "data" / "record-schema1.jsonl"
 
 
 def demo_run(dest: Path) -> Path:
@@ -54,17 +59,24 @@ def _same(value: Any, expected: Any) -> bool:
     return bool(value == expected)
 
 
-def _assert_matches_dicts(frame: pl.DataFrame, records: list[dict[str, Any]]) -> None:
-    """Every column of every row equals the dict reader's value (JSON null or absent -> None)."""
+def raw_records(root: Path) -> list[dict[str, Any]]:
+    """The record dicts of a run directory as written (JSON objects of every ``records*.jsonl``, file order)."""
+    return [r for p in sorted(root.glob("records*.jsonl")) for r in read_jsonl(p) if isinstance(r, dict)]
+
+
+def _assert_matches_records(frame: pl.DataFrame, records: list[dict[str, Any]]) -> None:
+    """Every column of every row equals the attribute of ``RequestResult.from_record`` of the same record
+    (``schema``: the record's ``schema``, 1 when absent)."""
     assert frame.height == len(records)
     assert frame.get_column(ROW).to_list() == list(range(len(records)))
+    results = [RequestResult.from_record(r) for r in records]
     hist = {"gap_hist", "itl_hist"}
     for col in frame.columns:
         if col == ROW:
             continue
         got = frame.get_column(col).to_list()
-        for i, (g, r) in enumerate(zip(got, records, strict=True)):
-            want = r.get(col)
+        for i, (g, raw, res) in enumerate(zip(got, records, results, strict=True)):
+            want = raw.get("schema", 1) if col == "schema" else getattr(res, col)
             if col in hist and want is not None:
                 assert g is not None
                 stats = ("n", "sum", "min", "max")
@@ -75,11 +87,27 @@ def _assert_matches_dicts(frame: pl.DataFrame, records: list[dict[str, Any]]) ->
                 assert _same(g, want), (col, i, g, want)
 
 
+def _assert_matches_read_records(frame: pl.DataFrame, root: Path) -> None:
+    """The frame equals, column by column, the run's records as :func:`read_records` reads them."""
+    records = raw_records(root)
+    assert [RequestResult.from_record(r) for r in records] == read_records(root)
+    _assert_matches_records(frame, records)
+
+
 def test_schema_has_one_dtype_per_request_result_field_in_order() -> None:
     fields = [f.name for f in dataclasses.fields(RequestResult) if f.name != "extra"]
-    assert list(RECORD_SCHEMA) == fields
-    assert set(DEFAULT_COLUMNS) == set(fields) - LAZY_COLUMNS
+    assert list(RECORD_SCHEMA) == ["schema", *fields] == [f.name for f in RECORD_FIELDS if f.name != "extra"]
+    assert {"retry_after_s", "error_code"} <= set(RECORD_SCHEMA)
+    assert set(DEFAULT_COLUMNS) == set(RECORD_SCHEMA) - LAZY_COLUMNS
     assert LAZY_COLUMNS <= set(fields)
+
+
+def test_null_reads_as_the_defaults_of_non_nullable_fields() -> None:
+    not_null = {f.name for f in RECORD_FIELDS if not f.nullable and f.name != "extra"}
+    assert set(NULL_READS_AS) == not_null
+    bare = RequestResult.from_record({})
+    assert all(NULL_READS_AS[k] == getattr(bare, k) for k in not_null - {"schema"})
+    assert NULL_READS_AS["schema"] == 1 and NULL_READS_AS["token_source"] == "estimate"
 
 
 def test_full_record_round_trips_with_typed_columns(tmp_path: Path) -> None:
@@ -88,14 +116,19 @@ def test_full_record_round_trips_with_typed_columns(tmp_path: Path) -> None:
                          gap_hist={"n": 2, "sum": 0.5, "min": 0.2, "max": 0.3, "buckets": {"1200": 1, "1240": 1}},
                          itl_hist={"n": 1, "sum": 0.1, "min": 0.1, "max": 0.1, "buckets": {"1150": 1}},
                          chunk_times=[0.25, 0.5, 3.5], chunk_tokens=[1, 2, 3], output_tokens=6, ok=True,
-                         usable=True, tpot=0.65, extra={"anything": [1, {"x": 2}]}).to_record()
+                         usable=True, tpot=0.65, retry_after_s=2.5,
+                         error_code="rate_limited", extra={"anything": [1, {"x": 2}]}).to_record()
     bare = RequestResult(prompt_id="q").to_record()  # to_record omits itl_hist / chunk_* when unset
     root = _write(tmp_path / "run", _lines([full, bare]))
     df = read_frame(root, list(RECORD_SCHEMA))
     assert dict(df.schema) == {**RECORD_SCHEMA, ROW: pl.Int64()}
-    _assert_matches_dicts(df, [full, bare])
+    _assert_matches_read_records(df, root)
     assert df.get_column("chunk_times").to_list() == [[0.25, 0.5, 3.5], None]
+    assert df.get_column("schema").to_list() == [2, 2]
+    assert df.get_column("retry_after_s").to_list() == [2.5, None]
+    assert df.get_column("error_code").to_list() == ["rate_limited", None]
     assert "extra" not in df.columns
+    assert read_frame(root).get_column("schema").to_list() == [2, 2]  # a default column
 
 
 def test_lazy_columns_only_when_asked(tmp_path: Path) -> None:
@@ -106,23 +139,54 @@ def test_lazy_columns_only_when_asked(tmp_path: Path) -> None:
         read_frame(root, ["step", "bogus"])
 
 
-def test_older_records_without_newer_fields_are_null(tmp_path: Path) -> None:
+def test_older_records_without_newer_fields_read_as_from_record(tmp_path: Path) -> None:
     old = rec("u1", 1, 10, 5)
-    for k in ("read_lag_max", "time_source", "ttfat", "gap_hist", "suspect_truncation", "usable", "tpot"):
+    for k in ("read_lag_max", "time_source", "ttfat", "gap_hist", "suspect_truncation", "usable", "tpot",
+              "token_source", "phase"):
         old.pop(k, None)
-    root = _write(tmp_path / "run", _lines([old]))
-    row = read_frame(root).row(0, named=True)
-    assert row["read_lag_max"] is None and row["usable"] is None and row["gap_hist"] is None
+    nulls = {**rec("u2", 1, 10, 5), "ok": None, "user": None, "concurrency": None, "start_wall": None}
+    root = _write(tmp_path / "run", _lines([old, nulls]))
+    df = read_frame(root, list(RECORD_SCHEMA))
+    row = df.row(0, named=True)
+    # nullable fields missing -> null; non-nullable ones -> their RequestResult default
+    assert row["read_lag_max"] is None and row["gap_hist"] is None and row["ttfat"] is None
+    assert row["usable"] is False and row["suspect_truncation"] is False and row["time_source"] == "read"
+    assert row["token_source"] == "estimate" and row["phase"] == "step" and row["schema"] == 1
+    assert row["retry_after_s"] is None and row["error_code"] is None
     assert row["output_tokens"] == 100 and row["step"] == 1
+    row = df.row(1, named=True)
+    assert (row["ok"], row["user"], row["concurrency"], row["start_wall"]) == (False, "", 1, 0.0)
+    _assert_matches_read_records(df, root)
+
+
+def test_schema_1_record_of_a_real_run_reads_like_from_record(tmp_path: Path) -> None:
+    line = SCHEMA1.read_text()
+    assert '"schema"' not in line
+    root = _write(tmp_path / "run", line + _lines([RequestResult.from_record(json.loads(line)).to_record()]))
+    df = read_frame(root, list(RECORD_SCHEMA))
+    assert df.get_column("schema").to_list() == [1, 2]
+    _assert_matches_read_records(df, root)
+    one, two = (df.drop("schema", ROW).row(i) for i in (0, 1))
+    assert one == two  # the same request as schema 1 and as schema 2
+
+
+def test_unreadable_schema_is_refused_like_read_records(tmp_path: Path) -> None:
+    ok = RequestResult(prompt_id="p").to_record()
+    root = _write(tmp_path / "run", _lines([ok] * 30 + [{**ok, "schema": 3}] + [ok] * 30))
+    with pytest.raises(ValueError, match=r"record schema 3 is not readable by this harness \(reads \[1, 2\]\)"):
+        read_records(root)
+    for cols in (None, ["step"], list(RECORD_SCHEMA)):
+        for size in (700, DEFAULT_CHUNK_BYTES):
+            with pytest.raises(ValueError, match=r"records\.jsonl: record schema 3 is not readable by this harness"):
+                read_frame(root, cols, chunk_bytes=size)
 
 
 def test_torn_last_line_blank_lines_and_non_objects_like_read_records(tmp_path: Path) -> None:
     recs = [rec(f"u{i}", 1, i, 2.0) for i in range(5)]
     text = "\n" + json.dumps(recs[0]) + "\n\n" + json.dumps(recs[1]) + "\n[1, 2]\n" + _lines(recs[2:])
     root = _write(tmp_path / "run", text + '{"prompt_id": "p", "user": "u9", "st')
-    expected = read_records(root)
-    assert len(expected) == 6  # read_records keeps the JSON array; the report drops non-objects
-    _assert_matches_dicts(read_frame(root), [r for r in expected if isinstance(r, dict)])
+    assert len(read_records(root)) == 5  # the JSON array and the torn last line are skipped
+    _assert_matches_read_records(read_frame(root), root)
 
 
 def test_invalid_last_line_followed_by_blank_lines_is_dropped(tmp_path: Path) -> None:
@@ -159,21 +223,20 @@ def test_chunking_is_invisible(tmp_path: Path) -> None:
         parts = list(iter_frames(root, chunk_bytes=size))
         assert pl.concat(parts).equals(whole), size
     assert len(list(iter_frames(root, chunk_bytes=4096))) > 10
-    _assert_matches_dicts(whole, read_records(root))
+    _assert_matches_read_records(whole, root)
 
 
 def test_demo_run_matches_read_records_column_by_column(tmp_path: Path) -> None:
     root = demo_run(tmp_path / "demo")
-    records = read_records(root)
-    assert len(records) > 400
-    _assert_matches_dicts(read_frame(root, list(RECORD_SCHEMA)), records)
+    assert len(read_records(root)) > 400
+    _assert_matches_read_records(read_frame(root, list(RECORD_SCHEMA)), root)
 
 
 def test_several_record_files_in_name_order_and_empty_runs(tmp_path: Path) -> None:
     root = _write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0), rec("b", 1, 1, 1.0)]), "records.jsonl")
     _write(root, _lines([rec("c", 1, 2, 1.0)]), "records-w1.jsonl")
     df = read_frame(root)
-    assert df.get_column("user").to_list() == [r["user"] for r in read_records(root)] == ["c", "a", "b"]
+    assert df.get_column("user").to_list() == [r.user for r in read_records(root)] == ["c", "a", "b"]
     assert df.get_column(ROW).to_list() == [0, 1, 2]
     empty = _write(tmp_path / "empty", "\n\n")
     for d in (empty, tmp_path / "nothing"):
