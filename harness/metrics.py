@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.catalogue import HISTOGRAMS, PERCENTILE_GAUGES, PERCENTILE_WINDOWS, PERCENTILES, TIME_BUCKETS
 from harness.histogram import bucket_value
-from harness.quantiles import SlidingQuantiles
+from harness.quantiles import SlidingQuantiles, gap_counts
 from harness.result import ERROR_CLASSES, FINISH_REASONS, RESERVED_PROMPT_LABELS, RequestResult
 
 __all__ = [
@@ -281,14 +281,16 @@ class RunMetrics:
     def _observe_windows(self, res: RequestResult) -> None:
         now = self.clock()
         end = res.start_wall + (res.e2e or 0.0)
+        gaps = gap_counts(res.gap_hist) if res.gap_hist else None  # read once for every window
         for (name, _), win in self.windows.items():
             win.advance(now)
-            v = getattr(res, PERCENTILE_GAUGES[name])
-            if v is None:
+            fld = PERCENTILE_GAUGES[name]
+            if fld == "gap_hist":
+                if gaps is not None:
+                    win.add_hist(end, gaps)
                 continue
-            if isinstance(v, Mapping):  # gap_hist
-                win.add_hist(end, v)
-            else:
+            v = getattr(res, fld)
+            if v is not None:
                 win.add(end, float(v))
 
     def window_percentiles(self, now: float) -> list[tuple[str, str, list[float | None]]]:

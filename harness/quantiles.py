@@ -24,14 +24,36 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from harness.histogram import bucket_of, bucket_value
 
-__all__ = ["SLICES", "BucketCounts", "SlidingQuantiles"]
+__all__ = ["SLICES", "BucketCounts", "GapCounts", "SlidingQuantiles", "gap_counts"]
 
 #: Slices per window: the window's start moves in steps of 1/60 of its length (1 s for 1 min, 30 s for 30 min).
 SLICES = 60
+
+
+@dataclass(frozen=True)
+class GapCounts:
+    """A record's gap histogram read once (bucket indexes as ints), to count it in several windows."""
+
+    items: tuple[tuple[int, int], ...]
+    n: int
+    min: float | None
+    max: float | None
+
+
+def gap_counts(gh: Mapping[str, Any]) -> GapCounts | None:
+    """A record's gap histogram (:meth:`harness.histogram.LogHistogram.to_json`) as :class:`GapCounts`, None when
+    it holds no gap."""
+    n = int(gh.get("n") or 0)
+    if n == 0:
+        return None
+    lo, hi = gh.get("min"), gh.get("max")
+    items = tuple((int(k), int(v)) for k, v in (gh.get("buckets") or {}).items())
+    return GapCounts(items, n, float(lo) if lo is not None else None, float(hi) if hi is not None else None)
 
 
 class BucketCounts:
@@ -64,20 +86,19 @@ class BucketCounts:
         self.n += 1
         self._extremes(value_s, value_s)
 
-    def add_hist(self, gh: Mapping[str, Any]) -> None:
+    def add_hist(self, gh: Mapping[str, Any] | GapCounts) -> None:
         """Count every value of a record's gap histogram (:meth:`harness.histogram.LogHistogram.to_json`: its
-        ``n``, ``min``, ``max`` and ``buckets`` ``{"k": count}``); an empty one changes nothing."""
-        n = int(gh.get("n") or 0)
-        if n == 0:
+        ``n``, ``min``, ``max`` and ``buckets`` ``{"k": count}``; or that read once by :func:`gap_counts`); an
+        empty one changes nothing."""
+        g = gh if isinstance(gh, GapCounts) else gap_counts(gh)
+        if g is None:
             return
         c = self.counts
-        for k, v in (gh.get("buckets") or {}).items():
-            ki = int(k)
-            c[ki] = c.get(ki, 0) + int(v)
-        self.n += n
-        lo, hi = gh.get("min"), gh.get("max")
-        if lo is not None and hi is not None:
-            self._extremes(float(lo), float(hi))
+        for k, v in g.items:
+            c[k] = c.get(k, 0) + v
+        self.n += g.n
+        if g.min is not None and g.max is not None:
+            self._extremes(g.min, g.max)
 
     def merge(self, other: BucketCounts) -> None:
         """Add every value of ``other``."""
@@ -197,7 +218,7 @@ class SlidingQuantiles:
             s.add(value_s)
             self.total.add(value_s)
 
-    def add_hist(self, t: float, gh: Mapping[str, Any]) -> None:
+    def add_hist(self, t: float, gh: Mapping[str, Any] | GapCounts) -> None:
         """Count a record's gap histogram (see :meth:`BucketCounts.add_hist`) at time ``t``."""
         s = self._slice(t)
         if s is not None:
