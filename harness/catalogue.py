@@ -1,10 +1,10 @@
 """The exporter's metric families, in one table: name, type, help, labels, unit (and, for a histogram, the record
-field it observes and its bucket bounds).
+field it observes and its bucket bounds; for a percentile gauge, its record field).
 
 :data:`FAMILIES` is the one definition. :mod:`harness.exporter` builds every family it serves from it,
-:mod:`harness.metrics` counts the record-derived counters and histograms it lists (:data:`RECORD_COUNTERS`,
-:data:`HISTOGRAMS`), and the metric lists of the exporter's docstring and of the README are generated from it
-(:func:`markdown_table`, :func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table,
+:mod:`harness.metrics` counts the record-derived counters, histograms and percentile gauges it lists
+(:data:`RECORD_COUNTERS`, :data:`HISTOGRAMS`, :data:`PERCENTILE_GAUGES`, over :data:`PERCENTILE_WINDOWS`), and
+the metric lists of the exporter's docstring and of the README are generated from it (:func:`markdown_table`, :func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table,
 and tests/test_catalogue.py checks both match).
 """
 
@@ -134,7 +134,7 @@ def _percentile(hist: str, what: str) -> Family:
         PERCENTILE_LABELS,
         "seconds",
         field=h.field,
-        note=f"Read these for {what} percentiles; `histogram_quantile()` over `{hist}` is up to ~25 % off.",
+        note=f"The dashboard's source; `histogram_quantile()` over `{hist}` is up to ~30 % off (6 buckets a decade).",
     )
 
 
