@@ -4,8 +4,9 @@ field it observes and its bucket bounds; for a percentile gauge, its record fiel
 :data:`FAMILIES` is the one definition. :mod:`harness.exporter` builds every family it serves from it,
 :mod:`harness.metrics` counts the record-derived counters, histograms and percentile gauges it lists
 (:data:`RECORD_COUNTERS`, :data:`HISTOGRAMS`, :data:`PERCENTILE_GAUGES`, over :data:`PERCENTILE_WINDOWS`), and
-the metric lists of the exporter's docstring and of the README are generated from it (:func:`markdown_table`, :func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table,
-and tests/test_catalogue.py checks both match).
+the metric lists of the exporter's docstring and of the README are generated from it (:func:`markdown_table`,
+:func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table, and
+tests/test_catalogue.py checks both match).
 """
 
 from __future__ import annotations
