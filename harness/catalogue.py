@@ -1,11 +1,12 @@
 """The exporter's metric families, in one table: name, type, help, labels, unit (and, for a histogram, the record
-field it observes and its bucket bounds).
+field it observes and its bucket bounds; for a percentile gauge, its record field).
 
 :data:`FAMILIES` is the one definition. :mod:`harness.exporter` builds every family it serves from it,
-:mod:`harness.metrics` counts the record-derived counters and histograms it lists (:data:`RECORD_COUNTERS`,
-:data:`HISTOGRAMS`), and the metric lists of the exporter's docstring and of the README are generated from it
-(:func:`markdown_table`, :func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table,
-and tests/test_catalogue.py checks both match).
+:mod:`harness.metrics` counts the record-derived counters, histograms and percentile gauges it lists
+(:data:`RECORD_COUNTERS`, :data:`HISTOGRAMS`, :data:`PERCENTILE_GAUGES`, over :data:`PERCENTILE_WINDOWS`), and
+the metric lists of the exporter's docstring and of the README are generated from it (:func:`markdown_table`,
+:func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table, and
+tests/test_catalogue.py checks both match).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ __all__ = [
     "HISTOGRAMS",
     "HIST_LABELS",
     "LAG_BUCKETS",
+    "PERCENTILES",
+    "PERCENTILE_GAUGES",
+    "PERCENTILE_LABELS",
+    "PERCENTILE_WINDOWS",
     "RECORD_COUNTERS",
     "TIME_BUCKETS",
     "TOKEN_BUCKETS",
@@ -56,6 +61,16 @@ _BASE = ("model", "phase", "concurrency", "prompt")
 #: Their series: phases x outcomes x (5 x 45 + 2 x 21) at most.
 HIST_LABELS: tuple[str, ...] = ("model", "phase", "concurrency", "outcome")
 
+#: Windows of the percentile gauges: label value -> seconds. They are the dashboard's ``$window`` options, so a
+#: panel reads ``window="$window"`` (tests/test_dashboard_schema.py checks they agree).
+PERCENTILE_WINDOWS: dict[str, float] = {"1m": 60.0, "2m": 120.0, "5m": 300.0, "10m": 600.0, "30m": 1800.0}
+#: Percentiles (0..100) of every percentile gauge; the ``percentile`` label is the integer: ``50``, ``90`` ...
+#: (not a ``quantile`` label: Prometheus reserves that for summaries, and ``promtool check metrics`` says so).
+PERCENTILES: tuple[int, ...] = (50, 90, 95, 99)
+#: Labels of every percentile gauge: one series per window and percentile (5 x 4 = 20 per gauge, from the first
+#: scrape to the last: NaN while a window holds no request).
+PERCENTILE_LABELS: tuple[str, ...] = ("model", "window", "percentile")
+
 
 @dataclass(frozen=True)
 class Family:
@@ -71,7 +86,8 @@ class Family:
             ``scrapes``, or ``1`` (an index or a constant).
         source: ``records`` (counted from the request records by :class:`harness.metrics.RunMetrics`), ``live``
             (the run's state at scrape time) or ``self`` (the exporter's own work).
-        field: a histogram's record field (``gap_hist``: a record's gap histogram, every gap observed).
+        field: a histogram's or percentile gauge's record field (``gap_hist``: a record's gap histogram, every gap
+            observed).
         buckets: a histogram's upper bounds (``+Inf`` implied).
         note: a sentence for the README table after ``help``.
     """
@@ -107,42 +123,27 @@ def _hist(name: str, fld: str, buckets: tuple[float, ...], unit: str, help: str,
     return Family(name, "histogram", help, HIST_LABELS, unit, field=fld, buckets=buckets, note=note)
 
 
+def _percentile(hist: str, what: str) -> Family:
+    """The percentile gauge of the time histogram ``hist`` (same record field): ``..._percentile_seconds``."""
+    h = next(f for f in _HISTS if f.name == hist)
+    return Family(
+        hist.removesuffix("_seconds") + "_percentile_seconds",
+        "gauge",
+        f"{what} percentiles ({', '.join(map(str, PERCENTILES))}) of the successful (usable or truncated) "
+        f"non-warm-up requests that ended in the last window ({', '.join(PERCENTILE_WINDOWS)}), from the "
+        "records: the report's percentile definition, within 0.5 %. NaN while the window holds none.",
+        PERCENTILE_LABELS,
+        "seconds",
+        field=h.field,
+        note=f"The dashboard's source; `histogram_quantile()` over `{hist}` is up to ~30 % off (6 buckets a decade).",
+    )
+
+
 def _live(name: str, help: str, labels: tuple[str, ...], unit: str, note: str = "") -> Family:
     return Family(name, "gauge", help, ("model", *labels), unit, source="live", note=note)
 
 
-_TABLE: tuple[Family, ...] = (
-    Family(
-        "llmload_requests",
-        "counter",
-        "Completed requests (success or failure) by outcome (usable, truncated, error) and finish_reason.",
-        (*_BASE, "outcome", "finish_reason"),
-        "requests",
-    ),
-    Family("llmload_request_errors", "counter", "Failed requests by error class.", (*_BASE, "error_class"), "requests"),
-    Family(
-        "llmload_truncated_requests",
-        "counter",
-        "Truncated requests (finish_reason length, or output tokens >= max_tokens), by the channel that was "
-        "cut: kind=reasoning when no answer token was streamed (truncated in reasoning), else answer.",
-        (*_BASE, "kind"),
-        "requests",
-    ),
-    Family(
-        "llmload_output_tokens",
-        "counter",
-        "Output tokens of completed requests (usage.completion_tokens, or the client estimate), split into "
-        "reasoning and answer tokens. Failed requests' partial tokens are counted with outcome=error.",
-        (*_BASE, "outcome", "kind"),
-        "tokens",
-    ),
-    Family(
-        "llmload_prompt_tokens",
-        "counter",
-        "Prompt tokens (usage.prompt_tokens) of completed requests.",
-        (*_BASE, "outcome"),
-        "tokens",
-    ),
+_HISTS: tuple[Family, ...] = (
     _hist(
         "llmload_time_to_first_token_seconds",
         "ttft",
@@ -195,6 +196,50 @@ _TABLE: tuple[Family, ...] = (
         "of those bytes). Plain HTTP on Linux only. Above 0.1 s the load generator is starved of CPU.",
         note="Load-generator health: see the client read lag in the report.",
     ),
+)
+
+_PERCENTILE_GAUGES: tuple[Family, ...] = (
+    _percentile("llmload_time_to_first_token_seconds", "TTFT"),
+    _percentile("llmload_time_to_first_answer_token_seconds", "TTFAT"),
+    _percentile("llmload_inter_chunk_latency_seconds", "Inter-chunk latency"),
+    _percentile("llmload_time_per_output_token_seconds", "TPOT"),
+    _percentile("llmload_request_duration_seconds", "E2E latency"),
+)
+
+_TABLE: tuple[Family, ...] = (
+    Family(
+        "llmload_requests",
+        "counter",
+        "Completed requests (success or failure) by outcome (usable, truncated, error) and finish_reason.",
+        (*_BASE, "outcome", "finish_reason"),
+        "requests",
+    ),
+    Family("llmload_request_errors", "counter", "Failed requests by error class.", (*_BASE, "error_class"), "requests"),
+    Family(
+        "llmload_truncated_requests",
+        "counter",
+        "Truncated requests (finish_reason length, or output tokens >= max_tokens), by the channel that was "
+        "cut: kind=reasoning when no answer token was streamed (truncated in reasoning), else answer.",
+        (*_BASE, "kind"),
+        "requests",
+    ),
+    Family(
+        "llmload_output_tokens",
+        "counter",
+        "Output tokens of completed requests (usage.completion_tokens, or the client estimate), split into "
+        "reasoning and answer tokens. Failed requests' partial tokens are counted with outcome=error.",
+        (*_BASE, "outcome", "kind"),
+        "tokens",
+    ),
+    Family(
+        "llmload_prompt_tokens",
+        "counter",
+        "Prompt tokens (usage.prompt_tokens) of completed requests.",
+        (*_BASE, "outcome"),
+        "tokens",
+    ),
+    *_HISTS,
+    *_PERCENTILE_GAUGES,
     _live("llmload_users", "Locust users running now (all workers).", (), "users"),
     _live("llmload_requests_in_flight", "Requests sent and not yet ended (all workers).", (), "requests"),
     _live(
@@ -258,6 +303,8 @@ RECORD_COUNTERS: dict[str, tuple[tuple[str, ...], str]] = {
 HISTOGRAMS: dict[str, tuple[str, tuple[float, ...], str]] = {
     f.name: (f.field, f.buckets, f.help) for f in _TABLE if f.type == "histogram"
 }
+#: The percentile gauges computed from request records: name -> record field. Labels: :data:`PERCENTILE_LABELS`.
+PERCENTILE_GAUGES: dict[str, str] = {f.name: f.field for f in _TABLE if f.type == "gauge" and f.source == "records"}
 
 
 def _bound(v: float, unit: str) -> str:

@@ -23,6 +23,7 @@ import os
 os.environ.setdefault("PROMETHEUS_DISABLE_CREATED_SERIES", "True")
 
 import logging
+import math
 import socket
 import threading
 import time
@@ -41,7 +42,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
-from harness.catalogue import FAMILIES, HISTOGRAMS, RECORD_COUNTERS, rst_list
+from harness.catalogue import FAMILIES, HISTOGRAMS, PERCENTILE_GAUGES, PERCENTILES, RECORD_COUNTERS, rst_list
 from harness.metrics import RunMetrics
 from harness.records import versions
 
@@ -137,6 +138,7 @@ class RunCollector:
             load_ended = m.load_ended
             now = self.clock()
             estimates = [(est, est.seconds_to(self.hours_to_n, now)) for _, est in sorted(m.steps.items())]
+            percentiles = m.window_percentiles(now)
 
         cfams = {name: family(name) for name in RECORD_COUNTERS}
         for (name, labels), v in counters:
@@ -149,8 +151,13 @@ class RunCollector:
                 acc += c
                 cum.append((b, acc))
             hfams[name].add_metric(list(labels), cum, sum_value=total)
+        pfams = {name: family(name) for name in PERCENTILE_GAUGES}
+        for name, window, values in percentiles:
+            for p, pv in zip(PERCENTILES, values, strict=True):
+                pfams[name].add_metric([model, window, str(p)], math.nan if pv is None else pv)
         yield from cfams.values()
         yield from hfams.values()
+        yield from pfams.values()
 
         g = family("llmload_users")
         users = self.users()

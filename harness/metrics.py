@@ -5,7 +5,8 @@ the ground truth, so the exported totals equal the records' totals exactly) and 
 event (for the current step and the live hours-to-N estimate). :mod:`harness.exporter` exposes it. The families'
 names, labels and buckets are those of :data:`harness.catalogue.FAMILIES`.
 
-Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple. One instance
+Everything here is a plain counter or a fixed-bucket histogram count keyed by a bounded label tuple, plus the
+percentile gauges' sliding windows (:mod:`harness.quantiles`: one per gauge and window, bounded memory). One instance
 lives in the master (or the single process): workers send their records to the master, which writes them, so
 every record passes through that instance once.
 
@@ -24,12 +25,14 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.catalogue import HISTOGRAMS, TIME_BUCKETS
+from harness.catalogue import HISTOGRAMS, PERCENTILE_GAUGES, PERCENTILE_WINDOWS, PERCENTILES, TIME_BUCKETS
 from harness.histogram import bucket_value
+from harness.quantiles import SlidingQuantiles, gap_counts
 from harness.result import ERROR_CLASSES, FINISH_REASONS, RESERVED_PROMPT_LABELS, RequestResult
 
 __all__ = [
@@ -185,10 +188,16 @@ class RunMetrics:
             from it is ``other``. None (e.g. records re-read without their profile): the first
             ``max_prompt_labels`` distinct classes keep their name, later ones are ``other``.
         max_prompt_labels: the limit when ``labels`` is None.
+        clock: wall-clock time (epoch seconds); at every record the percentile windows move to end at it, so
+            their memory stays bounded between scrapes. A record whose end is older than a window is not in it.
     """
 
     def __init__(
-        self, model: str, labels: Mapping[str, str] | None = None, max_prompt_labels: int = MAX_PROMPT_LABELS
+        self,
+        model: str,
+        labels: Mapping[str, str] | None = None,
+        max_prompt_labels: int = MAX_PROMPT_LABELS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.model = model
         self.labels = dict(labels) if labels is not None else None
@@ -202,6 +211,13 @@ class RunMetrics:
         self.steps: dict[int, StepEstimate] = {}
         self.lock = threading.Lock()
         self._gap_index: dict[str, tuple[float, int]] = {}  # log-bucket key -> (its value, Prometheus bucket)
+        self.clock = clock
+        #: (percentile gauge name, window label) -> its sliding window (:data:`harness.catalogue.PERCENTILE_WINDOWS`).
+        self.windows: dict[tuple[str, str], SlidingQuantiles] = {
+            (name, w): SlidingQuantiles(seconds, nearest=fld == "gap_hist")
+            for name, fld in PERCENTILE_GAUGES.items()
+            for w, seconds in PERCENTILE_WINDOWS.items()
+        }
 
     # -- updates ------------------------------------------------------------------------------------------------
     def _inc(self, name: str, labels: tuple[str, ...], v: float) -> None:
@@ -258,7 +274,31 @@ class RunMetrics:
             h = self._hist(name, hl, len(bounds))
             h.counts[bisect.bisect_left(bounds, v)] += 1
             h.sum += v
+        if res.ok and res.phase != "warmup":
+            self._observe_windows(res)
         self._observe_step(res)
+
+    def _observe_windows(self, res: RequestResult) -> None:
+        now = self.clock()
+        end = res.start_wall + (res.e2e or 0.0)
+        gaps = gap_counts(res.gap_hist) if res.gap_hist else None  # read once for every window
+        for (name, _), win in self.windows.items():
+            win.advance(now)
+            fld = PERCENTILE_GAUGES[name]
+            if fld == "gap_hist":
+                if gaps is not None:
+                    win.add_hist(end, gaps)
+                continue
+            v = getattr(res, fld)
+            if v is not None:
+                win.add(end, float(v))
+
+    def window_percentiles(self, now: float) -> list[tuple[str, str, list[float | None]]]:
+        """Every percentile gauge's values at ``now`` (epoch seconds): ``(name, window label, [one value per
+        harness.catalogue.PERCENTILES, seconds, None for an empty window])``, in catalogue order. Call with
+        :attr:`lock` held (the exporter does)."""
+        qs = [p / 100 for p in PERCENTILES]
+        return [(name, w, win.quantiles(now, qs)) for (name, w), win in self.windows.items()]
 
     def _prompt_label(self, value: str) -> str:
         if self.labels is not None:

@@ -14,14 +14,15 @@
 #   3. the demo sweep, `locust -f locustfiles/k26.py --headless --host http://127.0.0.1:8000
 #      --profile profiles/demo.yaml` (with --host the default profile would be profiles/k26.yaml, 1 h 40 min),
 #      exporter on 127.0.0.1:9646 (the config's llmload target), run directory in the temporary directory;
-#   4. `llmload panels` over the run's time range with $window=20s (WINDOW; the dashboard's default 5m is longer
-#      than the demo's 30 s steps), replacing docs/dashboard/*.png (OUT).
+#   4. `llmload panels` over the run's time range with $window=1m (WINDOW; the dashboard's default 5m is longer
+#      than the demo's 30 s steps; the latency percentiles come from the exporter's gauges, which exist for the
+#      dashboard's window options only: 1m 2m 5m 10m 30m), replacing docs/dashboard/*.png (OUT).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 PY=.venv/bin/python
 OUT="${OUT:-docs/dashboard}"
-WINDOW="${WINDOW:-20s}"
+WINDOW="${WINDOW:-1m}"
 SCRAPE_INTERVAL="${SCRAPE_INTERVAL:-1s}"
 SIM_ARGS="${SIM_ARGS:-}"
 SIM_PORT=8000

@@ -10,7 +10,17 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import harness.exporter as exporter
 from harness import catalogue
-from harness.catalogue import FAMILIES, HIST_LABELS, HISTOGRAMS, RECORD_COUNTERS, markdown_table, rst_list
+from harness.catalogue import (
+    FAMILIES,
+    HIST_LABELS,
+    HISTOGRAMS,
+    PERCENTILE_GAUGES,
+    PERCENTILE_LABELS,
+    RECORD_COUNTERS,
+    TIME_BUCKETS,
+    markdown_table,
+    rst_list,
+)
 from tests.test_exporter import collector
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +44,13 @@ def test_the_exporter_serves_exactly_the_table() -> None:
 
 
 def test_derived_views() -> None:
-    assert set(RECORD_COUNTERS) | set(HISTOGRAMS) == {f.name for f in FAMILIES.values() if f.source == "records"}
+    assert set(RECORD_COUNTERS) | set(HISTOGRAMS) | set(PERCENTILE_GAUGES) == {
+        f.name for f in FAMILIES.values() if f.source == "records"
+    }
+    # A percentile gauge for every time histogram but the read lag's, over the same record field.
+    timed = {n: h[0] for n, h in HISTOGRAMS.items() if h[1] == TIME_BUCKETS}
+    assert {n.removesuffix("_seconds") + "_percentile_seconds": fld for n, fld in timed.items()} == PERCENTILE_GAUGES
+    assert all(FAMILIES[g].labels == PERCENTILE_LABELS and FAMILIES[g].unit == "seconds" for g in PERCENTILE_GAUGES)
     assert all(f.labels[0] == "model" for f in FAMILIES.values())
     assert all(FAMILIES[h].labels == HIST_LABELS and FAMILIES[h].buckets for h in HISTOGRAMS)
     assert {f.unit for f in FAMILIES.values()} <= {"seconds", "tokens", "requests", "users", "scrapes", "1"}

@@ -691,3 +691,26 @@ def test_units() -> None:
     assert all(known_unit(u) for u in ("s", "reqps", "percentunit", "short", "h", "\u00b5s", "suffix:tok/s", "si:mF"))
     assert not any(known_unit(u) for u in ("sec", "req/s", "percent_unit", "", "suffix:", "Short"))
     assert len(GRAFANA_UNITS) == 272
+
+
+def test_latency_percentiles_come_from_the_percentile_gauges(dash: dict[str, Any]) -> None:
+    """The $window options are the exporter's percentile windows; every TTFT, TTFAT, inter-chunk, TPOT and E2E
+    percentile the dashboard shows reads its percentile gauge at ``window="$window"`` (a percentile the gauge
+    has, the legend naming it), never ``histogram_quantile()`` over the time histograms (up to ~25 % off)."""
+    from harness.catalogue import HISTOGRAMS, PERCENTILE_GAUGES, PERCENTILE_WINDOWS, PERCENTILES, TIME_BUCKETS
+
+    (window,) = [v for v in dash["templating"]["list"] if v["name"] == "window"]
+    assert window["query"].split(",") == [o["value"] for o in window["options"]] == list(PERCENTILE_WINDOWS)
+    assert window["current"]["value"] in PERCENTILE_WINDOWS
+    timed = [n for n, h in HISTOGRAMS.items() if h[1] == TIME_BUCKETS]
+    targets = [(p["title"], t) for p in dash["panels"] for t in p.get("targets", [])]
+    seen: set[str] = set()
+    for title, t in targets:
+        expr = t["expr"]
+        assert not any("histogram_quantile" in expr and f"{n}_bucket" in expr for n in timed), (title, expr)
+        m = re.fullmatch(r'(\w+)\{model=~"\$model",window="\$window",percentile="(\d+)"\}', expr)
+        if any(g in expr for g in PERCENTILE_GAUGES):
+            assert m and m.group(1) in PERCENTILE_GAUGES and int(m.group(2)) in PERCENTILES, (title, expr)
+            assert t["legendFormat"].endswith(f"p{m.group(2)}"), (title, t["legendFormat"])
+            seen.add(m.group(1))
+    assert seen == set(PERCENTILE_GAUGES)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import random
 import re
 import shutil
 import socket
@@ -81,6 +83,11 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_request_duration_seconds": "histogram",
         "llmload_request_output_tokens": "histogram",
         "llmload_client_read_lag_seconds": "histogram",
+        "llmload_time_to_first_token_percentile_seconds": "gauge",
+        "llmload_time_to_first_answer_token_percentile_seconds": "gauge",
+        "llmload_inter_chunk_latency_percentile_seconds": "gauge",
+        "llmload_time_per_output_token_percentile_seconds": "gauge",
+        "llmload_request_duration_percentile_seconds": "gauge",
         "llmload_users": "gauge",
         "llmload_requests_in_flight": "gauge",
         "llmload_target_users": "gauge",
@@ -92,7 +99,8 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_exporter_scrape_cpu_seconds": "counter",
     }
     allowed = {"model", "phase", "concurrency", "prompt", "outcome", "finish_reason", "error_class", "kind", "le",
-               "step", "n", "profile", "host", "hostname", "run", "version", "locust_version"}  # fmt: skip
+               "step", "n", "profile", "host", "hostname", "run", "version", "locust_version", "window",
+               "percentile"}  # fmt: skip
     for f in fams.values():
         for s in f.samples:
             assert s.labels["model"] == MODEL, s
@@ -249,3 +257,76 @@ def test_self_monitoring_counts_scrapes_and_their_cpu_time() -> None:
     cpu2 = sample(second, "llmload_exporter_scrape_cpu_seconds_total", model=MODEL)
     assert 0 < cpu1 < cpu2
     assert exp.scrape_cpu_seconds() >= cpu2  # both scrapes finished: their whole cost
+
+
+# -- percentile gauges: the records' percentiles over the dashboard's windows --------------------------------------
+def test_percentile_gauges_are_the_records_percentiles_over_each_window() -> None:
+    """Successful non-warm-up requests ending over 40 minutes, the exporter read every 110 s: every percentile
+    gauge is within 0.5 % of the report's percentile (harness.report.stats.percentile) of the records that ended
+    in its window, inter-chunk gaps equal to the report's merged LogHistogram quantile; failed and warm-up
+    requests never count, and an empty window is NaN."""
+    from harness.catalogue import PERCENTILE_GAUGES, PERCENTILE_WINDOWS, PERCENTILES
+    from harness.quantiles import SLICES
+    from harness.report.stats import percentile
+
+    rng = random.Random(4)
+    t0 = 1_700_000_000.0
+    clock = [t0]
+    m = RunMetrics(MODEL, clock=lambda: clock[0])
+    c = RunCollector(m, run_info("p", "http://h", "r"), 1000, clock=lambda: clock[0])
+    recs: list[dict[str, Any]] = []
+    end = t0
+    worst: dict[str, float] = {}
+    reads = 0
+    while end < t0 + 2400:
+        end += rng.expovariate(1.0)  # ~1 completion/s
+        e2e = rng.lognormvariate(math.log(30), 0.5)
+        kind = rng.random()
+        r = record(
+            start_wall=end - e2e, e2e=e2e, ttft=rng.lognormvariate(math.log(0.2), 0.6),
+            ttfat=rng.lognormvariate(math.log(8), 0.7), tpot=rng.lognormvariate(math.log(0.03), 0.3),
+            gap_hist=LogHistogram.of(rng.lognormvariate(math.log(0.012), 0.4) for _ in range(50)).to_json(),
+        )  # fmt: skip
+        if kind < 0.05:
+            r.update(ok=False, usable=False, error_class="timeout_idle", finish_reason=None, ttfat=None)
+        elif kind < 0.08:
+            r.update(phase="warmup", user="warmup")
+        elif kind < 0.2:
+            r.update(truncated=True, usable=False, finish_reason="length", ttfat=None)  # successful: counted
+        clock[0] = end + 0.01  # the record is written just after the request's end
+        m.observe(r)
+        recs.append(r)
+        if clock[0] >= t0 + 110 * (reads + 1):
+            reads += 1
+            now = clock[0]
+            got = {(s.name, s.labels["window"], s.labels["percentile"]): s.value
+                   for f in text_string_to_metric_families(exposition(c)) for s in f.samples
+                   if s.name in PERCENTILE_GAUGES}  # fmt: skip
+            assert len(got) == len(PERCENTILE_GAUGES) * len(PERCENTILE_WINDOWS) * len(PERCENTILES)
+            for w, length in PERCENTILE_WINDOWS.items():
+                width = length / SLICES
+                inside = [
+                    x for x in recs
+                    if x["ok"] and x["phase"] != "warmup"
+                    and math.floor(now / width) - SLICES < math.floor((x["start_wall"] + x["e2e"]) / width)
+                ]  # fmt: skip
+                gaps = LogHistogram()
+                for x in inside:
+                    gaps.merge(LogHistogram.from_json(x["gap_hist"]))
+                for name, fld in PERCENTILE_GAUGES.items():
+                    for p in PERCENTILES:
+                        v = got[(name, w, str(p))]
+                        if fld == "gap_hist":
+                            assert v == gaps.quantile(p / 100), (name, w, p)
+                            continue
+                        exact = percentile([x[fld] for x in inside if x[fld] is not None], p)
+                        assert exact is not None, (name, w)
+                        err = abs(v - exact) / exact
+                        worst[name] = max(worst.get(name, 0.0), err)
+    assert reads >= 20
+    assert max(worst.values()) <= 0.005, worst
+    # An hour later nothing is in any window: every gauge is NaN, and still served.
+    clock[0] = end + 3600
+    vals = [s.value for f in text_string_to_metric_families(exposition(c)) for s in f.samples
+            if s.name in PERCENTILE_GAUGES]  # fmt: skip
+    assert len(vals) == 100 and all(math.isnan(v) for v in vals)

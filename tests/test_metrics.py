@@ -355,3 +355,40 @@ def test_prompt_labels_from_the_profile() -> None:
     m.observe(rec(prompt_id="unknown-to-the-profile"))
     m.observe(rec(prompt_id="warmup", phase="warmup", step=-1, concurrency=1))
     assert {lb[3] for (n, lb) in m.counters if n == "llmload_requests"} == {"other", "long", "warmup"}
+
+
+def test_percentile_gauge_series_are_constant_over_a_run() -> None:
+    """The percentile gauges have one series per (gauge, window, percentile) from the first scrape (no request
+    yet: NaN) through hours of requests to long after the last one: the same 100 series, and their windows keep
+    at most their slices' worth of buckets whatever the number of requests."""
+    from harness.catalogue import PERCENTILE_GAUGES, PERCENTILE_WINDOWS, PERCENTILES
+    from harness.exporter import RunCollector, run_info
+    from harness.quantiles import SLICES
+
+    clock = [1e9]
+    m = RunMetrics(MODEL, clock=lambda: clock[0])
+    c = RunCollector(m, run_info("p", "http://h", "r"), 1000, clock=lambda: clock[0])
+
+    def series() -> set[tuple[str, str, str]]:
+        registry = CollectorRegistry()
+        registry.register(c)  # type: ignore[arg-type]
+        return {
+            (s.name, s.labels["window"], s.labels["percentile"])
+            for f in text_string_to_metric_families(generate_latest(registry).decode())
+            for s in f.samples
+            if s.name in PERCENTILE_GAUGES
+        }
+
+    want = set(itertools.product(PERCENTILE_GAUGES, PERCENTILE_WINDOWS, map(str, PERCENTILES)))
+    assert len(want) == 100 and series() == want
+    rng = random.Random(3)
+    for i in range(20_000):  # 2 requests/s for 10,000 s (2.8 h)
+        clock[0] += 0.5
+        gaps = LogHistogram.of(rng.uniform(0.005, 0.05) for _ in range(20)).to_json()
+        m.observe(rec(start_wall=clock[0] - 4.0, gap_hist=gaps, ttft=rng.uniform(0.1, 1.0)))
+        if i % 5000 == 0:
+            assert series() == want
+    assert all(len(w._slices) <= SLICES + 1 for w in m.windows.values())
+    assert max(len(w.total.counts) for w in m.windows.values()) < 300  # 1 % buckets of 5 ms ... 50 ms
+    clock[0] += 7200
+    assert series() == want

@@ -497,10 +497,14 @@ def dashboard_exprs(dash: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-#: Grafana variables in the tests: a 5 s rate window (the dashboard's $window defaults to 5m for real runs),
-#: $__rate_interval = 4 x the 1 s scrape interval.
+#: The dashboard's $window in the tests: 1m, its shortest option (the default is 5m for real runs). The latency
+#: percentile gauges exist for its options only; a test run is shorter, so its window holds the whole run.
+WINDOW = "1m"
+
+
+#: Grafana variables in the tests: $window (:data:`WINDOW`), $__rate_interval = 4 x the 1 s scrape interval.
 def substitute(expr: str, model: str) -> str:
-    return expr.replace("$__rate_interval", "4s").replace("$window", "5s").replace("$model", model)
+    return expr.replace("$__rate_interval", "4s").replace("$window", WINDOW).replace("$model", model)
 
 
 def split_or(expr: str) -> list[str]:
@@ -609,7 +613,7 @@ def test_dashboard_queries_against_real_prometheus(tmp_path: Path) -> None:
 
             t0, t1 = run.t_start, run.t_end + 2
             checked = check_dashboard(prom, sim.model, t0, t1)["checked"]
-            variables, png = {"model": sim.model, "window": "5s"}, tmp_path / "panels"
+            variables, png = {"model": sim.model, "window": WINDOW}, tmp_path / "panels"
             out = render_dashboard(dashboard(), prom.url, t0, t1, variables, png, 1.0, scrape_interval=1)
             assert len(out.images) == 4 and all(p.stat().st_size > 10_000 for p in out.images), out.images
             assert out.variables["__rate_interval"] == "4s"
@@ -722,12 +726,15 @@ def test_dashboard_json_is_provisionable() -> None:
         "llmload_requests_total",
         "llmload_request_errors_total",
         "llmload_truncated_requests_total",
-        "llmload_time_to_first_token_seconds_bucket",
-        "llmload_time_to_first_answer_token_seconds_bucket",
-        "llmload_inter_chunk_latency_seconds_bucket",
-        "llmload_time_per_output_token_seconds_bucket",
-        "llmload_request_duration_seconds_bucket",
+        "llmload_time_to_first_token_percentile_seconds",
+        "llmload_time_to_first_answer_token_percentile_seconds",
+        "llmload_inter_chunk_latency_percentile_seconds",
+        "llmload_time_per_output_token_percentile_seconds",
+        "llmload_request_duration_percentile_seconds",
+        "llmload_inter_chunk_latency_seconds_sum",
+        "llmload_time_per_output_token_seconds_count",
         "llmload_request_output_tokens_bucket",
+        "llmload_client_read_lag_seconds_bucket",
         "llmload_users",
         "llmload_requests_in_flight",
         "llmload_target_users",
@@ -895,5 +902,105 @@ output: {{dir: {tmp_path / "runs"}}}
                 got, expect = float(res[0]["value"][1]), want / (w1 - w0)
                 print(f"{kind or 'total'}: Prometheus rate {got:.1f} tok/s, records {expect:.1f} tok/s over {rng}")
                 assert expect > 0 and abs(got - expect) <= 0.05 * expect, (kind, got, expect)
+        finally:
+            prom.stop()
+
+
+# -- the dashboard's latency percentiles against the records' exact ones -------------------------------------
+def records_percentile(recs: list[dict[str, Any]], fld: str, p: int) -> float | None:
+    """The report's percentile of ``fld`` over these records: :func:`harness.report.stats.percentile` of the
+    values, or for ``gap_hist`` the quantile of the merged gap histograms (as the report computes both)."""
+    from harness.histogram import LogHistogram
+    from harness.report.stats import percentile
+
+    if fld == "gap_hist":
+        gaps = LogHistogram()
+        for r in recs:
+            gaps.merge(LogHistogram.from_json(r.get("gap_hist")))
+        return gaps.quantile(p / 100)
+    return percentile([r[fld] for r in recs if r.get(fld) is not None], p)
+
+
+#: Requests ending this close (seconds) to a scrape's time may or may not be in it.
+AMBIGUOUS_S = 0.25
+
+
+def test_dashboard_latency_percentiles_match_the_records(tmp_path: Path) -> None:
+    """Every TTFT, TTFAT, inter-chunk, TPOT and E2E percentile panel target of the dashboard, as Grafana sends it
+    ($window = 1m, longer than the run: the window holds every request so far), evaluated by a real Prometheus
+    over the run and at its end, is within 2 % of the records' exact percentile over the same requests (the
+    successful non-warm-up ones that had ended by the scrape Prometheus read). Points where a request ended
+    within 0.25 s of the scrape may or may not have been in yet: the value must be the percentile of one of
+    those sets (requests in end order). Prints the largest
+    relative error per metric, and the one ``histogram_quantile()`` over the histograms had for the same
+    requests at the end."""
+    from harness.catalogue import PERCENTILE_GAUGES
+
+    port = free_port()
+    with launch(preset="demo", time_scale=0.25, seed=7, extra_args=SIM_ARGS) as sim:
+        prom = Prometheus(tmp_path, f"127.0.0.1:{port}", sim.url.split("//", 1)[1])
+        try:
+            profile = profile_text(tmp_path / "runs", single=3, step=10)
+            run = run_locust(tmp_path, "local", sim.url, port, profile, final_scrape=False)
+            time.sleep(1.5)  # Prometheus scraped the final state (the exporter waited for it)
+            recs = [r for r in run.records() if r["ok"] and r["phase"] != "warmup"]
+            assert len(recs) >= 40, len(recs)
+            by_end = sorted(recs, key=lambda r: float(r["start_wall"] + r["e2e"]))
+            span = (by_end[-1]["start_wall"] + by_end[-1]["e2e"]) - (by_end[0]["start_wall"] + by_end[0]["e2e"])
+            assert span < 50, "the run must fit in the 1m window"
+            targets = []
+            for where, expr in dashboard_exprs(dashboard()):
+                names = metric_names(expr) & set(PERCENTILE_GAUGES)
+                if names:
+                    (name,) = names
+                    m = re.search(r'percentile="(\d+)"', expr)
+                    assert m, (where, expr)
+                    targets.append((where, name, int(m.group(1)), substitute(expr, sim.model)))
+            assert {t[1] for t in targets} == set(PERCENTILE_GAUGES) and len(targets) >= 13, targets
+            worst: dict[str, float] = {}
+            points = 0
+            t_final = time.time()
+            for where, name, p, q in targets:
+                fld = PERCENTILE_GAUGES[name]
+                # Over the run: each point's value with the time of the scrape it comes from.
+                values = prom.query_range(q, run.t_start, run.t_end + 1)
+                stamps = prom.query_range(f"timestamp({q})", run.t_start, run.t_end + 1)
+                assert len(values) == len(stamps) == 1, (where, values)
+                at = {t: float(s) for t, s in stamps[0]["values"]}
+                for t, v in values[0]["values"]:
+                    s, got = at[t], float(v)
+                    # The requests in by the scrape: those ended before it, up to the ones ending within
+                    # AMBIGUOUS_S of its time (written a moment after their end, read a moment after s): the
+                    # value must be one of these sets' exact percentile.
+                    sure = [r for r in by_end if r["start_wall"] + r["e2e"] < s - AMBIGUOUS_S]
+                    maybe = [r for r in by_end if abs(r["start_wall"] + r["e2e"] - s) <= AMBIGUOUS_S]
+                    wants = [records_percentile(sure + maybe[:i], fld, p) for i in range(len(maybe) + 1)]
+                    if all(w is None for w in wants):
+                        assert math.isnan(got), (where, s, got)
+                        continue
+                    err = min(abs(got - w) / w for w in wants if w is not None)
+                    worst[name] = max(worst.get(name, 0.0), err)
+                    assert err <= 0.02, (where, s, got, wants)
+                    points += 1
+                # At the end (the exporter has gone: its series are stale, so their last value): every request.
+                (final,) = prom.query(f"last_over_time({q}[10m])", at=t_final)
+                got, want = float(final["value"][1]), records_percentile(recs, fld, p)
+                assert want is not None and abs(got - want) <= 0.02 * want, (where, got, want)
+                worst[name] = max(worst[name], abs(got - want) / want)
+            assert points >= 10 * len(targets), points
+            # The histograms' estimate of the same percentiles at the end, for comparison (not asserted).
+            hist_worst: dict[str, float] = {}
+            for _, name, p, _ in targets:
+                hist = name.removesuffix("_percentile_seconds") + "_seconds_bucket"
+                sel = f'{hist}{{model="{sim.model}",phase!="warmup",outcome!="error"}}'
+                res = prom.query(f"histogram_quantile({p / 100}, sum by (le) (last_over_time({sel}[10m])))", t_final)
+                want = records_percentile(recs, PERCENTILE_GAUGES[name], p)
+                assert want is not None
+                err = abs(float(res[0]["value"][1]) - want) / want
+                hist_worst[name] = max(hist_worst.get(name, 0.0), err)
+            print(f"{len(recs)} requests, {points} points compared over the run")
+            for name in PERCENTILE_GAUGES:
+                old = 100 * hist_worst[name]
+                print(f"{name}: max error {100 * worst[name]:.3f} % (histogram_quantile: {old:.1f} %)")
         finally:
             prom.stop()

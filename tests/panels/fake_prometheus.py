@@ -46,6 +46,6 @@ class FakePrometheus:
             return [series({"concurrency": c}, ramp) for c in ("16", "8", "1")]
         if "llmload_estimated_time_to_samples_seconds" in expr:
             return [series({"n": "1000", "concurrency": "8"}, [36.0, 20.0, 10.5])]
-        if "histogram_quantile" in expr:  # NaN where there were no requests, as Prometheus answers
+        if "histogram_quantile" in expr or "_percentile_seconds" in expr:  # NaN where there were no requests yet
             return [series({}, [float("nan")] * 5 + [0.02 + 0.001 * i for i in range(n - 5)])]
         return [series({}, ramp)]

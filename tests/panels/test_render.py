@@ -48,7 +48,7 @@ def test_render_shipped_dashboard_from_fake_answers(tmp_path: Path) -> None:
 
 
 def test_a_rejected_query_is_reported_and_drawn(tmp_path: Path) -> None:
-    fake = FakePrometheus(fail="llmload_time_per_output_token_seconds")
+    fake = FakePrometheus(fail="llmload_time_per_output_token_")  # the TPOT panel: histogram and percentile gauge
     res = render_dashboard(DASHBOARD, "http://x", T0, T1, {"model": "m"}, tmp_path, 2.0, scrape_interval=5, query=fake)
     tpot = next(p for p in res.panels if p.title == "TPOT")
     assert not tpot.has_data and all(t.error and "parse error" in t.error for t in tpot.targets)
