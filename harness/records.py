@@ -135,7 +135,10 @@ class RunDir:
     meta: dict[str, Any]
     _records: IO[bytes] | None = None
     _phases: IO[bytes] | None = None
+    #: Records written (warm-up included).
     count: int = 0
+    #: Failed records written, warm-up excluded (the process exit code: 1 when any, see README "Exit codes").
+    failed: int = 0
     #: Fired with each request record written to ``records.jsonl`` (this process's and, on a master, its workers'),
     #: as a typed :class:`RequestResult` (read once from a worker's dict).
     on_record: EventHook[RequestResult] = field(default_factory=EventHook, repr=False, compare=False)
@@ -209,6 +212,8 @@ class RunDir:
         f.write(orjson.dumps(line) + b"\n")
         f.flush()
         self.count += 1
+        if not res.ok and res.phase != "warmup":
+            self.failed += 1
         self.on_record.fire(res)
 
     def write_phase(self, event: dict[str, Any]) -> None:

@@ -104,3 +104,14 @@ def test_a_failing_listener_propagates_after_the_record_is_written(tmp_path: Pat
         rd.write_record(RequestResult(prompt_id="a"))
     rd.close()
     assert [r.prompt_id for r in read_records(rd.path)] == ["a"] and rd.count == 1 and later == []
+
+
+def test_failed_counts_failures_but_not_the_warm_up(tmp_path: Path) -> None:
+    """RunDir.failed (the exit code's source) counts failed records of the measured phases only."""
+    rd = RunDir.create(tmp_path, "x", {})
+    rd.write_record(RequestResult(prompt_id="w", phase="warmup", step=-1, ok=False, error_class="connect_error"))
+    rd.write_record(RequestResult(prompt_id="a", ok=True))
+    assert rd.failed == 0
+    rd.write_record(RequestResult(prompt_id="a", ok=False, error_class="http_5xx").to_record())
+    rd.close()
+    assert (rd.count, rd.failed) == (3, 1)

@@ -115,6 +115,11 @@ def _on_quitting(environment: Environment, **_: Any) -> None:
     status = "finished" if ctx.finished else ("warmup_failed" if warmup_error else "interrupted")
     if warmup_error:
         environment.process_exit_code = 3
+    elif ctx.run_dir.failed and environment.process_exit_code is None:
+        # Locust's rule (exit 1 when any request failed) from the records, not from Locust's stats: a master's
+        # stats miss the workers' last reports when a Ctrl-C reached every process (--processes N).
+        opts = environment.parsed_options
+        environment.process_exit_code = int(getattr(opts, "exit_code_on_error", 1) if opts is not None else 1)
     ctx.run_dir.close(status)
     try:
         from harness.report import write_report

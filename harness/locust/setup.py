@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.client import ClientError, Timeouts
 from harness.config import Profile, ProfileError, load_profile, resolve_profile_path
+from harness.http import Origin
 from harness.records import RunDir, redact_url
 from harness.runtime import PhaseState, RunContext, current, target_client
 
@@ -27,11 +28,18 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
 
     Raises:
         ProfileError: bad profile (before any load is sent).
-        RuntimeError: the target's model cannot be determined (no ``target.model`` and GET /v1/models failed).
+        RuntimeError: the target URL is malformed, its model cannot be determined (no ``target.model`` and
+            GET /v1/models failed), or the run directory cannot be created.
     """
     path = resolve_profile_path(profile_arg, host)
     profile = load_profile(path)
     base_url = host or profile.target.base_url
+    if base_url:
+        try:
+            Origin.parse(base_url)
+        except ValueError as e:
+            source = "--host" if host else f"{path}: target.base_url"
+            raise RuntimeError(f"{source}: {redact_url(str(e))}") from None
     sim = None
     sim_meta: dict[str, Any] | None = None
     if not base_url:
@@ -87,7 +95,14 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         "target": {"base_url": shown, "model": model, "simulator": sim is not None},
         "simulator": sim_meta,
     }
-    ctx.run_dir = RunDir.create(output_dir or profile.output.dir, profile.name, meta)
+    base = output_dir or profile.output.dir
+    try:
+        ctx.run_dir = RunDir.create(base, profile.name, meta)
+    except OSError as e:
+        if sim is not None:
+            sim.stop()
+        source = "--output-dir" if output_dir else f"{path}: output.dir"
+        raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
     log.info("llmload: profile %s -> %s model %s; records in %s", path, shown, model, ctx.run_dir.path)
     return ctx
 

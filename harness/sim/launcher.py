@@ -170,8 +170,12 @@ def launch(
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"
     stderr_file = tempfile.TemporaryFile(prefix="harness-sim-", suffix=".stderr")
+    # Its own session: a terminal's Ctrl-C (or `timeout`'s SIGTERM) reaches the whole process group; the simulator
+    # must keep serving the requests in flight while the harness drains them. It still dies with this process
+    # (--exit-on-stdin-eof), and SimProcess.stop() ends it at the end of the run.
     popen = subprocess.Popen(
         args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr_file, env=env, close_fds=True,
+        start_new_session=True,
     )
     try:
         url = _wait_ready(popen, stderr_file, timeout)

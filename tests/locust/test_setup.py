@@ -61,3 +61,24 @@ def test_worker_context_comes_from_phase_messages(monkeypatch: pytest.MonkeyPatc
     assert ctx.state == runtime.PhaseState("step", 2, 16)
     other = setup_worker_from_message({**msg, "base_url": "http://127.0.0.1:2/v1"}, "abc123")
     assert other is not ctx and runtime.context() is other
+
+
+def test_a_malformed_host_is_a_clear_error_before_anything_starts(tmp_path: Path) -> None:
+    """``--host notaurl`` used to end in a traceback from the client (exit 1); now a RuntimeError (exit 2)."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: h\nprompts: [{id: a, text: hi}]\noutput: {dir: '%s'}\n" % (tmp_path / "runs"))
+    with pytest.raises(RuntimeError, match=r"^--host: base URL 'notaurl': expected http://host"):
+        setup_master(str(prof), "notaurl", "local")
+    prof.write_text("name: h\ntarget: {base_url: 'ftp://x'}\nprompts: [{id: a, text: hi}]\n")
+    with pytest.raises(RuntimeError, match=r"p\.yaml: target\.base_url: base URL 'ftp://x'"):
+        setup_master(str(prof), None, "local")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_unwritable_output_dir_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: h\ntarget: {base_url: 'http://127.0.0.1:9', model: m}\nprompts: [{id: a, text: hi}]\n")
+    with pytest.raises(RuntimeError, match=r"^--output-dir: cannot create a run directory under .*file/sub"):
+        setup_master(str(prof), None, "local", str(blocker / "sub"))
