@@ -141,19 +141,19 @@ def prompt_notes(rows: Sequence[dict[str, Any]], profile: dict[str, Any]) -> lis
 
 
 def hidden_reasoning_notes(steps: Sequence[dict[str, Any]]) -> list[str]:
-    """One note per step with hidden-reasoning requests (``hidden_reasoning`` > 0 in the step row)."""
-    out = []
-    for r in steps:
-        n = r.get("hidden_reasoning") or 0
-        if n:
-            share = 100 * (r["hidden_reasoning_share"] or 0)
-            out.append(
-                f"{r['label']}: {n} of {r['completed']} successful requests ({share:.0f} %) had HIDDEN REASONING "
-                "(usage counted reasoning tokens, no reasoning text was streamed): TTFT and "
-                "TTFAT include the whole reasoning, TPOT and per-stream tok/s count the streamed answer tokens only, "
-                "and the reasoning phase's own rate is unknown."
-            )
-    return out
+    """One note (or none) listing the steps with hidden-reasoning requests (``hidden_reasoning`` > 0 in the row)."""
+    where = [
+        f"{r['label']} {r['hidden_reasoning']} of {r['completed']} ({100 * (r['hidden_reasoning_share'] or 0):.0f} %)"
+        for r in steps
+        if r.get("hidden_reasoning")
+    ]
+    if not where:
+        return []
+    return [
+        f"HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was streamed) in successful requests at "
+        f"{', '.join(where)}: TTFT and TTFAT include the whole reasoning, TPOT and per-stream tok/s count the "
+        "streamed answer tokens only, and the reasoning phase's own rate is unknown."
+    ]
 
 
 def low_confidence_fix(row: dict[str, Any]) -> str:

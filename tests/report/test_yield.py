@@ -165,7 +165,11 @@ def test_hidden_reasoning_is_counted_and_noted(tmp_path: Path) -> None:
     # latency sample = the requests started in the window (after u1's first): 2 hidden + 1 streamed, 10 s each
     assert row["latency_n"] == 3
     assert row["per_stream_tps"] == pytest.approx((2 * 100 + 500) / (3 * 10))  # streamed tokens only
-    assert any(n.startswith("single: 3 of 4 successful requests (75 %) had HIDDEN REASONING") for n in rep["notes"])
+    assert [n for n in rep["notes"] if "HIDDEN" in n] == [
+        "HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was streamed) in successful requests at "
+        "single 3 of 4 (75 %): TTFT and TTFAT include the whole reasoning, TPOT and per-stream tok/s count the "
+        "streamed answer tokens only, and the reasoning phase's own rate is unknown."
+    ]
 
 
 def _hours_row(md: str) -> dict[str, str]:
