@@ -44,6 +44,7 @@ from harness.http import (
 from harness.interpret import StreamInterpreter
 from harness.result import RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
+from harness.usable import UsableRule
 
 __all__ = ["ChatClient", "ClientError", "Timeouts"]
 
@@ -152,6 +153,8 @@ class ChatClient:
         timeouts: see :class:`Timeouts`.
         headers: extra request headers.
         verify_tls: verify certificates for https.
+        usable: the profile's usable-sample rule, applied to every result's ``usable`` / ``usable_reason``
+            (None: usable = ok and not truncated). Answer text is kept (bounded) only when it has a text check.
 
     Raises:
         ValueError: on an unusable base URL.
@@ -164,8 +167,10 @@ class ChatClient:
         timeouts: Timeouts | None = None,
         headers: dict[str, str] | None = None,
         verify_tls: bool = True,
+        usable: UsableRule | None = None,
     ) -> None:
         self.origin = Origin.parse(base_url)
+        self.usable = usable
         #: The API's base path (``/v1`` or ``/prefix/v1``).
         self.api_base = _api_base(self.origin.base_path)
         self.timeouts = timeouts or Timeouts()
@@ -242,7 +247,7 @@ class ChatClient:
         to = timeouts or self.timeouts
         req, max_tokens = self._request_bytes(payload)
         res = RequestResult.for_request(identity, max_tokens)
-        interp = StreamInterpreter(max_tokens, keep_chunk_times)
+        interp = StreamInterpreter(max_tokens, keep_chunk_times, self.usable)
         try:
             res.connect = self._ensure_open(to.connect)
         except TransportError as e:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.client import Timeouts
 from harness.result import RESERVED_PROMPT_LABELS
+from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",
     "PROFILES_DIR",
+    "CostSpec",
     "Profile",
     "ProfileError",
     "PromptSpec",
+    "UsableSpec",
     "default_profile_path",
     "load_profile",
     "resolve_profile_path",
@@ -247,6 +251,70 @@ class ReportSpec(_Model):
         return v
 
 
+class UsableSpec(_Model):
+    """What makes a successful, untruncated request a usable sample (every check optional; see
+    :class:`harness.usable.UsableRule`). The text checks need the answer text: the client then keeps up to
+    ``buffer_chars`` characters of it per request, checks them at the request's end and records only the verdict
+    (``usable``, ``usable_reason``)."""
+
+    min_answer_tokens: int | None = Field(None, ge=1, description="at least this many answer tokens")
+    answer_regex: str | None = Field(
+        None, min_length=1, description="Python regular expression that must be found (re.search) in the answer"
+    )
+    answer_json: bool = Field(False, description="the answer parses as JSON, optionally inside a ```json fence")
+    buffer_chars: int = Field(
+        DEFAULT_BUFFER_CHARS, ge=1, description="characters of answer text kept for the text checks"
+    )
+
+    @field_validator("answer_regex")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"not a valid regular expression: {e}") from None
+        return v
+
+    def rule(self) -> UsableRule:
+        """The rule the interpreter applies (the regex compiled)."""
+        return UsableRule(
+            min_answer_tokens=self.min_answer_tokens,
+            answer_regex=re.compile(self.answer_regex) if self.answer_regex is not None else None,
+            answer_json=self.answer_json,
+            buffer_chars=self.buffer_chars,
+        )
+
+
+class CostSpec(_Model):
+    """What the measured server costs to run, for the report's cost figures: ``gpu_hour_usd`` (US$ per GPU-hour)
+    with ``gpus`` (GPUs serving the model), or ``hour_usd`` (US$ per hour for the whole deployment)."""
+
+    gpu_hour_usd: float | None = Field(None, gt=0, description="US$ per GPU-hour")
+    gpus: int | None = Field(None, ge=1, description="GPUs serving the model")
+    hour_usd: float | None = Field(None, gt=0, description="US$ per hour for the whole deployment")
+
+    @model_validator(mode="after")
+    def _one_price(self) -> CostSpec:
+        per_gpu = self.gpu_hour_usd is not None or self.gpus is not None
+        if self.hour_usd is not None and per_gpu:
+            raise ValueError("give either hour_usd, or gpu_hour_usd with gpus, not both")
+        if self.hour_usd is None and (self.gpu_hour_usd is None or self.gpus is None):
+            if self.gpu_hour_usd is not None:
+                raise ValueError("gpu_hour_usd needs gpus (the number of GPUs serving the model)")
+            if self.gpus is not None:
+                raise ValueError("gpus needs gpu_hour_usd (US$ per GPU-hour)")
+            raise ValueError("give hour_usd, or gpu_hour_usd with gpus")
+        return self
+
+    @property
+    def usd_per_hour(self) -> float:
+        """US$ per hour of the deployment: ``hour_usd``, else ``gpu_hour_usd × gpus``."""
+        if self.hour_usd is not None:
+            return self.hour_usd
+        return float(self.gpu_hour_usd or 0.0) * (self.gpus or 0)
+
+
 class Profile(_Model):
     """A validated profile. Build with :func:`load_profile`."""
 
@@ -262,6 +330,8 @@ class Profile(_Model):
     timeouts: TimeoutsSpec = Field(default_factory=TimeoutsSpec)
     output: OutputSpec = Field(default_factory=OutputSpec)
     report: ReportSpec = Field(default_factory=ReportSpec)
+    usable: UsableSpec | None = None
+    cost: CostSpec | None = None
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:
@@ -277,6 +347,10 @@ class Profile(_Model):
                 raise ValueError(f"prompt id {p.id!r} appears twice")
             seen.add(p.id)
         return self
+
+    def usable_rule(self) -> UsableRule | None:
+        """The ``usable:`` section as the interpreter's rule (a fresh one, regex compiled), None without it."""
+        return self.usable.rule() if self.usable is not None else None
 
     def build_body(self, prompt: PromptSpec, model: str) -> dict[str, Any]:
         """The JSON request body for ``prompt`` (without ``stream``/``stream_options``, which the client sets).

@@ -15,6 +15,7 @@ from orjson import loads as _loads
 
 from harness.histogram import LogHistogram
 from harness.result import SUCCESS_FINISH_REASONS, RequestResult
+from harness.usable import UsableRule, usable_reason
 
 __all__ = ["StreamInterpreter", "estimate_tokens"]
 
@@ -57,9 +58,14 @@ class StreamInterpreter:
         max_tokens: the request's ``max_tokens`` (for truncation), or None.
         keep_chunk_times: also keep every token-bearing chunk's arrival time (and per-chunk token counts when
             the server sends cumulative usage) in the result; large, off by default.
+        usable: the profile's usable-sample rule (:class:`harness.usable.UsableRule`), or None (usable = ok and
+            not truncated). Only when it has a text check is answer text kept, at most ``usable.buffer_chars``
+            characters; otherwise the interpreter keeps counts only, never text.
     """
 
-    def __init__(self, max_tokens: int | None = None, keep_chunk_times: bool = False) -> None:
+    def __init__(
+        self, max_tokens: int | None = None, keep_chunk_times: bool = False, usable: UsableRule | None = None
+    ) -> None:
         self.max_tokens = max_tokens
         self.keep = keep_chunk_times
         self.ttft: float | None = None
@@ -71,8 +77,13 @@ class StreamInterpreter:
         self.answer_chunks = 0
         self.gaps = LogHistogram()
         self.itl = LogHistogram()
-        self.reasoning_parts: list[str] = []
-        self.answer_parts: list[str] = []
+        self.reasoning_chars = 0
+        self.answer_chars = 0
+        self.text_bytes = 0  # UTF-8 bytes of reasoning + answer text (the token estimate)
+        self.usable_rule = usable
+        #: answer text kept for the usable rule's text checks (None when it has none), and room left in it
+        self.answer_buf: list[str] | None = [] if usable is not None and usable.needs_text else None
+        self.answer_room = usable.buffer_chars if usable is not None else 0
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.cum_tokens: int | None = None  # cumulative completion_tokens from per-chunk usage
@@ -84,6 +95,12 @@ class StreamInterpreter:
         self.error_code: str | None = None  # ``code`` of the first in-band error object, as text
         self.chunk_times: list[float] | None = [] if keep_chunk_times else None
         self.chunk_tokens: list[int] | None = [] if keep_chunk_times else None
+
+    @property
+    def answer_text(self) -> str | None:
+        """The answer text kept for the usable rule's text checks (at most ``usable.buffer_chars`` characters),
+        or None when the rule has no text check (then no text is kept)."""
+        return None if self.answer_buf is None else "".join(self.answer_buf)
 
     # -- hot path ---------------------------------------------------------------------------------------
     def on_payload(self, t: float, payload: bytes) -> None:
@@ -124,7 +141,8 @@ class StreamInterpreter:
                 if reasoning:
                     is_reasoning = True
                     token_bearing = True
-                    self.reasoning_parts.append(reasoning)
+                    self.reasoning_chars += len(reasoning)
+                    self.text_bytes += len(reasoning) if reasoning.isascii() else len(reasoning.encode("utf-8"))
                     self.reasoning_chunks += 1
                     if self.t_first_reasoning is None:
                         self.t_first_reasoning = t
@@ -133,7 +151,12 @@ class StreamInterpreter:
                         self.mixed_chunks += 1
                     token_bearing = True
                     is_reasoning = False
-                    self.answer_parts.append(content)
+                    self.answer_chars += len(content)
+                    self.text_bytes += len(content) if content.isascii() else len(content.encode("utf-8"))
+                    if self.answer_buf is not None and self.answer_room > 0:
+                        part = content[: self.answer_room]
+                        self.answer_buf.append(part)
+                        self.answer_room -= len(part)
                     self.answer_chunks += 1
                     if self.ttfat is None:
                         self.ttfat = t
@@ -209,12 +232,10 @@ class StreamInterpreter:
         r.chunk_times, r.chunk_tokens = self.chunk_times, self.chunk_tokens
         r.finish_reason = self.finish_reason
         r.done_seen = self.done_seen
-        reasoning_text = "".join(self.reasoning_parts)
-        answer_text = "".join(self.answer_parts)
-        r.reasoning_chars, r.answer_chars = len(reasoning_text), len(answer_text)
+        r.reasoning_chars, r.answer_chars = self.reasoning_chars, self.answer_chars
 
         # -- tokens
-        est = estimate_tokens(reasoning_text + answer_text)
+        est = math.ceil(self.text_bytes / 4)  # = estimate_tokens(reasoning text + answer text)
         r.estimated_output_tokens = est
         usage = self.usage or {}
         completion = usage.get("completion_tokens")
@@ -275,13 +296,17 @@ class StreamInterpreter:
         r.truncated = self.finish_reason == "length" or hit_cap
         r.suspect_truncation = hit_cap and self.finish_reason != "length"
         r.truncated_in_reasoning = r.truncated and self.answer_chunks == 0
-        r.usable = r.ok and not r.truncated
+        r.usable_reason = usable_reason(self.usable_rule, r.ok, r.truncated, r.answer_tokens, self.answer_text)
+        r.usable = r.usable_reason is None
 
-        # -- rates
-        if self.chunks >= 2 and r.output_tokens > 1 and self.ttft is not None and self.t_last is not None:
-            r.tpot = (self.t_last - self.ttft) / (r.output_tokens - 1)
-        if self.ttft is not None and e2e > self.ttft and r.output_tokens > 0:
-            r.decode_rate = r.output_tokens / (e2e - self.ttft)
+        # -- rates: over what was streamed. Hidden reasoning (counted in usage, never streamed) was generated
+        # before the first visible chunk, so the per-token figures count only the answer tokens after it.
+        r.hidden_reasoning = r.reasoning_source == "usage" and r.reasoning_tokens > 0 and self.reasoning_chunks == 0
+        streamed = r.answer_tokens if r.hidden_reasoning else r.output_tokens
+        if self.chunks >= 2 and streamed > 1 and self.ttft is not None and self.t_last is not None:
+            r.tpot = (self.t_last - self.ttft) / (streamed - 1)
+        if self.ttft is not None and e2e > self.ttft and streamed > 0:
+            r.decode_rate = streamed / (e2e - self.ttft)
         if self.t_first_reasoning is not None and r.reasoning_tokens > 0:
             end = self.ttfat if self.ttfat is not None else e2e
             if end > self.t_first_reasoning:

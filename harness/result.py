@@ -247,13 +247,38 @@ class RequestResult:
     suspect_truncation: bool = field(
         default=False, metadata=_doc("", "output_tokens >= max_tokens though the server did not say `length`")
     )
-    usable: bool = field(default=False, metadata=_doc("", "ok and not truncated: a usable sample"))
+    usable: bool = field(
+        default=False,
+        metadata=_doc("", "a usable sample: ok, not truncated, and passing the profile's `usable` checks"),
+    )
+    usable_reason: str | None = field(
+        default=None,
+        metadata=_doc(
+            "",
+            "why not usable: `error` | `truncated` | `min_answer_tokens` | `regex` | `json` (checked in that "
+            "order); null when usable",
+        ),
+    )
+    hidden_reasoning: bool = field(
+        default=False,
+        metadata=_doc(
+            "",
+            "usage counted reasoning tokens (reasoning_source `usage`, reasoning_tokens > 0) but no reasoning text "
+            "was streamed (OpenAI-style hidden reasoning): tpot and decode_rate then count answer tokens only",
+        ),
+    )
     # derived rates, null when undefined
     tpot: float | None = field(
         default=None,
-        metadata=_doc("s/token", "(t_last_token - ttft) / (output_tokens - 1); null below 2 chunks or 2 tokens"),
+        metadata=_doc(
+            "s/token",
+            "(t_last_token - ttft) / (streamed tokens - 1), streamed tokens = answer_tokens with hidden_reasoning, "
+            "else output_tokens; null below 2 chunks or 2 streamed tokens",
+        ),
     )
-    decode_rate: float | None = field(default=None, metadata=_doc("tokens/s", "output_tokens / (e2e - ttft)"))
+    decode_rate: float | None = field(
+        default=None, metadata=_doc("tokens/s", "streamed tokens (as for tpot) / (e2e - ttft)")
+    )
     reasoning_rate: float | None = field(
         default=None, metadata=_doc("tokens/s", "reasoning_tokens / (ttfat, else e2e, - t_first_reasoning)")
     )
@@ -292,6 +317,13 @@ class RequestResult:
             return self.start_wall + self.e2e
         present = [t for t in (self.t_last_token, self.ttfat, self.ttft, self.t_headers) if t is not None]
         return self.start_wall + (max(present) if present else 0.0)
+
+    @property
+    def streamed_tokens(self) -> int:
+        """Tokens the stream's timing covers (tokens): ``answer_tokens`` when the reasoning was hidden (generated
+        before the first visible chunk, see ``hidden_reasoning``), else ``output_tokens``. The per-token figures
+        (``tpot``, ``decode_rate``, the report's per-stream tok/s) are over these."""
+        return self.answer_tokens if self.hidden_reasoning else self.output_tokens
 
     def to_record(self) -> dict[str, Any]:
         """The JSON-ready dict written as one line of ``records.jsonl`` (no prompt or output text).

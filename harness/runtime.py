@@ -27,6 +27,7 @@ from harness.exporter import Exporter
 from harness.metrics import RunMetrics
 from harness.records import RunDir
 from harness.result import RequestResult
+from harness.usable import UsableRule
 
 __all__ = [
     "PhaseState",
@@ -50,15 +51,19 @@ MSG_STOPPED = "llmload_stopped"
 _FLUSH_INTERVAL_S = 0.5
 
 
-def target_client(target: TargetSpec, base_url: str, timeouts: Timeouts) -> ChatClient:
+def target_client(
+    target: TargetSpec, base_url: str, timeouts: Timeouts, usable: UsableRule | None = None
+) -> ChatClient:
     """A client for ``base_url`` with the profile target's API key, headers and TLS setting: the users' requests and
-    the model lookup go through the same settings (the lookup once ignored ``verify_tls: false``)."""
+    the model lookup go through the same settings (the lookup once ignored ``verify_tls: false``). ``usable``: the
+    profile's usable-sample rule (:meth:`harness.config.Profile.usable_rule`)."""
     return ChatClient(
         base_url,
         api_key=target.api_key(),
         timeouts=timeouts,
         headers=dict(target.headers),
         verify_tls=target.verify_tls,
+        usable=usable,
     )
 
 
@@ -97,8 +102,9 @@ class RunContext:
 
     # -- requests -------------------------------------------------------------------------------------------
     def new_client(self, timeouts: Timeouts | None = None) -> ChatClient:
-        """A client for one user: its own keep-alive connection, the profile's timeouts and headers."""
-        return target_client(self.profile.target, self.base_url, timeouts or self.profile.timeouts.to_timeouts())
+        """A client for one user: its own keep-alive connection, the profile's timeouts, headers and usable rule."""
+        to = timeouts or self.profile.timeouts.to_timeouts()
+        return target_client(self.profile.target, self.base_url, to, self.profile.usable_rule())
 
     def next_user_id(self) -> str:
         """A user id unique in the run (worker id + sequence)."""

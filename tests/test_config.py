@@ -124,3 +124,39 @@ def test_profile_name_is_not_hidden_by_a_directory(tmp_path: Path, monkeypatch: 
     (tmp_path / "mine.yaml").write_text("name: mine\n")
     assert resolve_profile_path("mine.yaml", None) == Path("mine.yaml")  # a file here still wins
     assert resolve_profile_path("nothing", None) == Path("nothing")  # left for load_profile's error
+
+
+def test_usable_and_cost_sections(tmp_path: Path) -> None:
+    p = load_profile(write(tmp_path, """
+prompts: [{id: a, text: hi}]
+usable: {min_answer_tokens: 5, answer_regex: 'ANSWER: \\d+', answer_json: true, buffer_chars: 4096}
+cost: {gpu_hour_usd: 2.5, gpus: 8}
+"""))
+    rule = p.usable_rule()
+    assert rule is not None and rule.min_answer_tokens == 5 and rule.answer_json and rule.buffer_chars == 4096
+    assert rule.answer_regex is not None and rule.answer_regex.search("x ANSWER: 42") and rule.needs_text
+    assert p.cost is not None and p.cost.usd_per_hour == 20.0
+    flat = load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\ncost: {hour_usd: 12.5}\n"))
+    assert flat.cost is not None and flat.cost.usd_per_hour == 12.5 and flat.usable_rule() is None
+    assert flat.public_dict()["cost"] == {"gpu_hour_usd": None, "gpus": None, "hour_usd": 12.5}
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ("usable: {answer_regex: '(unclosed'}", "usable.answer_regex: not a valid regular expression"),
+        ("usable: {min_answer_tokens: 0}", "usable.min_answer_tokens: Input should be greater than or equal to 1"),
+        ("usable: {answer_jsn: true}", "usable.answer_jsn: unknown key (typo?)"),
+        ("usable: {buffer_chars: 0}", "usable.buffer_chars: Input should be greater than or equal to 1"),
+        ("cost: {gpu_hour_usd: 2.5}", "cost: gpu_hour_usd needs gpus"),
+        ("cost: {gpus: 8}", "cost: gpus needs gpu_hour_usd"),
+        ("cost: {hour_usd: 3, gpus: 2}", "cost: give either hour_usd, or gpu_hour_usd with gpus, not both"),
+        ("cost: {}", "cost: give hour_usd, or gpu_hour_usd with gpus"),
+        ("cost: {hour_usd: -1}", "cost.hour_usd: Input should be greater than 0"),
+    ],
+)
+def test_bad_usable_and_cost_name_file_and_key(tmp_path: Path, section: str, needle: str) -> None:
+    path = write(tmp_path, f"prompts: [{{id: a, text: hi}}]\n{section}\n")
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    assert f"{path}: {needle}" in str(e.value)

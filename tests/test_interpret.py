@@ -6,21 +6,29 @@ microsecond; the loopback replay of the same cases (``test_client.py``) checks t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.interpret import StreamInterpreter, estimate_tokens
 from harness.result import RequestResult
 from harness.sse import SSEDecoder
+from harness.usable import UsableRule
 from tests.stream_cases import expected, fixtures
 
 SSE_CASES = sorted(k for k, c in fixtures().items() if c["http_status"] == 200)
+
+
+#: A usable rule whose only check (a regex matching any text) makes the interpreter keep the answer text.
+KEEP_ANSWER = UsableRule(answer_regex=re.compile(""))
 
 
 def replay(name: str) -> tuple[RequestResult, StreamInterpreter]:
     """Feed a case's writes to the decoder and interpreter; the stream ends at the last write (close)."""
     case = fixtures()[name]
     req = case.get("request") or {}
-    interp = StreamInterpreter(req.get("max_tokens"), keep_chunk_times=True)
+    # a text check (matching anything) makes the interpreter keep the answer text, for the tests to read
+    interp = StreamInterpreter(req.get("max_tokens"), keep_chunk_times=True, usable=KEEP_ANSWER)
     dec = SSEDecoder()
     t = 0.0
     for w in case["writes"]:
@@ -63,14 +71,14 @@ def test_c01_comments_are_counted_not_tokens() -> None:
     assert r.sse_comments == 3
     assert r.ttft == pytest.approx(62.3) and r.output_tokens == 3
     r, i = replay("C01/b_id_fields_then_comment_then_blank_line")
-    assert "".join(i.answer_parts) == "AB" and r.ok
+    assert i.answer_text == "AB" and r.ok
 
 
 @pytest.mark.parametrize("name", [k for k in SSE_CASES if k.startswith("C02/")])
 def test_c02_framings_give_identical_results(name: str) -> None:
     r, i = replay(name)
-    assert "".join(i.answer_parts) == "Hello, 世界"
-    assert "\ufffd" not in "".join(i.answer_parts)
+    assert i.answer_text == "Hello, 世界"
+    assert "\ufffd" not in (i.answer_text or "")
     assert (r.ok, r.ttft, r.output_tokens, r.chunks) == (True, 0.25, 3, 3)
 
 
@@ -91,8 +99,9 @@ def test_c03_usage_only_chunk_and_missing_usage() -> None:
 @pytest.mark.parametrize("name", [k for k in SSE_CASES if k.startswith("C04/")])
 def test_c04_every_reasoning_field_counts_once(name: str) -> None:
     r, i = replay(name)
-    assert "".join(i.reasoning_parts) == "Think hard"
-    assert "".join(i.answer_parts) == "OK"
+    # reasoning text is counted, never kept: its length and bytes say it was taken once, not twice
+    assert r.reasoning_chars == len("Think hard") and r.estimated_output_tokens == estimate_tokens("Think hardOK")
+    assert i.answer_text == "OK"
     assert (r.reasoning_chunks, r.answer_chunks, r.ttft, r.ttfat, r.output_tokens) == (2, 1, 0.4, 0.44, 3)
     assert r.t_first_reasoning == 0.4
 
@@ -249,3 +258,88 @@ def test_malformed_chunk_fails_the_request_but_keeps_partial_counts(payload: byt
     r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.4)
     assert (r.ok, r.error_class, r.chunks) == (False, "malformed_chunk", 2)
     assert payload[:5].decode() in r.error_detail
+
+
+def _usage_chunk(completion: int, reasoning: int) -> bytes:
+    import json
+
+    usage = {"prompt_tokens": 5, "completion_tokens": completion,
+             "completion_tokens_details": {"reasoning_tokens": reasoning}}
+    return json.dumps({"choices": [], "usage": usage}).encode()
+
+
+def test_hidden_reasoning_per_token_figures_count_the_streamed_answer_only() -> None:
+    # OpenAI-style: 300 reasoning tokens counted in usage, never streamed; 11 answer chunks 10 ms apart from 3.0 s
+    it = StreamInterpreter(1000)
+    for k in range(11):
+        it.on_payload(3.0 + 0.01 * k, _chunk({"content": f" a{k}"}, finish="stop" if k == 10 else None))
+    it.on_payload(3.11, _usage_chunk(311, 300))
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 3.11)
+    assert r.ok and r.hidden_reasoning
+    assert (r.reasoning_tokens, r.answer_tokens, r.reasoning_source) == (300, 11, "usage")
+    assert r.streamed_tokens == 11
+    assert r.tpot == pytest.approx(0.10 / 10)  # (t_last - ttft) / (answer tokens - 1)
+    assert r.decode_rate == pytest.approx(11 / 0.11)  # answer tokens / (e2e - ttft)
+    assert r.reasoning_rate is None and r.answer_rate == pytest.approx(11 / 0.11)
+
+
+def test_streamed_reasoning_is_not_hidden() -> None:
+    it = StreamInterpreter(1000)
+    it.on_payload(0.1, _chunk({"reasoning": "r"}))
+    it.on_payload(0.2, _chunk({"content": "a"}))
+    it.on_payload(0.3, _chunk({"content": "b"}, finish="stop"))
+    it.on_payload(0.3, _usage_chunk(5, 2))
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.3)
+    assert not r.hidden_reasoning and r.streamed_tokens == 5
+    assert r.tpot == pytest.approx(0.2 / 4) and r.decode_rate == pytest.approx(5 / 0.2)
+
+
+def _answer(text: str, rule: UsableRule | None, *, finish: str = "stop", answer_tokens: int = 10) -> RequestResult:
+    it = StreamInterpreter(100, usable=rule)
+    half = len(text) // 2
+    it.on_payload(0.1, _chunk({"content": text[:half]}))
+    it.on_payload(0.2, _chunk({"content": text[half:]}, finish=finish))
+    it.on_payload(0.2, _usage_chunk(answer_tokens, 0) if answer_tokens else b"[DONE]")
+    return it.finish(RequestResult(prompt_id="p", http_status=200), 0.2)
+
+
+@pytest.mark.parametrize(
+    ("rule", "text", "reason"),
+    [
+        (None, "anything", None),
+        (UsableRule(min_answer_tokens=10), "x", None),
+        (UsableRule(min_answer_tokens=11), "x", "min_answer_tokens"),
+        (UsableRule(answer_regex=re.compile(r"ANSWER: \d+")), "so... ANSWER: 42.", None),
+        (UsableRule(answer_regex=re.compile(r"ANSWER: \d+")), "so... ANSWER: forty-two", "regex"),
+        (UsableRule(answer_json=True), ' {"a": [1, 2]} ', None),
+        (UsableRule(answer_json=True), '```json\n{"a": 1}\n```', None),
+        (UsableRule(answer_json=True), '```\n[1, 2]\n```\n', None),
+        (UsableRule(answer_json=True), '{"a": 1', "json"),
+        (UsableRule(answer_json=True), 'Here it is: {"a": 1}', "json"),
+        # checked in order: min tokens before the text checks
+        (UsableRule(min_answer_tokens=50, answer_json=True), "{}", "min_answer_tokens"),
+        # the buffer is bounded: only its first buffer_chars characters are checked
+        (UsableRule(answer_regex=re.compile("END"), buffer_chars=8), "0123456789 END", "regex"),
+        (UsableRule(answer_regex=re.compile("^0123"), buffer_chars=4), "0123456789 END", None),
+    ],
+)
+def test_usable_checks(rule: UsableRule | None, text: str, reason: str | None) -> None:
+    r = _answer(text, rule)
+    assert (r.usable, r.usable_reason) == (reason is None, reason)
+    assert "ANSWER" not in str(r.to_record()) and '"a"' not in str(r.to_record())  # only the verdict is kept
+
+
+def test_usable_reason_error_and_truncated_come_first() -> None:
+    strict = UsableRule(answer_json=True)
+    assert _answer("{}", strict, finish="length").usable_reason == "truncated"
+    it = StreamInterpreter(100, usable=strict)
+    it.on_payload(0.1, _chunk({"content": "{}"}))
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.1, "stream_truncated", "cut")
+    assert (r.ok, r.usable, r.usable_reason) == (False, False, "error")
+
+
+def test_no_answer_text_is_kept_without_a_text_check() -> None:
+    it = StreamInterpreter(100, usable=UsableRule(min_answer_tokens=1))
+    it.on_payload(0.1, _chunk({"content": "secret"}))
+    assert it.answer_buf is None and it.answer_text is None
+    assert StreamInterpreter(100).answer_text is None

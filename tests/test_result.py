@@ -40,6 +40,7 @@ def _every_field_set() -> RequestResult:
         ok=True, error_class="aborted", error_detail="detail", retry_after_s=2.5, error_code="500", http_status=200,
         finish_reason="length",
         done_seen=True, truncated=True, truncated_in_reasoning=True, suspect_truncation=True, usable=True,
+        usable_reason="regex", hidden_reasoning=True,
         tpot=0.01, decode_rate=80.0, reasoning_rate=70.0, answer_rate=90.0, extra={"request_id": "q1", "n": [1]},
     )  # fmt: skip
 
@@ -87,8 +88,10 @@ def test_schema_1_record_reads_with_the_right_values() -> None:
     assert r.tpot == 0.012913639833595747 and r.answer_rate is None
     assert r.chunk_times is None and r.extra == {}
     assert r.retry_after_s is None and r.error_code is None  # fields schema 1 did not have
-    # written again it is the same line plus the schema version and the newer fields (null)
-    assert r.to_record() == {"schema": 2, **raw, "retry_after_s": None, "error_code": None}
+    assert r.usable_reason is None and r.hidden_reasoning is False  # nor these (read as their defaults)
+    # written again it is the same line plus the schema version and the newer fields (null / their defaults)
+    assert r.to_record() == {"schema": 2, **raw, "retry_after_s": None, "error_code": None, "usable_reason": None,
+                             "hidden_reasoning": False}
     assert r.end_wall == pytest.approx(1796133184.7719069 + 6.623747553445071)
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
+from harness.report.cost import add_cost, usd_per_hour
+from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.figures import step_row
 from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
 from harness.report.stats import percentile
@@ -39,12 +41,16 @@ DEFINITIONS: dict[str, str] = {
     "steady window and its row shows burst figures over [s, e), marked NOT steady.",
     "output_tps": "Aggregate output tok/s = Σ over successful requests (any step) of output_tokens × (part of the "
     "decode interval [start + ttft, start + e2e] inside the window ÷ its length) ÷ window length. Tokens are "
-    "assumed spread uniformly over the decode interval; failed requests' tokens are not counted.",
-    "request_rate": "req/s = usable requests (success, not truncated) whose end falls in the window ÷ window length.",
+    "assumed spread uniformly over the decode interval ([start, start + e2e] for a request with hidden reasoning, "
+    "whose reasoning tokens were generated before its first visible chunk); failed requests' tokens are not "
+    "counted.",
+    "request_rate": "req/s = usable requests (success, not truncated, passing the profile's usable checks) whose "
+    "end falls in the window ÷ window length.",
     "counts": "completed (successful), errors (by class), % truncated and % truncated in reasoning count all "
     "records whose step field is the step, whenever they ended; % truncated is over completed requests.",
     "latency": "TTFT, TTFAT (over requests with an answer token), inter-chunk gaps (merged per-request log "
-    "histograms, ±0.5 %), TPOT, E2E, per-stream tok/s (Σ output tokens ÷ Σ (e2e − ttft), a ratio of sums) "
+    "histograms, ±0.5 %), TPOT, E2E, per-stream tok/s (Σ streamed tokens ÷ Σ (e2e − ttft), a ratio of sums; "
+    "streamed tokens = output tokens, or answer tokens for a request with hidden reasoning) "
     "and mean output tokens are over successful requests that started inside the steady window (the whole step "
     "when not steady). Percentiles interpolate linearly between closest ranks (numpy's default).",
     "hours_requests": "Hours to N (requests) = N ÷ (req/s × 3600); 95 % interval from the Poisson count k of "
@@ -54,6 +60,25 @@ DEFINITIONS: dict[str, str] = {
     "request ÷ usable share (usable ÷ successful) ÷ aggregate tok/s ÷ 3600, with mean tokens and usable share "
     "over the latency sample. Truncated requests are usually the longest, so the per-successful-request mean "
     "(not the per-usable mean) is what each attempt costs.",
+    "cost": "With the profile's cost (US$/h = cost.hour_usd, or cost.gpu_hour_usd × cost.gpus): US$ to N = hours "
+    "to N × US$/h, and its interval the hours interval × US$/h (token-based likewise); US$ per 1,000 usable = the "
+    "same for N = 1,000; US$ per 1M output tokens = US$/h ÷ (aggregate output tok/s × 3600) × 10⁶. Compressed-time "
+    "runs also give them from the real-time equivalents.",
+    "hidden_reasoning": "A request has hidden reasoning when usage counts reasoning tokens "
+    "(completion_tokens_details.reasoning_tokens > 0) but no reasoning text was streamed (OpenAI-style). Its TPOT = "
+    "(last chunk − TTFT) ÷ (answer tokens − 1) and decode rate = answer tokens ÷ (E2E − TTFT): only what was "
+    "streamed; its reasoning rate is unknown (null).",
+    "usable": "usable = success, not truncated, and passing every check of the profile's usable section "
+    "(min_answer_tokens, answer_regex found in the answer text, answer_json: the answer parses as JSON, optionally "
+    "inside a ```json fence); usable_reason says which failed (error, truncated, min_answer_tokens, regex, json).",
+    "by_finish_reason": "Per step, over the latency sample (successful requests started in the window): TTFT, "
+    "TTFAT and E2E p50 and mean output / reasoning / answer tokens of the requests that ended with finish_reason "
+    "'stop' and of those cut at max_tokens ('length'; other reasons when present).",
+    "prompts": "Per prompt class (its id when it has no class), over every non-warm-up request of any step: "
+    f"usable % of requests; truncated % and truncated in reasoning % of successful requests; mean reasoning and "
+    f"answer tokens of successful requests; TTFAT p50 of those whose answer started. A note names a class whose "
+    f"truncation or failed usable checks reach {NOTE_PCT:g} % of its successful requests, with the profile key "
+    "to change.",
     "client_read_lag": "Client read lag of a request = the largest, over its response's reads, of (wall time this "
     "process read the bytes − the kernel's receive time of those bytes, SO_TIMESTAMPNS); recorded as read_lag_max "
     f"on plain HTTP on Linux, absent elsewhere. A step is client-STARVED when more than {CLIENT_STARVED_PCT:g} % of "
@@ -195,8 +220,10 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Returns:
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
-        definitions, notes``. ``steps`` holds one row per single-stream phase / load step
-        (:func:`harness.report.figures.step_row`).
+        cost_usd_per_hour, prompts, definitions, notes``. ``steps`` holds one row per single-stream phase / load
+        step (:func:`harness.report.figures.step_row`, with ``cost``: :func:`harness.report.cost.add_cost`);
+        ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
+        class (:func:`harness.report.diagnosis.prompt_rows`).
 
     Raises:
         NoRecordsError: the directory or its records.jsonl is missing.
@@ -210,6 +237,10 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     main = [r for r in run.records if not _is_warmup(r)]
     steps = [p for p in run.phases if p.label != "warmup"]
     rows = [step_row(p, steady_window(p, run.records), main, hours_n, time_scale) for p in steps]
+    usd_h, cost_problem = usd_per_hour(_sub(meta, "profile"))
+    for row in rows:
+        add_cost(row, usd_h)
+    prompts = prompt_rows(main)
     placed = {p.step for p in steps}
     unplaced = sum(1 for r in main if r.step not in placed)
 
@@ -247,15 +278,21 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
             "errors": len(main) - len(ok),
             "errors_by_class": dict(sorted(errs.items())),
             "usable": sum(1 for r in main if r.usable),
+            "hidden_reasoning": sum(1 for r in ok if r.hidden_reasoning),
             "truncated": sum(1 for r in ok if r.truncated),
             "suspect_truncations": sum(1 for r in main if r.suspect_truncation),
             "estimated_tokens": est,
             "estimated_tokens_share": est / len(ok) if ok else None,
         },
         "steps": rows,
+        "cost_usd_per_hour": usd_h,
+        "prompts": prompts,
         "definitions": dict(DEFINITIONS),
     }
     rep["notes"] = _notes(run, rep, rows, unplaced)
+    rep["notes"] += prompt_notes(prompts, _sub(meta, "profile")) + hidden_reasoning_notes(rows)
+    if cost_problem:
+        rep["notes"].append(cost_problem)
     return _finite(rep)
 
 

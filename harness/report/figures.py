@@ -12,20 +12,22 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
+from harness.report.diagnosis import low_confidence_fix, not_usable_reason
 from harness.report.hours import hours_by_requests, hours_by_tokens
 from harness.report.load import Phase
 from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window
 from harness.result import RequestResult
 
-__all__ = ["output_tokens_in", "step_row", "usable_ends_in"]
+__all__ = ["SPLIT_FINISH_REASONS", "by_finish_reason", "output_tokens_in", "step_row", "usable_ends_in"]
 
 
 def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> float:
     """Output tokens of successful requests generated inside ``[w0, w1)`` (tokens).
 
     Each request's ``output_tokens`` are spread uniformly over its decode interval
-    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window.
+    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window; with hidden
+    reasoning (generated before the first visible chunk, unseen) over ``[start_wall, start_wall + e2e]``.
     """
     total = 0.0
     for r in records:
@@ -33,7 +35,7 @@ def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> 
             continue
         s = r.start_wall
         ttft = r.ttft
-        a0 = s + ttft if ttft is not None else s
+        a0 = s + ttft if ttft is not None and not r.hidden_reasoning else s
         total += r.output_tokens * overlap_fraction(a0, r.end_wall, w0, w1)
     return total
 
@@ -81,20 +83,52 @@ def _latency(sample: Sequence[RequestResult]) -> dict[str, Any]:
 
 
 def _per_stream_tps(sample: Sequence[RequestResult]) -> float | None:
-    """Per-stream decode rate of a sample: Σ output tokens ÷ Σ (E2E − TTFT), in tokens per second.
+    """Per-stream decode rate of a sample: Σ streamed tokens ÷ Σ (E2E − TTFT), in tokens per second.
 
-    A ratio of sums, not the mean of per-request rates: a request whose tokens all arrive in one read (a busy
-    server flushing late) has a near-zero decode interval and would dominate a mean of ratios.
+    Streamed tokens are :attr:`RequestResult.streamed_tokens`: output tokens, or answer tokens when the reasoning
+    was hidden (it was generated before TTFT). A ratio of sums, not the mean of per-request rates: a request whose
+    tokens all arrive in one read (a busy server flushing late) has a near-zero decode interval and would dominate
+    a mean of ratios.
     """
     tokens = 0.0
     seconds = 0.0
     for r in sample:
         ttft, e2e = r.ttft, r.e2e
-        if ttft is None or e2e is None or e2e <= ttft or not r.output_tokens:
+        n = r.streamed_tokens
+        if ttft is None or e2e is None or e2e <= ttft or not n:
             continue
-        tokens += r.output_tokens
+        tokens += n
         seconds += e2e - ttft
     return tokens / seconds if seconds > 0 else None
+
+
+#: Finish reasons always present in a row's ``by_finish_reason`` (others only when they occur).
+SPLIT_FINISH_REASONS = ("stop", "length")
+
+
+def by_finish_reason(sample: Sequence[RequestResult]) -> dict[str, dict[str, Any]]:
+    """Latency and length of ``sample`` (successful requests) split by ``finish_reason``.
+
+    Returns:
+        ``{reason: {"requests", "ttft_p50_s", "ttfat_p50_s", "e2e_p50_s", "mean_output_tokens",
+        "mean_reasoning_tokens", "mean_answer_tokens"}}`` for ``stop`` and ``length`` (figures None when no request
+        ended so) and every other finish reason in the sample; seconds and tokens.
+    """
+    groups: dict[str, list[RequestResult]] = {k: [] for k in SPLIT_FINISH_REASONS}
+    for r in sample:
+        groups.setdefault(r.finish_reason or "none", []).append(r)
+    out = {}
+    for reason, rs in groups.items():
+        out[reason] = {
+            "requests": len(rs),
+            "ttft_p50_s": percentile([r.ttft for r in rs if r.ttft is not None], 50),
+            "ttfat_p50_s": percentile([r.ttfat for r in rs if r.ttfat is not None], 50),
+            "e2e_p50_s": percentile([r.e2e for r in rs if r.e2e is not None], 50),
+            "mean_output_tokens": mean(float(r.output_tokens) for r in rs),
+            "mean_reasoning_tokens": mean(float(r.reasoning_tokens) for r in rs),
+            "mean_answer_tokens": mean(float(r.answer_tokens) for r in rs),
+        }
+    return out
 
 
 def step_row(
@@ -119,7 +153,9 @@ def step_row(
     truncated = sum(1 for r in ok if r.truncated)
     trunc_reason = sum(1 for r in ok if r.truncated_in_reasoning)
     usable = sum(1 for r in step_recs if r.usable)
+    reasons = Counter(x for x in (not_usable_reason(r) for r in step_recs) if x is not None)
     estimated = sum(1 for r in ok if r.token_source == "estimate")
+    hidden = sum(1 for r in ok if r.hidden_reasoning)
 
     # measurement interval: the steady window, or (flagged) the whole step
     if window.steady:
@@ -163,18 +199,22 @@ def step_row(
         "errors_by_class": dict(sorted(errors.items())),
         "error_rate": (len(step_recs) - len(ok)) / len(step_recs) if step_recs else None,
         "usable": usable,
+        "usable_reasons": dict(sorted(reasons.items())),
         "truncated": truncated,
         "truncated_pct": _pct(truncated, len(ok)),
         "truncated_in_reasoning": trunc_reason,
         "truncated_in_reasoning_pct": _pct(trunc_reason, len(ok)),
         "suspect_truncations": sum(1 for r in step_recs if r.suspect_truncation),
         "estimated_tokens_share": estimated / len(ok) if ok else None,
+        "hidden_reasoning": hidden,
+        "hidden_reasoning_share": hidden / len(ok) if ok else None,
         "window_output_tokens": tokens,
         "output_tps": output_tps,
         "window_usable_completions": k,
         "request_rate": k / length if length > 0 else None,
         **lat,
         "tokens_per_usable": tokens_per_usable,
+        "by_finish_reason": by_finish_reason(sample),
     }
     row["hours"] = [
         {
@@ -187,6 +227,7 @@ def step_row(
     row.update(client_lag(step_recs))
     row["users_seen"] = len({r.user for r in step_recs if r.user})
     row["low_confidence"] = low_confidence(row)
+    row["low_confidence_fix"] = low_confidence_fix(row) if row["low_confidence"] else None
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
     return row
 

@@ -1,7 +1,7 @@
 """GitHub Markdown rendering of a report dict (:func:`harness.report.build.build_report`).
 
 Display units: TTFT, TTFAT and E2E in seconds; inter-chunk gaps and TPOT in milliseconds; throughput in
-tokens or requests per second; hours to N in hours. ``report.json`` always keeps seconds.
+tokens or requests per second; hours to N in hours; costs in US$. ``report.json`` always keeps seconds.
 """
 
 from __future__ import annotations
@@ -99,6 +99,19 @@ def _steps_table(rep: dict[str, Any]) -> list[str]:
     return _table(header, rows)
 
 
+def _usd(v: float | None) -> str:
+    """US dollars: cents below 1,000, whole dollars with thousands separators above."""
+    if v is None:
+        return "∞"
+    return f"${v:,.2f}" if v < 1000 else f"${v:,.0f}"
+
+
+def _usd_interval(v: float | None, lo: float | None, hi: float | None) -> str:
+    if v is None:
+        return _DASH
+    return f"{_usd(v)} ({_usd(lo)}{_DASH}{_usd(hi)})"
+
+
 def _hours_cell(h: dict[str, Any]) -> str:
     if h["hours"] is None:
         req = "∞ (no usable completions)"
@@ -106,19 +119,60 @@ def _hours_cell(h: dict[str, Any]) -> str:
         hi = "∞" if h["hours_high"] is None else _num(h["hours_high"])
         req = f"{_num(h['hours'])} h ({_num(h['hours_low'])}{_DASH}{hi})"
     tok = _DASH if h["token_hours"] is None else f"{_num(h['token_hours'])} h"
-    return f"{req} · tok {tok}"
+    cell = f"{req} · tok {tok}"
+    if "usd" in h and h["usd"] is not None:
+        cell += f" · {_usd_interval(h['usd'], h['usd_low'], h['usd_high'])}"
+    return cell
 
 
 def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
+    priced = rep.get("cost_usd_per_hour") is not None
     header = ["step", "C", "usable/ok (window)", "% trunc", "% errors", "mean out tok"]
+    if priced:
+        header += ["$ / 1M out tok", "$ / 1k usable"]
     header += [f"N={n:,}" for n in rep["hours_to_n"]]
     rows = []
     for r in rep["steps"]:
-        hours = r["real_time"]["hours"] if real and r["real_time"] else r["hours"]
+        figures = r["real_time"] if real and r["real_time"] else r
+        hours = figures["hours"]
         err = None if r["error_rate"] is None else 100.0 * r["error_rate"]
         share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
-        rows.append([_label(r), str(r["concurrency"]), share, _pct(r["truncated_pct"]), _pct(err),
-                     _num(r["mean_output_tokens"], 0)] + [_hours_cell(h) for h in hours])
+        cells = [_label(r), str(r["concurrency"]), share, _pct(r["truncated_pct"]), _pct(err),
+                 _num(r["mean_output_tokens"], 0)]
+        if priced:
+            c = figures.get("cost") or {}
+            per_m = c.get("usd_per_1m_output_tokens")
+            cells += [_DASH if per_m is None else _usd(per_m),
+                      _usd_interval(c.get("usd_per_1k_usable"), c.get("usd_per_1k_usable_low"),
+                                    c.get("usd_per_1k_usable_high"))]
+        rows.append(cells + [_hours_cell(h) for h in hours])
+    return _table(header, rows)
+
+
+def _finish_table(rep: dict[str, Any]) -> list[str]:
+    header = ["step", "C", "finish_reason", "requests", "TTFT p50 (s)", "TTFAT p50 (s)", "E2E p50 (s)",
+              "mean out tok", "mean reasoning tok", "mean answer tok"]
+    rows = []
+    for r in rep["steps"]:
+        for reason, f in (r.get("by_finish_reason") or {}).items():
+            if not f["requests"]:
+                continue
+            rows.append([_label(r), str(r["concurrency"]), reason, str(f["requests"]), _s(f["ttft_p50_s"]),
+                         _s(f["ttfat_p50_s"]), _s(f["e2e_p50_s"]), _num(f["mean_output_tokens"], 0),
+                         _num(f["mean_reasoning_tokens"], 0), _num(f["mean_answer_tokens"], 0)])
+    return _table(header, rows) if rows else []
+
+
+def _prompt_table(rep: dict[str, Any]) -> list[str]:
+    header = ["prompt", "requests", "% usable", "% trunc", "% trunc in reasoning", "max_tokens",
+              "mean reasoning tok", "mean answer tok", "TTFAT p50 (s)", "not usable (why)"]
+    rows = []
+    for p in rep.get("prompts") or []:
+        cap = str(p["max_tokens"]) if p["max_tokens"] is not None else "/".join(map(str, p["max_tokens_seen"])) or _DASH
+        why = ", ".join(f"{k} ×{v}" for k, v in p["usable_reasons"].items()) or _DASH
+        rows.append([p["prompt"], str(p["requests"]), _pct(p["usable_pct"]), _pct(p["truncated_pct"]),
+                     _pct(p["truncated_in_reasoning_pct"]), cap, _num(p["mean_reasoning_tokens"], 0),
+                     _num(p["mean_answer_tokens"], 0), _s(p["ttfat_p50_s"]), why])
     return _table(header, rows)
 
 
@@ -144,7 +198,8 @@ def _warmup_line(w: dict[str, Any]) -> str:
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    """The report as GitHub Markdown: title, per-step table, hours-to-N table, formulas and notes."""
+    """The report as GitHub Markdown: title, per-step table, hours-to-N table (with cost columns when the profile has
+    a price), the split by finish reason, the per-prompt table, formulas and notes."""
     rep = report
     target = rep.get("target") or {}
     url = target.get("base_url") or target.get("url") or target.get("host") or "?"
@@ -176,7 +231,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     for r in foot:
         lines.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
     for r in (r for r in rep["steps"] if r.get("low_confidence")):
-        lines.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; lengthen steps.duration.")
+        fix = r.get("low_confidence_fix") or "lengthen steps.duration"
+        lines.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; {fix}.")
     starved = [r for r in rep["steps"] if r.get("client_starved")]
     for r in starved:
         lines.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
@@ -186,7 +242,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for r in errs:
         classes = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items())
         lines.append(f"Errors at {r['label']}: {classes}.")
-    if foot or errs or starved:
+    if foot or errs or starved or any(r.get("low_confidence") for r in rep["steps"]):
         lines.append("")
 
     lines += ["## Hours to N usable samples", ""]
@@ -203,6 +259,20 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _real_table(rep)
         lines += ["", "Hours to N in real time:", ""]
         lines += _hours_table(rep, real=True)
+        lines.append("")
+
+    finish = _finish_table(rep)
+    if finish:
+        lines += ["## By finish reason", "",
+                  "Successful requests started in each step's window, by how they ended: `stop` (finished) or "
+                  "`length` (cut at max_tokens).", ""]
+        lines += finish
+        lines.append("")
+    if rep.get("prompts"):
+        lines += ["## Per prompt", "",
+                  "Every non-warm-up request of each prompt class, all steps together; % trunc over successful "
+                  "requests.", ""]
+        lines += _prompt_table(rep)
         lines.append("")
 
     lines += ["## Formulas", ""]

@@ -109,14 +109,15 @@ def test_title_meta_line_and_section_order(report: dict[str, Any]) -> None:
     assert lines[2].endswith("started 2023-11-14 22:13:20, 95 s")
     assert "Warm-up (excluded from every figure): 1 request, 1 ok, E2E p50 3.00 s (max 3.00 s), errors: none." in md
     heads = [ln for ln in lines if ln.startswith("## ")]
-    assert heads == ["## Per step", "## Hours to N usable samples", "## Formulas", "## Notes"]
+    assert heads == ["## Per step", "## Hours to N usable samples", "## By finish reason", "## Per prompt",
+                     "## Formulas", "## Notes"]
     assert "Interrupted run" not in md and "COMPRESSED TIME" not in md
     assert md.endswith("\n")
 
 
 def test_step_table_header_and_one_row_per_step(report: dict[str, Any]) -> None:
     md = render_markdown(report)
-    steps, hours = _tables(md)
+    steps, hours = _tables(md)[:2]  # then the finish-reason and per-prompt tables
     assert steps[0] == STEP_HEADER
     assert [r[0] for r in steps[1:]] == [_label(r) for r in report["steps"]]
     assert all(len(r) == len(STEP_HEADER) for r in steps)
@@ -163,7 +164,11 @@ def test_footnotes_for_errors_and_low_confidence(report: dict[str, Any]) -> None
     assert "Errors at C=2: timeout_idle ×1." in per_step
     for r in report["steps"]:
         if r.get("low_confidence"):
-            assert f"‡ {r['label']}: low confidence, {r['low_confidence']}; lengthen steps.duration." in per_step
+            assert f"‡ {r['label']}: low confidence, {r['low_confidence']}; {r['low_confidence_fix']}." in per_step
+    # the hint names the phase's own duration key (nothing here is truncated: the window is just short)
+    single, c2 = report["steps"]
+    assert (single["low_confidence_fix"], c2["low_confidence_fix"]) == (
+        "lengthen single_stream.duration", "lengthen steps.duration")
 
 
 # -- number formats ------------------------------------------------------------------------------------------
@@ -226,7 +231,7 @@ def test_hours_cells(report: dict[str, Any]) -> None:
 
 def test_table_cells_escape_pipes(report: dict[str, Any]) -> None:
     rep = _one_step(report, label="a|b", low_confidence=None)
-    steps, hours = _tables(render_markdown(rep))
+    steps, hours = _tables(render_markdown(rep))[:2]
     assert steps[1][0] == "a\\|b" and hours[1][0] == "a\\|b"
     assert len(steps[1]) == len(STEP_HEADER)
 
@@ -259,7 +264,7 @@ def test_interrupted_banner_and_missing_meta(report: dict[str, Any]) -> None:
 
 def test_no_steps_and_no_notes(report: dict[str, Any]) -> None:
     rep = copy.deepcopy(report)
-    rep.update(steps=[], notes=[])
+    rep.update(steps=[], notes=[], prompts=[])
     rep["warmup"] = {"requests": 0}
     md = render_markdown(rep)
     assert "Warm-up: none recorded." in md
@@ -277,7 +282,7 @@ def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
     real = _section(md, "Real-time equivalents")
     assert "durations ÷ 0.1, rates × 0.1" in real
     tables = _tables(md)
-    assert len(tables) == 4  # per step, hours, real-time figures, real-time hours
+    assert len(tables) == 6  # per step, hours, real-time figures, real-time hours, by finish reason, per prompt
     assert tables[2][0] == REAL_HEADER
     c2 = rep["steps"][1]
     row = dict(zip(REAL_HEADER, tables[2][2], strict=True))

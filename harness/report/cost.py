@@ -1,0 +1,92 @@
+"""Cost figures of a step from the profile's ``cost:`` section (US$ per hour of the deployment).
+
+Every cost is hours × US$/h, so the hours figures' 95 % intervals map through unchanged: US$ to N usable samples
+= hours to N × US$/h (bounds likewise); US$ per 1,000 usable samples = the same for N = 1,000; US$ per 1M output
+tokens = US$/h ÷ (aggregate output tok/s × 3600) × 10⁶.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.config import CostSpec
+from harness.report.hours import hours_by_requests
+
+__all__ = ["add_cost", "cost_figures", "hours_cost", "usd_per_hour"]
+
+
+def usd_per_hour(profile: dict[str, Any]) -> tuple[float | None, str | None]:
+    """(US$ per hour, problem) from the run's profile as stored in ``run.json``: (None, None) without a ``cost``
+    section, (None, a note) when it is invalid (a run directory edited by hand, or written by another version)."""
+    raw = profile.get("cost")
+    if raw is None:
+        return None, None
+    try:
+        spec = CostSpec.model_validate(raw)
+    except ValidationError as e:
+        msgs = "; ".join(err["msg"].removeprefix("Value error, ") for err in e.errors())
+        return None, f"run.json: profile.cost is not usable ({msgs}); no cost figures."
+    return spec.usd_per_hour, None
+
+
+def _times(hours: float | None, usd_h: float) -> float | None:
+    return hours * usd_h if hours is not None else None
+
+
+def hours_cost(h: dict[str, Any], usd_h: float) -> dict[str, float | None]:
+    """US$ of one hours-to-N entry (``hours``, ``hours_low``, ``hours_high``, ``token_hours``):
+    ``usd``, ``usd_low``, ``usd_high``, ``token_usd`` (None where the hours are None, i.e. unbounded)."""
+    return {
+        "usd": _times(h.get("hours"), usd_h),
+        "usd_low": _times(h.get("hours_low"), usd_h),
+        "usd_high": _times(h.get("hours_high"), usd_h),
+        "token_usd": _times(h.get("token_hours"), usd_h),
+    }
+
+
+def cost_figures(usd_h: float, output_tps: float | None, usable_k: int, window_s: float) -> dict[str, Any]:
+    """A step's cost figures.
+
+    Args:
+        usd_h: US$ per hour of the deployment.
+        output_tps: aggregate output throughput (tokens per second), or None.
+        usable_k: usable completions in the window.
+        window_s: the window's length (seconds).
+
+    Returns:
+        ``usd_per_hour``, ``usd_per_1m_output_tokens`` (None without throughput), ``usd_per_1k_usable`` with
+        ``usd_per_1k_usable_low`` / ``_high`` (the 95 % interval of the hours to 1,000 usable samples; high None
+        when unbounded, all None without usable completions).
+    """
+    per_1k = hours_by_requests(1000, usable_k, window_s)
+    return {
+        "usd_per_hour": usd_h,
+        "usd_per_1m_output_tokens": usd_h / (output_tps * 3600.0) * 1e6 if output_tps else None,
+        "usd_per_1k_usable": _times(per_1k["hours"], usd_h),
+        "usd_per_1k_usable_low": _times(per_1k["hours_low"], usd_h),
+        "usd_per_1k_usable_high": _times(per_1k["hours_high"], usd_h),
+    }
+
+
+def add_cost(row: dict[str, Any], usd_h: float | None) -> None:
+    """Put the cost figures into a step row (:func:`harness.report.figures.step_row`), in place.
+
+    ``row["cost"]``: :func:`cost_figures` of the row (None without a price); each ``row["hours"]`` entry gets
+    :func:`hours_cost`'s keys. A row measured in compressed time (``row["real_time"]`` set) gets the same in
+    ``row["real_time"]``, from the real-time hours and rates: what the deployment would cost in real time.
+    """
+    if usd_h is None:
+        row["cost"] = None
+        return
+    row["cost"] = cost_figures(usd_h, row.get("output_tps"), row.get("window_usable_completions") or 0,
+                               row.get("window_s") or 0.0)
+    for h in row.get("hours") or []:
+        h.update(hours_cost(h, usd_h))
+    rt = row.get("real_time")
+    if rt:
+        rt["cost"] = cost_figures(usd_h, rt.get("output_tps"), row.get("window_usable_completions") or 0,
+                                  rt.get("window_s") or 0.0)
+        for h in rt.get("hours") or []:
+            h.update(hours_cost(h, usd_h))
