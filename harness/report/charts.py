@@ -97,15 +97,17 @@ def _conc_axis(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def _series(ax: Axes, rows: Sequence[dict[str, Any]], key: str, label: str, color: str, scale: float = 1.0,
-            style: str = "-") -> bool:
-    """A line through the rows where ``row[key]`` is set, each point marked steady/not steady; False when none."""
+            style: str = "-", flag: bool = True) -> bool:
+    """A line through the rows where ``row[key]`` is set, each point marked steady/not steady (and, with
+    ``flag``, † / ‡ as in the tables); False when no row has it."""
     pts = [(r["concurrency"], r[key] * scale, r) for r in rows if r.get(key) is not None]
     if not pts:
         return False
     ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=label, linewidth=1.2)
     for c, v, r in pts:
         ax.plot([c], [v], linestyle="none", **_marker_kw(r, color))
-        _flag(ax, c, v, r)
+        if flag:
+            _flag(ax, c, v, r)
     return True
 
 
@@ -157,10 +159,10 @@ def latency_chart(rep: dict[str, Any]) -> Figure:
     for ax, key, name in ((axes[0], "ttft", "TTFT"), (axes[1], "ttfat", "TTFAT")):
         drawn = False
         for i, q in enumerate((50, 90, 99)):
-            drawn |= _series(ax, rows, f"{key}_p{q}_s", f"p{q}", PALETTE[i])
+            drawn |= _series(ax, rows, f"{key}_p{q}_s", f"p{q}", PALETTE[i], flag=q == 99)
         _finish(ax, drawn, "seconds", f"{name} percentiles")
     drawn = _series(axes[2], rows, "tpot_mean_s", "mean", PALETTE[3], scale=1000.0)
-    drawn |= _series(axes[2], rows, "tpot_p50_s", "p50", PALETTE[4], scale=1000.0, style="--")
+    drawn |= _series(axes[2], rows, "tpot_p50_s", "p50", PALETTE[4], scale=1000.0, style="--", flag=False)
     _finish(axes[2], drawn, "milliseconds", "TPOT (time per output token)")
     for ax in axes:
         _conc_axis(ax, rows)

@@ -44,9 +44,9 @@ body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Helvetica, Arial, 
 h1 { font-size: 1.6em; margin-bottom: 0.3em; }
 h2 { font-size: 1.3em; border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.6em; }
 h3 { font-size: 1.05em; margin: 1.2em 0 0.3em; }
-table { border-collapse: collapse; font-size: 12px; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #d0d7de; padding: 3px 7px; text-align: right; white-space: nowrap; }
-th { background: #f3f5f7; text-align: center; }
+table { border-collapse: collapse; font-size: 11.5px; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d0d7de; padding: 2px 5px; text-align: right; white-space: nowrap; }
+th { background: #f3f5f7; text-align: center; white-space: normal; min-width: 3em; vertical-align: bottom; }
 td:first-child, th:first-child { text-align: left; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 .scroll { overflow-x: auto; margin: 0.5em 0 1em; }
@@ -131,8 +131,10 @@ def render_html(report: dict[str, Any], charts: Sequence[Chart]) -> str:
     """
     md_text = render_markdown(report)
     lines = md_text.split("\n")
-    if lines and lines[0].startswith("# "):
+    if lines and lines[0].startswith("# "):  # the title and the one-line run summary: the header shows both
         lines = lines[1:]
+        if len(lines) > 1 and not lines[0] and lines[1].startswith("target `"):
+            lines = lines[2:]
     text = "\n".join(lines)
     cut = text.find("\n## Formulas")
     before, after = (text, "") if cut < 0 else (text[:cut], text[cut:])
