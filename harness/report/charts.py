@@ -78,6 +78,15 @@ def _no_data(ax: Axes, what: str = "no data") -> None:
     ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, color="#777777")
 
 
+#: A value axis turns logarithmic when its positive values span more than this factor.
+LOG_SPAN = 20.0
+
+
+def _wide(values: Sequence[float]) -> bool:
+    """Whether ``values`` (all > 0) span more than :data:`LOG_SPAN`: a log axis then reads better."""
+    return bool(values) and min(values) > 0 and max(values) / min(values) > LOG_SPAN
+
+
 def _marker_kw(row: dict[str, Any], color: str) -> dict[str, Any]:
     """Filled markers for steady rows, hollow for NOT steady (burst figures) ones."""
     face = color if row["steady"] else "white"
@@ -112,8 +121,10 @@ def _series(ax: Axes, rows: Sequence[dict[str, Any]], key: str, label: str, colo
 
 
 def _flag(ax: Axes, x: float, y: float, row: dict[str, Any]) -> None:
-    """The report's row flags next to a point: † NOT steady, ‡ low confidence."""
+    """The report's row flags next to a point: † NOT steady, ‡ low confidence, * client STARVED."""
     mark = "†" if not row["steady"] else "‡" if row.get("low_confidence") else ""
+    if row.get("client_starved"):
+        mark += "*"
     if mark:
         ax.annotate(mark, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8, color="#444444")
 
@@ -186,7 +197,7 @@ def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) ->
     )
     for ax, name, get, marks in specs:
         drawn = False
-        positive = True
+        shown: list[float] = []
         for i, row in enumerate(rows):
             sample = latency_sample(records, row["step"], row["steady"], row["window_start_wall"],
                                     row["window_end_wall"])
@@ -195,7 +206,7 @@ def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) ->
                 continue
             color = PALETTE[i % len(PALETTE)]
             _ecdf(ax, vals, row["label"], color)
-            positive = positive and min(vals) > 0
+            shown += vals
             for key in marks:
                 v = row.get(key)
                 if v is not None:
@@ -207,7 +218,7 @@ def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) ->
         ax.set_xlabel(f"{name} (s)")
         ax.set_ylabel("share of requests ≤ x")
         if drawn:
-            if positive:
+            if _wide(shown):
                 ax.set_xscale("log")
             ax.set_ylim(0, 1.02)
             ax.legend(loc="lower right")
@@ -288,8 +299,10 @@ def timeline_chart(rep: dict[str, Any], main: Sequence[RequestResult]) -> Figure
                  label=f"p50 per {width:g} s bin")
         if ok:
             ax2.legend(loc="upper left")
-            if min(r.ttft or 0.0 for r in ok) > 0:
+            if _wide([r.ttft or 0.0 for r in ok]):
                 ax2.set_yscale("log")
+            else:
+                ax2.set_ylim(bottom=0)
         else:
             _no_data(ax2, "no successful request")
     else:
@@ -407,7 +420,7 @@ def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> lis
         ("throughput", "Throughput vs concurrency",
          "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % Poisson interval of "
          "the window's usable completions (the hours-to-N interval). Hollow markers † : NOT steady (burst "
-         "figures); ‡ : low confidence (see the per-step table).",
+         "figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the tables and notes).",
          lambda: throughput_chart(report)),
         ("latency_percentiles", "Latency percentiles vs concurrency",
          "Report rows: ttft_p50/p90/p99, ttfat_p50/p90/p99 (s), tpot_mean and tpot_p50 (ms).",
