@@ -308,7 +308,9 @@ def _finite(obj: Any) -> Any:
 
 
 def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[dict[str, Any], str]:
-    """Build the report, write ``report.json`` and ``report.md`` into the run directory, return both."""
+    """Build the report, write ``report.json``, ``report.md`` and (matplotlib permitting) ``report.html`` with
+    ``figures/*.png`` into the run directory; return the report dict and the Markdown."""
+    from harness.report.html import write_html
     from harness.report.render import render_markdown
 
     rep = build_report(run_dir, n)
@@ -318,4 +320,5 @@ def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         tmp = root / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(root / name)
+    write_html(root, rep)
     return rep, md

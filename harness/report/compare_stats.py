@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harness.report.figures import latency_sample as figures_latency_sample
 from harness.report.hours import Z95
 from harness.report.stats import mean, percentile
 from harness.result import RequestResult
@@ -137,16 +138,15 @@ def ratio_of_sums_interval(pairs: Sequence[tuple[float, float]], z: float = Z95)
 
 
 def latency_sample(records: Sequence[RequestResult], row: dict[str, Any]) -> list[RequestResult]:
-    """The latency sample of a report step row (:func:`harness.report.figures.step_row`).
+    """The latency sample of a report step row (:func:`harness.report.figures.step_row`): the report's own rule,
+    :func:`harness.report.figures.latency_sample`, applied to the row's step and window.
 
-    ``records`` are the run's non-warm-up records. A steady row: successful requests with
-    ``window_start_wall <= start_wall < window_end_wall``; a row that is not steady: the step's successful
-    requests (``record.step == row["step"]``).
+    ``records`` are the run's non-warm-up records.
     """
-    if row.get("steady"):
-        w0, w1 = float(row["window_start_wall"]), float(row["window_end_wall"])
-        return [r for r in records if r.ok and w0 <= r.start_wall < w1]
-    return [r for r in records if r.ok and r.step == row.get("step")]
+    steady = bool(row.get("steady"))
+    w0 = float(row["window_start_wall"]) if steady else 0.0
+    w1 = float(row["window_end_wall"]) if steady else 0.0
+    return figures_latency_sample(records, int(row.get("step") or 0), steady, w0, w1)
 
 
 def _decode_pairs(sample: Sequence[RequestResult]) -> list[tuple[float, float]]:

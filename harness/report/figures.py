@@ -19,7 +19,14 @@ from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window
 from harness.result import RequestResult
 
-__all__ = ["SPLIT_FINISH_REASONS", "by_finish_reason", "output_tokens_in", "step_row", "usable_ends_in"]
+__all__ = [
+    "SPLIT_FINISH_REASONS",
+    "by_finish_reason",
+    "latency_sample",
+    "output_tokens_in",
+    "step_row",
+    "usable_ends_in",
+]
 
 
 def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> float:
@@ -43,6 +50,19 @@ def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> 
 def usable_ends_in(records: Sequence[RequestResult], w0: float, w1: float) -> int:
     """Number of usable requests whose end (``start_wall + e2e``) falls in ``[w0, w1)``."""
     return sum(1 for r in records if r.usable and w0 <= r.end_wall < w1)
+
+
+def latency_sample(
+    records: Sequence[RequestResult], step: int, steady: bool, w0: float, w1: float
+) -> list[RequestResult]:
+    """The requests a step's latency figures are computed over, in record order.
+
+    Steady step: successful requests (any step) that started inside the window ``[w0, w1)`` (epoch seconds).
+    Not steady: every successful request of ``step``.
+    """
+    if steady:
+        return [r for r in records if r.ok and w0 <= r.start_wall < w1]
+    return [r for r in records if r.ok and r.step == step]
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -160,10 +180,9 @@ def step_row(
     # measurement interval: the steady window, or (flagged) the whole step
     if window.steady:
         w0, w1 = window.start, window.end
-        sample = [r for r in records if r.ok and w0 <= r.start_wall < w1]
     else:
         w0, w1 = phase.start, phase.end
-        sample = ok
+    sample = latency_sample(records, phase.step, window.steady, w0, w1)
     length = max(0.0, w1 - w0)
     tokens = output_tokens_in(records, w0, w1)
     k = usable_ends_in(records, w0, w1)

@@ -1,0 +1,462 @@
+"""The report's figures as PNG images, drawn with matplotlib on Agg canvases (no display, no pyplot state).
+
+Every number drawn comes from the report dict (:func:`harness.report.build.build_report`) or from the functions
+the report's figures are computed with: a step's latency sample is :func:`harness.report.figures.latency_sample`,
+tokens per time bin are :func:`harness.report.figures.output_tokens_in`, percentiles
+:func:`harness.report.stats.percentile`, the request-rate interval :func:`harness.report.hours.poisson_rate_interval`.
+
+Units drawn: seconds for TTFT, TTFAT and E2E, milliseconds for TPOT, tokens per second, requests per second,
+hours. Time axes are seconds since the run's start (``start_wall``). Drawing is deterministic: the same report
+and records give the same PNG bytes (fixed size, DPI, fonts and metadata).
+
+Importing this module imports matplotlib (ImportError when it is not installed).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from harness.report.figures import latency_sample, output_tokens_in
+from harness.report.hours import poisson_rate_interval
+from harness.report.stats import mean, percentile
+from harness.result import RequestResult
+
+__all__ = ["CHART_NAMES", "Chart", "draw_charts", "is_warmup", "time_bin_s"]
+
+#: PNG resolution (dots per inch); figure sizes are in inches.
+DPI = 100
+#: One colour per step (cycled), per percentile and per N.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf")
+_PNG_META = {"Software": "llmload report (matplotlib)"}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One drawn figure.
+
+    Attributes:
+        name: file stem (``figures/<name>.png``) and HTML anchor.
+        title: heading shown above the image.
+        caption: what is drawn and where its numbers come from.
+        png: the PNG image bytes.
+    """
+
+    name: str
+    title: str
+    caption: str
+    png: bytes
+
+
+def is_warmup(r: RequestResult) -> bool:
+    """Whether a record is a warm-up request, excluded from every figure (same rule as the report)."""
+    return r.phase == "warmup" or r.step < 0
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata=_PNG_META)
+    return buf.getvalue()
+
+
+def _no_data(ax: Axes, what: str = "no data") -> None:
+    ax.text(0.5, 0.5, what, ha="center", va="center", transform=ax.transAxes, color="#777777")
+
+
+#: A value axis turns logarithmic when its positive values span more than this factor.
+LOG_SPAN = 20.0
+
+
+def _wide(values: Sequence[float]) -> bool:
+    """Whether ``values`` (all > 0) span more than :data:`LOG_SPAN`: a log axis then reads better."""
+    return bool(values) and min(values) > 0 and max(values) / min(values) > LOG_SPAN
+
+
+def _marker_kw(row: dict[str, Any], color: str) -> dict[str, Any]:
+    """Filled markers for steady rows, hollow for NOT steady (burst figures) ones."""
+    face = color if row["steady"] else "white"
+    return {"marker": "o", "markersize": 5, "markerfacecolor": face, "markeredgecolor": color}
+
+
+def _conc_axis(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
+    """Concurrency x axis: log 2 when it spans more than a factor 4, ticks at the steps' concurrencies."""
+    cs = sorted({int(r["concurrency"]) for r in rows})
+    if not cs:
+        return
+    if cs[-1] / max(cs[0], 1) > 4:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(cs, [str(c) for c in cs])
+    ax.minorticks_off()
+    ax.set_xlabel("concurrency C (users)")
+
+
+def _series(ax: Axes, rows: Sequence[dict[str, Any]], key: str, label: str, color: str, scale: float = 1.0,
+            style: str = "-", flag: bool = True) -> bool:
+    """A line through the rows where ``row[key]`` is set, each point marked steady/not steady (and, with
+    ``flag``, † / ‡ as in the tables); False when no row has it."""
+    pts = [(r["concurrency"], r[key] * scale, r) for r in rows if r.get(key) is not None]
+    if not pts:
+        return False
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=label, linewidth=1.2)
+    for c, v, r in pts:
+        ax.plot([c], [v], linestyle="none", **_marker_kw(r, color))
+        if flag:
+            _flag(ax, c, v, r)
+    return True
+
+
+def _flag(ax: Axes, x: float, y: float, row: dict[str, Any]) -> None:
+    """The report's row flags next to a point: † NOT steady, ‡ low confidence, * client STARVED."""
+    mark = "†" if not row["steady"] else "‡" if row.get("low_confidence") else ""
+    if row.get("client_starved"):
+        mark += "*"
+    if mark:
+        ax.annotate(mark, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8, color="#444444")
+
+
+def _finish(ax: Axes, drawn: bool, ylabel: str, title: str) -> None:
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if drawn:
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="best")
+    else:
+        _no_data(ax)
+
+
+def throughput_chart(rep: dict[str, Any]) -> Figure:
+    """Aggregate and per-stream output tok/s, and usable req/s with its 95 % Poisson interval, vs concurrency."""
+    rows = rep["steps"]
+    fig = _figure(12, 3.6)
+    ax1, ax2, ax3 = fig.subplots(1, 3)
+    drawn = _series(ax1, rows, "output_tps", "aggregate output tok/s", PALETTE[0])
+    _finish(ax1, drawn, "tokens / s", "Aggregate output tok/s (steady window)")
+    drawn = _series(ax2, rows, "per_stream_tps", "per-stream tok/s", PALETTE[1])
+    _finish(ax2, drawn, "tokens / s per stream", "Per-stream decode tok/s")
+    drawn = _series(ax3, rows, "request_rate", "usable req/s", PALETTE[2])
+    for r in rows:
+        if r.get("request_rate") is None:
+            continue
+        lo, hi = poisson_rate_interval(int(r["window_usable_completions"]), float(r["window_s"]))
+        if hi is None:
+            continue
+        ax3.vlines(r["concurrency"], lo if lo is not None else 0.0, hi, color=PALETTE[2], alpha=0.5, linewidth=3)
+    _finish(ax3, drawn, "usable requests / s", "Usable req/s, 95 % Poisson interval")
+    for ax in (ax1, ax2, ax3):
+        _conc_axis(ax, rows)
+    return fig
+
+
+def latency_chart(rep: dict[str, Any]) -> Figure:
+    """TTFT and TTFAT p50/p90/p99 (s) and TPOT mean/p50 (ms) vs concurrency, from the report rows."""
+    rows = rep["steps"]
+    fig = _figure(12, 3.6)
+    axes = fig.subplots(1, 3)
+    for ax, key, name in ((axes[0], "ttft", "TTFT"), (axes[1], "ttfat", "TTFAT")):
+        drawn = False
+        for i, q in enumerate((50, 90, 99)):
+            drawn |= _series(ax, rows, f"{key}_p{q}_s", f"p{q}", PALETTE[i], flag=q == 99)
+        _finish(ax, drawn, "seconds", f"{name} percentiles")
+    drawn = _series(axes[2], rows, "tpot_mean_s", "mean", PALETTE[3], scale=1000.0)
+    drawn |= _series(axes[2], rows, "tpot_p50_s", "p50", PALETTE[4], scale=1000.0, style="--", flag=False)
+    _finish(axes[2], drawn, "milliseconds", "TPOT (time per output token)")
+    for ax in axes:
+        _conc_axis(ax, rows)
+    return fig
+
+
+def _ecdf(ax: Axes, values: Sequence[float], label: str, color: str) -> None:
+    xs = sorted(values)
+    n = len(xs)
+    ax.step(xs, [(i + 1) / n for i in range(n)], where="post", color=color, label=f"{label} (n={n})", linewidth=1.2)
+
+
+def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) -> Figure:
+    """ECDFs of TTFT and E2E (seconds) per step over each step's latency sample, report percentiles marked."""
+    rows = rep["steps"]
+    fig = _figure(12, 4.0)
+    axes = fig.subplots(1, 2)
+    specs: tuple[tuple[Axes, str, Callable[[RequestResult], float | None], tuple[str, ...]], ...] = (
+        (axes[0], "TTFT", lambda r: r.ttft, ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s")),
+        (axes[1], "E2E", lambda r: r.e2e, ("e2e_p50_s",)),
+    )
+    for ax, name, get, marks in specs:
+        drawn = False
+        shown: list[float] = []
+        for i, row in enumerate(rows):
+            sample = latency_sample(records, row["step"], row["steady"], row["window_start_wall"],
+                                    row["window_end_wall"])
+            vals = [v for v in (get(r) for r in sample) if v is not None]
+            if not vals:
+                continue
+            color = PALETTE[i % len(PALETTE)]
+            _ecdf(ax, vals, row["label"], color)
+            shown += vals
+            for key in marks:
+                v = row.get(key)
+                if v is not None:
+                    q = float(key.split("_p")[1].split("_")[0])
+                    ax.plot([v], [q / 100.0], linestyle="none", **_marker_kw(row, color))
+            drawn = True
+        ax.set_title(f"{name} distribution per step (ECDF; dots: report p50/p90/p99)" if name == "TTFT"
+                     else f"{name} distribution per step (ECDF; dot: report p50)")
+        ax.set_xlabel(f"{name} (s)")
+        ax.set_ylabel("share of requests ≤ x")
+        if drawn:
+            if _wide(shown):
+                ax.set_xscale("log")
+            ax.set_ylim(0, 1.02)
+            ax.legend(loc="lower right")
+        else:
+            _no_data(ax)
+    return fig
+
+
+def time_bin_s(span_s: float, max_bins: int = 150) -> float:
+    """Width (s) of the time bins for a run of ``span_s`` seconds: the smallest of 1, 2, 5, 10, 15, 30 s, 1, 2,
+    5, 10, 15, 30 min, 1 h giving at most ``max_bins`` bins (1 h beyond)."""
+    for w in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800):
+        if span_s / w <= max_bins:
+            return float(w)
+    return 3600.0
+
+
+def _binned_tps(main: Sequence[RequestResult], t0: float, t1: float, width: float) -> list[float]:
+    """Output tok/s per bin ``[t0 + i*width, t0 + (i+1)*width)``, with :func:`output_tokens_in` on each bin.
+
+    Each record is passed only to the bins its decode interval touches, so the result equals
+    ``output_tokens_in(main, b0, b1) / width`` for every bin without a pass over all records per bin.
+    """
+    n = max(1, math.ceil((t1 - t0) / width))
+    buckets: list[list[RequestResult]] = [[] for _ in range(n)]
+    for r in main:
+        if not r.ok or not r.output_tokens:
+            continue
+        a0 = r.start_wall + (r.ttft if r.ttft is not None else 0.0)
+        first = max(0, math.floor((a0 - t0) / width))
+        last = min(n - 1, math.floor((r.end_wall - t0) / width))
+        for i in range(first, last + 1):
+            buckets[i].append(r)
+    return [output_tokens_in(b, t0 + i * width, t0 + (i + 1) * width) / width for i, b in enumerate(buckets)]
+
+
+def _step_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, label: bool) -> None:
+    """Step boundaries (dashed lines) and steady windows (shaded), in seconds since ``t0``."""
+    for r in rows:
+        ax.axvline(r["start_wall"] - t0, color="#555555", linestyle="--", linewidth=0.8)
+        if r["steady"]:
+            ax.axvspan(r["window_start_wall"] - t0, r["window_end_wall"] - t0, color="#2ca02c", alpha=0.08)
+        if label:
+            ax.text(r["start_wall"] - t0, 1.0, f" {r['label']}", transform=ax.get_xaxis_transform(), va="bottom",
+                    ha="left", fontsize=8, color="#333333")
+    if rows:
+        ax.axvline(rows[-1]["end_wall"] - t0, color="#555555", linestyle="--", linewidth=0.8)
+
+
+def timeline_chart(rep: dict[str, Any], main: Sequence[RequestResult]) -> Figure:
+    """Output tok/s per time bin and each request's TTFT at its start (with the per-bin p50), over the run."""
+    rows = rep["steps"]
+    fig = _figure(12, 5.6)
+    ax1, ax2 = fig.subplots(2, 1, sharex=True)
+    t0 = rep.get("start_wall")
+    if t0 is None:
+        t0 = min((r.start_wall for r in main), default=0.0)
+    t0 = float(t0)
+    ends = [r.end_wall for r in main] + [float(r["end_wall"]) for r in rows]
+    t1 = max(ends, default=t0)
+    if main and t1 > t0:
+        width = time_bin_s(t1 - t0)
+        tps = _binned_tps(main, t0, t1, width)
+        xs = [i * width for i in range(len(tps) + 1)]
+        ax1.stairs(tps, xs, color=PALETTE[0], fill=True, alpha=0.35)
+        ax1.stairs(tps, xs, color=PALETTE[0], label=f"output tok/s ({width:g} s bins)")
+        ax1.set_ylim(bottom=0)
+        ax1.legend(loc="upper left")
+        ok = [r for r in main if r.ok and r.ttft is not None]
+        ax2.scatter([r.start_wall - t0 for r in ok], [r.ttft for r in ok], s=6, color=PALETTE[1], alpha=0.5,
+                    linewidths=0, label="TTFT of a request (at its start)", rasterized=True)
+        by_bin: dict[int, list[float]] = {}
+        for r in ok:
+            by_bin.setdefault(math.floor((r.start_wall - t0) / width), []).append(float(r.ttft or 0.0))
+        mids = sorted(by_bin)
+        med = [percentile(by_bin[i], 50) for i in mids]
+        ax2.plot([(i + 0.5) * width for i in mids], med, color="#333333", linewidth=1.2,
+                 label=f"p50 per {width:g} s bin")
+        if ok:
+            ax2.legend(loc="upper left")
+            if _wide([r.ttft or 0.0 for r in ok]):
+                ax2.set_yscale("log")
+            else:
+                ax2.set_ylim(bottom=0)
+        else:
+            _no_data(ax2, "no successful request")
+    else:
+        _no_data(ax1)
+        _no_data(ax2)
+    _step_marks(ax1, rows, t0, label=True)
+    _step_marks(ax2, rows, t0, label=False)
+    ax1.set_ylabel("output tokens / s")
+    ax1.set_title("Output tok/s over time (dashed: step starts; shaded: steady windows)", pad=14)
+    ax2.set_ylabel("TTFT (s)")
+    ax2.set_xlabel("seconds since run start")
+    ax2.set_title("TTFT over time (successful requests)")
+    return fig
+
+
+def tokens_chart(rep: dict[str, Any], records: Sequence[RequestResult]) -> Figure:
+    """Mean reasoning and answer tokens per successful request of each step's latency sample (stacked bars);
+    the bar total is the report's mean output tokens."""
+    rows = rep["steps"]
+    fig = _figure(12, 3.6)
+    ax = fig.subplots(1, 1)
+    labels: list[str] = []
+    reasoning: list[float] = []
+    answer: list[float] = []
+    for row in rows:
+        sample = latency_sample(records, row["step"], row["steady"], row["window_start_wall"],
+                                row["window_end_wall"])
+        mr = mean(float(r.reasoning_tokens) for r in sample)
+        ma = mean(float(r.answer_tokens) for r in sample)
+        if mr is None or ma is None:
+            continue
+        labels.append(row["label"] + ("" if row["steady"] else " †"))
+        reasoning.append(mr)
+        answer.append(ma)
+    if labels:
+        xs = list(range(len(labels)))
+        ax.bar(xs, reasoning, color=PALETTE[4], label="reasoning tokens (mean)")
+        ax.bar(xs, answer, bottom=reasoning, color=PALETTE[2], label="answer tokens (mean)")
+        for x, a, b in zip(xs, reasoning, answer, strict=True):
+            ax.text(x, a + b, f"{a + b:,.0f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(xs, labels)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        _no_data(ax)
+    ax.set_ylabel("tokens per successful request")
+    ax.set_title("Reasoning vs answer tokens per step (latency sample; total = mean out tok)")
+    return fig
+
+
+def hours_chart(rep: dict[str, Any], real: bool = False) -> Figure:
+    """Hours to N usable samples vs concurrency, one colour per N: request-based with its 95 % interval (bars;
+    an arrow when unbounded above), token-based dashed. ``real``: the real-time equivalents."""
+    rows = rep["steps"]
+    fig = _figure(12, 4.0)
+    ax = fig.subplots(1, 1)
+    drawn = False
+    for j, n in enumerate(rep.get("hours_to_n") or []):
+        color = PALETTE[j % len(PALETTE)]
+        pts: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        for row in rows:
+            hours = row["real_time"]["hours"] if real and row.get("real_time") else row["hours"]
+            h = next((h for h in hours if h["n"] == n), None)
+            if h is not None:
+                pts.append((row["concurrency"], h, row))
+        req = [(c, h, row) for c, h, row in pts if h["hours"] is not None]
+        if req:
+            ax.plot([c for c, _, _ in req], [h["hours"] for _, h, _ in req], "-", color=color, linewidth=1.2,
+                    label=f"N={n:,} (requests)")
+            dodge = 2.0 ** (0.04 * (j - (len(rep["hours_to_n"]) - 1) / 2))  # intervals side by side
+            for c, h, row in req:
+                ax.plot([c], [h["hours"]], linestyle="none", **_marker_kw(row, color))
+                if j == 0:
+                    _flag(ax, c, h["hours"], row)
+                lo = h["hours_low"] if h["hours_low"] is not None else h["hours"]
+                if h["hours_high"] is not None:
+                    ax.vlines(c * dodge, lo, h["hours_high"], color=color, alpha=0.5, linewidth=3)
+                else:
+                    ax.annotate("", xy=(c * dodge, h["hours"] * 3), xytext=(c * dodge, lo),
+                                arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.6})
+            drawn = True
+        tok = [(c, h) for c, h, _ in pts if h["token_hours"] is not None]
+        if tok:
+            ax.plot([c for c, _ in tok], [h["token_hours"] for _, h in tok], "--", color=color, linewidth=1.0,
+                    alpha=0.8, label=f"N={n:,} (tokens)")
+            drawn = True
+    ax.set_ylabel("hours" + (" (real time)" if real else ""))
+    ax.set_title("Hours to N usable samples (bars: 95 % Poisson interval; arrow: no upper bound; dashed: "
+                 "token method)" + (" — real-time equivalents" if real else ""))
+    if drawn:
+        ax.set_yscale("log")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), ncols=1)
+    else:
+        _no_data(ax)
+    _conc_axis(ax, rows)
+    return fig
+
+
+#: File stems of the charts :func:`draw_charts` returns, in order (``hours_real_time`` only for compressed time).
+CHART_NAMES = ("throughput", "latency_percentiles", "latency_distributions", "timeline", "tokens", "hours",
+               "hours_real_time")
+
+
+def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> list[Chart]:
+    """Draw every figure of a report.
+
+    Args:
+        report: the report dict (:func:`harness.report.build.build_report`).
+        records: every record of the run (:func:`harness.records.read_records`); warm-up ones are dropped.
+
+    Returns:
+        The charts in :data:`CHART_NAMES` order (``hours_real_time`` only when ``report["time_scale"] != 1``).
+    """
+    main = [r for r in records if not is_warmup(r)]
+    specs: list[tuple[str, str, str, Callable[[], Figure]]] = [
+        ("throughput", "Throughput vs concurrency",
+         "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % Poisson interval of "
+         "the window's usable completions (the hours-to-N interval). Hollow markers † : NOT steady (burst "
+         "figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the tables and notes).",
+         lambda: throughput_chart(report)),
+        ("latency_percentiles", "Latency percentiles vs concurrency",
+         "Report rows: ttft_p50/p90/p99, ttfat_p50/p90/p99 (s), tpot_mean and tpot_p50 (ms).",
+         lambda: latency_chart(report)),
+        ("latency_distributions", "Latency distributions per step",
+         "Empirical CDFs over each step's latency sample (successful requests started in the steady window); the "
+         "dots are the report's percentiles (interpolated between ranks, so with few requests a dot can sit "
+         "beside the ECDF's steps).",
+         lambda: distribution_chart(report, main)),
+        ("timeline", "Throughput and TTFT over time",
+         "Output tokens spread over each request's decode interval (the output_tps rule) per time bin; TTFT of "
+         "every successful request at its start time. Warm-up excluded.",
+         lambda: timeline_chart(report, main)),
+        ("tokens", "Reasoning vs answer tokens",
+         "Mean reasoning_tokens and answer_tokens over each step's latency sample.",
+         lambda: tokens_chart(report, main)),
+        ("hours", "Hours to N usable samples",
+         "Report rows: hours (request method, 95 % interval hours_low..hours_high) and token_hours.",
+         lambda: hours_chart(report)),
+    ]
+    if report.get("time_scale", 1.0) != 1.0:
+        specs.append(("hours_real_time", "Hours to N usable samples (real-time equivalents)",
+                      "Report rows' real_time.hours: compressed simulator time converted with time_scale.",
+                      lambda: hours_chart(report, real=True)))
+    out = []
+    with matplotlib.rc_context({  # a literal: mypy checks the keys against matplotlib's rc names
+        "font.family": "DejaVu Sans",
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "legend.fontsize": 8,
+        "legend.frameon": False,
+    }):
+        for name, title, caption, draw in specs:
+            out.append(Chart(name, title, caption, _png(draw())))
+    return out

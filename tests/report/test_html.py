@@ -1,0 +1,249 @@
+"""The HTML report and its figures on small synthetic runs: one self-contained file, the report's values as in
+report.md, every figure embedded and written as a valid PNG, the figures' numbers from the report's functions."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from harness.records import read_records
+from harness.report import build_report, write_report
+from harness.report import charts as charts_mod
+from harness.report.charts import CHART_NAMES, draw_charts, is_warmup, time_bin_s
+from harness.report.figures import latency_sample, output_tokens_in
+from harness.report.html import render_html, write_html
+from harness.report.stats import mean, percentile
+from tests.report.rundir import phase, rec, run_end, write_run
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _scenario(root: Path, meta: dict[str, Any] | None = None) -> Path:
+    """Warm-up [0, 5), single [5, 35), C=2 [35, 95) (one error, one truncation), C=4 [95, 110) NOT steady."""
+    records = [rec("w", -1, 0, 4, tokens=20)]
+    t = 5.0
+    for i in range(6):  # single stream: 5 s requests back to back
+        records.append(rec("u1", 0, t, 5, ttft=0.2 + 0.01 * i, tokens=100 + 10 * i))
+        t += 5
+    for u, e2e in (("u1", 6.0), ("u2", 7.5)):
+        t = 35.0
+        for i in range(int(60 // e2e)):
+            ok = not (u == "u2" and i == 3)
+            records.append(rec(u, 1, t, e2e, ttft=0.4 + 0.02 * i, tokens=150 + 5 * i, ok=ok,
+                               truncated=(u == "u1" and i == 2), concurrency=2))
+            t += e2e
+    for j in range(4):  # every first request ends after the step end: no steady window
+        records.append(rec(f"u{j + 1}", 2, 95 + 0.1 * j, 16, ttft=1.0 + 0.1 * j, tokens=200, concurrency=4))
+    phases = [phase("warmup", -1, 1, 0), phase("single", 0, 1, 5, 30), phase("step", 1, 2, 35, 60),
+              phase("step", 2, 4, 95, 5), run_end(110)]
+    return write_run(root, records, phases, meta)
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], str, str]:
+    """(run dir, report, report.md, report.html) of the scenario after write_report."""
+    root = _scenario(tmp_path_factory.mktemp("html") / "run")
+    rep, md = write_report(root)
+    return root, rep, md, (root / "report.html").read_text(encoding="utf-8")
+
+
+def test_one_self_contained_file(written: tuple[Path, dict[str, Any], str, str]) -> None:
+    root, _, _, page = written
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    low = page.lower()
+    for bad in ('src="http', "src='http", 'href="http', "href='http", "@import", "url(", "<script", "<link",
+                "<iframe", "//cdn"):
+        assert bad not in low, bad
+    # every src is an embedded image, every href an anchor of the page itself
+    assert set(re.findall(r'src="([a-z]+:[a-z/]+)', page)) == {"data:image/png"}
+    for href in re.findall(r'href="([^"]*)"', page):
+        assert href.startswith("#fig-") and f'id="{href[1:]}"' in page
+    assert not (root / "report.html.tmp").exists()
+
+
+def test_every_figure_embedded_and_written_as_png(written: tuple[Path, dict[str, Any], str, str]) -> None:
+    root, rep, _, page = written
+    assert rep["time_scale"] == 1.0
+    files = sorted((root / "figures").glob("*.png"))
+    names = [p.stem for p in files]
+    assert sorted(names) == sorted(n for n in CHART_NAMES if n != "hours_real_time")
+    embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    assert len(embedded) == len(files)
+    for p in files:
+        data = p.read_bytes()
+        assert data.startswith(PNG_MAGIC)
+        with Image.open(io.BytesIO(data)) as im:
+            im.verify()
+        with Image.open(p) as im:
+            assert im.format == "PNG" and im.size[0] >= 800 and im.size[1] >= 300
+        assert base64.b64encode(data).decode("ascii") in embedded, p.name
+        assert f'id="fig-{p.stem}"' in page
+
+
+def test_tables_hold_the_report_values_as_in_the_markdown(written: tuple[Path, dict[str, Any], str, str]) -> None:
+    _, rep, md, page = written
+    single, c2, c4 = rep["steps"]
+    assert (single["steady"], c2["steady"], c4["steady"]) == (True, True, False)
+    assert c2["errors"] == 1 and c2["truncated"] == 1
+    h100k = c2["hours"][0]
+    expected = [
+        f"{c2['output_tps']:,.1f}",                                            # output tok/s
+        f"{c2['per_stream_tps']:,.1f}",                                        # per-stream tok/s
+        " / ".join(f"{c2[f'ttft_p{q}_s']:.3f}" for q in (50, 90, 99)),      # TTFT triple (< 1 s)
+        f"{c2['tpot_mean_s'] * 1000:.1f} / {c2['tpot_p50_s'] * 1000:.1f}",     # TPOT in ms (10..100)
+        f"{single['request_rate']:.4f}",                                       # req/s < 1
+        f"{c2['window_s']:.1f} (from +{c2['window_start_s']:.1f})",           # steady window
+        f"{h100k['hours']:,.1f} h ({h100k['hours_low']:,.1f}–{h100k['hours_high']:,.1f}) · tok "
+        f"{h100k['token_hours']:,.1f} h",                                     # hours cell
+        "C=4 †",                                                               # NOT steady label
+        "NOT steady †",
+        f"N={rep['hours_to_n'][-1]:,}",
+    ]
+    for text in expected:
+        assert text in md, text
+        assert text in page, text
+    # every Markdown table (per step, hours, per prompt, by finish reason; no real-time tables at time_scale 1)
+    md_tables = sum(1 for line in md.splitlines() if line.startswith("|---"))
+    assert md_tables == 4 and page.count("<table>") == md_tables
+
+
+def test_header_definitions_and_notes(written: tuple[Path, dict[str, Any], str, str]) -> None:
+    _, rep, _, page = written
+    head = page[: page.index("<h2>")]
+    assert "synthetic" in head and "k2-test" in head and "http://127.0.0.1:8000/v1" in head
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC[+-]\d\d:\d\d", head)
+    assert "finished" in head
+    import html as html_lib
+
+    for key, text in rep["definitions"].items():
+        assert f"<strong>{key}</strong>: {html_lib.escape(text, quote=False)}" in page, key
+    assert rep["notes"]
+    for note in rep["notes"]:
+        assert html_lib.escape(note, quote=False) in page, note
+    # the figures sit between the tables and the formulas
+    assert page.index("<h2>Hours to N") < page.index("<h2>Figures</h2>") < page.index("<h2>Formulas</h2>")
+
+
+def test_figures_use_the_report_functions(written: tuple[Path, dict[str, Any], str, str]) -> None:
+    root, rep, _, _ = written
+    main = [r for r in read_records(root) if not is_warmup(r)]
+    for row in rep["steps"]:
+        sample = latency_sample(main, row["step"], row["steady"], row["window_start_wall"], row["window_end_wall"])
+        assert percentile([r.ttft for r in sample if r.ttft is not None], 50) == row["ttft_p50_s"]
+        assert percentile([r.e2e for r in sample if r.e2e is not None], 50) == row["e2e_p50_s"]
+        split = mean(float(r.reasoning_tokens) for r in sample), mean(float(r.answer_tokens) for r in sample)
+        assert split[0] is not None and split[1] is not None
+        assert split[0] + split[1] == pytest.approx(row["mean_output_tokens"])  # the stacked bar's total
+    # tok/s per time bin: output_tokens_in on each bin, and no token lost or counted twice across bins
+    t0 = rep["start_wall"]
+    t1 = max(r.end_wall for r in main)
+    width = time_bin_s(t1 - t0)
+    bins = charts_mod._binned_tps(main, t0, t1, width)
+    for i in (0, 7, 40, len(bins) - 1):
+        direct = output_tokens_in(main, t0 + i * width, t0 + (i + 1) * width) / width
+        assert bins[i] == pytest.approx(direct)
+    assert sum(bins) * width == pytest.approx(output_tokens_in(main, t0, t0 + len(bins) * width))
+    assert sum(bins) * width == pytest.approx(sum(r.output_tokens for r in main if r.ok))
+
+
+def test_time_bins() -> None:
+    assert time_bin_s(100) == 1.0
+    assert time_bin_s(151) == 2.0
+    assert time_bin_s(3 * 3600) == 120.0
+    assert time_bin_s(10**6) == 3600.0
+
+
+def test_drawing_is_deterministic(written: tuple[Path, dict[str, Any], str, str]) -> None:
+    root, rep, _, _ = written
+    recs = read_records(root)
+    a = draw_charts(rep, recs)
+    b = draw_charts(json.loads(json.dumps(rep)), recs)
+    assert [c.name for c in a] == [c.name for c in b]
+    assert [c.png for c in a] == [c.png for c in b]
+    assert [c.png for c in a] == [(root / "figures" / f"{c.name}.png").read_bytes() for c in a]
+
+
+def test_compressed_time_adds_real_time_hours_and_stale_figures_go(tmp_path: Path) -> None:
+    root = _scenario(tmp_path / "run", {"simulator": {"time_scale": 0.5}})
+    rep, md = write_report(root)
+    assert rep["time_scale"] == 0.5
+    page = (root / "report.html").read_text(encoding="utf-8")
+    assert (root / "figures" / "hours_real_time.png").read_bytes().startswith(PNG_MAGIC)
+    assert 'id="fig-hours_real_time"' in page and "COMPRESSED TIME" in page
+    # per step, hours, real-time equivalents and their hours, per prompt, by finish reason
+    md_tables = sum(1 for line in md.splitlines() if line.startswith("|---"))
+    assert md_tables == 6 and page.count("<table>") == md_tables
+    meta = json.loads((root / "run.json").read_text())
+    del meta["simulator"]
+    (root / "run.json").write_text(json.dumps(meta))
+    write_report(root)
+    assert not (root / "figures" / "hours_real_time.png").exists()
+    assert 'id="fig-hours_real_time"' not in (root / "report.html").read_text(encoding="utf-8")
+
+
+def test_text_from_the_run_is_escaped(tmp_path: Path) -> None:
+    meta = {"target": {"base_url": "http://127.0.0.1:1/<script>x</script>", "model": "<img src=http://e/x>"},
+            "profile": {"name": "[a](http://evil.example/) <b>p</b>"}}
+    root = _scenario(tmp_path / "run", meta)
+    write_report(root)
+    page = (root / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in page and "<img src=http" not in page and "<b>p</b>" not in page
+    assert 'href="http' not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_run_without_steps_still_writes_the_page(tmp_path: Path) -> None:
+    root = write_run(tmp_path / "run", [rec("w", -1, 0, 2)], [phase("warmup", -1, 1, 0), run_end(5)])
+    rep = build_report(root)
+    assert rep["steps"] == []
+    out = write_html(root, rep)
+    assert out == root / "report.html"
+    page = out.read_text(encoding="utf-8")
+    assert "No steps recorded." in page
+    assert len(re.findall(r'src="data:image/png;base64,', page)) == len(CHART_NAMES) - 1
+    assert render_html(rep, []).count("<figure") == 0
+
+
+def test_without_matplotlib_md_and_json_are_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    root = _scenario(tmp_path / "run")
+    monkeypatch.delitem(sys.modules, "harness.report.charts")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    with caplog.at_level(logging.WARNING, logger="llmload"):
+        rep, md = write_report(root)
+    assert (root / "report.md").read_text() == md and json.loads((root / "report.json").read_text()) == rep
+    assert not (root / "report.html").exists() and not (root / "figures").exists()
+    assert any("HTML report skipped" in r.getMessage() and "matplotlib" in r.getMessage() for r in caplog.records)
+
+
+def test_a_failing_figure_does_not_lose_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    root = _scenario(tmp_path / "run")
+
+    def boom(*_: Any) -> Any:
+        raise RuntimeError("drawing failed")
+
+    monkeypatch.setattr(charts_mod, "draw_charts", boom)
+    with caplog.at_level(logging.ERROR, logger="llmload"):
+        rep, md = write_report(root)
+    assert (root / "report.md").read_text() == md and rep["steps"]
+    assert not (root / "report.html").exists()
+    assert any("HTML report failed" in r.getMessage() and "drawing failed" in r.getMessage() for r in caplog.records)
+
+
+def test_cli_writes_the_html(tmp_path: Path) -> None:
+    from harness.report.cli import main
+
+    root = _scenario(tmp_path / "run")
+    assert main([str(root), "--quiet"]) == 0
+    assert (root / "report.html").stat().st_size > 10_000
+    assert {p.stem for p in (root / "figures").glob("*.png")} == set(CHART_NAMES) - {"hours_real_time"}
