@@ -9,11 +9,14 @@ object per record:
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
   start, or the first C requests when records carry no user id);
-* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval and
-  counted pro rata inside the window), usable req/s and hours to N (requests, with the Poisson interval; and
-  tokens), per-stream tok/s (a ratio of sums), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
-  histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, % truncated, error counts by class,
-  client read lag, low-confidence and real-time figures.
+* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval, from
+  the request start when its reasoning was hidden, and counted pro rata inside the window), usable req/s and
+  hours to N (requests, with the Poisson interval; and tokens), per-stream tok/s (a ratio of sums over streamed
+  tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
+  histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
+  (``usable_reasons``), % truncated, hidden-reasoning count and share, error counts by class, the split by
+  finish reason, client read lag, low-confidence (with its fix), real-time and cost figures (the last three by
+  the report's own helpers, which take plain numbers).
 
 Units are the report's: seconds (``*_s``), tokens, tokens per second (``*_tps``), requests per second
 (``request_rate``), percentages (``*_pct``, 0..100), shares (0..1); wall times are epoch seconds.
