@@ -10,6 +10,14 @@ read lags of a few ms, per-record ``gap_hist`` / ``itl_hist`` log histograms of 
 share (0.2 %) of failed requests (idle timeouts; HTTP 503s, half of them with a Retry-After, and in-band
 server errors with an error ``code``) so error figures are exercised.
 
+So the report's newer figures are exercised too: 10 % of the successful requests that reach an answer have
+hidden reasoning (OpenAI style: usage counts the reasoning tokens, no reasoning text is streamed, so TTFT is the
+first answer chunk and ``tpot`` / ``decode_rate`` count answer tokens only; ``hidden_reasoning`` true), and the
+profile in ``run.json`` has a ``usable:`` rule (``min_answer_tokens`` 40, an ``answer_regex``, ``answer_json``)
+that successful untruncated requests fail as ``min_answer_tokens`` (answers under 40 tokens, a few %), ``regex``
+(1 %) or ``json`` (0.5 %); ``usable_reason`` is ``error`` / ``truncated`` / one of those / null. The profile also
+has a ``cost:`` section (8 GPUs at US$ 2.50 per GPU-hour), so the cost figures are computed.
+
 Timing is a closed-loop simulation: each Locust user sends its next request as soon as its previous one ends
 (1 ms think time); the sweep is warm-up (1 request), single stream (C=1, half a step), then the load steps
 (default C = 8/16/32/64). A request belongs to the step it *started* in; a step change adds users at its start
@@ -21,8 +29,9 @@ matches them. ``run.json`` says the built-in simulator (time scale 1) was the ta
     .venv/bin/python benchmarks/records_gen.py --records 1000000 --out /tmp/llmload-1m
     .venv/bin/python benchmarks/records_gen.py --records 20000 --out /tmp/small --concurrency 4,8 --seed 3
 
-Size: ~1.9 KB a record, like the demo run (schema 2: 200k records 382 MB, so ~1.9 GB per million; 1.87 GB
-before the schema-2 fields); speed ~45 s per million records on one core (200k: 9.3 s).
+Size: ~2 KB a record, like the demo run (schema 2 with ``usable_reason`` / ``hidden_reasoning``: 200k records
+394 MB, so ~2.0 GB per million; 382 MB before those two fields, 1.87 GB per million before the other schema-2
+fields); speed ~48 s per million records on one core (200k: 9.6 s).
 """
 
 from __future__ import annotations
@@ -54,6 +63,15 @@ _TPOT_C1_S = 0.0108
 _TPOT_PER_STREAM_S = 0.000294
 _THINK_S = 0.001
 _ERROR_SHARE = 0.002
+#: Share of successful requests with an answer whose reasoning is hidden (not streamed).
+_HIDDEN_SHARE = 0.10
+#: The generated profile's ``usable:`` rule, and the shares of the remaining requests failing its text checks.
+_MIN_ANSWER_TOKENS = 40
+_USABLE = {"min_answer_tokens": _MIN_ANSWER_TOKENS, "answer_regex": r"\w", "answer_json": True}
+_REGEX_FAIL_SHARE = 0.01
+_JSON_FAIL_SHARE = 0.005
+#: The generated profile's ``cost:`` section (US$ 20 per hour).
+_COST = {"gpu_hour_usd": 2.5, "gpus": 8}
 _HIST_BASE_S = 1e-6
 _LOG_GROWTH = math.log(1.01)
 #: The record layout written (``schema`` of every record; :data:`harness.result.RECORD_SCHEMA`).
@@ -175,14 +193,18 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
             reasoning, answer = min(reasoning, tokens), max(0, tokens - reasoning)
             error_code = rng.choice(("500", "overloaded"))
             error_detail = f"server error event (code {error_code})"
+    # hidden reasoning: generated before the first (answer) chunk, counted in usage, never streamed
+    hidden = error_class is None and answer > 0 and reasoning > 0 and rng.random() < _HIDDEN_SHARE
+    streamed = answer if hidden else tokens  # the tokens the stream's chunks carry
     if tokens:
         t_last = ttft + (tokens - 1) * tpot
         e2e = t_last + (30.0 if error_class == "timeout_idle" else 0.0)
         ttfat: float | None = ttft + reasoning * tpot if answer else None
-        gap = hists.hist(tokens - 1, tpot) if tokens > 1 else None
-        decode = t_last - ttft
-        ttft_v: float | None = ttft
-        t_first_reasoning: float | None = ttft
+        first = ttft + reasoning * tpot if hidden else ttft  # the first visible chunk (an answer one if hidden)
+        gap = hists.hist(streamed - 1, tpot) if streamed > 1 else None
+        decode = t_last - first
+        ttft_v: float | None = first
+        t_first_reasoning: float | None = None if hidden else ttft
         t_last_v: float | None = t_last
     else:
         e2e = 0.003 * rng.lognormvariate(0.0, 0.2)
@@ -191,8 +213,8 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
         decode = 0.0
     ok = error_class is None
     finish = ("length" if truncated else "stop") if ok else None
-    usable = ok and not truncated
-    rchars = int(reasoning * rng.uniform(4.3, 4.9))
+    usable_reason = _usable_reason(rng, ok, truncated, answer)
+    rchars = 0 if hidden else int(reasoning * rng.uniform(4.3, 4.9))
     achars = int(answer * rng.uniform(4.6, 5.3))
     rec: dict[str, Any] = {
         "schema": RECORD_SCHEMA_VERSION,
@@ -202,7 +224,8 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
         "read_lag_max": 0.003 * rng.lognormvariate(0.0, 0.4) * (1.0 + conc / 32.0),
         "t_headers": 0.00045 * rng.lognormvariate(0.0, 0.3) if http_status else None,
         "ttft": ttft_v, "ttfat": ttfat, "t_first_reasoning": t_first_reasoning, "t_last_token": t_last_v,
-        "e2e": e2e, "chunks": tokens, "reasoning_chunks": reasoning, "answer_chunks": answer, "sse_comments": 0,
+        "e2e": e2e, "chunks": streamed, "reasoning_chunks": 0 if hidden else reasoning, "answer_chunks": answer,
+        "sse_comments": 0,
         "gap_hist": gap,
     }
     if gap is not None:
@@ -216,13 +239,29 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
         "error_code": error_code, "http_status": http_status, "finish_reason": finish, "done_seen": ok,
         "truncated": truncated,
         "truncated_in_reasoning": truncated and reasoning == tokens, "suspect_truncation": False,
-        "usable": usable,
-        "tpot": decode / (tokens - 1) if ok and tokens > 1 and decode > 0 else None,
-        "decode_rate": tokens / decode if ok and decode > 0 else None,
-        "reasoning_rate": reasoning / (reasoning * tpot) if ok and reasoning else None,
+        "usable": usable_reason is None, "usable_reason": usable_reason, "hidden_reasoning": hidden,
+        "tpot": decode / (streamed - 1) if ok and streamed > 1 and decode > 0 else None,
+        "decode_rate": streamed / decode if ok and decode > 0 else None,
+        "reasoning_rate": reasoning / (reasoning * tpot) if ok and reasoning and not hidden else None,
         "answer_rate": answer / (answer * tpot) if ok and answer else None,
     })
     return rec
+
+
+def _usable_reason(rng: random.Random, ok: bool, truncated: bool, answer: int) -> str | None:
+    """The record's ``usable_reason`` under the generated profile's rule (:data:`_USABLE`), None when usable."""
+    if not ok:
+        return "error"
+    if truncated:
+        return "truncated"
+    if answer < _MIN_ANSWER_TOKENS:
+        return "min_answer_tokens"
+    draw = rng.random()
+    if draw < _REGEX_FAIL_SHARE:
+        return "regex"
+    if draw < _REGEX_FAIL_SHARE + _JSON_FAIL_SHARE:
+        return "json"
+    return None
 
 
 def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
@@ -308,7 +347,8 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
     meta = {
         "run_id": out.name, "status": "finished", "start_wall": T0, "end_wall": run_end, "hostname": "generated",
         "argv": ["benchmarks/records_gen.py"], "records": written,
-        "profile": {"name": "generated", "report": {"hours_to_n": [100000, 200000, 500000, 900000]}},
+        "profile": {"name": "generated", "report": {"hours_to_n": [100000, 200000, 500000, 900000]},
+                    "usable": _USABLE, "cost": _COST},
         "target": {"base_url": "http://127.0.0.1:0/v1", "model": "sim-reasoner", "simulator": True},
         "simulator": {"preset": "demo", "flavour": "vllm", "time_scale": 1.0, "seed": spec.seed},
         "generator": {"records": spec.records, "concurrency": spec.concurrency, "step_s": spec.step_s,

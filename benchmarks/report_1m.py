@@ -37,14 +37,15 @@ sys.path.insert(0, str(_ROOT))
 
 def _child_frame(run_dir: str, rows_out: str | None) -> None:
     """(a), run inside the child: load, compute every figure, print the split as JSON."""
-    from harness.report.build import _hours_n, _time_scale
+    from harness.report.build import _hours_n, _sub, _time_scale
     from harness.report.columns import load_frame_run, run_totals, step_rows, warmup_summary
+    from harness.report.cost import usd_per_hour
 
     t0 = time.perf_counter()
     run = load_frame_run(run_dir)
     t1 = time.perf_counter()
     meta = json.loads((Path(run_dir) / "run.json").read_text())
-    rows = step_rows(run, _hours_n(meta, None), _time_scale(meta)[0])
+    rows = step_rows(run, _hours_n(meta, None), _time_scale(meta)[0], usd_per_hour(_sub(meta, "profile"))[0])
     totals, warm = run_totals(run), warmup_summary(run)
     t2 = time.perf_counter()
     if rows_out:

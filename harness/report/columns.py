@@ -9,11 +9,14 @@ object per record:
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
   start, or the first C requests when records carry no user id);
-* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval and
-  counted pro rata inside the window), usable req/s and hours to N (requests, with the Poisson interval; and
-  tokens), per-stream tok/s (a ratio of sums), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
-  histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, % truncated, error counts by class,
-  client read lag, low-confidence and real-time figures.
+* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval, from
+  the request start when its reasoning was hidden, and counted pro rata inside the window), usable req/s and
+  hours to N (requests, with the Poisson interval; and tokens), per-stream tok/s (a ratio of sums over streamed
+  tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
+  histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
+  (``usable_reasons``), % truncated, hidden-reasoning count and share, error counts by class, the split by
+  finish reason, client read lag, low-confidence (with its fix), real-time and cost figures (the last three by
+  the report's own helpers, which take plain numbers).
 
 Units are the report's: seconds (``*_s``), tokens, tokens per second (``*_tps``), requests per second
 (``request_rate``), percentages (``*_pct``, 0..100), shares (0..1); wall times are epoch seconds.
@@ -42,7 +45,9 @@ import polars as pl
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
 from harness.records import read_phases
-from harness.report.figures import low_confidence, real_time
+from harness.report.cost import add_cost
+from harness.report.diagnosis import low_confidence_fix
+from harness.report.figures import SPLIT_FINISH_REASONS, low_confidence, real_time
 from harness.report.frame import ROW, read_frame
 from harness.report.hours import hours_by_requests, hours_by_tokens
 from harness.report.load import Phase
@@ -65,8 +70,9 @@ __all__ = [
 #: The record fields the report's figures read (pass to :func:`harness.report.frame.read_frame`).
 REPORT_COLUMNS: tuple[str, ...] = (
     "user", "phase", "step", "concurrency", "start_wall", "read_lag_max", "t_headers", "ttft", "ttfat",
-    "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source", "ok", "error_class",
-    "truncated", "truncated_in_reasoning", "suspect_truncation", "usable", "tpot",
+    "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source", "reasoning_tokens", "answer_tokens", "ok",
+    "error_class", "finish_reason", "truncated", "truncated_in_reasoning", "suspect_truncation", "usable",
+    "usable_reason", "hidden_reasoning", "tpot",
 )
 
 # Derived columns added by prepare() (underscore names never clash with record fields).
@@ -249,6 +255,9 @@ def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]
 
 
 # ---------------------------------------------------------------------------------------------- figures
+#
+# One small function per rule of harness/report/figures.py (and diagnosis.not_usable_reason), named after it,
+# so a change of definition there is a change of one function here.
 
 
 def _overlap(a0: pl.Expr, a1: pl.Expr, w0: float, w1: float) -> pl.Expr:
@@ -259,17 +268,85 @@ def _overlap(a0: pl.Expr, a1: pl.Expr, w0: float, w1: float) -> pl.Expr:
     return pl.when(a1 <= a0).then(point).otherwise(spread)
 
 
+def _token_spread_start() -> pl.Expr:
+    """Where a request's output tokens start being spread for aggregate tok/s (epoch s), as
+    ``figures.output_tokens_in``: start + TTFT; the request start without TTFT, or with hidden reasoning (its
+    reasoning was generated, unseen, before the first visible chunk)."""
+    ttft = pl.col("ttft")
+    return pl.when(ttft.is_not_null() & ~_flag("hidden_reasoning")).then(pl.col(_START) + ttft) \
+        .otherwise(pl.col(_START))
+
+
 def _window_tokens(w0: float, w1: float) -> pl.Expr:
-    """Output tokens of successful requests generated inside ``[w0, w1)``, pro rata (tokens)."""
+    """Output tokens of successful requests generated inside ``[w0, w1)``, pro rata (tokens), as
+    ``figures.output_tokens_in``: spread uniformly over [:func:`_token_spread_start`, end]."""
     tokens = pl.col("output_tokens")
     counted = pl.col(_OK) & tokens.is_not_null() & (tokens != 0)
-    a0 = pl.col(_START) + pl.col("ttft").fill_null(0.0)
-    frac = _overlap(a0, pl.col(_END), w0, w1)
+    frac = _overlap(_token_spread_start(), pl.col(_END), w0, w1)
     return (tokens.cast(pl.Float64) * frac).filter(counted).sum()
+
+
+def _usable_ends_in(w0: float, w1: float) -> pl.Expr:
+    """Usable requests whose end falls in ``[w0, w1)`` (count), as ``figures.usable_ends_in``."""
+    return (pl.col(_USABLE) & (pl.col(_END) >= w0) & (pl.col(_END) < w1)).sum()
+
+
+def _streamed_tokens() -> pl.Expr:
+    """Tokens a request's stream timing covers (tokens), as ``RequestResult.streamed_tokens``: answer tokens with
+    hidden reasoning, else output tokens."""
+    return pl.when(_flag("hidden_reasoning")).then(pl.col("answer_tokens")).otherwise(pl.col("output_tokens"))
+
+
+def _per_stream_parts() -> tuple[pl.Expr, pl.Expr]:
+    """(Σ streamed tokens, Σ (E2E − TTFT) seconds) of ``figures._per_stream_tps``: over requests with TTFT, E2E >
+    TTFT and streamed tokens; per-stream tok/s is their ratio (a ratio of sums)."""
+    n = _streamed_tokens()
+    counted = pl.col("ttft").is_not_null() & pl.col("e2e").is_not_null() & (pl.col("e2e") > pl.col("ttft")) \
+        & n.is_not_null() & (n != 0)
+    return (n.cast(pl.Float64).filter(counted).sum().alias("_tok"),
+            (pl.col("e2e") - pl.col("ttft")).filter(counted).sum().alias("_sec"))
+
+
+def _not_usable_reason() -> pl.Expr:
+    """Why a record is not usable (String; null when usable), as ``diagnosis.not_usable_reason``: its
+    ``usable_reason``, else (records written before that field) ``error`` / ``truncated`` / ``unknown``."""
+    reason = pl.col("usable_reason")
+    return (
+        pl.when(pl.col(_USABLE)).then(pl.lit(None, pl.String))
+        .when(reason.is_not_null() & (reason != "")).then(reason)
+        .when(~pl.col(_OK)).then(pl.lit("error"))
+        .when(_flag("truncated")).then(pl.lit("truncated"))
+        .otherwise(pl.lit("unknown"))
+    )
+
+
+def _finish_reason_key() -> pl.Expr:
+    """The ``by_finish_reason`` group of a record: its finish reason, ``none`` when null or empty."""
+    fr = pl.col("finish_reason")
+    return pl.when(fr.is_null() | (fr == "")).then(pl.lit("none")).otherwise(fr)
 
 
 def _pctl(col: str, q: float) -> pl.Expr:
     return pl.col(col).drop_nulls().quantile(q / 100.0, interpolation="linear")
+
+
+def _mean_tokens(col: str, where: pl.Expr | None = None) -> pl.Expr:
+    """Mean of a token count column (tokens, float; null when empty), over the rows ``where`` holds (default all),
+    as ``stats.mean``."""
+    tokens = pl.col(col).fill_null(0).cast(pl.Float64)
+    return (tokens if where is None else tokens.filter(where)).mean()
+
+
+def _counts(frame: pl.DataFrame, **exprs: pl.Expr) -> dict[str, int]:
+    """Each boolean expression's count of true rows in ``frame``, by keyword name."""
+    row = frame.select(e.sum().alias(k) for k, e in exprs.items()).row(0, named=True)
+    return {k: int(v or 0) for k, v in row.items()}
+
+
+def _count_by(frame: pl.DataFrame, key: pl.Expr) -> dict[str, int]:
+    """``{value: rows}`` of ``key`` over ``frame``, null values left out, sorted by value."""
+    counts = frame.select(key.alias("k")).drop_nulls("k").group_by("k").len()
+    return dict(sorted(zip(counts.get_column("k").to_list(), counts.get_column("len").to_list(), strict=True)))
 
 
 def gap_histogram(sample: pl.DataFrame, batch_rows: int = 200_000) -> LogHistogram:
@@ -314,13 +391,10 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 200_000) -> LogHistogr
     return h
 
 
+
+
 def _latency(sample: pl.DataFrame) -> dict[str, Any]:
     """Latency and per-request figures over ``sample`` (successful requests), as ``figures._latency``."""
-    tokens = pl.col("output_tokens")
-    decode = (pl.col("e2e") - pl.col("ttft"))
-    streamed = pl.col("ttft").is_not_null() & pl.col("e2e").is_not_null() & (pl.col("e2e") > pl.col("ttft")) \
-        & tokens.is_not_null() & (tokens != 0)
-    tok0 = tokens.fill_null(0).cast(pl.Float64)
     n = sample.height
     v = sample.select(
         _pctl("ttft", 50).alias("ttft_p50_s"), _pctl("ttft", 90).alias("ttft_p90_s"),
@@ -330,10 +404,9 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
         _pctl("ttfat", 99).alias("ttfat_p99_s"),
         pl.col("tpot").drop_nulls().mean().alias("tpot_mean_s"), _pctl("tpot", 50).alias("tpot_p50_s"),
         _pctl("e2e", 50).alias("e2e_p50_s"),
-        tokens.cast(pl.Float64).filter(streamed).sum().alias("_tok"),
-        decode.filter(streamed).sum().alias("_sec"),
-        tok0.mean().alias("mean_output_tokens"),
-        tok0.filter(pl.col(_USABLE)).mean().alias("mean_output_tokens_usable"),
+        *_per_stream_parts(),
+        _mean_tokens("output_tokens").alias("mean_output_tokens"),
+        _mean_tokens("output_tokens", pl.col(_USABLE)).alias("mean_output_tokens_usable"),
         pl.col(_USABLE).sum().alias("_usable"),
     ).row(0, named=True) if n else {}
     gaps = gap_histogram(sample)
@@ -360,11 +433,37 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """``figures.by_finish_reason`` of ``sample`` (successful requests): ``stop`` and ``length`` first (figures
+    None when no request ended so), then every other reason in the order it first occurs. Seconds and tokens."""
+    groups = sample.group_by(_finish_reason_key().alias("_reason"), maintain_order=True).agg(
+        pl.len().alias("requests"),
+        _pctl("ttft", 50).alias("ttft_p50_s"),
+        _pctl("ttfat", 50).alias("ttfat_p50_s"),
+        _pctl("e2e", 50).alias("e2e_p50_s"),
+        _mean_tokens("output_tokens").alias("mean_output_tokens"),
+        _mean_tokens("reasoning_tokens").alias("mean_reasoning_tokens"),
+        _mean_tokens("answer_tokens").alias("mean_answer_tokens"),
+    )
+    got = {g.pop("_reason"): g for g in groups.iter_rows(named=True)}
+    empty = {"requests": 0, "ttft_p50_s": None, "ttfat_p50_s": None, "e2e_p50_s": None, "mean_output_tokens": None,
+             "mean_reasoning_tokens": None, "mean_answer_tokens": None}
+    out: dict[str, dict[str, Any]] = {}
+    for reason in dict.fromkeys([*SPLIT_FINISH_REASONS, *got]):
+        g = got.get(reason)
+        out[reason] = dict(empty) if g is None else {**g, "requests": int(g["requests"])}
+    return out
+
+
 def _errors_by_class(failed: pl.DataFrame) -> dict[str, int]:
+    """Failed records by ``error_class`` (``unknown`` when null or empty), sorted by class."""
     cls = pl.col("error_class")
-    name = pl.when(cls.is_null() | (cls == "")).then(pl.lit("unknown")).otherwise(cls).alias("c")
-    counts = failed.select(name).group_by("c").len()
-    return dict(sorted(zip(counts.get_column("c").to_list(), counts.get_column("len").to_list(), strict=True)))
+    return _count_by(failed, pl.when(cls.is_null() | (cls == "")).then(pl.lit("unknown")).otherwise(cls))
+
+
+def _usable_reasons(step_recs: pl.DataFrame) -> dict[str, int]:
+    """``{reason: count}`` of the records that are not usable (:func:`_not_usable_reason`), sorted by reason."""
+    return _count_by(step_recs, _not_usable_reason())
 
 
 def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
@@ -391,35 +490,62 @@ def _pct(part: int, whole: int) -> float | None:
     return 100.0 * part / whole if whole else None
 
 
-def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
-              time_scale: float) -> dict[str, Any]:
-    """``figures.step_row`` of one step; ``main`` holds every non-warm-up record, prepared."""
-    step_recs = main.filter(pl.col(_STEP) == phase.step)
-    c = step_recs.select(
-        pl.len().alias("requests"),
-        pl.col(_OK).sum().alias("ok"),
-        (pl.col(_OK) & _flag("truncated")).sum().alias("truncated"),
-        (pl.col(_OK) & _flag("truncated_in_reasoning")).sum().alias("trunc_reason"),
-        pl.col(_USABLE).sum().alias("usable"),
-        (pl.col(_OK) & (pl.col("token_source") == "estimate").fill_null(False)).sum().alias("estimated"),
-        _flag("suspect_truncation").sum().alias("suspect"),
-        pl.col("user").filter(pl.col("user").is_not_null() & (pl.col("user") != "")).n_unique().alias("users"),
-    ).row(0, named=True)
-    requests, n_ok = int(c["requests"]), int(c["ok"])
-    truncated, trunc_reason = int(c["truncated"]), int(c["trunc_reason"])
-    errors = _errors_by_class(step_recs.filter(~pl.col(_OK)))
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
 
+
+def _step_counts(step_recs: pl.DataFrame) -> dict[str, int]:
+    """The step's counts: requests, ok, truncated / in reasoning / estimated tokens / hidden reasoning (of the
+    successful ones), usable, suspect truncations (of all), users seen (distinct non-empty ids)."""
+    ok = pl.col(_OK)
+    c = _counts(
+        step_recs,
+        ok=ok,
+        truncated=ok & _flag("truncated"),
+        trunc_reason=ok & _flag("truncated_in_reasoning"),
+        usable=pl.col(_USABLE),
+        estimated=ok & (pl.col("token_source") == "estimate").fill_null(False),
+        hidden=ok & _flag("hidden_reasoning"),
+        suspect=_flag("suspect_truncation"),
+    )
+    user = pl.col("user")
+    c["requests"] = step_recs.height
+    c["users"] = int(step_recs.select(user.filter(user.is_not_null() & (user != "")).n_unique()).item())
+    return c
+
+
+def _measurement(main: pl.DataFrame, step_recs: pl.DataFrame, phase: Phase,
+                 window: Window) -> tuple[float, float, pl.DataFrame]:
+    """(w0, w1, latency sample): the steady window and the successful requests of any step started in it, or
+    (flagged not steady) the whole step and its successful requests."""
     if window.steady:
         w0, w1 = window.start, window.end
-        sample = main.filter(pl.col(_OK) & (pl.col(_START) >= w0) & (pl.col(_START) < w1))
-    else:
-        w0, w1 = phase.start, phase.end
-        sample = step_recs.filter(pl.col(_OK))
+        return w0, w1, main.filter(pl.col(_OK) & (pl.col(_START) >= w0) & (pl.col(_START) < w1))
+    return phase.start, phase.end, step_recs.filter(pl.col(_OK))
+
+
+def _hours(hours_n: Sequence[int], k: int, length: float, lat: dict[str, Any],
+           output_tps: float | None) -> list[dict[str, Any]]:
+    """The row's ``hours`` entries: hours to each N from usable req/s (with the interval) and from tokens."""
+    return [
+        {
+            "n": int(n),
+            **hours_by_requests(int(n), k, length),
+            "token_hours": hours_by_tokens(int(n), lat["mean_output_tokens"], output_tps, lat["usable_share"]),
+        }
+        for n in hours_n
+    ]
+
+
+def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
+              time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
+    """``figures.step_row`` of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
+    step_recs = main.filter(pl.col(_STEP) == phase.step)
+    c = _step_counts(step_recs)
+    requests, n_ok = c["requests"], c["ok"]
+    w0, w1, sample = _measurement(main, step_recs, phase, window)
     length = max(0.0, w1 - w0)
-    w = main.select(
-        _window_tokens(w0, w1).alias("tokens"),
-        (pl.col(_USABLE) & (pl.col(_END) >= w0) & (pl.col(_END) < w1)).sum().alias("k"),
-    ).row(0, named=True)
+    w = main.select(_window_tokens(w0, w1).alias("tokens"), _usable_ends_in(w0, w1).alias("k")).row(0, named=True)
     tokens = float(w["tokens"] or 0.0)
     k = int(w["k"])
     lat = _latency(sample)
@@ -451,51 +577,54 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "requests": requests,
         "completed": n_ok,
         "errors": requests - n_ok,
-        "errors_by_class": errors,
-        "error_rate": (requests - n_ok) / requests if requests else None,
-        "usable": int(c["usable"]),
-        "truncated": truncated,
-        "truncated_pct": _pct(truncated, n_ok),
-        "truncated_in_reasoning": trunc_reason,
-        "truncated_in_reasoning_pct": _pct(trunc_reason, n_ok),
-        "suspect_truncations": int(c["suspect"]),
-        "estimated_tokens_share": int(c["estimated"]) / n_ok if n_ok else None,
+        "errors_by_class": _errors_by_class(step_recs.filter(~pl.col(_OK))),
+        "error_rate": _share(requests - n_ok, requests),
+        "usable": c["usable"],
+        "usable_reasons": _usable_reasons(step_recs),
+        "truncated": c["truncated"],
+        "truncated_pct": _pct(c["truncated"], n_ok),
+        "truncated_in_reasoning": c["trunc_reason"],
+        "truncated_in_reasoning_pct": _pct(c["trunc_reason"], n_ok),
+        "suspect_truncations": c["suspect"],
+        "estimated_tokens_share": _share(c["estimated"], n_ok),
+        "hidden_reasoning": c["hidden"],
+        "hidden_reasoning_share": _share(c["hidden"], n_ok),
         "window_output_tokens": tokens,
         "output_tps": output_tps,
         "window_usable_completions": k,
         "request_rate": k / length if length > 0 else None,
         **lat,
         "tokens_per_usable": tokens_per_usable,
+        "by_finish_reason": _by_finish_reason(sample),
     }
-    row["hours"] = [
-        {
-            "n": int(n),
-            **hours_by_requests(int(n), k, length),
-            "token_hours": hours_by_tokens(int(n), lat["mean_output_tokens"], output_tps, lat["usable_share"]),
-        }
-        for n in hours_n
-    ]
+    row["hours"] = _hours(hours_n, k, length, lat, output_tps)
     row.update(_client_lag(step_recs))
-    row["users_seen"] = int(c["users"])
+    row["users_seen"] = c["users"]
     row["low_confidence"] = low_confidence(row)
+    row["low_confidence_fix"] = low_confidence_fix(row) if row["low_confidence"] else None
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None
+    add_cost(row, usd_per_hour)
     return row
 
 
-def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0) -> list[dict[str, Any]]:
+def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
+              usd_per_hour: float | None = None) -> list[dict[str, Any]]:
     """The report row of every single-stream phase and load step (warm-up excluded), in phase order.
 
-    Each row has the keys and units of :func:`harness.report.figures.step_row`.
+    Each row has the keys and units of :func:`harness.report.figures.step_row`, then ``cost``
+    (:func:`harness.report.cost.add_cost`, which also adds the US$ keys to the hours entries).
 
     Args:
         run: the loaded run (:func:`load_frame_run`).
         hours_n: sample counts N for the hours-to-N figures.
         time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
+        usd_per_hour: the deployment's price (US$ per hour; :func:`harness.report.cost.usd_per_hour` of the
+            profile), or None for no cost figures.
     """
     main = run.frame.filter(~pl.col(_WARMUP))
     steps = [p for p in run.phases if p.label != "warmup"]
     windows = steady_windows(run.frame, steps)
-    return [_step_row(main, p, w, hours_n, time_scale) for p, w in zip(steps, windows, strict=True)]
+    return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour) for p, w in zip(steps, windows, strict=True)]
 
 
 def warmup_summary(run: FrameRun) -> dict[str, Any]:
@@ -513,18 +642,22 @@ def run_totals(run: FrameRun) -> dict[str, Any]:
     """The report's ``totals`` block over every non-warm-up record, plus ``unplaced``: records of no phase."""
     main = run.frame.filter(~pl.col(_WARMUP))
     placed = [p.step for p in run.phases if p.label != "warmup"]
-    v = main.select(
-        pl.len().alias("n"), pl.col(_OK).sum().alias("ok"), pl.col(_USABLE).sum().alias("usable"),
-        (pl.col(_OK) & _flag("truncated")).sum().alias("truncated"),
-        _flag("suspect_truncation").sum().alias("suspect"),
-        (pl.col(_OK) & (pl.col("token_source") == "estimate").fill_null(False)).sum().alias("est"),
-        (~pl.col(_STEP).is_in(placed)).sum().alias("unplaced"),
-    ).row(0, named=True)
-    n, ok, est = int(v["n"]), int(v["ok"]), int(v["est"])
+    ok = pl.col(_OK)
+    c = _counts(
+        main,
+        ok=ok,
+        usable=pl.col(_USABLE),
+        hidden=ok & _flag("hidden_reasoning"),
+        truncated=ok & _flag("truncated"),
+        suspect=_flag("suspect_truncation"),
+        est=ok & (pl.col("token_source") == "estimate").fill_null(False),
+        unplaced=~pl.col(_STEP).is_in(placed),
+    )
+    n = main.height
     return {
-        "requests": n, "completed": ok, "errors": n - ok,
-        "errors_by_class": _errors_by_class(main.filter(~pl.col(_OK))),
-        "usable": int(v["usable"]), "truncated": int(v["truncated"]), "suspect_truncations": int(v["suspect"]),
-        "estimated_tokens": est, "estimated_tokens_share": est / ok if ok else None,
-        "unplaced": int(v["unplaced"]),
+        "requests": n, "completed": c["ok"], "errors": n - c["ok"],
+        "errors_by_class": _errors_by_class(main.filter(~ok)),
+        "usable": c["usable"], "hidden_reasoning": c["hidden"], "truncated": c["truncated"],
+        "suspect_truncations": c["suspect"], "estimated_tokens": c["est"],
+        "estimated_tokens_share": _share(c["est"], c["ok"]), "unplaced": c["unplaced"],
     }

@@ -23,7 +23,8 @@ Columns and dtypes (:data:`RECORD_SCHEMA`: one per field of the record schema,
   ``answer_tokens``, ``prompt_tokens``, and characters ``reasoning_chars`` / ``answer_chars``;
   ``token_source`` / ``reasoning_source`` (String).
 * outcome: ``ok``, ``done_seen``, ``truncated``, ``truncated_in_reasoning``, ``suspect_truncation``,
-  ``usable`` (Boolean); ``error_class``, ``error_detail``, ``error_code``, ``finish_reason`` (String);
+  ``usable``, ``hidden_reasoning`` (Boolean); ``usable_reason``, ``error_class``, ``error_detail``,
+  ``error_code``, ``finish_reason`` (String);
   ``retry_after_s`` (Float64, **seconds**); ``http_status`` (Int64).
 * rates, **tokens per second**: ``tpot`` is the exception, **seconds per token** (Float64);
   ``decode_rate``, ``reasoning_rate``, ``answer_rate`` (Float64).
@@ -129,6 +130,8 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "truncated_in_reasoning": pl.Boolean(),
     "suspect_truncation": pl.Boolean(),
     "usable": pl.Boolean(),
+    "usable_reason": pl.String(),
+    "hidden_reasoning": pl.Boolean(),
     "tpot": pl.Float64(),
     "decode_rate": pl.Float64(),
     "reasoning_rate": pl.Float64(),

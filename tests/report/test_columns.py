@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from harness.report import build_report
-from harness.report.build import _time_scale
+from harness.report.build import _sub, _time_scale
 from harness.report.columns import (
     REPORT_COLUMNS,
     gap_histogram,
@@ -29,6 +29,7 @@ from harness.report.columns import (
     step_rows,
     warmup_summary,
 )
+from harness.report.cost import usd_per_hour
 from harness.report.frame import RECORD_SCHEMA, read_frame
 from harness.report.load import load_run
 from harness.report.steady import steady_window
@@ -77,7 +78,7 @@ def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
     assert [vars(p) for p in fr.phases] == [vars(p) for p in run.phases]
     assert (fr.has_run_end, fr.phases_inferred) == (run.has_run_end, run.phases_inferred)
     assert steady_windows(fr.frame, run.phases) == [steady_window(p, run.records) for p in run.phases]
-    rows = step_rows(fr, hours_n, _time_scale(run.meta)[0])
+    rows = step_rows(fr, hours_n, _time_scale(run.meta)[0], usd_per_hour(_sub(run.meta, "profile"))[0])
     assert_same(rep["steps"], rows, "steps")
     totals = run_totals(fr)
     unplaced = totals.pop("unplaced")
@@ -118,10 +119,14 @@ def test_generated_records_are_schema_2_as_to_record_writes_them(tmp_path: Path)
         assert list(again) == list(r) and again == r
     assert {r["schema"] for r in raw} == {RESULT_SCHEMA}
     assert any(r["retry_after_s"] is not None for r in raw) and any(r["error_code"] is not None for r in raw)
-    frame = read_frame(out, ["schema", "retry_after_s", "error_code"])
-    assert frame.get_column("retry_after_s").to_list() == [r["retry_after_s"] for r in raw]
-    assert frame.get_column("error_code").to_list() == [r["error_code"] for r in raw]
-    compare(out)
+    assert {r["usable_reason"] for r in raw} == {None, "error", "truncated", "min_answer_tokens", "regex", "json"}
+    assert 0 < sum(r["hidden_reasoning"] for r in raw) < len(raw)
+    frame = read_frame(out, ["schema", "retry_after_s", "error_code", "usable_reason", "hidden_reasoning"])
+    for col in ("retry_after_s", "error_code", "usable_reason", "hidden_reasoning"):
+        assert frame.get_column(col).to_list() == [r[col] for r in raw], col
+    rows = compare(out)
+    assert all(r["hidden_reasoning"] and r["cost"] is not None for r in rows)
+    assert any(r["by_finish_reason"]["length"]["requests"] for r in rows)
 
 
 def test_generated_run_with_short_steps_is_not_steady(tmp_path: Path) -> None:
@@ -185,6 +190,36 @@ def test_older_records_without_newer_fields(tmp_path: Path) -> None:
         if i % 3 == 0:
             r.pop("usable", None)
     compare(write_run(tmp_path / "run", records, _edge_phases()))
+
+
+def test_hidden_reasoning_usable_reasons_and_finish_reasons(tmp_path: Path) -> None:
+    records = _edge_records()
+    hidden = {"hidden_reasoning": True, "reasoning_chunks": 0, "t_first_reasoning": None}
+    changes: dict[int, dict[str, Any]] = {
+        1: hidden,  # single stream, before the window
+        3: {**hidden, "usable_reason": None},
+        4: {**hidden, "answer_tokens": 0},  # hidden, no answer token streamed: no per-stream tokens
+        5: {**hidden, "ttft": None, "finish_reason": "tool_calls"},  # hidden without TTFT
+        6: {**hidden, "usable": False, "usable_reason": "min_answer_tokens"},
+        7: {"usable": False, "usable_reason": "", "finish_reason": ""},  # empty reason: from ok / truncated
+        8: {"usable_reason": "truncated", "finish_reason": None},
+        9: {"usable_reason": "error"},
+        10: hidden,  # failed: not counted as a hidden-reasoning request
+        13: {"usable": False, "usable_reason": "json", "hidden_reasoning": None},
+        14: {"usable": False, "usable_reason": None, "finish_reason": "content_filter"},  # no reason recorded
+        15: {"usable": False, "usable_reason": "regex"},
+    }
+    for i, change in changes.items():
+        records[i].update(change)
+    rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
+    assert rows[0]["hidden_reasoning"] == 2 and rows[1]["hidden_reasoning"] == 3
+    # a step too short for steady state: its latency sample (and finish-reason split) is every successful request
+    short = [*_edge_phases()[:-1], run_end(50)]
+    rows = compare(write_run(tmp_path / "short", records, short))
+    assert not rows[1]["steady"]
+    assert rows[1]["usable_reasons"] == {"error": 3, "json": 1, "min_answer_tokens": 1, "regex": 1,
+                                         "truncated": 2, "unknown": 2}
+    assert list(rows[1]["by_finish_reason"]) == ["stop", "length", "tool_calls", "none", "content_filter"]
 
 
 def test_records_without_user_ids_use_the_first_c_requests(tmp_path: Path) -> None:
