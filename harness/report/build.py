@@ -147,7 +147,8 @@ def _steady_notes(r: dict[str, Any]) -> list[str]:
                    "generator did not keep C requests in flight.")
     iv = r["hours_interval"]
     if iv["reason"]:
-        out.append(f"{lab}: hours to N has no interval ({iv['reason']}); lengthen {iv['duration_key']}.")
+        least = "" if iv["needed_duration_s"] is None else f" to ≥ {iv['needed_duration_s']:.0f} s"
+        out.append(f"{lab}: hours to N has no interval ({iv['reason']}); lengthen {iv['duration_key']}{least}.")
     elif iv["needed_window_s"] is not None:
         out.append(f"{lab}: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, "
                    f"{iv['batches']} × {iv['batch_s']:.1f} s); for ±10 % the window would need ~"

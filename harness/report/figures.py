@@ -23,7 +23,15 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
-from harness.report.hours import BatchMeans, batch_means, hours_by_tokens, hours_interval, needed_window
+from harness.report.hours import (
+    MIN_BATCH_E2E,
+    MIN_BATCHES,
+    BatchMeans,
+    batch_means,
+    hours_by_tokens,
+    hours_interval,
+    needed_window,
+)
 from harness.report.load import Phase
 from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window
@@ -160,12 +168,15 @@ def _per_stream_tps(sample: Sequence[RequestResult]) -> float | None:
     return tokens / seconds if seconds > 0 else None
 
 
-def _interval_info(bm: BatchMeans, phase: Phase, w0: float) -> dict[str, Any]:
+def _interval_info(bm: BatchMeans, phase: Phase, w0: float, e2e_mean: float | None) -> dict[str, Any]:
     """The row's ``hours_interval``: the batch-means figures and, when its half-width is above ±10 %, the window
-    and step duration that would bring it to ±10 % (seconds; ``duration_key`` names the profile setting)."""
+    and step duration that would bring it to ±10 % (seconds; ``duration_key`` names the profile setting). Without
+    an interval (window too short for 5 batches of 2 × mean E2E) they are the least that gives one."""
     hw = bm.rel_halfwidth()
     wide = hw is not None and hw > HOURS_TARGET_HALFWIDTH
     need = needed_window(bm, HOURS_TARGET_HALFWIDTH) if wide else None
+    if not bm.batches and e2e_mean and bm.window_s > 0:
+        need = MIN_BATCHES * MIN_BATCH_E2E * e2e_mean
     return {
         "method": "batch_means",
         "batches": bm.batches,
@@ -306,7 +317,7 @@ def step_row(
     }
     bm = batch_means(usable_ends, w0, w1, e2e_mean)
     bm_ok = batch_means(ok_ends, w0, w1, e2e_mean)
-    row["hours_interval"] = _interval_info(bm, phase, w0)
+    row["hours_interval"] = _interval_info(bm, phase, w0, e2e_mean)
     row["hours"] = [_hours(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
     row.update(client_lag(step_recs))
     row["users_seen"] = len({r.user for r in step_recs if r.user})

@@ -130,7 +130,10 @@ def test_hours_rows(report: dict[str, Any]) -> None:
     iv = c2["hours_interval"]
     assert iv["batches"] == 0 and iv["reason"].endswith("no interval") and iv["duration_key"] == "steps.duration"
     assert h["hours_low"] is None and h["hours_high"] is None and h["token_check"] is None
-    assert any(n.startswith("C=2: hours to N has no interval (window 39.0 s < 5 batches") for n in report["notes"])
+    # the least step that gives an interval: first wave (21 s) + 5 batches x 2 x mean E2E (15.4 s)
+    assert iv["needed_window_s"] == pytest.approx(154) and iv["needed_duration_s"] == pytest.approx(175)
+    assert any(n.startswith("C=2: hours to N has no interval (window 39.0 s < 5 batches")
+               and n.endswith("lengthen steps.duration to ≥ 175 s.") for n in report["notes"])
     assert h["token_hours"] == pytest.approx(100_000 * 150 / 0.5 / (590 / 39) / 3600)
     # what-ifs: hours per 1,000 output tokens per usable sample (usable mean 180), usable = success (4 in 39 s)
     assert h["what_if"]["hours_per_1k_output_tokens"] == pytest.approx(h["hours"] * 1000 / 180)
