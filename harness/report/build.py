@@ -37,29 +37,49 @@ DEFINITIONS: dict[str, str] = {
     "start_wall + e2e.",
     "steady_window": "For step [s, e): for every user active in the step (users with a request of the step, plus "
     "users with a request in flight at s), take the end of its first request ending after s; the window start "
-    "ws = max of those ends (the first wave has been replaced), window = [ws, e). If ws >= e the step has no "
-    "steady window and its row shows burst figures over [s, e), marked NOT steady.",
-    "output_tps": "Aggregate output tok/s = Σ over successful requests (any step) of output_tokens × (part of the "
-    "decode interval [start + ttft, start + e2e] inside the window ÷ its length) ÷ window length. Tokens are "
-    "assumed spread uniformly over the decode interval ([start, start + e2e] for a request with hidden reasoning, "
-    "whose reasoning tokens were generated before its first visible chunk); failed requests' tokens are not "
-    "counted.",
+    "ws = max of those ends (the first wave has been replaced), window = [ws, e) (e = the next step's start; "
+    "load_end for the last step, so the drain is outside). If ws >= e the step has no steady window and its row "
+    "shows burst figures over [s, e) and the step's own requests, marked NOT steady.",
+    "sample": "One sample per step: every request (ok or not) that ENDED inside the steady window [ws, e). Every "
+    "column of the row (completed, errors, % truncated, usable share, mean output tokens, latency percentiles, "
+    "per-stream tok/s, req/s, hours) is over it, success-only figures over its successes. Each such request "
+    "started after s and ran entirely at the step's concurrency (none in the drain or the next step), and "
+    "completions ending in a window are an unbiased (renewal) sample of steady state. 'started (whole step)' "
+    "counts the requests that started in the step, for the record.",
+    "output_tps": "Aggregate output tok/s = output tokens of successful requests (any step) that ARRIVED inside "
+    "the window ÷ window length. tokens_by 'chunks': each token-bearing chunk's tokens at its arrival time "
+    "(per-chunk usage; else output tokens split evenly over the chunks; usage tokens beyond the chunks, e.g. EOS, "
+    "at the request's end), from the records' chunk_times (output.chunk_times: true). tokens_by 'pro_rata' (no "
+    "chunk times): each request's output tokens spread uniformly over its decode interval [start + ttft, "
+    "start + e2e] ([start, start + e2e] for a request with hidden reasoning, whose reasoning tokens were "
+    "generated before its first visible chunk), counted pro rata to the part inside the window. Failed requests' "
+    "tokens are not counted.",
     "request_rate": "req/s = usable requests (success, not truncated, passing the profile's usable checks) whose "
     "end falls in the window ÷ window length.",
-    "counts": "completed (successful), errors (by class), % truncated and % truncated in reasoning count all "
-    "records whose step field is the step, whenever they ended; % truncated is over completed requests.",
+    "littles_law": "littles_law_c = (requests of the sample ÷ window length) × mean E2E over the sample; in a "
+    "closed loop of C users it is ≈ C (less the users' time between requests). A mismatch above 10 % is a note: "
+    "the window is not steady or the load generator did not keep C requests in flight.",
     "latency": "TTFT, TTFAT (over requests with an answer token), inter-chunk gaps (merged per-request log "
     "histograms, ±0.5 %), TPOT, E2E, per-stream tok/s (Σ streamed tokens ÷ Σ (e2e − ttft), a ratio of sums; "
-    "streamed tokens = output tokens, or answer tokens for a request with hidden reasoning) "
-    "and mean output tokens are over successful requests that started inside the steady window (the whole step "
-    "when not steady). Percentiles interpolate linearly between closest ranks (numpy's default).",
-    "hours_requests": "Hours to N (requests) = N ÷ (req/s × 3600); 95 % interval from the Poisson count k of "
-    "usable completions in the window: rate bounds (k ± 1.96√k) ÷ window; no upper hours bound when the lower "
-    "rate bound ≤ 0.",
-    "hours_tokens": "Hours to N (tokens, the seed article's method) = N × mean output tokens per successful "
-    "request ÷ usable share (usable ÷ successful) ÷ aggregate tok/s ÷ 3600, with mean tokens and usable share "
-    "over the latency sample. Truncated requests are usually the longest, so the per-successful-request mean "
-    "(not the per-usable mean) is what each attempt costs.",
+    "streamed tokens = output tokens, or answer tokens for a request with hidden reasoning) and mean output tokens "
+    "are over the successful requests of the sample. Percentiles interpolate linearly "
+    "between closest ranks (numpy's default).",
+    "hours": "Hours to N = N ÷ (r × 3600), r = usable samples per second in the window (usable = success and not "
+    "truncated). 95 % PREDICTION interval by batch means: the window is cut into B equal batches of L s (B = 10, "
+    "fewer, at least 5, when a batch would be shorter than 2 × mean E2E; no interval below 5); r_b = usable "
+    "completions ending in batch b ÷ L; SE = sd(r_b) ÷ √B; σ² = L × var(r_b) (long-run variance per second); "
+    "rate bounds r ± t(B−1, 0.975) × √(SE² + σ² ÷ T_N), T_N = N ÷ r; hours bounds = N ÷ rate bounds (no upper "
+    "bound when the lower rate bound ≤ 0). Batch means because closed-loop completions are autocorrelated and "
+    "not Poisson (C users in a closed loop complete more regularly than Poisson; a batch of long requests makes "
+    "them burstier), so a Poisson interval k ± 1.96√k is wrong in both directions. A prediction interval because "
+    "GPU time is booked for one future run of N samples, which varies on its own (the σ² ÷ T_N term) on top of the "
+    "estimate's error (SE). A step whose interval is wider than ±10 % gets a note with the window (∝ 1 ÷ √W: "
+    "W × (half-width ÷ 10 %)²) and step duration needed. What-ifs: hours per 1,000 output tokens per usable "
+    "sample (hours × X ÷ mean output tokens of the usable requests, for a mean length X), and hours with usable = "
+    "success (truncated counted).",
+    "hours_tokens": "Cross-check only: hours by tokens (the seed article's method) = N × mean output tokens per "
+    "successful request ÷ usable share (usable ÷ successful) ÷ aggregate tok/s ÷ 3600, over the sample. Noted "
+    "when it falls outside the interval of the recommended figure.",
     "cost": "With the profile's cost (US$/h = cost.hour_usd, or cost.gpu_hour_usd × cost.gpus): US$ to N = hours "
     "to N × US$/h, and its interval the hours interval × US$/h (token-based likewise); US$ per 1,000 usable = the "
     "same for N = 1,000; US$ per 1M output tokens = US$/h ÷ (aggregate output tok/s × 3600) × 10⁶. Compressed-time "
@@ -71,7 +91,8 @@ DEFINITIONS: dict[str, str] = {
     "usable": "usable = success, not truncated, and passing every check of the profile's usable section "
     "(min_answer_tokens, answer_regex found in the answer text, answer_json: the answer parses as JSON, optionally "
     "inside a ```json fence); usable_reason says which failed (error, truncated, min_answer_tokens, regex, json).",
-    "by_finish_reason": "Per step, over the latency sample (successful requests started in the window): TTFT, "
+    "by_finish_reason": "Per step, over the successful requests of the sample (those that ended in the window): "
+    "TTFT, "
     "TTFAT and E2E p50 and mean output / reasoning / answer tokens of the requests that ended with finish_reason "
     "'stop' and of those cut at max_tokens ('length'; other reasons when present).",
     "prompts": "Per prompt class (its id when it has no class), over every non-warm-up request of any step: "
@@ -139,6 +160,35 @@ def _is_warmup(r: RequestResult) -> bool:
     return r.phase == "warmup" or r.step < 0
 
 
+def _steady_notes(r: dict[str, Any]) -> list[str]:
+    """Notes on one steady row's sample: Little's law, the hours interval's width and the token cross-check."""
+    if not r["steady"]:
+        return []
+    out: list[str] = []
+    lab, c = r["label"], r["concurrency"]
+    little = r.get("littles_law_c")
+    if little is not None and r.get("littles_law_ok") is False and not r.get("low_confidence"):
+        out.append(f"{lab}: Little's law does not hold: completions/s × mean E2E = {little:.2f} in flight, target "
+                   f"C={c} ({100 * (little / c - 1):+.0f} %): the window is not steady at C={c} or the load "
+                   "generator did not keep C requests in flight.")
+    iv = r["hours_interval"]
+    if iv["reason"]:
+        least = "" if iv["needed_duration_s"] is None else f" to ≥ {iv['needed_duration_s']:.0f} s"
+        out.append(f"{lab}: hours to N has no interval ({iv['reason']}); lengthen {iv['duration_key']}{least}.")
+    elif iv["needed_window_s"] is not None:
+        out.append(f"{lab}: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, "
+                   f"{iv['batches']} × {iv['batch_s']:.1f} s); for ±10 % the window would need ~"
+                   f"{iv['needed_window_s']:.0f} s: set {iv['duration_key']} to ≥ {iv['needed_duration_s']:.0f} s.")
+    outside = [h for h in r["hours"] if h.get("token_check") == "outside"]
+    if outside:
+        h = outside[0]
+        hi = "∞" if h["hours_high"] is None else f"{h['hours_high']:.3g}"
+        out.append(f"{lab}: the token-based cross-check ({h['token_hours']:.3g} h for N={h['n']:,}) is OUTSIDE the "
+                   f"interval of the recommended figure ({h['hours']:.3g} h, {h['hours_low']:.3g}–{hi} h): output "
+                   "lengths or token counts of the window's requests differ from its completions' (see tokens_by).")
+    return out
+
+
 def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
     notes: list[str] = list(run.problems)
     status = rep["status"]
@@ -189,6 +239,7 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
                 "server's, and its latencies include client delays. Give Locust its own CPUs (not the server's), "
                 "or more worker processes."
             )
+        notes.extend(_steady_notes(r))
         users = r.get("users_seen") or 0
         if r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]:
             notes.append(f"{r['label']}: only {users} distinct users sent requests in this step (target "

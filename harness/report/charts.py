@@ -3,7 +3,7 @@
 Every number drawn comes from the report dict (:func:`harness.report.build.build_report`) or from the functions
 the report's figures are computed with: a step's latency sample is :func:`harness.report.figures.latency_sample`,
 tokens per time bin are :func:`harness.report.figures.output_tokens_in`, percentiles
-:func:`harness.report.stats.percentile`, the request-rate interval :func:`harness.report.hours.poisson_rate_interval`.
+:func:`harness.report.stats.percentile`, the request-rate interval the row's batch-means ``hours_interval``.
 
 Units drawn: seconds for TTFT, TTFAT and E2E, milliseconds for TPOT, tokens per second, requests per second,
 hours. Time axes are seconds since the run's start (``start_wall``). Drawing is deterministic: the same report
@@ -26,7 +26,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from harness.report.figures import latency_sample, output_tokens_in
-from harness.report.hours import poisson_rate_interval
 from harness.report.stats import mean, percentile
 from harness.result import RequestResult
 
@@ -140,7 +139,7 @@ def _finish(ax: Axes, drawn: bool, ylabel: str, title: str) -> None:
 
 
 def throughput_chart(rep: dict[str, Any]) -> Figure:
-    """Aggregate and per-stream output tok/s, and usable req/s with its 95 % Poisson interval, vs concurrency."""
+    """Aggregate and per-stream output tok/s, and usable req/s with its 95 % batch-means interval, vs concurrency."""
     rows = rep["steps"]
     fig = _figure(12, 3.6)
     ax1, ax2, ax3 = fig.subplots(1, 3)
@@ -152,11 +151,13 @@ def throughput_chart(rep: dict[str, Any]) -> Figure:
     for r in rows:
         if r.get("request_rate") is None:
             continue
-        lo, hi = poisson_rate_interval(int(r["window_usable_completions"]), float(r["window_s"]))
-        if hi is None:
-            continue
-        ax3.vlines(r["concurrency"], lo if lo is not None else 0.0, hi, color=PALETTE[2], alpha=0.5, linewidth=3)
-    _finish(ax3, drawn, "usable requests / s", "Usable req/s, 95 % Poisson interval")
+        iv = r.get("hours_interval") or {}
+        if iv.get("t") is None or iv.get("rate_se") is None:
+            continue  # no batch-means interval for this step
+        half = float(iv["t"]) * float(iv["rate_se"])
+        lo, hi = float(iv["rate"]) - half, float(iv["rate"]) + half
+        ax3.vlines(r["concurrency"], max(lo, 0.0), hi, color=PALETTE[2], alpha=0.5, linewidth=3)
+    _finish(ax3, drawn, "usable requests / s", "Usable req/s, 95 % batch-means interval")
     for ax in (ax1, ax2, ax3):
         _conc_axis(ax, rows)
     return fig
@@ -389,7 +390,7 @@ def hours_chart(rep: dict[str, Any], real: bool = False) -> Figure:
                     alpha=0.8, label=f"N={n:,} (tokens)")
             drawn = True
     ax.set_ylabel("hours" + (" (real time)" if real else ""))
-    ax.set_title("Hours to N usable samples (bars: 95 % Poisson interval; arrow: no upper bound; dashed: "
+    ax.set_title("Hours to N usable samples (bars: 95 % prediction interval; arrow: no upper bound; dashed: "
                  "token method)" + (" — real-time equivalents" if real else ""))
     if drawn:
         ax.set_yscale("log")
@@ -418,8 +419,8 @@ def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> lis
     main = [r for r in records if not is_warmup(r)]
     specs: list[tuple[str, str, str, Callable[[], Figure]]] = [
         ("throughput", "Throughput vs concurrency",
-         "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % Poisson interval of "
-         "the window's usable completions (the hours-to-N interval). Hollow markers † : NOT steady (burst "
+         "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % batch-means interval "
+         "of the window's usable rate (the estimate's part of the hours-to-N interval). Hollow markers † : NOT steady (burst "
          "figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the tables and notes).",
          lambda: throughput_chart(report)),
         ("latency_percentiles", "Latency percentiles vs concurrency",

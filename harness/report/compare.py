@@ -33,7 +33,6 @@ from harness.records import read_records
 from harness.report.build import SCHEMA as REPORT_SCHEMA
 from harness.report.build import _is_warmup, build_report
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
-from harness.report.hours import poisson_rate_interval
 from harness.report.load import NoRecordsError
 from harness.result import RequestResult
 
@@ -69,16 +68,16 @@ DEFINITIONS: dict[str, str] = {
     "or worse. A figure without an interval in either run gets no flag ('no interval'). The intervals hold the "
     "sampling noise within each run only: run-to-run variation of the environment (other load on the host, "
     "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ.",
-    "interval_hours": "Hours to N: the report's own 95 % interval (hours_low, hours_high), from the Poisson count k "
-    "of usable completions in the steady window.",
-    "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval, i.e. the "
-    "Poisson rate bounds of usable completions: tok/s × (k ± 1.96√k) ÷ k (= tok/s × hours ÷ hours_high .. "
-    "tok/s × hours ÷ hours_low). An approximation: it counts requests, not the spread of tokens per request.",
+    "interval_hours": "Hours to N: the report's own 95 % prediction interval (hours_low, hours_high), by batch "
+    "means over the steady window.",
+    "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval (= tok/s × "
+    "hours ÷ hours_high .. tok/s × hours ÷ hours_low), else the row's batch-means interval of its usable rate. An "
+    "approximation: it counts requests, not the spread of tokens per request.",
     "interval_per_stream_tps": "Per-stream tok/s (Σ output tokens ÷ Σ (e2e − ttft)): delta-method 95 % interval "
     "of a ratio estimator, R ± 1.96 · sqrt(Σ (y − R·x)² ÷ (n (n − 1))) ÷ x̄, over the report's latency sample.",
     "interval_percentiles": "TTFT, TTFAT and E2E percentiles: distribution-free order-statistic 95 % interval "
     "[x_(i), x_(j)] (ranks from Binomial(n, q)) over the report's latency sample of the step (successful "
-    "requests started inside the steady window, the whole step when not steady), read from the run's records. "
+    "requests that ended inside the steady window, the whole step when not steady), read from the run's records. "
     "A bound the sample is too small for is unbounded (the upper bound of p99 needs at least 367 requests, of "
     "p50 at least 6).",
     "interval_tpot": "TPOT mean: normal 95 % interval mean ± 1.96 s ÷ √n over the same latency sample.",
@@ -277,12 +276,11 @@ def _output_tps(row: dict[str, Any]) -> dict[str, Any] | None:
         lo = v * point / hi_h if hi_h else None
         hi = v * point / lo_h if lo_h else None
         return _estimate(v, (lo, hi), "interval_output_tps")
-    k, w = row.get("window_usable_completions"), _num(row.get("window_s"))
-    if isinstance(k, int) and k > 0 and w:
-        rlo, rhi = poisson_rate_interval(k, w)
-        rate = k / w
-        return _estimate(v, (v * rlo / rate if rlo else None, v * rhi / rate if rhi else None),
-                         "interval_output_tps")
+    iv = row.get("hours_interval") or {}
+    rate, se, t = _num(iv.get("rate")), _num(iv.get("rate_se")), _num(iv.get("t"))
+    if rate and se is not None and t is not None:  # the row's batch-means interval of its usable rate
+        rlo, rhi = rate - t * se, rate + t * se
+        return _estimate(v, (v * rlo / rate if rlo > 0 else None, v * rhi / rate), "interval_output_tps")
     return _estimate(v, None, None)
 
 

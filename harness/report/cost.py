@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.config import CostSpec
-from harness.report.hours import hours_by_requests
+from harness.report.hours import BatchMeans, hours_interval
 
-__all__ = ["add_cost", "cost_figures", "hours_cost", "usd_per_hour"]
+__all__ = ["add_cost", "cost_figures", "hours_cost", "row_batch_means", "usd_per_hour"]
 
 
 def usd_per_hour(profile: dict[str, Any]) -> tuple[float | None, str | None]:
@@ -46,21 +46,20 @@ def hours_cost(h: dict[str, Any], usd_h: float) -> dict[str, float | None]:
     }
 
 
-def cost_figures(usd_h: float, output_tps: float | None, usable_k: int, window_s: float) -> dict[str, Any]:
+def cost_figures(usd_h: float, output_tps: float | None, per_1k: dict[str, float | None]) -> dict[str, Any]:
     """A step's cost figures.
 
     Args:
         usd_h: US$ per hour of the deployment.
         output_tps: aggregate output throughput (tokens per second), or None.
-        usable_k: usable completions in the window.
-        window_s: the window's length (seconds).
+        per_1k: the hours to 1,000 usable samples with their 95 % interval (``hours``, ``hours_low``,
+            ``hours_high``: :func:`harness.report.hours.hours_interval` for N = 1,000).
 
     Returns:
         ``usd_per_hour``, ``usd_per_1m_output_tokens`` (None without throughput), ``usd_per_1k_usable`` with
-        ``usd_per_1k_usable_low`` / ``_high`` (the 95 % interval of the hours to 1,000 usable samples; high None
-        when unbounded, all None without usable completions).
+        ``usd_per_1k_usable_low`` / ``_high`` (the hours interval × US$/h; high None when unbounded, all None
+        without usable completions).
     """
-    per_1k = hours_by_requests(1000, usable_k, window_s)
     return {
         "usd_per_hour": usd_h,
         "usd_per_1m_output_tokens": usd_h / (output_tps * 3600.0) * 1e6 if output_tps else None,
@@ -68,6 +67,24 @@ def cost_figures(usd_h: float, output_tps: float | None, usable_k: int, window_s
         "usd_per_1k_usable_low": _times(per_1k["hours_low"], usd_h),
         "usd_per_1k_usable_high": _times(per_1k["hours_high"], usd_h),
     }
+
+
+def row_batch_means(row: dict[str, Any]) -> BatchMeans:
+    """The batch-means estimate of a step row's usable rate, from its ``hours_interval`` (see
+    :func:`harness.report.figures.step_row`): the same figures the row's hours were computed from."""
+    iv = row.get("hours_interval") or {}
+    return BatchMeans(
+        rate=float(iv.get("rate") or 0.0),
+        events=int(row.get("window_usable_completions") or 0),
+        window_s=float(row.get("window_s") or 0.0),
+        batches=int(iv.get("batches") or 0),
+        batch_s=float(iv.get("batch_s") or 0.0),
+        batch_rates=(),
+        se=iv.get("rate_se"),
+        sigma2=iv.get("sigma2"),
+        t=iv.get("t"),
+        reason=iv.get("reason"),
+    )
 
 
 def add_cost(row: dict[str, Any], usd_h: float | None) -> None:
@@ -80,13 +97,15 @@ def add_cost(row: dict[str, Any], usd_h: float | None) -> None:
     if usd_h is None:
         row["cost"] = None
         return
-    row["cost"] = cost_figures(usd_h, row.get("output_tps"), row.get("window_usable_completions") or 0,
-                               row.get("window_s") or 0.0)
+    per_1k = hours_interval(1000, row_batch_means(row))
+    row["cost"] = cost_figures(usd_h, row.get("output_tps"), per_1k)
     for h in row.get("hours") or []:
         h.update(hours_cost(h, usd_h))
     rt = row.get("real_time")
     if rt:
-        rt["cost"] = cost_figures(usd_h, rt.get("output_tps"), row.get("window_usable_completions") or 0,
-                                  rt.get("window_s") or 0.0)
+        ts = float(rt.get("time_scale") or 1.0)  # real durations = wall durations ÷ time scale
+        per_1k_rt = {k: (v / ts if v is not None else None) for k, v in per_1k.items()
+                     if k in ("hours", "hours_low", "hours_high")}
+        rt["cost"] = cost_figures(usd_h, rt.get("output_tps"), per_1k_rt)
         for h in rt.get("hours") or []:
             h.update(hours_cost(h, usd_h))

@@ -1,11 +1,22 @@
 """Per-step figures: counts, steady-state throughput, latency percentiles and hours to N.
 
+One sample per step: when the step has a steady window ``[ws, e)`` (:mod:`harness.report.steady`), every column
+of its row is over the requests (ok or not) that ENDED inside the window (after ``ws``: the request ending at
+``ws`` is the first wave's last, which opened the window); success-only figures over its successes. Every such
+request started after the step began and ran entirely at the step's concurrency (the carried-over first wave has
+ended by ``ws``, nothing of the drain or of the next step is in it), and completions
+ending in a window are an unbiased (renewal) sample of the steady state, the same set the request rate counts.
+A step without a steady window falls back to its own requests over ``[s, e)`` (burst figures, marked NOT steady).
+``requests`` / ``step_completed`` / ``step_errors`` / ``step_errors_by_class`` count the requests that STARTED in
+the step (the whole step), whenever they ended.
+
 Units in the returned rows: seconds (``*_s``), tokens, tokens per second (``*_tps``), requests per second
 (``request_rate``), percentages (``*_pct``, 0..100) and shares (0..1).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -13,56 +24,100 @@ from typing import Any
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
 from harness.report.diagnosis import low_confidence_fix, not_usable_reason
-from harness.report.hours import hours_by_requests, hours_by_tokens
+from harness.report.hours import (
+    MIN_BATCH_E2E,
+    MIN_BATCHES,
+    BatchMeans,
+    batch_means,
+    hours_by_tokens,
+    hours_interval,
+    needed_window,
+)
 from harness.report.load import Phase
 from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window
 from harness.result import RequestResult
 
 __all__ = [
+    "LITTLE_TOLERANCE",
     "SPLIT_FINISH_REASONS",
+    "USABLE_CRITERION",
     "by_finish_reason",
     "latency_sample",
     "output_tokens_in",
+    "record_tokens_in",
     "step_row",
+    "step_sample",
     "usable_ends_in",
+    "window_tokens",
 ]
+
+#: The sample criterion of the hours-to-N figure, as the report names it.
+USABLE_CRITERION = "usable = success and not truncated"
+#: Little's law check: a step whose ``completions/s × mean E2E`` differs from C by more than this share is flagged.
+LITTLE_TOLERANCE = 0.10
+#: Relative half-width of the hours interval above which the report says how long the step should have been.
+HOURS_TARGET_HALFWIDTH = 0.10
+
+
+def record_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, bool]:
+    """Output tokens of one request that arrived inside ``[w0, w1)``, and whether chunk arrivals were used.
+
+    With ``chunk_times`` (``output.chunk_times: true``): each token-bearing chunk's tokens count at its arrival
+    ``start_wall + chunk_times[i]``: ``chunk_tokens[i]`` when the server sent per-chunk usage (tokens the usage
+    counts beyond the chunks, e.g. the EOS token, arrive at the request's end), else ``output_tokens`` split
+    evenly over the chunks. Without them: ``output_tokens`` spread uniformly over the decode interval
+    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window. Failed requests
+    and requests without output tokens give 0 (and True when they carry chunk times).
+    """
+    ct = r.chunk_times
+    has_chunks = bool(ct)
+    if not r.ok or not r.output_tokens or r.end_wall < w0 or r.start_wall >= w1:
+        return 0.0, has_chunks
+    s = r.start_wall
+    if ct:
+        lo, hi = bisect_left(ct, w0 - s), bisect_left(ct, w1 - s)
+        toks = r.chunk_tokens
+        if toks and len(toks) == len(ct) and (shown := sum(toks)) > 0:
+            rest = r.output_tokens - shown
+            if rest >= 0:
+                inside = float(sum(toks[lo:hi]))
+                return inside + (rest if w0 <= r.end_wall < w1 else 0.0), True
+            return sum(toks[lo:hi]) * r.output_tokens / shown, True
+        return r.output_tokens * (hi - lo) / len(ct), True
+    ttft = r.ttft
+    # hidden reasoning was generated before the first visible chunk, unseen: spread from the request's start
+    a0 = s + ttft if ttft is not None and not r.hidden_reasoning else s
+    return r.output_tokens * overlap_fraction(a0, r.end_wall, w0, w1), False
+
+
+def window_tokens(records: Sequence[RequestResult], w0: float, w1: float) -> tuple[float, str]:
+    """Output tokens of successful requests that arrived inside ``[w0, w1)`` (:func:`record_tokens_in`), and how
+    they were placed: ``chunks`` (every contributing request had chunk times), ``pro_rata`` (none had),
+    ``mixed``, or ``none`` (no successful request overlaps the window)."""
+    total = 0.0
+    by_chunks = by_rate = 0
+    for r in records:
+        if not r.ok or not r.output_tokens or r.end_wall < w0 or r.start_wall >= w1:
+            continue
+        n, chunked = record_tokens_in(r, w0, w1)
+        total += n
+        if chunked:
+            by_chunks += 1
+        else:
+            by_rate += 1
+    basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
+    return total, basis
 
 
 def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> float:
-    """Output tokens of successful requests generated inside ``[w0, w1)`` (tokens).
-
-    Each request's ``output_tokens`` are spread uniformly over its decode interval
-    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window; with hidden
-    reasoning (generated before the first visible chunk, unseen) over ``[start_wall, start_wall + e2e]``.
-    """
-    total = 0.0
-    for r in records:
-        if not r.ok or not r.output_tokens:
-            continue
-        s = r.start_wall
-        ttft = r.ttft
-        a0 = s + ttft if ttft is not None and not r.hidden_reasoning else s
-        total += r.output_tokens * overlap_fraction(a0, r.end_wall, w0, w1)
-    return total
+    """Output tokens of successful requests that arrived inside ``[w0, w1)`` (tokens; see :func:`window_tokens`)."""
+    return window_tokens(records, w0, w1)[0]
 
 
 def usable_ends_in(records: Sequence[RequestResult], w0: float, w1: float) -> int:
     """Number of usable requests whose end (``start_wall + e2e``) falls in ``[w0, w1)``."""
     return sum(1 for r in records if r.usable and w0 <= r.end_wall < w1)
-
-
-def latency_sample(
-    records: Sequence[RequestResult], step: int, steady: bool, w0: float, w1: float
-) -> list[RequestResult]:
-    """The requests a step's latency figures are computed over, in record order.
-
-    Steady step: successful requests (any step) that started inside the window ``[w0, w1)`` (epoch seconds).
-    Not steady: every successful request of ``step``.
-    """
-    if steady:
-        return [r for r in records if r.ok and w0 <= r.start_wall < w1]
-    return [r for r in records if r.ok and r.step == step]
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -100,6 +155,27 @@ def _latency(sample: Sequence[RequestResult]) -> dict[str, Any]:
         "mean_output_tokens_usable": mean(float(r.output_tokens) for r in usable),
         "usable_share": len(usable) / len(sample) if sample else None,
     }
+
+
+def step_sample(
+    records: Sequence[RequestResult], step: int, steady: bool, w0: float, w1: float
+) -> list[RequestResult]:
+    """The one sample of a step, in record order: every column of its row is over these requests.
+
+    Steady step: every request (any step, ok or not) that ENDED inside the steady window ``(w0, w1)`` (epoch
+    seconds; the request ending at ``w0`` opened the window). All of them started after the step began and ran at
+    its concurrency; none ran in the drain or the next step. Not steady: every request of ``step`` (flagged).
+    """
+    if steady:
+        return [r for r in records if w0 < r.end_wall < w1]
+    return [r for r in records if r.step == step]
+
+
+def latency_sample(
+    records: Sequence[RequestResult], step: int, steady: bool, w0: float, w1: float
+) -> list[RequestResult]:
+    """The successful requests of :func:`step_sample`: what a step's latency, per-stream and token figures are over."""
+    return [r for r in step_sample(records, step, steady, w0, w1) if r.ok]
 
 
 def _per_stream_tps(sample: Sequence[RequestResult]) -> float | None:
@@ -151,6 +227,54 @@ def by_finish_reason(sample: Sequence[RequestResult]) -> dict[str, dict[str, Any
     return out
 
 
+def _interval_info(bm: BatchMeans, phase: Phase, w0: float, e2e_mean: float | None) -> dict[str, Any]:
+    """The row's ``hours_interval``: the batch-means figures and, when its half-width is above ±10 %, the window
+    and step duration that would bring it to ±10 % (seconds; ``duration_key`` names the profile setting). Without
+    an interval (window too short for 5 batches of 2 × mean E2E) they are the least that gives one."""
+    hw = bm.rel_halfwidth()
+    wide = hw is not None and hw > HOURS_TARGET_HALFWIDTH
+    need = needed_window(bm, HOURS_TARGET_HALFWIDTH) if wide else None
+    if not bm.batches and e2e_mean and bm.window_s > 0:
+        need = MIN_BATCHES * MIN_BATCH_E2E * e2e_mean
+    return {
+        "method": "batch_means",
+        "batches": bm.batches,
+        "batch_s": bm.batch_s,
+        "rate": bm.rate,
+        "rate_se": bm.se,
+        "sigma2": bm.sigma2,
+        "t": bm.t,
+        "rel_halfwidth": hw,
+        "reason": bm.reason,
+        "needed_window_s": need,
+        "needed_duration_s": (w0 - phase.start) + need if need is not None else None,
+        "duration_key": "single_stream.duration" if phase.phase == "single" or phase.step == 0 else "steps.duration",
+    }
+
+
+def _hours(n: int, bm: BatchMeans, bm_ok: BatchMeans, lat: dict[str, Any], output_tps: float | None
+           ) -> dict[str, Any]:
+    """One hours-to-N entry: the recommended figure and its interval, the token cross-check and the what-ifs."""
+    h = hours_interval(n, bm)
+    tok = hours_by_tokens(n, lat["mean_output_tokens"], output_tps, lat["usable_share"])
+    lo, hi = h["hours_low"], h["hours_high"]
+    check: str | None = None
+    if tok is not None and (lo is not None or hi is not None):
+        check = "outside" if (lo is not None and tok < lo) or (hi is not None and tok > hi) else "inside"
+    m = lat["mean_output_tokens_usable"]
+    ok = hours_interval(n, bm_ok)
+    return {
+        "n": n,
+        **h,
+        "token_hours": tok,
+        "token_check": check,
+        "what_if": {
+            "hours_per_1k_output_tokens": h["hours"] * 1000.0 / m if h["hours"] is not None and m else None,
+            "usable_is_success": {k: ok[k] for k in ("hours", "hours_low", "hours_high")},
+        },
+    }
+
+
 def step_row(
     phase: Phase,
     window: Window,
@@ -166,33 +290,42 @@ def step_row(
         records: every non-warm-up record of the run.
         hours_n: sample counts N for the hours-to-N figures.
         time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
+
+    Returns:
+        The row dict (see the module docstring for the sample every figure is over and the units).
     """
     step_recs = [r for r in records if r.step == phase.step]
-    ok = [r for r in step_recs if r.ok]
-    errors = Counter(r.error_class or "unknown" for r in step_recs if not r.ok)
-    truncated = sum(1 for r in ok if r.truncated)
-    trunc_reason = sum(1 for r in ok if r.truncated_in_reasoning)
-    usable = sum(1 for r in step_recs if r.usable)
-    reasons = Counter(x for x in (not_usable_reason(r) for r in step_recs) if x is not None)
-    estimated = sum(1 for r in ok if r.token_source == "estimate")
-    hidden = sum(1 for r in ok if r.hidden_reasoning)
-
-    # measurement interval: the steady window, or (flagged) the whole step
+    # measurement interval and sample: the steady window and the requests ending in it, or (flagged) the step
     if window.steady:
         w0, w1 = window.start, window.end
     else:
         w0, w1 = phase.start, phase.end
-    sample = latency_sample(records, phase.step, window.steady, w0, w1)
+    sample = step_sample(records, phase.step, window.steady, w0, w1)
+    ok = [r for r in sample if r.ok]  # = latency_sample(...)
+    errors = Counter(r.error_class or "unknown" for r in sample if not r.ok)
+    truncated = sum(1 for r in ok if r.truncated)
+    trunc_reason = sum(1 for r in ok if r.truncated_in_reasoning)
+    estimated = sum(1 for r in ok if r.token_source == "estimate")
+    reasons = Counter(x for x in (not_usable_reason(r) for r in sample) if x is not None)
+    hidden = sum(1 for r in ok if r.hidden_reasoning)
     length = max(0.0, w1 - w0)
-    tokens = output_tokens_in(records, w0, w1)
-    k = usable_ends_in(records, w0, w1)
-    lat = _latency(sample)
+    tokens, tokens_by = window_tokens(records, w0, w1)
+    usable_ends = [r.end_wall for r in records if r.usable and w0 < r.end_wall < w1]
+    ok_ends = [r.end_wall for r in records if r.ok and w0 < r.end_wall < w1]
+    k = len(usable_ends)
+    lat = _latency(ok)
+    e2e_all = [r.e2e for r in sample if r.e2e is not None]
+    e2e_mean = mean(e2e_all)
     tokens_per_usable = (
         lat["mean_output_tokens"] / lat["usable_share"]
         if lat["mean_output_tokens"] is not None and lat["usable_share"]
         else None
     )
     output_tps = tokens / length if length > 0 else None
+    completions_rate = len(sample) / length if length > 0 else None
+    little = completions_rate * e2e_mean if completions_rate is not None and e2e_mean is not None else None
+    step_ok = sum(1 for r in step_recs if r.ok)
+    step_errors = Counter(r.error_class or "unknown" for r in step_recs if not r.ok)
     row: dict[str, Any] = {
         "label": phase.label,
         "phase": phase.phase,
@@ -212,37 +345,44 @@ def step_row(
         "window_end_wall": w1,
         "window_start_s": w0 - phase.start,
         "window_s": length,
+        "sample": "ended_in_window" if window.steady else "started_in_step",
+        "sample_requests": len(sample),
         "requests": len(step_recs),
+        "step_completed": step_ok,
+        "step_errors": len(step_recs) - step_ok,
+        "step_errors_by_class": dict(sorted(step_errors.items())),
         "completed": len(ok),
-        "errors": len(step_recs) - len(ok),
+        "errors": len(sample) - len(ok),
         "errors_by_class": dict(sorted(errors.items())),
-        "error_rate": (len(step_recs) - len(ok)) / len(step_recs) if step_recs else None,
-        "usable": usable,
+        "error_rate": (len(sample) - len(ok)) / len(sample) if sample else None,
+        "usable": sum(1 for r in ok if r.usable),
         "usable_reasons": dict(sorted(reasons.items())),
         "truncated": truncated,
         "truncated_pct": _pct(truncated, len(ok)),
         "truncated_in_reasoning": trunc_reason,
         "truncated_in_reasoning_pct": _pct(trunc_reason, len(ok)),
-        "suspect_truncations": sum(1 for r in step_recs if r.suspect_truncation),
+        "suspect_truncations": sum(1 for r in sample if r.suspect_truncation),
         "estimated_tokens_share": estimated / len(ok) if ok else None,
         "hidden_reasoning": hidden,
         "hidden_reasoning_share": hidden / len(ok) if ok else None,
         "window_output_tokens": tokens,
         "output_tps": output_tps,
+        "tokens_by": tokens_by,
         "window_usable_completions": k,
         "request_rate": k / length if length > 0 else None,
+        "completion_rate": completions_rate,
+        "e2e_mean_s": e2e_mean,
+        "littles_law_c": little,
+        "littles_law_ok": (abs(little / phase.concurrency - 1) <= LITTLE_TOLERANCE) if little is not None else None,
         **lat,
         "tokens_per_usable": tokens_per_usable,
-        "by_finish_reason": by_finish_reason(sample),
+        "usable_criterion": USABLE_CRITERION,
+        "by_finish_reason": by_finish_reason(ok),
     }
-    row["hours"] = [
-        {
-            "n": int(n),
-            **hours_by_requests(int(n), k, length),
-            "token_hours": hours_by_tokens(int(n), lat["mean_output_tokens"], output_tps, lat["usable_share"]),
-        }
-        for n in hours_n
-    ]
+    bm = batch_means(usable_ends, w0, w1, e2e_mean)
+    bm_ok = batch_means(ok_ends, w0, w1, e2e_mean)
+    row["hours_interval"] = _interval_info(bm, phase, w0, e2e_mean)
+    row["hours"] = [_hours(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
     row.update(client_lag(step_recs))
     row["users_seen"] = len({r.user for r in step_recs if r.user})
     row["low_confidence"] = low_confidence(row)
@@ -321,6 +461,7 @@ def real_time(row: dict[str, Any], time_scale: float) -> dict[str, Any]:
         "ttfat_p50_s": dur(row["ttfat_p50_s"]),
         "e2e_p50_s": dur(row["e2e_p50_s"]),
         "tpot_mean_s": dur(row["tpot_mean_s"]),
+        "e2e_mean_s": dur(row["e2e_mean_s"]),
         "hours": [
             {
                 "n": h["n"],
@@ -328,6 +469,11 @@ def real_time(row: dict[str, Any], time_scale: float) -> dict[str, Any]:
                 "hours_low": dur(h["hours_low"]),
                 "hours_high": dur(h["hours_high"]),
                 "token_hours": dur(h["token_hours"]),
+                "token_check": h["token_check"],
+                "what_if": {
+                    "hours_per_1k_output_tokens": dur(h["what_if"]["hours_per_1k_output_tokens"]),
+                    "usable_is_success": {k: dur(v) for k, v in h["what_if"]["usable_is_success"].items()},
+                },
             }
             for h in row["hours"]
         ],

@@ -1,11 +1,22 @@
-"""Hours to collect N usable samples, from request throughput (with a Poisson interval) and from tokens.
+"""Hours to collect N usable samples: one recommended figure with a batch-means prediction interval, and the
+token-based cross-check.
 
-Request-based: with ``k`` usable completions in a window of ``W`` seconds, the rate is ``r = k / W`` usable
-samples per second and ``hours = N / (r * 3600)``. The 95 % interval treats ``k`` as a Poisson count:
-rate bounds ``(k ± 1.96 * sqrt(k)) / W``; the lower rate bound gives the upper hours bound, which is
-unbounded (None) when the lower rate is <= 0.
+Recommended figure: with ``k`` usable completions (success and not truncated) ending inside the steady window
+``[ws, e)`` of ``W`` seconds, the rate is ``r = k / W`` usable samples per second and ``hours = N / (r * 3600)``.
 
-Token-based (the seed article's method, corrected for unusable completions):
+Interval (:func:`batch_means`, :func:`hours_interval`): the window is cut into ``B`` equal batches of ``L = W / B``
+seconds (``B = 10``, fewer -- at least 5 -- when a batch would be shorter than 2 x mean E2E; no interval when even
+5 batches would be that short). ``r_b`` = usable completions ending in batch b / L. ``SE = sd(r_b) / sqrt(B)`` is
+the standard error of ``r``; ``sigma2 = L * var(r_b)`` estimates the long-run variance of the completion count per
+unit time, so a production run of ``T_N = N / r`` seconds has its own rate spread ``sigma2 / T_N``. The 95 %
+prediction interval of the rate a future run of N samples achieves is
+``r ± t_{B-1, 0.975} * sqrt(SE² + sigma2 / T_N)``; the hours bounds are N over the rate bounds (no upper hours
+bound when the lower rate bound is <= 0). Batch means because closed-loop completions are autocorrelated and not
+Poisson (a closed loop of C users is more regular than Poisson, a batch of long requests makes it burstier): a
+Poisson interval ``k ± 1.96 sqrt(k)`` is wrong in both directions. A prediction interval because the user books
+GPU time for one future run, which has its own variability on top of the estimate's.
+
+Token-based (the seed article's method, corrected for unusable completions), kept as a cross-check:
 ``hours = N * tokens_per_usable / output_tps / 3600`` where
 ``tokens_per_usable = mean output tokens per successful request / usable share`` (usable / successful).
 """
@@ -13,50 +24,169 @@ Token-based (the seed article's method, corrected for unusable completions):
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-__all__ = ["Z95", "hours_by_requests", "hours_by_tokens", "poisson_rate_interval"]
+__all__ = [
+    "MAX_BATCHES",
+    "MIN_BATCHES",
+    "MIN_BATCH_E2E",
+    "T975",
+    "BatchMeans",
+    "batch_means",
+    "hours_by_tokens",
+    "hours_interval",
+    "needed_window",
+]
 
-#: Two-sided 95 % normal quantile.
-Z95 = 1.96
+#: Batches per window by default, the fewest allowed, and the shortest batch in mean E2E latencies.
+MAX_BATCHES = 10
+MIN_BATCHES = 5
+MIN_BATCH_E2E = 2.0
+
+#: Two-sided 95 % quantiles of Student's t, ``t_{df, 0.975}``, for the degrees of freedom batch means uses
+#: (B - 1 for B = 5..10).
+T975: dict[int, float] = {
+    4: 2.7764451051977987,
+    5: 2.5705818366147395,
+    6: 2.4469118487916806,
+    7: 2.3646242510102993,
+    8: 2.3060041350333704,
+    9: 2.2621571627409915,
+}
 
 
-def poisson_rate_interval(k: int, window_s: float, z: float = Z95) -> tuple[float | None, float | None]:
-    """Rate bounds (per second) for ``k`` events in ``window_s`` seconds: ``(k ± z*sqrt(k)) / window_s``.
+@dataclass(frozen=True)
+class BatchMeans:
+    """Batch-means estimate of a completion rate over one window.
 
-    The lower bound is None when it is <= 0; both are None when the window is empty.
+    Attributes:
+        rate: events per second over the whole window (``k / W``).
+        events: events (completions) in the window.
+        window_s: window length in seconds.
+        batches: number of batches B (0 when no interval could be formed).
+        batch_s: batch length L in seconds (0 when ``batches`` is 0).
+        batch_rates: ``r_b`` per batch, events per second (empty when ``batches`` is 0).
+        se: standard error of ``rate``, ``sd(r_b) / sqrt(B)`` (events per second), None without batches.
+        sigma2: long-run variance per unit time, ``L * var(r_b)`` (events² per second), None without batches.
+        t: ``t_{B-1, 0.975}``, None without batches.
+        reason: why there is no interval (None when there is one).
     """
-    if window_s <= 0:
-        return None, None
-    half = z * math.sqrt(k)
-    lo = (k - half) / window_s
-    hi = (k + half) / window_s
-    return (lo if lo > 0 else None), hi
+
+    rate: float
+    events: int
+    window_s: float
+    batches: int
+    batch_s: float
+    batch_rates: tuple[float, ...]
+    se: float | None
+    sigma2: float | None
+    t: float | None
+    reason: str | None = None
+
+    def rate_bounds(self, n: int | None = None) -> tuple[float | None, float | None]:
+        """95 % bounds of the rate (events per second): of the estimate alone when ``n`` is None, else the
+        prediction interval of the rate a run collecting ``n`` events achieves (it lasts ``n / rate`` seconds).
+
+        ``rate ± t * sqrt(SE² + sigma2 / T_n)``; a lower bound <= 0 is None; both None without an interval.
+        """
+        if self.t is None or self.se is None or self.sigma2 is None:
+            return None, None
+        var = self.se**2
+        if n is not None and n > 0 and self.rate > 0:
+            var += self.sigma2 / (n / self.rate)
+        half = self.t * math.sqrt(var)
+        lo = self.rate - half
+        return (lo if lo > 0 else None), self.rate + half
+
+    def rel_halfwidth(self) -> float | None:
+        """Relative half-width of the estimate's 95 % interval, ``t * SE / rate`` (the part a longer window
+        shrinks), None without an interval or a zero rate."""
+        if self.t is None or self.se is None or self.rate <= 0:
+            return None
+        return self.t * self.se / self.rate
 
 
-def hours_by_requests(n: int, k: int, window_s: float, z: float = Z95) -> dict[str, float | None]:
-    """Hours to N usable samples from ``k`` usable completions in a ``window_s``-second window.
+def batch_means(
+    event_times: Sequence[float], w0: float, w1: float, mean_e2e_s: float | None
+) -> BatchMeans:
+    """Batch means of the events at ``event_times`` (epoch seconds) inside the window ``(w0, w1)``.
+
+    The window opens at an event (the end of the first wave), which is not counted: counting it would add one
+    event to every window (a bias of 1 / k). An event on an inner batch edge counts in the later batch.
+
+    Args:
+        event_times: when each event happened (events outside ``(w0, w1)`` are ignored).
+        w0 / w1: the window, epoch seconds.
+        mean_e2e_s: mean E2E latency of the window's requests (seconds): a batch must last at least
+            :data:`MIN_BATCH_E2E` times it, so B = min(10, floor(W / (2 × mean E2E))); None or 0 allows 10.
 
     Returns:
-        ``{"hours", "hours_low", "hours_high", "samples_per_hour"}``: the point estimate ``N / (k / W * 3600)``,
-        the 95 % bounds (``hours_low`` from the upper rate bound, ``hours_high`` from the lower rate bound,
-        None when unbounded) and usable samples per hour. All None when ``k == 0`` or the window is empty
-        (except ``samples_per_hour`` which is 0 for ``k == 0``).
+        A :class:`BatchMeans`; ``batches == 0`` (and a ``reason``) when B would be below :data:`MIN_BATCHES` or the
+        window is empty.
     """
-    if window_s <= 0:
-        return {"hours": None, "hours_low": None, "hours_high": None, "samples_per_hour": None}
-    rate = k / window_s
-    lo, hi = poisson_rate_interval(k, window_s, z)
+    length = max(0.0, w1 - w0)
+    inside = [t for t in event_times if w0 < t < w1]
+    k = len(inside)
+    rate = k / length if length > 0 else 0.0
+    if length <= 0:
+        return BatchMeans(rate, k, length, 0, 0.0, (), None, None, None, "empty window")
+    b = MAX_BATCHES
+    if mean_e2e_s and mean_e2e_s > 0:
+        b = min(MAX_BATCHES, math.floor(length / (MIN_BATCH_E2E * mean_e2e_s) + 1e-9))
+    if b < MIN_BATCHES:
+        need = MIN_BATCHES * MIN_BATCH_E2E * (mean_e2e_s or 0.0)
+        why = (f"window {length:.1f} s < {MIN_BATCHES} batches × {MIN_BATCH_E2E:g} × mean E2E "
+               f"({mean_e2e_s or 0.0:.1f} s) = {need:.1f} s: no interval")
+        return BatchMeans(rate, k, length, 0, 0.0, (), None, None, None, why)
+    size = length / b
+    counts = [0] * b
+    for t in inside:
+        counts[min(b - 1, int((t - w0) / size))] += 1
+    rates = tuple(c / size for c in counts)
+    mc = k / b  # variance from the integer counts: exactly 0 for equal counts
+    var = sum((c - mc) ** 2 for c in counts) / (b - 1) / size**2
+    return BatchMeans(rate, k, length, b, size, rates, math.sqrt(var / b), size * var, T975[b - 1])
+
+
+def hours_interval(n: int, bm: BatchMeans) -> dict[str, float | None]:
+    """Hours to ``n`` usable samples at the rate of ``bm``, with the 95 % prediction interval.
+
+    Returns:
+        ``{"hours", "hours_low", "hours_high", "samples_per_hour", "rate_low", "rate_high"}``: hours
+        ``n / (rate * 3600)`` (None for a zero rate); ``hours_low`` from the upper rate bound and ``hours_high``
+        from the lower one (None when unbounded or without an interval); usable samples per hour; the rate
+        bounds in samples per second.
+    """
+    if bm.window_s <= 0:
+        return {"hours": None, "hours_low": None, "hours_high": None, "samples_per_hour": None,
+                "rate_low": None, "rate_high": None}
+    lo, hi = bm.rate_bounds(n)
     return {
-        "hours": n / (rate * 3600.0) if rate > 0 else None,
+        "hours": n / (bm.rate * 3600.0) if bm.rate > 0 else None,
         "hours_low": n / (hi * 3600.0) if hi else None,
         "hours_high": n / (lo * 3600.0) if lo else None,
-        "samples_per_hour": rate * 3600.0,
+        "samples_per_hour": bm.rate * 3600.0,
+        "rate_low": lo,
+        "rate_high": hi,
     }
+
+
+def needed_window(bm: BatchMeans, target: float = 0.10) -> float | None:
+    """Window length (seconds) that would bring the estimate's relative 95 % half-width to ``target``.
+
+    The half-width scales ~ 1/sqrt(W): ``W * (halfwidth / target)²``. None without an interval; the current
+    window when it is already narrow enough.
+    """
+    hw = bm.rel_halfwidth()
+    if hw is None:
+        return None
+    return bm.window_s * max(1.0, (hw / target) ** 2)
 
 
 def hours_by_tokens(n: int, mean_output_tokens: float | None, output_tps: float | None,
                     usable_share: float | None = 1.0) -> float | None:
-    """Hours to N usable samples from aggregate token throughput.
+    """Hours to N usable samples from aggregate token throughput (the cross-check).
 
     ``N * mean_output_tokens / output_tps / 3600 / usable_share``.
 

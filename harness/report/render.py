@@ -82,7 +82,7 @@ def _triple(row: dict[str, Any], key: str) -> str:
 
 def _steps_table(rep: dict[str, Any]) -> list[str]:
     header = [
-        "step", "C", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s",
+        "step", "C", "started (whole step)", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s",
         "TTFT p50/p90/p99 (s)", "TTFAT p50/p90/p99 (s)", "inter-chunk p50/p99 (ms)", "TPOT mean/p50 (ms)",
         "E2E p50 (s)", "mean out tok", "% trunc", "% trunc in reasoning", "steady window (s)",
     ]
@@ -90,7 +90,8 @@ def _steps_table(rep: dict[str, Any]) -> list[str]:
     for r in rep["steps"]:
         window = f"{r['window_s']:.1f} (from +{r['window_start_s']:.1f})" if r["steady"] else "NOT steady †"
         rows.append([
-            _label(r), str(r["concurrency"]), str(r["completed"]), str(r["errors"]), _rate(r["request_rate"]),
+            _label(r), str(r["concurrency"]), str(r["requests"]), str(r["completed"]), str(r["errors"]),
+            _rate(r["request_rate"]),
             _num(r["output_tps"]), _num(r["per_stream_tps"]), _triple(r, "ttft"), _triple(r, "ttfat"),
             f"{_ms(r['gap_p50_s'])} / {_ms(r['gap_p99_s'])}", f"{_ms(r['tpot_mean_s'])} / {_ms(r['tpot_p50_s'])}",
             _s(r["e2e_p50_s"]), _num(r["mean_output_tokens"], 0), _pct(r["truncated_pct"]),
@@ -113,24 +114,44 @@ def _usd_interval(v: float | None, lo: float | None, hi: float | None) -> str:
 
 
 def _hours_cell(h: dict[str, Any]) -> str:
+    """The recommended hours with its 95 % prediction interval (``∞`` when unbounded, no bounds without one)."""
     if h["hours"] is None:
-        req = "∞ (no usable completions)"
+        return "∞ (no usable completions)"
+    if h["hours_low"] is None and h["hours_high"] is None:
+        cell = f"{_num(h['hours'])} h (no interval)"
     else:
         hi = "∞" if h["hours_high"] is None else _num(h["hours_high"])
-        req = f"{_num(h['hours'])} h ({_num(h['hours_low'])}{_DASH}{hi})"
-    tok = _DASH if h["token_hours"] is None else f"{_num(h['token_hours'])} h"
-    cell = f"{req} · tok {tok}"
-    if "usd" in h and h["usd"] is not None:
+        cell = f"{_num(h['hours'])} h ({_num(h['hours_low'])}{_DASH}{hi})"
+    if h.get("usd") is not None:
         cell += f" · {_usd_interval(h['usd'], h['usd_low'], h['usd_high'])}"
     return cell
 
 
+def _interval_cell(r: dict[str, Any], time_scale: float = 1.0) -> str:
+    """Batches × batch length (seconds, ÷ ``time_scale`` for real time) and the estimate's relative half-width."""
+    iv = r.get("hours_interval") or {}
+    if not iv.get("batches"):
+        return "none"
+    hw = iv.get("rel_halfwidth")
+    width = "" if hw is None else f", ±{100 * hw:.1f} %"
+    return f"{iv['batches']} × {_num(iv['batch_s'] / time_scale)} s{width}"
+
+
+def _token_cell(h: dict[str, Any] | None) -> str:
+    if h is None or h["token_hours"] is None:
+        return _DASH
+    mark = " ⚠ outside" if h.get("token_check") == "outside" else ""
+    return f"{_num(h['token_hours'])} h{mark}"
+
+
 def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
+    ns = rep["hours_to_n"]
     priced = rep.get("cost_usd_per_hour") is not None
-    header = ["step", "C", "usable/ok (window)", "% trunc", "% errors", "mean out tok"]
+    header = ["step", "C", "usable/ok", "% trunc", "% errors", "mean out tok", "batches (interval)"]
     if priced:
         header += ["$ / 1M out tok", "$ / 1k usable"]
-    header += [f"N={n:,}" for n in rep["hours_to_n"]]
+    header += [f"N={n:,}" for n in ns]
+    header += [f"tokens check N={ns[0]:,}" if ns else "tokens check"]
     rows = []
     for r in rep["steps"]:
         figures = r["real_time"] if real and r["real_time"] else r
@@ -138,14 +159,14 @@ def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
         err = None if r["error_rate"] is None else 100.0 * r["error_rate"]
         share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
         cells = [_label(r), str(r["concurrency"]), share, _pct(r["truncated_pct"]), _pct(err),
-                 _num(r["mean_output_tokens"], 0)]
+                 _num(r["mean_output_tokens"], 0), _interval_cell(r, rep["time_scale"] if real else 1.0)]
         if priced:
             c = figures.get("cost") or {}
             per_m = c.get("usd_per_1m_output_tokens")
             cells += [_DASH if per_m is None else _usd(per_m),
                       _usd_interval(c.get("usd_per_1k_usable"), c.get("usd_per_1k_usable_low"),
                                     c.get("usd_per_1k_usable_high"))]
-        rows.append(cells + [_hours_cell(h) for h in hours])
+        rows.append(cells + [_hours_cell(h) for h in hours] + [_token_cell(hours[0] if hours else None)])
     return _table(header, rows)
 
 
@@ -174,6 +195,27 @@ def _prompt_table(rep: dict[str, Any]) -> list[str]:
                      _pct(p["truncated_in_reasoning_pct"]), cap, _num(p["mean_reasoning_tokens"], 0),
                      _num(p["mean_answer_tokens"], 0), _s(p["ttfat_p50_s"]), why])
     return _table(header, rows)
+
+
+def _what_if_lines(rep: dict[str, Any], real: bool = False) -> list[str]:
+    """One line per step with the what-ifs of the first N: hours per 1,000 output tokens per usable sample, and
+    hours when truncated successes count as samples."""
+    if not rep["hours_to_n"]:
+        return []
+    parts = []
+    for r in rep["steps"]:
+        hours = r["real_time"]["hours"] if real and r["real_time"] else r["hours"]
+        if not hours or hours[0]["hours"] is None:
+            continue
+        w = hours[0]["what_if"]
+        per_k, ok = w["hours_per_1k_output_tokens"], w["usable_is_success"]["hours"]
+        m = r.get("mean_output_tokens_usable")
+        parts.append(f"{r['label']}: {_num(per_k, 2)} h per 1,000 output tokens per sample (now {_num(m, 0)}), "
+                     f"{_num(ok)} h with usable = success")
+    if not parts:
+        return []
+    return [f"What-ifs for N={rep['hours_to_n'][0]:,} (hours scale with a sample's mean output length X as "
+            f"hours × X ÷ now): " + "; ".join(parts) + "."]
 
 
 def _real_table(rep: dict[str, Any]) -> list[str]:
@@ -238,20 +280,25 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
                      f"{CLIENT_LAG_LIMIT_S:g} s late "
                      f"(max {r['client_read_lag_max_s']:.2f} s): figures are the load generator's limit (see notes).")
-    errs = [r for r in rep["steps"] if r["errors_by_class"]]
+    errs = [r for r in rep["steps"] if r.get("step_errors_by_class") or r["errors_by_class"]]
     for r in errs:
-        classes = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items())
-        lines.append(f"Errors at {r['label']}: {classes}.")
+        classes = ", ".join(f"{k} ×{v}" for k, v in (r.get("step_errors_by_class") or {}).items()) or "none"
+        in_sample = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items()) or "none"
+        lines.append(f"Errors at {r['label']}: {classes} of the requests started in the step; {in_sample} in the "
+                     "sample (ended in the steady window).")
     if foot or errs or starved or any(r.get("low_confidence") for r in rep["steps"]):
         lines.append("")
 
     lines += ["## Hours to N usable samples", ""]
-    lines.append("Each cell: request-based hours with its 95 % Poisson interval · token-based hours (seed method). "
-                 "Assumptions per row: concurrency C, usable share and mean output tokens of the requests "
-                 "started in the steady window, truncation and error rates of the step.")
+    lines.append("Each cell: hours to N usable samples (usable = success and not truncated) from the usable "
+                 "completions per second in the steady window, with its 95 % prediction interval for one run of N "
+                 "samples (batch means; see Formulas). The token-based figure (seed method) is a cross-check only. "
+                 "Assumptions per row: concurrency C, and the usable share, truncation and error rates and mean "
+                 "output tokens of the requests that ended in the steady window.")
     lines.append("")
     if rep["steps"]:
         lines += _hours_table(rep)
+        lines += ["", *_what_if_lines(rep)]
         lines.append("")
     if ts != 1.0 and rep["steps"]:
         lines += ["## Real-time equivalents", "",
@@ -259,13 +306,14 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _real_table(rep)
         lines += ["", "Hours to N in real time:", ""]
         lines += _hours_table(rep, real=True)
+        lines += ["", *_what_if_lines(rep, real=True)]
         lines.append("")
 
     finish = _finish_table(rep)
     if finish:
         lines += ["## By finish reason", "",
-                  "Successful requests started in each step's window, by how they ended: `stop` (finished) or "
-                  "`length` (cut at max_tokens).", ""]
+                  "Successful requests of each step's sample (ended in its steady window), by how they ended: "
+                  "`stop` (finished) or `length` (cut at max_tokens).", ""]
         lines += finish
         lines.append("")
     if rep.get("prompts"):

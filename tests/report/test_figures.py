@@ -1,4 +1,5 @@
-"""Per-step figures on a hand-computed run: pro-rata tokens, request rate, counts, latencies, warm-up."""
+"""Per-step figures on a hand-computed run: one sample per step (the requests ending in the steady window),
+pro-rata and chunk-arrival tokens, request rate, counts, latencies, Little's law, hours to N, warm-up."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def _scenario(root: Path, meta: dict[str, Any] | None = None) -> Path:
     Single stream (u1): A 10->20, B 20->30, C 30->45 (carried into C=2). Window [20, 40).
     C=2: u1 D 45->65, E 65->85, F 85->105; u2 G 41->61, H 61->80 (truncated in reasoning),
     I 80->90 (error), J 90->98 (truncated). First wave: u1's C (45), u2's G (61) -> window [61, 100).
+    Samples (requests ending in the window after its start): single B; C=2 D, E, H, I, J (G opened the window,
+    F ends after it).
     """
     records = [
         rec("w", -1, 1, 5, tokens=5000),
@@ -66,29 +69,35 @@ def test_pro_rata_tokens_at_window_edges(report: dict[str, Any]) -> None:
 
 def test_request_rate_counts_usable_ends_in_window(report: dict[str, Any]) -> None:
     single, c2 = report["steps"]
-    assert single["window_usable_completions"] == 2  # A (ends at 20 = window start), B
-    assert single["request_rate"] == pytest.approx(0.1)
-    # G (61), D (65), E (85); H and J truncated, I failed, F ends after the window
-    assert c2["window_usable_completions"] == 3
-    assert c2["request_rate"] == pytest.approx(3 / 39)
+    # B; A ends at 20 = the window start: the first wave's last request, which opened the window, is not counted
+    assert single["window_usable_completions"] == 1
+    assert single["request_rate"] == pytest.approx(1 / 20)
+    # D (65), E (85); G (61) opened the window, H and J truncated, I failed, F ends after the window
+    assert c2["window_usable_completions"] == 2
+    assert c2["request_rate"] == pytest.approx(2 / 39)
 
 
-def test_counts_errors_truncation(report: dict[str, Any]) -> None:
+def test_counts_errors_truncation_over_the_sample(report: dict[str, Any]) -> None:
     single, c2 = report["steps"]
-    assert (single["requests"], single["completed"], single["errors"], single["truncated_pct"]) == (3, 3, 0, 0.0)
-    assert (c2["requests"], c2["completed"], c2["errors"], c2["usable"]) == (7, 6, 1, 4)  # D, E, F, G
+    assert single["sample"] == "ended_in_window" and single["sample_requests"] == 1
+    assert (single["completed"], single["errors"], single["truncated_pct"]) == (1, 0, 0.0)
+    # whole step (requests started in it), kept for the record
+    assert (single["requests"], single["step_completed"], single["step_errors"]) == (3, 3, 0)
+    assert (c2["requests"], c2["step_completed"], c2["step_errors"]) == (7, 6, 1)
+    # sample D, E, H, I, J: every count over the same set
+    assert (c2["sample_requests"], c2["completed"], c2["errors"], c2["usable"]) == (5, 4, 1, 2)  # usable: D, E
     assert c2["errors_by_class"] == {"timeout_idle": 1}
-    assert c2["error_rate"] == pytest.approx(1 / 7)
-    assert c2["truncated"] == 2 and c2["truncated_pct"] == pytest.approx(100 * 2 / 6)
-    assert c2["truncated_in_reasoning"] == 1 and c2["truncated_in_reasoning_pct"] == pytest.approx(100 / 6)
+    assert c2["error_rate"] == pytest.approx(1 / 5)
+    assert c2["truncated"] == 2 and c2["truncated_pct"] == pytest.approx(100 * 2 / 4)  # H, J
+    assert c2["truncated_in_reasoning"] == 1 and c2["truncated_in_reasoning_pct"] == pytest.approx(100 / 4)
 
 
-def test_latency_over_requests_started_in_window(report: dict[str, Any]) -> None:
+def test_latency_over_the_successes_of_the_sample(report: dict[str, Any]) -> None:
     single, c2 = report["steps"]
-    assert single["latency_n"] == 2  # B, C
-    assert single["e2e_p50_s"] == pytest.approx(12.5)
-    assert single["mean_output_tokens"] == pytest.approx(115)
-    # C=2 sample: H (61), E (65), F (85), J (90); I failed
+    assert single["latency_n"] == 1  # B (C ends in the next step)
+    assert single["e2e_p50_s"] == pytest.approx(10)
+    assert single["mean_output_tokens"] == pytest.approx(90)
+    # C=2 sample successes: D (65), H (80), E (85), J (98); I failed
     assert c2["latency_n"] == 4
     assert c2["e2e_p50_s"] == pytest.approx(19.5)  # [8, 19, 20, 20]
     assert c2["ttfat_n"] == 3  # H has no answer token
@@ -100,15 +109,35 @@ def test_latency_over_requests_started_in_window(report: dict[str, Any]) -> None
     assert c2["per_stream_tps"] == pytest.approx((180 * 3 + 60) / (18 * 3 + 6))
 
 
+def test_littles_law(report: dict[str, Any]) -> None:
+    c2 = report["steps"][1]
+    # 5 requests ended in 39 s, mean E2E (20 + 20 + 19 + 10 + 8) / 5 = 15.4 s -> 1.97 in flight for C=2
+    assert c2["completion_rate"] == pytest.approx(5 / 39)
+    assert c2["e2e_mean_s"] == pytest.approx(15.4)
+    assert c2["littles_law_c"] == pytest.approx(5 / 39 * 15.4)
+    assert c2["littles_law_ok"] is True
+    assert not any("Little's law" in n for n in report["notes"])
+
+
 def test_hours_rows(report: dict[str, Any]) -> None:
     c2 = report["steps"][1]
     assert report["hours_to_n"] == [100_000, 200_000, 500_000, 900_000]
+    assert c2["usable_criterion"] == "usable = success and not truncated"
     h = c2["hours"][0]
     assert h["n"] == 100_000
-    assert h["hours"] == pytest.approx(100_000 * 39 / 3 / 3600)
-    assert h["hours_high"] is None  # k = 3: lower rate bound <= 0
-    assert h["hours_low"] == pytest.approx(100_000 / ((3 + 1.96 * 3**0.5) / 39 * 3600))
+    assert h["hours"] == pytest.approx(100_000 * 39 / 2 / 3600)
+    # 39 s < 5 batches x 2 x mean E2E (15.4 s): no interval, and a note saying so
+    iv = c2["hours_interval"]
+    assert iv["batches"] == 0 and iv["reason"].endswith("no interval") and iv["duration_key"] == "steps.duration"
+    assert h["hours_low"] is None and h["hours_high"] is None and h["token_check"] is None
+    # the least step that gives an interval: first wave (21 s) + 5 batches x 2 x mean E2E (15.4 s)
+    assert iv["needed_window_s"] == pytest.approx(154) and iv["needed_duration_s"] == pytest.approx(175)
+    assert any(n.startswith("C=2: hours to N has no interval (window 39.0 s < 5 batches")
+               and n.endswith("lengthen steps.duration to ≥ 175 s.") for n in report["notes"])
     assert h["token_hours"] == pytest.approx(100_000 * 150 / 0.5 / (590 / 39) / 3600)
+    # what-ifs: hours per 1,000 output tokens per usable sample (usable mean 180), usable = success (4 in 39 s)
+    assert h["what_if"]["hours_per_1k_output_tokens"] == pytest.approx(h["hours"] * 1000 / 180)
+    assert h["what_if"]["usable_is_success"]["hours"] == pytest.approx(100_000 * 39 / 4 / 3600)
 
 
 def test_warmup_excluded(report: dict[str, Any]) -> None:
@@ -185,8 +214,8 @@ def test_real_server_has_no_real_time_block(report: dict[str, Any]) -> None:
 
 def test_estimated_tokens_and_suspect_truncation_notes(tmp_path: Path) -> None:
     records = [
-        rec("u1", 0, 0, 10, token_source="estimate"),
-        rec("u1", 0, 10, 10),
+        rec("u1", 0, 0, 10),  # opens the window: not in the sample
+        rec("u1", 0, 10, 10, token_source="estimate"),
         rec("u1", 0, 20, 10, truncated=True, suspect_truncation=True),
         rec("u1", 0, 30, 10),
     ]
@@ -194,7 +223,8 @@ def test_estimated_tokens_and_suspect_truncation_notes(tmp_path: Path) -> None:
     rep = build_report(root)
     assert rep["totals"]["estimated_tokens"] == 1
     assert rep["totals"]["estimated_tokens_share"] == pytest.approx(0.25)
-    assert rep["steps"][0]["estimated_tokens_share"] == pytest.approx(0.25)
+    # of the sample: the 2nd and 3rd requests (the 1st opened the window, the 4th ends at the step end, e = 40)
+    assert rep["steps"][0]["estimated_tokens_share"] == pytest.approx(0.5)
     assert rep["totals"]["suspect_truncations"] == 1
     notes = " ".join(rep["notes"])
     assert "client-estimated" in notes and "suspect truncation" in notes
@@ -205,11 +235,11 @@ def test_report_is_json_ready_and_markdown_has_tables(report: dict[str, Any]) ->
     md = render_markdown(report)
     assert md.startswith(f"# Load report: {report['run_id']}")
     assert "k2-test" in md and "http://127.0.0.1:8000/v1" in md
-    assert "| step | C | completed | errors | req/s | output tok/s | per-stream tok/s |" in md
-    assert "| C=2 ‡ | 2 | 6 | 1 |" in md  # a handful of synthetic completions: flagged low-confidence
+    assert "| step | C | started (whole step) | completed | errors | req/s | output tok/s | per-stream tok/s |" in md
+    assert "| C=2 ‡ | 2 | 7 | 4 | 1 |" in md  # a handful of synthetic completions: flagged low-confidence
     assert "‡ C=2: low confidence," in md
     assert "N=100,000" in md and "## Formulas" in md and "## Notes" in md
-    assert "Errors at C=2: timeout_idle ×1." in md
+    assert "Errors at C=2: timeout_idle ×1 of the requests started in the step; timeout_idle ×1 in the sample" in md
 
 
 def test_per_stream_rate_is_a_ratio_of_sums_robust_to_burst_delivery() -> None:
@@ -243,7 +273,7 @@ def test_failing_step_is_called_out_in_the_notes(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", recs, [phase("single", 0, 1, 0.0), phase("step", 1, 4, 10.0), run_end(20.0)])
     rep = build_report(run)
     notes = " ".join(rep["notes"])
-    assert "C=4: 100.0 % of requests FAILED (timeout_idle 300)" in notes
+    assert "C=4: 100.0 % of requests FAILED (timeout_idle 296)" in notes  # the 4 of the first wave excepted
 
 
 def test_client_read_lag_and_starved_steps(tmp_path: Path) -> None:

@@ -19,11 +19,11 @@ from harness.report.cli import _print_markdown
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 
 STEP_HEADER = [
-    "step", "C", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s", "TTFT p50/p90/p99 (s)",
-    "TTFAT p50/p90/p99 (s)", "inter-chunk p50/p99 (ms)", "TPOT mean/p50 (ms)", "E2E p50 (s)", "mean out tok",
-    "% trunc", "% trunc in reasoning", "steady window (s)",
+    "step", "C", "started (whole step)", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s",
+    "TTFT p50/p90/p99 (s)", "TTFAT p50/p90/p99 (s)", "inter-chunk p50/p99 (ms)", "TPOT mean/p50 (ms)", "E2E p50 (s)",
+    "mean out tok", "% trunc", "% trunc in reasoning", "steady window (s)",
 ]  # fmt: skip
-HOURS_HEADER = ["step", "C", "usable/ok (window)", "% trunc", "% errors", "mean out tok"]
+HOURS_HEADER = ["step", "C", "usable/ok", "% trunc", "% errors", "mean out tok", "batches (interval)"]
 REAL_HEADER = [
     "step", "C", "window (s)", "output tok/s", "req/s", "per-stream tok/s", "TTFT p50 (s)", "TTFAT p50 (s)",
     "TPOT mean (ms)", "E2E p50 (s)",
@@ -122,10 +122,12 @@ def test_step_table_header_and_one_row_per_step(report: dict[str, Any]) -> None:
     assert [r[0] for r in steps[1:]] == [_label(r) for r in report["steps"]]
     assert all(len(r) == len(STEP_HEADER) for r in steps)
     for row, r in zip(steps[1:], report["steps"], strict=True):
-        assert row[1:4] == [str(r["concurrency"]), str(r["completed"]), str(r["errors"])]
+        assert row[1:5] == [str(r["concurrency"]), str(r["requests"]), str(r["completed"]), str(r["errors"])]
     single, c2 = report["steps"]
-    assert (single["completed"], single["errors"], c2["completed"], c2["errors"]) == (3, 0, 5, 1)
-    assert hours[0] == [*HOURS_HEADER, "N=100,000", "N=200,000", "N=500,000", "N=900,000"]
+    # the sample (ended in the steady window): single 25 s; C=2 u1's 75 s and u2's 76 s (the failure ends at 96)
+    assert (single["completed"], single["errors"], c2["completed"], c2["errors"]) == (1, 0, 2, 0)
+    assert (single["requests"], c2["requests"], c2["step_completed"], c2["step_errors"]) == (3, 6, 5, 1)
+    assert hours[0] == [*HOURS_HEADER, "N=100,000", "N=200,000", "N=500,000", "N=900,000", "tokens check N=100,000"]
     assert [r[0] for r in hours[1:]] == [r[0] for r in steps[1:]]
     assert all(len(r) == len(hours[0]) for r in hours)
 
@@ -161,7 +163,8 @@ def test_formulas_and_notes_are_bullets(report: dict[str, Any]) -> None:
 def test_footnotes_for_errors_and_low_confidence(report: dict[str, Any]) -> None:
     md = render_markdown(report)
     per_step = _section(md, "Per step")
-    assert "Errors at C=2: timeout_idle ×1." in per_step
+    assert ("Errors at C=2: timeout_idle ×1 of the requests started in the step; none in the sample (ended in "
+            "the steady window).") in per_step
     for r in report["steps"]:
         if r.get("low_confidence"):
             assert f"‡ {r['label']}: low confidence, {r['low_confidence']}; {r['low_confidence_fix']}." in per_step
@@ -210,23 +213,42 @@ def test_seconds_milliseconds_rates_and_thousands(report: dict[str, Any]) -> Non
     assert (row["% trunc"], row["% trunc in reasoning"]) == ("12.3", "–")
 
 
+def _what_if(per_k: float | None, ok: float | None) -> dict[str, Any]:
+    return {"hours_per_1k_output_tokens": per_k, "usable_is_success": {"hours": ok, "hours_low": None,
+                                                                        "hours_high": None}}
+
+
 def test_hours_cells(report: dict[str, Any]) -> None:
     hours = [
-        {"n": 1000, "hours": 1234.56, "hours_low": 0.5, "hours_high": 2.25, "token_hours": 3.0},
-        {"n": 2000, "hours": 10.0, "hours_low": 5.0, "hours_high": None, "token_hours": None},
-        {"n": 3000, "hours": None, "hours_low": None, "hours_high": None, "token_hours": 7.77},
+        {"n": 1000, "hours": 1234.56, "hours_low": 1000.0, "hours_high": 1500.25, "token_hours": 3.0,
+         "token_check": "outside", "what_if": _what_if(617.28, 1100.0)},
+        {"n": 2000, "hours": 10.0, "hours_low": 5.0, "hours_high": None, "token_hours": None, "token_check": None,
+         "what_if": _what_if(5.0, 9.0)},
+        {"n": 3000, "hours": None, "hours_low": None, "hours_high": None, "token_hours": 7.77, "token_check": None,
+         "what_if": _what_if(None, None)},
+        {"n": 4000, "hours": 8.0, "hours_low": None, "hours_high": None, "token_hours": 7.77, "token_check": None,
+         "what_if": _what_if(None, None)},
     ]
-    rep = _one_step(report, hours=hours, usable_share=0.98765, error_rate=0.123, truncated_pct=None)
-    rep["hours_to_n"] = [1000, 2000, 3000]
-    table = _tables(render_markdown(rep))[1]
-    assert table[0] == [*HOURS_HEADER, "N=1,000", "N=2,000", "N=3,000"]
+    interval = {"batches": 8, "batch_s": 12.5, "rel_halfwidth": 0.0412}
+    rep = _one_step(report, hours=hours, usable_share=0.98765, error_rate=0.123, truncated_pct=None,
+                    hours_interval=interval, mean_output_tokens_usable=2000.0)
+    rep["hours_to_n"] = [1000, 2000, 3000, 4000]
+    md = render_markdown(rep)
+    table = _tables(md)[1]
+    assert table[0] == [*HOURS_HEADER, "N=1,000", "N=2,000", "N=3,000", "N=4,000", "tokens check N=1,000"]
     row = table[1]
-    assert row[2:6] == ["0.988", "–", "12.3", f"{rep['steps'][0]['mean_output_tokens']:,.0f}"]
-    assert row[6:] == [
-        "1,234.6 h (0.5–2.2) · tok 3.0 h",
-        "10.0 h (5.0–∞) · tok –",
-        "∞ (no usable completions) · tok 7.8 h",
+    assert row[2:7] == ["0.988", "–", "12.3", f"{rep['steps'][0]['mean_output_tokens']:,.0f}", "8 × 12.5 s, ±4.1 %"]
+    assert row[7:] == [
+        "1,234.6 h (1,000.0–1,500.2)",
+        "10.0 h (5.0–∞)",
+        "∞ (no usable completions)",
+        "8.0 h (no interval)",
+        "3.0 h ⚠ outside",
     ]
+    assert ("What-ifs for N=1,000 (hours scale with a sample's mean output length X as hours × X ÷ now): C=2: "
+            "617.28 h per 1,000 output tokens per sample (now 2,000), 1,100.0 h with usable = success.") in md
+    rep["steps"][0]["hours_interval"] = {"batches": 0}
+    assert _tables(render_markdown(rep))[1][1][6] == "none"
 
 
 def test_table_cells_escape_pipes(report: dict[str, Any]) -> None:
@@ -289,7 +311,7 @@ def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
     assert row["window (s)"] == f"{c2['real_time']['window_s']:,.1f}"
     assert row["E2E p50 (s)"] == "200"  # 20 s of compressed time at 0.1 s per simulated second
     assert tables[3][0] == tables[1][0]
-    assert tables[3][2][6] != tables[1][2][6]  # real-time hours, not the compressed ones
+    assert tables[3][2][7] != tables[1][2][7]  # real-time hours, not the compressed ones
 
 
 # -- terminal ------------------------------------------------------------------------------------------------
@@ -309,7 +331,7 @@ def test_terminal_output_is_rendered_by_rich(
     assert "|---|" not in plain and "**" not in plain
     for cell in ("TTFT p50/p90/p99 (s)", "N=100,000", "single ‡", "C=2 ‡", "2.00 / 2.00 / 2.00"):
         assert cell in plain
-    assert "Errors at C=2: timeout_idle ×1." in plain
+    assert "Errors at C=2: timeout_idle ×1 of the requests started in the step" in plain
 
 
 def test_non_terminal_output_is_the_raw_markdown(
