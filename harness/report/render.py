@@ -108,8 +108,11 @@ def _usd(v: float | None) -> str:
 
 
 def _usd_interval(v: float | None, lo: float | None, hi: float | None) -> str:
+    """US$ with its 95 % interval (``∞`` for an unbounded upper side, "no interval" when there is none)."""
     if v is None:
         return _DASH
+    if lo is None and hi is None:
+        return f"{_usd(v)} (no interval)"
     return f"{_usd(v)} ({_usd(lo)}{_DASH}{_usd(hi)})"
 
 

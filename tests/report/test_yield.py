@@ -129,8 +129,9 @@ def test_failed_usable_checks_are_named(tmp_path: Path) -> None:
     rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 60), run_end(60)],
                                  {"profile": PROFILE}))
     (quick,) = rep["prompts"]
-    assert quick["usable_reasons"] == {"json": 3} and quick["usable_pct"] == 50.0
-    assert rep["steps"][0]["usable_reasons"] == {"json": 3}
+    assert quick["usable_reasons"] == {"json": 3} and quick["usable_pct"] == 50.0  # the prompt: every request
+    # the step: its sample, the requests that ended in the steady window (10, 60): i = 1..4, two of them json
+    assert rep["steps"][0]["usable_reasons"] == {"json": 2}
     assert any(n.startswith("prompt quick: 50 % of successful requests failed the usable check usable.answer_json")
                for n in rep["notes"])
 
@@ -157,17 +158,17 @@ def test_hidden_reasoning_is_counted_and_noted(tmp_path: Path) -> None:
     recs = [rec("u1", 0, 12 * i, 12, ttft=2, tokens=500, prompt_id="quick", reasoning_tokens=400, answer_tokens=100,
                 reasoning_chunks=0, answer_chunks=100, hidden_reasoning=True) for i in range(3)]
     recs.append(rec("u1", 0, 36, 12, ttft=2, tokens=500, prompt_id="quick"))  # reasoning streamed
-    rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 48), run_end(48)],
+    rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 60), run_end(60)],
                                  {"profile": PROFILE}))
     row = rep["steps"][0]
-    assert (row["hidden_reasoning"], row["hidden_reasoning_share"]) == (3, 0.75)
+    # the step's sample = the requests that ended in the window (12, 60): 2 hidden + 1 streamed, 10 s of decode each
+    assert (row["hidden_reasoning"], row["hidden_reasoning_share"]) == (2, 2 / 3)
     assert rep["totals"]["hidden_reasoning"] == 3 and rep["prompts"][0]["hidden_reasoning"] == 3
-    # latency sample = the requests started in the window (after u1's first): 2 hidden + 1 streamed, 10 s each
     assert row["latency_n"] == 3
     assert row["per_stream_tps"] == pytest.approx((2 * 100 + 500) / (3 * 10))  # streamed tokens only
     assert [n for n in rep["notes"] if "HIDDEN" in n] == [
         "HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was streamed) in successful requests at "
-        "single 3 of 4 (75 %): TTFT and TTFAT include the whole reasoning, TPOT and per-stream tok/s count the "
+        "single 2 of 3 (67 %): TTFT and TTFAT include the whole reasoning, TPOT and per-stream tok/s count the "
         "streamed answer tokens only, and the reasoning phase's own rate is unknown."
     ]
 
@@ -190,10 +191,14 @@ def test_cost_per_million_tokens_per_usable_and_to_n(tmp_path: Path) -> None:
     h1k = c2["hours"][0]
     assert h1k["n"] == 1000
     assert cost["usd_per_1k_usable"] == pytest.approx(h1k["hours"] * 20.0)
-    assert cost["usd_per_1k_usable_low"] == pytest.approx(h1k["hours_low"] * 20.0)
+    for got, hours in ((cost["usd_per_1k_usable_low"], h1k["hours_low"]),
+                       (cost["usd_per_1k_usable_high"], h1k["hours_high"])):
+        assert got == (None if hours is None else pytest.approx(hours * 20.0))
     for h in c2["hours"]:
-        assert h["usd"] == pytest.approx(h["hours"] * 20.0) and h["usd_low"] == pytest.approx(h["hours_low"] * 20.0)
-        assert (h["usd_high"] is None) == (h["hours_high"] is None)
+        assert h["usd"] == pytest.approx(h["hours"] * 20.0)
+        for side in ("low", "high"):  # the interval maps through ($ = hours × $/h); None where hours have none
+            hv = h[f"hours_{side}"]
+            assert h[f"usd_{side}"] == (None if hv is None else pytest.approx(hv * 20.0))
         assert h["token_usd"] == pytest.approx(h["token_hours"] * 20.0)
     # k usable completions in the window: hours to 1000 = 1000 / (k / W * 3600)
     k, w = c2["window_usable_completions"], c2["window_s"]
@@ -201,7 +206,8 @@ def test_cost_per_million_tokens_per_usable_and_to_n(tmp_path: Path) -> None:
     row = _hours_row(render_markdown(rep))
     assert row["$ / 1M out tok"] == f"${cost['usd_per_1m_output_tokens']:,.2f}"
     assert row["$ / 1k usable"].startswith(f"${cost['usd_per_1k_usable']:,.2f} (")
-    assert re.search(r" · \$[\d,.]+ \(\$[\d,.]+–(∞|\$[\d,.]+)\)$", row["N=100,000"])
+    # the hours cell carries the US$ with the same interval (or none when the step has no batch-means interval)
+    assert re.search(r" · \$[\d,.]+ (\(\$[\d,.]+–(∞|\$[\d,.]+)\)|\(no interval\))$", row["N=100,000"])
     assert "cost" in rep["definitions"]
 
 
