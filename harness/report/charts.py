@@ -421,7 +421,8 @@ def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> lis
         ("throughput", "Throughput vs concurrency",
          "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % batch-means interval "
          "of the window's usable rate (the estimate's part of the hours-to-N interval). Hollow markers † : NOT "
-         "steady (burst figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the tables and notes).",
+         "steady (burst figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the "
+         "tables and notes).",
          lambda: throughput_chart(report)),
         ("latency_percentiles", "Latency percentiles vs concurrency",
          "Report rows: ttft_p50/p90/p99, ttfat_p50/p90/p99 (s), tpot_mean and tpot_p50 (ms).",
