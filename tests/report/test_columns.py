@@ -167,7 +167,7 @@ def _edge_phases() -> list[dict[str, Any]]:
 def test_edge_cases_every_figure_equal(tmp_path: Path) -> None:
     root = write_run(tmp_path / "run", _edge_records(), _edge_phases())
     rows = compare(root)
-    assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
+    assert rows[1]["step_errors_by_class"] == {"http_5xx": 1, "unknown": 2}
     assert rows[0]["gap_n"] == 3
 
 
@@ -179,7 +179,7 @@ def test_schema_2_records_among_schema_1_records(tmp_path: Path) -> None:
             records[i] = RequestResult.from_record(r).to_record()
     assert {r.get("schema", 1) for r in records} == {1, 2}
     rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
-    assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
+    assert rows[1]["step_errors_by_class"] == {"http_5xx": 1, "unknown": 2}
 
 
 def test_older_records_without_newer_fields(tmp_path: Path) -> None:
@@ -212,11 +212,15 @@ def test_hidden_reasoning_usable_reasons_and_finish_reasons(tmp_path: Path) -> N
     for i, change in changes.items():
         records[i].update(change)
     rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
-    assert rows[0]["hidden_reasoning"] == 2 and rows[1]["hidden_reasoning"] == 3
-    # a step too short for steady state: its latency sample (and finish-reason split) is every successful request
+    # one sample per step: every hidden-reasoning request ended outside the steady windows (they still overlap
+    # them, so their tokens count, spread from the request start)
+    assert rows[0]["hidden_reasoning"] == 0 and rows[1]["hidden_reasoning"] == 0
+    assert rows[0]["tokens_by"] == "pro_rata" and rows[0]["window_output_tokens"] > 0
+    # a step too short for steady state: its sample (and finish-reason split) is every request of the step
     short = [*_edge_phases()[:-1], run_end(50)]
     rows = compare(write_run(tmp_path / "short", records, short))
     assert not rows[1]["steady"]
+    assert rows[1]["hidden_reasoning"] == 3  # records 4, 5, 6; the failed one (10) is not counted
     assert rows[1]["usable_reasons"] == {"error": 3, "json": 1, "min_answer_tokens": 1, "regex": 1,
                                          "truncated": 2, "unknown": 2}
     assert list(rows[1]["by_finish_reason"]) == ["stop", "length", "tool_calls", "none", "content_filter"]
