@@ -9,9 +9,14 @@ object per record:
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
   start, or the first C requests when records carry no user id);
-* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval, from
-  the request start when its reasoning was hidden, and counted pro rata inside the window), usable req/s and
-  hours to N (requests, with the Poisson interval; and tokens), per-stream tok/s (a ratio of sums over streamed
+* one sample per step (``figures.step_sample``): every request (ok or not) that ended inside the steady window
+  ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the ``step_*``
+  counts, client lag and users seen over the step's own requests;
+* aggregate output tok/s (tokens by chunk arrival when a record has ``chunk_times``, with its ``chunk_tokens``
+  when they match; else spread uniformly over its decode interval, from the request start when its reasoning
+  was hidden, and counted pro rata inside the window; ``tokens_by`` says which), usable req/s, completion rate
+  and Little's law, hours to N by batch means (``hours.batch_means`` over the usable end times, then the
+  report's ``_interval_info`` / ``_hours``), per-stream tok/s (a ratio of sums over streamed
   tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
   histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
   (``usable_reasons``), % truncated, hidden-reasoning count and share, error counts by class, the split by
