@@ -9,9 +9,14 @@ object per record:
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
   start, or the first C requests when records carry no user id);
-* aggregate output tok/s (each successful request's tokens spread uniformly over its decode interval, from
-  the request start when its reasoning was hidden, and counted pro rata inside the window), usable req/s and
-  hours to N (requests, with the Poisson interval; and tokens), per-stream tok/s (a ratio of sums over streamed
+* one sample per step (``figures.step_sample``): every request (ok or not) that ended inside the steady window
+  ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the ``step_*``
+  counts, client lag and users seen over the step's own requests;
+* aggregate output tok/s (tokens by chunk arrival when a record has ``chunk_times``, with its ``chunk_tokens``
+  when they match; else spread uniformly over its decode interval, from the request start when its reasoning
+  was hidden, and counted pro rata inside the window; ``tokens_by`` says which), usable req/s, completion rate
+  and Little's law, hours to N by batch means (``hours.batch_means`` over the usable end times, then the
+  report's ``_interval_info`` / ``_hours``), per-stream tok/s (a ratio of sums over streamed
   tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
   histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
   (``usable_reasons``), % truncated, hidden-reasoning count and share, error counts by class, the split by
@@ -47,9 +52,17 @@ from harness.histogram import LogHistogram
 from harness.records import read_phases
 from harness.report.cost import add_cost
 from harness.report.diagnosis import low_confidence_fix
-from harness.report.figures import SPLIT_FINISH_REASONS, low_confidence, real_time
+from harness.report.figures import (
+    LITTLE_TOLERANCE,
+    SPLIT_FINISH_REASONS,
+    USABLE_CRITERION,
+    low_confidence,
+    real_time,
+)
+from harness.report.figures import _hours as _hours_entry
+from harness.report.figures import _interval_info as _hours_interval_info
 from harness.report.frame import ROW, read_frame
-from harness.report.hours import hours_by_requests, hours_by_tokens
+from harness.report.hours import batch_means
 from harness.report.load import Phase
 from harness.report.steady import Window
 
@@ -72,7 +85,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "user", "phase", "step", "concurrency", "start_wall", "read_lag_max", "t_headers", "ttft", "ttfat",
     "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source", "reasoning_tokens", "answer_tokens", "ok",
     "error_class", "finish_reason", "truncated", "truncated_in_reasoning", "suspect_truncation", "usable",
-    "usable_reason", "hidden_reasoning", "tpot",
+    "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
 )
 
 # Derived columns added by prepare() (underscore names never clash with record fields).
@@ -277,18 +290,81 @@ def _token_spread_start() -> pl.Expr:
         .otherwise(pl.col(_START))
 
 
-def _window_tokens(w0: float, w1: float) -> pl.Expr:
-    """Output tokens of successful requests generated inside ``[w0, w1)``, pro rata (tokens), as
-    ``figures.output_tokens_in``: spread uniformly over [:func:`_token_spread_start`, end]."""
+def _pro_rata_tokens(w0: float, w1: float) -> pl.Expr:
+    """Per record: output tokens generated inside ``[w0, w1)``, pro rata (tokens, Float64), as the no-chunk-times
+    branch of ``figures.record_tokens_in``: spread uniformly over [:func:`_token_spread_start`, end]."""
+    return pl.col("output_tokens").cast(pl.Float64) * _overlap(_token_spread_start(), pl.col(_END), w0, w1)
+
+
+def _has_chunk_times() -> pl.Expr:
+    """The record carries chunk arrival times (a non-empty ``chunk_times``), as ``bool(r.chunk_times)``."""
+    ct = pl.col("chunk_times")
+    return (ct.is_not_null() & (ct.list.len() > 0)).fill_null(False)
+
+
+def _chunk_tokens_in(chunked: pl.DataFrame, w0: float, w1: float) -> float:
+    """Σ over ``chunked`` (records with chunk times, in the window's reach) of the tokens that arrived inside
+    ``[w0, w1)`` (tokens), as the chunk branch of ``figures.record_tokens_in``.
+
+    A chunk ``i`` is inside when ``w0 - start <= chunk_times[i] < w1 - start`` (``bisect_left`` over the sorted
+    arrival times). With per-chunk usage (``chunk_tokens`` as long as ``chunk_times``, summing to ``shown > 0``):
+    the tokens of the chunks inside, plus ``output_tokens - shown`` when the request ended inside (those arrive at
+    the end), or, when the usage counts fewer tokens than the chunks, the chunks' tokens scaled by
+    ``output_tokens / shown``. Otherwise ``output_tokens`` split evenly over the chunks.
+    """
+    if chunked.height == 0:
+        return 0.0
+    ct, toks = pl.col("chunk_times"), pl.col("chunk_tokens")
+    rows = chunked.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_i"), _START, _END, "output_tokens", "chunk_times",
+        pl.when(toks.is_not_null() & (toks.list.len() == ct.list.len()) & (toks.list.sum() > 0))
+        .then(toks).otherwise(pl.lit(None, pl.List(pl.Int64))).alias("chunk_tokens"),
+    )
+    inside = (ct >= pl.lit(w0) - pl.col(_START)) & (ct < pl.lit(w1) - pl.col(_START))
+    n_in = (rows.select("_i", _START, "chunk_times").explode("chunk_times")
+            .group_by("_i").agg(inside.sum().alias("n_in")))
+    with_usage = rows.filter(toks.is_not_null())
+    t_in = (with_usage.select("_i", _START, "chunk_times", "chunk_tokens").explode(["chunk_times", "chunk_tokens"])
+            .group_by("_i").agg(toks.filter(inside).sum().alias("t_in")))
+    per = rows.join(n_in, on="_i", how="left").join(t_in, on="_i", how="left")
+    out = pl.col("output_tokens")
+    shown = toks.list.sum()
+    rest = out - shown
+    ends_inside = (pl.col(_END) >= w0) & (pl.col(_END) < w1)
+    t_in_f = pl.col("t_in").fill_null(0)
+    value = (
+        pl.when(toks.is_null()).then(out * pl.col("n_in").fill_null(0) / ct.list.len())
+        .when(rest >= 0).then(t_in_f.cast(pl.Float64) + pl.when(ends_inside).then(rest).otherwise(0))
+        .otherwise(t_in_f * out / shown)
+    )
+    return float(per.select(value.sum()).item() or 0.0)
+
+
+def _window_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, str]:
+    """``figures.window_tokens`` over ``main``: output tokens of successful requests that arrived inside
+    ``[w0, w1)`` (tokens; by chunk arrival when a record has chunk times, else pro rata) and how they were placed
+    (``chunks`` / ``pro_rata`` / ``mixed`` / ``none``)."""
     tokens = pl.col("output_tokens")
-    counted = pl.col(_OK) & tokens.is_not_null() & (tokens != 0)
-    frac = _overlap(_token_spread_start(), pl.col(_END), w0, w1)
-    return (tokens.cast(pl.Float64) * frac).filter(counted).sum()
+    reach = main.filter(pl.col(_OK) & tokens.is_not_null() & (tokens != 0) & (pl.col(_END) >= w0)
+                        & (pl.col(_START) < w1)).with_columns(_has_chunk_times().alias("_chunked"))
+    v = reach.select(
+        _pro_rata_tokens(w0, w1).filter(~pl.col("_chunked")).sum().alias("pro_rata"),
+        (~pl.col("_chunked")).sum().alias("by_rate"),
+        pl.col("_chunked").sum().alias("by_chunks"),
+    ).row(0, named=True)
+    by_rate, by_chunks = int(v["by_rate"] or 0), int(v["by_chunks"] or 0)
+    total = float(v["pro_rata"] or 0.0)
+    if by_chunks:
+        total += _chunk_tokens_in(reach.filter(pl.col("_chunked")), w0, w1)
+    basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
+    return total, basis
 
 
-def _usable_ends_in(w0: float, w1: float) -> pl.Expr:
-    """Usable requests whose end falls in ``[w0, w1)`` (count), as ``figures.usable_ends_in``."""
-    return (pl.col(_USABLE) & (pl.col(_END) >= w0) & (pl.col(_END) < w1)).sum()
+def _ends_in(main: pl.DataFrame, flag: str, w0: float, w1: float) -> list[float]:
+    """End times (epoch s) of the records with ``flag`` (``_usable`` / ``_ok``) ending inside ``(w0, w1)``, in record
+    order: the events ``hours.batch_means`` counts."""
+    end = pl.col(_END)
+    return main.filter(pl.col(flag) & (end > w0) & (end < w1)).get_column(_END).to_list()
 
 
 def _streamed_tokens() -> pl.Expr:
@@ -494,67 +570,64 @@ def _share(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _step_counts(step_recs: pl.DataFrame) -> dict[str, int]:
-    """The step's counts: requests, ok, truncated / in reasoning / estimated tokens / hidden reasoning (of the
-    successful ones), usable, suspect truncations (of all), users seen (distinct non-empty ids)."""
+def _sample_counts(sample: pl.DataFrame) -> dict[str, int]:
+    """The sample's counts: ok, and truncated / in reasoning / estimated tokens / hidden reasoning / usable (of the
+    successful ones), suspect truncations (of all)."""
     ok = pl.col(_OK)
-    c = _counts(
-        step_recs,
+    return _counts(
+        sample,
         ok=ok,
         truncated=ok & _flag("truncated"),
         trunc_reason=ok & _flag("truncated_in_reasoning"),
-        usable=pl.col(_USABLE),
+        usable=ok & pl.col(_USABLE),
         estimated=ok & (pl.col("token_source") == "estimate").fill_null(False),
         hidden=ok & _flag("hidden_reasoning"),
         suspect=_flag("suspect_truncation"),
     )
+
+
+def _users_seen(step_recs: pl.DataFrame) -> int:
+    """Distinct non-empty user ids of the step's records."""
     user = pl.col("user")
-    c["requests"] = step_recs.height
-    c["users"] = int(step_recs.select(user.filter(user.is_not_null() & (user != "")).n_unique()).item())
-    return c
+    return int(step_recs.select(user.filter(user.is_not_null() & (user != "")).n_unique()).item())
 
 
-def _measurement(main: pl.DataFrame, step_recs: pl.DataFrame, phase: Phase,
+def _step_sample(main: pl.DataFrame, step_recs: pl.DataFrame, phase: Phase,
                  window: Window) -> tuple[float, float, pl.DataFrame]:
-    """(w0, w1, latency sample): the steady window and the successful requests of any step started in it, or
-    (flagged not steady) the whole step and its successful requests."""
+    """(w0, w1, sample), as ``figures.step_sample``: the steady window and every request (any step, ok or not)
+    that ended inside ``(w0, w1)``, or (flagged not steady) the whole step and its requests. Record order."""
     if window.steady:
         w0, w1 = window.start, window.end
-        return w0, w1, main.filter(pl.col(_OK) & (pl.col(_START) >= w0) & (pl.col(_START) < w1))
-    return phase.start, phase.end, step_recs.filter(pl.col(_OK))
-
-
-def _hours(hours_n: Sequence[int], k: int, length: float, lat: dict[str, Any],
-           output_tps: float | None) -> list[dict[str, Any]]:
-    """The row's ``hours`` entries: hours to each N from usable req/s (with the interval) and from tokens."""
-    return [
-        {
-            "n": int(n),
-            **hours_by_requests(int(n), k, length),
-            "token_hours": hours_by_tokens(int(n), lat["mean_output_tokens"], output_tps, lat["usable_share"]),
-        }
-        for n in hours_n
-    ]
+        end = pl.col(_END)
+        return w0, w1, main.filter((end > w0) & (end < w1))
+    return phase.start, phase.end, step_recs
 
 
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
     """``figures.step_row`` of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
     step_recs = main.filter(pl.col(_STEP) == phase.step)
-    c = _step_counts(step_recs)
-    requests, n_ok = c["requests"], c["ok"]
-    w0, w1, sample = _measurement(main, step_recs, phase, window)
+    w0, w1, sample = _step_sample(main, step_recs, phase, window)
+    ok_sample = sample.filter(pl.col(_OK))
+    c = _sample_counts(sample)
+    n_sample, n_ok = sample.height, c["ok"]
+    step_ok = _counts(step_recs, ok=pl.col(_OK))["ok"]
     length = max(0.0, w1 - w0)
-    w = main.select(_window_tokens(w0, w1).alias("tokens"), _usable_ends_in(w0, w1).alias("k")).row(0, named=True)
-    tokens = float(w["tokens"] or 0.0)
-    k = int(w["k"])
-    lat = _latency(sample)
+    tokens, tokens_by = _window_tokens(main, w0, w1)
+    usable_ends = _ends_in(main, _USABLE, w0, w1)
+    ok_ends = _ends_in(main, _OK, w0, w1)
+    k = len(usable_ends)
+    lat = _latency(ok_sample)
+    e2e = sample.select(pl.col("e2e").drop_nulls().mean()).item() if n_sample else None
+    e2e_mean = float(e2e) if e2e is not None else None
     tokens_per_usable = (
         lat["mean_output_tokens"] / lat["usable_share"]
         if lat["mean_output_tokens"] is not None and lat["usable_share"]
         else None
     )
     output_tps = tokens / length if length > 0 else None
+    completions_rate = n_sample / length if length > 0 else None
+    little = completions_rate * e2e_mean if completions_rate is not None and e2e_mean is not None else None
     row: dict[str, Any] = {
         "label": phase.label,
         "phase": phase.phase,
@@ -574,13 +647,18 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "window_end_wall": w1,
         "window_start_s": w0 - phase.start,
         "window_s": length,
-        "requests": requests,
+        "sample": "ended_in_window" if window.steady else "started_in_step",
+        "sample_requests": n_sample,
+        "requests": step_recs.height,
+        "step_completed": step_ok,
+        "step_errors": step_recs.height - step_ok,
+        "step_errors_by_class": _errors_by_class(step_recs.filter(~pl.col(_OK))),
         "completed": n_ok,
-        "errors": requests - n_ok,
-        "errors_by_class": _errors_by_class(step_recs.filter(~pl.col(_OK))),
-        "error_rate": _share(requests - n_ok, requests),
+        "errors": n_sample - n_ok,
+        "errors_by_class": _errors_by_class(sample.filter(~pl.col(_OK))),
+        "error_rate": _share(n_sample - n_ok, n_sample),
         "usable": c["usable"],
-        "usable_reasons": _usable_reasons(step_recs),
+        "usable_reasons": _usable_reasons(sample),
         "truncated": c["truncated"],
         "truncated_pct": _pct(c["truncated"], n_ok),
         "truncated_in_reasoning": c["trunc_reason"],
@@ -591,15 +669,24 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "hidden_reasoning_share": _share(c["hidden"], n_ok),
         "window_output_tokens": tokens,
         "output_tps": output_tps,
+        "tokens_by": tokens_by,
         "window_usable_completions": k,
         "request_rate": k / length if length > 0 else None,
+        "completion_rate": completions_rate,
+        "e2e_mean_s": e2e_mean,
+        "littles_law_c": little,
+        "littles_law_ok": (abs(little / phase.concurrency - 1) <= LITTLE_TOLERANCE) if little is not None else None,
         **lat,
         "tokens_per_usable": tokens_per_usable,
-        "by_finish_reason": _by_finish_reason(sample),
+        "usable_criterion": USABLE_CRITERION,
+        "by_finish_reason": _by_finish_reason(ok_sample),
     }
-    row["hours"] = _hours(hours_n, k, length, lat, output_tps)
+    bm = batch_means(usable_ends, w0, w1, e2e_mean)
+    bm_ok = batch_means(ok_ends, w0, w1, e2e_mean)
+    row["hours_interval"] = _hours_interval_info(bm, phase, w0, e2e_mean)
+    row["hours"] = [_hours_entry(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
     row.update(_client_lag(step_recs))
-    row["users_seen"] = c["users"]
+    row["users_seen"] = _users_seen(step_recs)
     row["low_confidence"] = low_confidence(row)
     row["low_confidence_fix"] = low_confidence_fix(row) if row["low_confidence"] else None
     row["real_time"] = real_time(row, time_scale) if time_scale != 1.0 else None

@@ -167,7 +167,7 @@ def _edge_phases() -> list[dict[str, Any]]:
 def test_edge_cases_every_figure_equal(tmp_path: Path) -> None:
     root = write_run(tmp_path / "run", _edge_records(), _edge_phases())
     rows = compare(root)
-    assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
+    assert rows[1]["step_errors_by_class"] == {"http_5xx": 1, "unknown": 2}
     assert rows[0]["gap_n"] == 3
 
 
@@ -179,7 +179,7 @@ def test_schema_2_records_among_schema_1_records(tmp_path: Path) -> None:
             records[i] = RequestResult.from_record(r).to_record()
     assert {r.get("schema", 1) for r in records} == {1, 2}
     rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
-    assert rows[1]["errors_by_class"] == {"http_5xx": 1, "unknown": 2}
+    assert rows[1]["step_errors_by_class"] == {"http_5xx": 1, "unknown": 2}
 
 
 def test_older_records_without_newer_fields(tmp_path: Path) -> None:
@@ -212,11 +212,15 @@ def test_hidden_reasoning_usable_reasons_and_finish_reasons(tmp_path: Path) -> N
     for i, change in changes.items():
         records[i].update(change)
     rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
-    assert rows[0]["hidden_reasoning"] == 2 and rows[1]["hidden_reasoning"] == 3
-    # a step too short for steady state: its latency sample (and finish-reason split) is every successful request
+    # one sample per step: every hidden-reasoning request ended outside the steady windows (they still overlap
+    # them, so their tokens count, spread from the request start)
+    assert rows[0]["hidden_reasoning"] == 0 and rows[1]["hidden_reasoning"] == 0
+    assert rows[0]["tokens_by"] == "pro_rata" and rows[0]["window_output_tokens"] > 0
+    # a step too short for steady state: its sample (and finish-reason split) is every request of the step
     short = [*_edge_phases()[:-1], run_end(50)]
     rows = compare(write_run(tmp_path / "short", records, short))
     assert not rows[1]["steady"]
+    assert rows[1]["hidden_reasoning"] == 3  # records 4, 5, 6; the failed one (10) is not counted
     assert rows[1]["usable_reasons"] == {"error": 3, "json": 1, "min_answer_tokens": 1, "regex": 1,
                                          "truncated": 2, "unknown": 2}
     assert list(rows[1]["by_finish_reason"]) == ["stop", "length", "tool_calls", "none", "content_filter"]
@@ -286,3 +290,32 @@ def test_your_runs_every_figure_equal(run_dir: Path) -> None:
     meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     ns = (meta.get("profile") or {}).get("report", {}).get("hours_to_n")
     compare(run_dir, ns if isinstance(ns, list) and ns else None)
+
+
+def test_tokens_by_chunk_arrival(tmp_path: Path) -> None:
+    """Aggregate tokens by chunk arrival (``figures.record_tokens_in``), windows single [20, 40) and C=2
+    (94.5, 100): per-chunk usage with the rest (EOS) at the end, inside and outside the window; usage counting
+    more tokens than ``output_tokens`` (scaled); no per-chunk usage, a length mismatch or usage summing to 0 (an
+    even split); an empty list (pro rata); chunk times exactly on ``w0 - start`` / ``w1 - start``."""
+    records = _edge_records()
+    variants: dict[int, dict[str, Any]] = {
+        2: {"chunk_times": [0.0, 3.0, 9.9], "chunk_tokens": [10, 20, 30]},  # 60 of 90, ends inside: + 30
+        3: {"chunk_times": [1.0, 5.0, 10.0, 14.9], "chunk_tokens": [40, 40, 40, 19]},  # 80; ends after: no rest
+        12: {"chunk_times": [1.0, 4.5, 6.0, 7.9], "chunk_tokens": [50, 50, 50, 50]},  # 150 x 60 / 200
+        13: {"chunk_times": [1.0, 2.5], "chunk_tokens": [1, 2, 3]},  # lengths differ: 60 x 1 / 2
+        14: {"chunk_times": []},  # pro rata
+        16: {"chunk_times": [0.5, 1.5, 2.5]},  # 60 x 2 / 3
+        4: {"chunk_times": [1.0, 4.9, 5.0, 10.0], "chunk_tokens": [0, 0, 0, 0], "hidden_reasoning": True},
+    }
+    for i, v in variants.items():
+        records[i].update(v)
+    rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
+    assert [r["tokens_by"] for r in rows] == ["mixed", "mixed"]
+    # 10..20 pro rata, ends on w0 (90 x 0: a point at w0 - its decode starts at 11, so 0 inside) + 90 + 80
+    assert math.isclose(rows[0]["window_output_tokens"], 170.0)
+    # every request with chunk times: "chunks"; a step without a steady window counts over [40, 50)
+    for r in records:
+        if not r.get("chunk_times"):
+            r["chunk_times"] = [0.5]
+    rows = compare(write_run(tmp_path / "all", records, [*_edge_phases()[:-1], run_end(50)]))
+    assert {r["tokens_by"] for r in rows} == {"chunks"}
