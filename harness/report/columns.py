@@ -16,7 +16,7 @@ object per record:
   when they match; else spread uniformly over its decode interval, from the request start when its reasoning
   was hidden, and counted pro rata inside the window; ``tokens_by`` says which), usable req/s, completion rate
   and Little's law, hours to N by batch means (``hours.batch_means`` over the usable end times, then the
-  report's ``_interval_info`` / ``_hours``), per-stream tok/s (a ratio of sums over streamed
+  report's ``interval_info`` / ``hours_entry``), per-stream tok/s (a ratio of sums over streamed
   tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
   histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
   (``usable_reasons``), % truncated, hidden-reasoning count and share, error counts by class, the split by
@@ -59,8 +59,8 @@ from harness.report.figures import (
     low_confidence,
     real_time,
 )
-from harness.report.figures import _hours as _hours_entry
-from harness.report.figures import _interval_info as _hours_interval_info
+from harness.report.figures import hours_entry as _hours_entry
+from harness.report.figures import interval_info as _hours_interval_info
 from harness.report.frame import ROW, read_frame
 from harness.report.hours import batch_means
 from harness.report.load import Phase

@@ -43,6 +43,8 @@ __all__ = [
     "SPLIT_FINISH_REASONS",
     "USABLE_CRITERION",
     "by_finish_reason",
+    "hours_entry",
+    "interval_info",
     "latency_sample",
     "output_tokens_in",
     "record_tokens_in",
@@ -227,7 +229,7 @@ def by_finish_reason(sample: Sequence[RequestResult]) -> dict[str, dict[str, Any
     return out
 
 
-def _interval_info(bm: BatchMeans, phase: Phase, w0: float, e2e_mean: float | None) -> dict[str, Any]:
+def interval_info(bm: BatchMeans, phase: Phase, w0: float, e2e_mean: float | None) -> dict[str, Any]:
     """The row's ``hours_interval``: the batch-means figures and, when its half-width is above ±10 %, the window
     and step duration that would bring it to ±10 % (seconds; ``duration_key`` names the profile setting). Without
     an interval (window too short for 5 batches of 2 × mean E2E) they are the least that gives one."""
@@ -252,7 +254,7 @@ def _interval_info(bm: BatchMeans, phase: Phase, w0: float, e2e_mean: float | No
     }
 
 
-def _hours(n: int, bm: BatchMeans, bm_ok: BatchMeans, lat: dict[str, Any], output_tps: float | None
+def hours_entry(n: int, bm: BatchMeans, bm_ok: BatchMeans, lat: dict[str, Any], output_tps: float | None
            ) -> dict[str, Any]:
     """One hours-to-N entry: the recommended figure and its interval, the token cross-check and the what-ifs."""
     h = hours_interval(n, bm)
@@ -381,8 +383,8 @@ def step_row(
     }
     bm = batch_means(usable_ends, w0, w1, e2e_mean)
     bm_ok = batch_means(ok_ends, w0, w1, e2e_mean)
-    row["hours_interval"] = _interval_info(bm, phase, w0, e2e_mean)
-    row["hours"] = [_hours(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
+    row["hours_interval"] = interval_info(bm, phase, w0, e2e_mean)
+    row["hours"] = [hours_entry(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
     row.update(client_lag(step_recs))
     row["users_seen"] = len({r.user for r in step_recs if r.user})
     row["low_confidence"] = low_confidence(row)
