@@ -148,14 +148,14 @@ class StepEstimate:
         if usable:
             if self.window_start is None:
                 self._early.append(end)
-            elif end >= self.window_start:
+            elif end > self.window_start:  # the completion at the window start opened it: not counted
                 self._k += 1
         if self.window_start is None and user and user != "warmup":
             if end < self._first_end.get(user, math.inf):
                 self._first_end[user] = end
             if len(self._first_end) >= max(self.wave, self.concurrency):
                 ws = self.window_start = max(self._first_end.values())
-                self._k = sum(1 for t in self._early if t >= ws)
+                self._k = sum(1 for t in self._early if t > ws)
                 self._first_end, self._early = {}, []
 
     def rate(self, now: float) -> tuple[float, float] | None:

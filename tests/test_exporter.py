@@ -146,9 +146,10 @@ def test_values() -> None:
     assert sample(text, "llmload_users") == 8 and sample(text, "llmload_requests_in_flight") == 7
     assert sample(text, "llmload_target_users") == 2 and sample(text, "llmload_step") == 1
     assert sample(text, "llmload_step_start_time_seconds", phase="step", step="1", concurrency="2") == 1000.0
-    # First wave replaced at 1120 (a and b each ended a request); 4 usable ends in [1120, 1200): 80 s / 4.
+    # First wave replaced at 1120 (a and b each ended a request then); 2 usable ends after it in (1120, 1200), the
+    # first wave's own ends at 1120 not counted (as in the report): 80 s / 2.
     est = sample(text, "llmload_estimated_time_to_samples_seconds", n="100000", step="1", concurrency="2")
-    assert est == pytest.approx(100_000 * 80 / 4)
+    assert est == pytest.approx(100_000 * 80 / 2)
     info = [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == "llmload_run_info"]
     assert len(info) == 1 and info[0].value == 1
     assert info[0].labels["profile"] == "k26" and info[0].labels["host"] == "http://gpu:30000"
@@ -162,7 +163,7 @@ def test_after_the_last_step_the_target_is_zero_and_estimates_are_frozen() -> No
     later = RunCollector(c.metrics, c.info, c.hours_to_n, clock=lambda: 5000.0)
     text = exposition(later)
     assert sample(text, "llmload_target_users") == 0 and sample(text, "llmload_step") == 1
-    assert sample(text, "llmload_estimated_time_to_samples_seconds") == pytest.approx(100_000 * 80 / 4)
+    assert sample(text, "llmload_estimated_time_to_samples_seconds") == pytest.approx(100_000 * 80 / 2)
     assert "llmload_users{" not in text  # unknown user count: no sample
 
 

@@ -118,8 +118,10 @@ def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> 
 
 
 def usable_ends_in(records: Sequence[RequestResult], w0: float, w1: float) -> int:
-    """Number of usable requests whose end (``start_wall + e2e``) falls in ``[w0, w1)``."""
-    return sum(1 for r in records if r.usable and w0 <= r.end_wall < w1)
+    """Number of usable requests whose end (``start_wall + e2e``) falls in the steady window after its start,
+    ``(w0, w1)``: the request ending at ``w0`` is the first wave's last, which opened the window (counting it would
+    add one completion to every window)."""
+    return sum(1 for r in records if r.usable and w0 < r.end_wall < w1)
 
 
 def _pct(part: int, whole: int) -> float | None:
@@ -314,7 +316,7 @@ def step_row(
     tokens, tokens_by = window_tokens(records, w0, w1)
     usable_ends = [r.end_wall for r in records if r.usable and w0 < r.end_wall < w1]
     ok_ends = [r.end_wall for r in records if r.ok and w0 < r.end_wall < w1]
-    k = len(usable_ends)
+    k = len(usable_ends)  # = usable_ends_in(records, w0, w1)
     lat = _latency(ok)
     e2e_all = [r.e2e for r in sample if r.e2e is not None]
     e2e_mean = mean(e2e_all)
