@@ -246,7 +246,7 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
                                 for k in ("output_tps", "ttft_p50_s", "error_rate")] for r in steps])
     lines.append("")
     for r in steps:
-        lines += [f"### {r['label']} (C={r['concurrency']})", ""]
+        lines += [f"### Slices of {r['label']}", ""]
         header = ["slice from (s)", "tok/s", "req/s", "TTFT p50/p99 (s)", "TTFAT p50/p99 (s)", "ended",
                   "% errors", "% trunc"]
         rows = [[f"+{s['start_s']:.0f}", _num(s["output_tps"]), _rate(s["request_rate"]),
