@@ -229,6 +229,8 @@ def drift_text(metric: str, d: dict[str, Any]) -> str:
     """A drift in words, e.g. ``tok/s fell 12.4 %/h (95 % −15.1 … −9.7)`` (% of the step's mean per hour)."""
     name, up, down = DRIFT_METRICS.get(metric, (metric, "rose", "fell"))
     pct, lo, hi = d["slope_pct_per_h"], d["low_pct_per_h"], d["high_pct_per_h"]
+    if pct is None and d["slope_per_h"] == 0 and d["slope_low_per_h"] == d["slope_high_per_h"] == 0:
+        return f"{name} 0 in every slice"
     if pct is None:
         return f"{name} slope {d['slope_per_h']:+.4g}/h (95 % {d['slope_low_per_h']:.4g} … {d['slope_high_per_h']:.4g})"
     word = up if pct > 0 else down

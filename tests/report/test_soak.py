@@ -15,6 +15,7 @@ from harness.report.render import render_markdown
 from harness.report.soak import (
     MIN_DRIFT_SLICES,
     drift_test,
+    drift_text,
     linear_fit,
     slice_bounds,
     slice_figures,
@@ -101,6 +102,7 @@ def test_drift_flag_needs_a_clear_interval_and_a_large_change() -> None:
     assert drift_test(times[:3], [1.0, None, 2.0], 900.0) is None
     zero = drift_test(times[:MIN_DRIFT_SLICES], [0.0, 0.0, 0.0], 900.0)
     assert zero is not None and zero["slope_pct_per_h"] is None and not zero["flagged"]
+    assert drift_text("error_rate", zero) == "error rate 0 in every slice"
 
 
 def test_slice_bounds() -> None:
