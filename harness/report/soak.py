@@ -111,10 +111,30 @@ def step_slices(row: dict[str, Any], records: Sequence[RequestResult], slice_s: 
     the step's start, seconds)."""
     if not row["steady"]:
         return []
+    bounds = slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s)
     out = []
-    for t0, t1 in slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s):
-        f = slice_figures(records, t0, t1)
-        out.append({"start_s": t0 - row["start_wall"], **f})
+    for (t0, t1), recs in zip(bounds, _by_slice(records, bounds), strict=True):
+        out.append({"start_s": t0 - row["start_wall"], **slice_figures(recs, t0, t1)})
+    return out
+
+
+def _by_slice(records: Sequence[RequestResult], bounds: Sequence[tuple[float, float]]) -> list[list[RequestResult]]:
+    """Per slice of ``bounds`` (equal, consecutive), the records that can count in it, in record order: those with
+    ``start_wall < t1`` and ``end_wall >= t0`` (every request whose tokens or end fall in the slice). Each record is
+    visited once, so a long soak does not scan every record once per slice; :func:`slice_figures` of a slice's
+    records equals that of all records."""
+    out: list[list[RequestResult]] = [[] for _ in bounds]
+    if not bounds:
+        return out
+    w0, width, n = bounds[0][0], bounds[0][1] - bounds[0][0], len(bounds)
+    for r in records:
+        s, e = r.start_wall, r.end_wall
+        first = max(0, math.floor((s - w0) / width) - 1)  # ±1: float rounding at a boundary; re-checked below
+        last = min(n - 1, math.floor((e - w0) / width) + 1)
+        for i in range(first, last + 1):
+            t0, t1 = bounds[i]
+            if s < t1 and e >= t0:
+                out[i].append(r)
     return out
 
 

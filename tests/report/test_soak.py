@@ -164,8 +164,25 @@ def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
             assert s[key] == pytest.approx(np.percentile([r.ttfat for r in ok], q))
     # 10 s cycles: 30 requests of each user end in each 300 s slice
     assert all(s["ended"] == C * SLICE_S / CYCLE for s in slices)
-    direct = slice_figures(records, w0, w0 + SLICE_S)
-    assert {k: v for k, v in slices[0].items() if k != "start_s"} == direct
+    for s in slices:  # exactly what slice_figures gives over every record of the run
+        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(records, s["start_wall"], s["end_wall"])
+
+
+def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
+    # one user, 700 s requests back to back, slices of 300 s: each request's tokens spread over 3-4 slices
+    records = [rec("u0", 1, t, 700.0, ttft=50.0, tokens=7000) for t in (0.0, 700.0, 1400.0, 2100.0, 2800.0)]
+    run = write_run(tmp_path / "run", records, [phase("step", 1, 1, 0.0, 3500.0), run_end(3500.0)],
+                    {"profile": {"report": {"slice_s": 300.0}}})
+    rep = build_report(run)
+    slices = rep["steps"][0]["slices"]
+    assert len(slices) == 9  # window [700, 3500)
+    recs = [RequestResult.from_record(r) for r in records]
+    for s in slices:
+        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(recs, s["start_wall"], s["end_wall"])
+    # decode at 7000 tokens / 650 s: every slice fully inside a decode interval has 300 s of it
+    assert slices[1]["output_tps"] == pytest.approx(7000 / 650.0)
+    # ends at 700 (the window start: slice 0), 1400, 2100, 2800
+    assert [s["ended"] for s in slices] == [1, 0, 1, 0, 1, 0, 0, 1, 0]
 
 
 def test_short_steps_get_no_slices_and_no_section(tmp_path: Path) -> None:
