@@ -221,6 +221,8 @@ def _goodput_section(rep: dict[str, Any]) -> list[str]:
         lines.append(f"**SLO capacity**: C = {cap['concurrency']} is the highest concurrency whose steps have ≥ "
                      f"{target} of requests meeting all SLOs ({_share_pct(cap['slo_met_share'])} %, goodput "
                      f"{_rate(cap['goodput_rps'])} req/s).")
+    if cap.get("failing"):
+        lines.append(f"Below {target}: {', '.join(cap['failing'])}.")
     lines.append("")
     return lines
 

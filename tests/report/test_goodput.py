@@ -110,6 +110,7 @@ def test_report_json_and_markdown_with_slo(tmp_path: Path) -> None:
     assert rep["slo"]["ttft_s"] == 2.0 and rep["slo_capacity"]["concurrency"] is None
     md = render_markdown(rep)
     assert "## Goodput (SLOs)" in md and "SLOs: TTFT ≤ 2.00 s." in md and "no concurrency" in md
+    assert "Below 90 %: C=2." in md
     assert "goodput" in rep["definitions"] and "slo_capacity" in rep["definitions"]
 
 
