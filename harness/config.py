@@ -20,11 +20,14 @@ from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",
+    "DEFAULT_SLICE_S",
+    "DEFAULT_SLO_TARGET_SHARE",
     "PROFILES_DIR",
     "CostSpec",
     "Profile",
     "ProfileError",
     "PromptSpec",
+    "SloSpec",
     "UsableSpec",
     "default_profile_path",
     "load_profile",
@@ -238,10 +241,16 @@ class OutputSpec(_Model):
 DEFAULT_HOURS_TO_N: tuple[int, ...] = (100_000, 200_000, 500_000, 900_000)
 
 
+#: Length of the report's soak slices (seconds) when the profile does not set ``report.slice_s``.
+DEFAULT_SLICE_S = 300.0
+
+
 class ReportSpec(_Model):
-    """Post-processing settings."""
+    """Post-processing settings: the hours-to-N sample counts, and ``slice_s``, the length (seconds) of the time
+    slices the soak analysis cuts each steady window into (:mod:`harness.report.soak`)."""
 
     hours_to_n: list[int] = Field(default_factory=lambda: list(DEFAULT_HOURS_TO_N))
+    slice_s: float = Field(DEFAULT_SLICE_S, gt=0, description="seconds per soak slice")
 
     @field_validator("hours_to_n")
     @classmethod
@@ -315,6 +324,38 @@ class CostSpec(_Model):
         return float(self.gpu_hour_usd or 0.0) * (self.gpus or 0)
 
 
+#: Default ``slo.target_share``: the share of a step's requests that must meet every SLO for the step to count
+#: towards ``slo_capacity`` (a share is a percentile: 0.95 meeting a TTFT SLO = TTFT p95 within it).
+DEFAULT_SLO_TARGET_SHARE = 0.95
+
+
+class SloSpec(_Model):
+    """Latency service-level objectives for the report's goodput (:mod:`harness.report.goodput`).
+
+    Each threshold is optional (at least one is required), in seconds, > 0: ``ttft_s`` (TTFT), ``ttfat_s`` (TTFAT),
+    ``tpot_s`` (TPOT, seconds per token), ``e2e_s`` (E2E). A request meets the SLOs when every given one holds and
+    its measurement exists. ``target_share`` (0 < share ≤ 1) is the share of a step's requests that must meet them
+    for the step's concurrency to count as within the SLOs.
+    """
+
+    ttft_s: float | None = Field(None, gt=0, description="TTFT at most this many seconds")
+    ttfat_s: float | None = Field(None, gt=0, description="TTFAT at most this many seconds")
+    tpot_s: float | None = Field(None, gt=0, description="TPOT at most this many seconds per token")
+    e2e_s: float | None = Field(None, gt=0, description="E2E at most this many seconds")
+    target_share: float = Field(DEFAULT_SLO_TARGET_SHARE, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _some_threshold(self) -> SloSpec:
+        if not self.thresholds():
+            raise ValueError("give at least one of ttft_s, ttfat_s, tpot_s, e2e_s (seconds)")
+        return self
+
+    def thresholds(self) -> dict[str, float]:
+        """The given thresholds, ``{"ttft_s": seconds, ...}`` in the order ttft, ttfat, tpot, e2e."""
+        out = {"ttft_s": self.ttft_s, "ttfat_s": self.ttfat_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s}
+        return {k: float(v) for k, v in out.items() if v is not None}
+
+
 class Profile(_Model):
     """A validated profile. Build with :func:`load_profile`."""
 
@@ -332,6 +373,7 @@ class Profile(_Model):
     report: ReportSpec = Field(default_factory=ReportSpec)
     usable: UsableSpec | None = None
     cost: CostSpec | None = None
+    slo: SloSpec | None = None
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:

@@ -160,3 +160,44 @@ def test_bad_usable_and_cost_name_file_and_key(tmp_path: Path, section: str, nee
     with pytest.raises(ProfileError) as e:
         load_profile(path)
     assert f"{path}: {needle}" in str(e.value)
+
+
+def test_soak_profile_and_slo_section(tmp_path: Path) -> None:
+    soak = load_profile(ROOT / "profiles" / "soak.yaml")
+    assert soak.steps.concurrency == [16] and soak.single_stream.duration == 0
+    assert soak.target.base_url is None and soak.report.slice_s == 120
+    assert soak.steps.duration >= 10 * soak.report.slice_s
+    assert load_profile(ROOT / "profiles" / "k26.yaml").report.slice_s == 300.0  # the default
+    p = load_profile(write(tmp_path, """
+prompts: [{id: a, text: hi}]
+report: {slice_s: 60}
+slo: {ttft_s: 2, ttfat_s: 30.5, tpot_s: 0.05, e2e_s: 600}
+"""))
+    assert p.report.slice_s == 60.0
+    assert p.slo is not None and p.slo.target_share == 0.95
+    assert p.slo.thresholds() == {"ttft_s": 2.0, "ttfat_s": 30.5, "tpot_s": 0.05, "e2e_s": 600.0}
+    one = load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\nslo: {e2e_s: 60, target_share: 1}\n"))
+    assert one.slo is not None and one.slo.thresholds() == {"e2e_s": 60.0} and one.slo.target_share == 1.0
+    assert one.public_dict()["slo"]["e2e_s"] == 60.0
+    assert load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\n")).slo is None
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ("slo: {}", "slo: give at least one of ttft_s, ttfat_s, tpot_s, e2e_s (seconds)"),
+        ("slo: {target_share: 0.9}", "slo: give at least one of ttft_s"),
+        ("slo: {ttft_s: 0}", "slo.ttft_s: Input should be greater than 0"),
+        ("slo: {tpot_s: -0.1}", "slo.tpot_s: Input should be greater than 0"),
+        ("slo: {e2e_s: soon}", "slo.e2e_s: Input should be a valid number"),
+        ("slo: {ttft: 2}", "slo.ttft: unknown key (typo?)"),
+        ("slo: {ttft_s: 2, target_share: 1.5}", "slo.target_share: Input should be less than or equal to 1"),
+        ("slo: {ttft_s: 2, target_share: 0}", "slo.target_share: Input should be greater than 0"),
+        ("report: {slice_s: 0}", "report.slice_s: Input should be greater than 0"),
+    ],
+)
+def test_bad_slo_and_slice_name_file_and_key(tmp_path: Path, section: str, needle: str) -> None:
+    path = write(tmp_path, f"prompts: [{{id: a, text: hi}}]\n{section}\n")
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    assert f"{path}: {needle}" in str(e.value)

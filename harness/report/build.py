@@ -15,15 +15,18 @@ from pathlib import Path
 from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
+from harness.config import DEFAULT_SLICE_S
 from harness.report.cost import add_cost, usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.figures import step_row
+from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
+from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
 from harness.report.stats import percentile
 from harness.report.steady import steady_window
 from harness.result import RequestResult
 
-__all__ = ["DEFINITIONS", "SCHEMA", "build_report", "write_report"]
+__all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "build_report", "write_report"]
 
 #: Identifies the layout of ``report.json``.
 SCHEMA = "llmload-report/1"
@@ -106,7 +109,29 @@ DEFINITIONS: dict[str, str] = {
     f"its requests have a lag above {CLIENT_LAG_LIMIT_S:g} s: the load generator then started requests late, so "
     "that step's throughput, request rate and hours to N describe the client, not the server, and its latencies "
     "include client delays (chunk arrivals are kernel-stamped, but a request's send can be late).",
+    "goodput": "With the profile's slo (thresholds ttft_s, ttfat_s, tpot_s, e2e_s, seconds; each optional): a "
+    "request meets the SLOs when every given measurement is ≤ its threshold (a missing one, e.g. no TTFAT without "
+    "an answer, does not). SLO met share = requests of the latency sample meeting all SLOs ÷ latency sample size; "
+    "goodput (req/s) = usable requests (any step) meeting all SLOs whose end falls in the window ÷ window length, "
+    "i.e. the request rate counting only requests within the SLOs.",
+    "slo_capacity": "SLO capacity = the highest concurrency all of whose steps have SLO met share ≥ "
+    "slo.target_share (default 0.95: a share is a percentile, so 0.95 of requests within a TTFT SLO means TTFT "
+    "p95 ≤ it; 1.0 would hinge on a step's single worst request).",
+    "soak_slices": "Each steady window is cut into whole slices of report.slice_s seconds from its start (default "
+    f"{DEFAULT_SLICE_S:g} s; a remainder shorter than a slice is left out; fewer than {MIN_SLICES} slices: none). "
+    "Per slice: tok/s = output tokens generated in the slice (as output_tps) ÷ slice length; req/s = usable "
+    "requests ending in it ÷ slice length; over the requests ending in the slice: TTFT and TTFAT p50/p99 "
+    "(successful ones), error rate (failed ÷ ended), truncation rate (truncated ÷ successful).",
+    "drift": "Per step with ≥ 3 slices, for tok/s, TTFT p50 and error rate: ordinary least-squares slope against "
+    "slice mid-time (per hour), 95 % interval slope ± t(0.975, n − 2) × standard error, standard error = "
+    "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
+    f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
 }
+
+
+#: Keys :func:`build_report` adds to each step row after ``step_row`` / ``add_cost`` (goodput, soak slices, drift);
+#: the columnar engine (:mod:`harness.report.columns`) does not compute them.
+SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift")
 
 
 def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -122,6 +147,16 @@ def _hours_n(meta: dict[str, Any], override: Sequence[int] | None) -> list[int]:
     if isinstance(ns, list) and ns:
         return [int(n) for n in ns]
     return list(DEFAULT_HOURS_TO_N)
+
+
+def _slice_s(meta: dict[str, Any]) -> float:
+    """``profile.report.slice_s`` from run.json (seconds), else :data:`harness.config.DEFAULT_SLICE_S`."""
+    v = _sub(_sub(meta, "profile"), "report").get("slice_s")
+    try:
+        f = float(v) if v is not None else DEFAULT_SLICE_S
+    except (TypeError, ValueError):
+        return DEFAULT_SLICE_S
+    return f if f > 0 and math.isfinite(f) else DEFAULT_SLICE_S
 
 
 def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
@@ -271,10 +306,15 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Returns:
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
-        cost_usd_per_hour, prompts, definitions, notes``. ``steps`` holds one row per single-stream phase / load
-        step (:func:`harness.report.figures.step_row`, with ``cost``: :func:`harness.report.cost.add_cost`);
+        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, definitions, notes``. ``steps`` holds one row per
+        single-stream phase / load step (:func:`harness.report.figures.step_row`, with ``cost``:
+        :func:`harness.report.cost.add_cost`);
         ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
-        class (:func:`harness.report.diagnosis.prompt_rows`).
+        class (:func:`harness.report.diagnosis.prompt_rows`). Each row also has the goodput keys
+        (:func:`harness.report.goodput.add_goodput`; None without ``slo``), ``slices`` (soak slices,
+        :func:`harness.report.soak.step_slices`) and ``drift`` (:func:`harness.report.soak.step_drift`). Also
+        ``slice_s`` (seconds per slice), ``slo`` (the profile's SLOs, None without) and ``slo_capacity``
+        (:func:`harness.report.goodput.slo_capacity`).
 
     Raises:
         NoRecordsError: the directory or its records.jsonl is missing.
@@ -291,6 +331,12 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     usd_h, cost_problem = usd_per_hour(_sub(meta, "profile"))
     for row in rows:
         add_cost(row, usd_h)
+    slo, slo_problem = slo_spec(_sub(meta, "profile"))
+    slice_s = _slice_s(meta)
+    for row in rows:
+        add_goodput(row, main, slo)
+        row["slices"] = step_slices(row, main, slice_s)
+        row["drift"] = step_drift(row["slices"])
     prompts = prompt_rows(main)
     placed = {p.step for p in steps}
     unplaced = sum(1 for r in main if r.step not in placed)
@@ -337,6 +383,9 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         },
         "steps": rows,
         "cost_usd_per_hour": usd_h,
+        "slice_s": slice_s,
+        "slo": slo.model_dump() if slo is not None else None,
+        "slo_capacity": slo_capacity(rows, slo),
         "prompts": prompts,
         "definitions": dict(DEFINITIONS),
     }
@@ -344,6 +393,9 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     rep["notes"] += prompt_notes(prompts, _sub(meta, "profile")) + hidden_reasoning_notes(rows)
     if cost_problem:
         rep["notes"].append(cost_problem)
+    rep["notes"] += drift_notes(rows)
+    if slo_problem:
+        rep["notes"].append(slo_problem)
     return _finite(rep)
 
 

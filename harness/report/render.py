@@ -233,6 +233,78 @@ def _real_table(rep: dict[str, Any]) -> list[str]:
     return _table(header, rows)
 
 
+def _share_pct(v: float | None) -> str:
+    return _DASH if v is None else f"{100.0 * v:.1f}"
+
+
+def _slo_text(slo: dict[str, Any]) -> str:
+    names = {"ttft_s": "TTFT", "ttfat_s": "TTFAT", "tpot_s": "TPOT", "e2e_s": "E2E"}
+    return ", ".join(
+        f"{names[k]} ≤ {_ms(v) + ' ms' if k == 'tpot_s' else _s(v) + ' s'}"
+        for k, v in slo.items() if k in names and v is not None
+    )
+
+
+def _goodput_section(rep: dict[str, Any]) -> list[str]:
+    """The "Goodput (SLOs)" section: per step SLO met share and goodput, and the SLO capacity. [] without SLOs."""
+    slo = rep.get("slo")
+    if not slo or not rep["steps"]:
+        return []
+    cap = rep.get("slo_capacity") or {}
+    lines = ["## Goodput (SLOs)", "",
+             f"SLOs: {_slo_text(slo)}. % meeting all: over each step's latency sample; goodput: usable requests "
+             "within every SLO ending in the window ÷ window length.", ""]
+    header = ["step", "C", "latency sample", "% meeting all SLOs", "goodput (req/s)", "req/s"]
+    rows = [[_label(r), str(r["concurrency"]), str(r.get("slo_sample_n") or 0), _share_pct(r.get("slo_met_share")),
+             _rate(r.get("goodput_rps")), _rate(r["request_rate"])] for r in rep["steps"]]
+    lines += _table(header, rows)
+    lines.append("")
+    target = f"{100.0 * cap.get('target_share', slo.get('target_share', 0.95)):g} %"
+    if cap.get("concurrency") is None:
+        lines.append(f"**SLO capacity**: no concurrency has every step with ≥ {target} of requests meeting all SLOs.")
+    else:
+        lines.append(f"**SLO capacity**: C = {cap['concurrency']} is the highest concurrency whose steps have ≥ "
+                     f"{target} of requests meeting all SLOs ({_share_pct(cap['slo_met_share'])} %, goodput "
+                     f"{_rate(cap['goodput_rps'])} req/s).")
+    if cap.get("failing"):
+        lines.append(f"Below {target}: {', '.join(cap['failing'])}.")
+    lines.append("")
+    return lines
+
+
+def _drift_cell(d: dict[str, Any] | None) -> str:
+    if not d:
+        return _DASH
+    return f"**DRIFT** {d['text']}" if d["flagged"] else d["text"]
+
+
+def _soak_section(rep: dict[str, Any]) -> list[str]:
+    """The "Soak" section: per step with ≥ 3 slices, its slices and the drift of tok/s, TTFT p50, error rate."""
+    steps = [r for r in rep["steps"] if len(r.get("slices") or []) >= 3]
+    if not steps:
+        return []
+    lines = ["## Soak", "",
+             f"Each steady window in slices of {rep.get('slice_s', 0):g} s. Drift: least-squares slope per hour "
+             "as % of the step's mean, with its 95 % t interval; **DRIFT** when the interval excludes 0 and the "
+             "change over the step exceeds 5 % of the mean (see Formulas).", ""]
+    header = ["step", "C", "tok/s", "TTFT p50", "error rate"]
+    lines += _table(header, [[_label(r), str(r["concurrency"])]
+                             + [_drift_cell((r.get("drift") or {}).get(k))
+                                for k in ("output_tps", "ttft_p50_s", "error_rate")] for r in steps])
+    lines.append("")
+    for r in steps:
+        lines += [f"### Slices of {r['label']}", ""]
+        header = ["slice from (s)", "tok/s", "req/s", "TTFT p50/p99 (s)", "TTFAT p50/p99 (s)", "ended",
+                  "% errors", "% trunc"]
+        rows = [[f"+{s['start_s']:.0f}", _num(s["output_tps"]), _rate(s["request_rate"]),
+                 f"{_s(s['ttft_p50_s'])} / {_s(s['ttft_p99_s'])}", f"{_s(s['ttfat_p50_s'])} / {_s(s['ttfat_p99_s'])}",
+                 str(s["ended"]), _share_pct(s["error_rate"]), _share_pct(s["truncation_rate"])]
+                for s in r["slices"]]
+        lines += _table(header, rows)
+        lines.append("")
+    return lines
+
+
 def _warmup_line(w: dict[str, Any]) -> str:
     if not w["requests"]:
         return "Warm-up: none recorded."
@@ -244,7 +316,8 @@ def _warmup_line(w: dict[str, Any]) -> str:
 
 def render_markdown(report: dict[str, Any]) -> str:
     """The report as GitHub Markdown: title, per-step table, hours-to-N table (with cost columns when the profile has
-    a price), the split by finish reason, the per-prompt table, formulas and notes."""
+    a price), the split by finish reason, the per-prompt table, goodput (with SLOs), soak slices and drift (a step
+    with ≥ 3 slices), formulas and notes."""
     rep = report
     target = rep.get("target") or {}
     url = target.get("base_url") or target.get("url") or target.get("host") or "?"
@@ -326,6 +399,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _prompt_table(rep)
         lines.append("")
 
+    lines += _goodput_section(rep)
+    lines += _soak_section(rep)
     lines += ["## Formulas", ""]
     lines += [f"- **{k}**: {v}" for k, v in rep["definitions"].items()]
     lines.append("")

@@ -1,0 +1,290 @@
+"""Soak analysis: a step's steady window cut into time slices, and a drift test over them.
+
+Slices: the steady window ``[w0, w1)`` of a step is cut into ``floor((w1 - w0) / slice_s)`` consecutive slices of
+``slice_s`` seconds from ``w0`` (a remainder shorter than a slice at the end is left out); a step with fewer than
+:data:`MIN_SLICES` slices, or no steady window, gets none. Per slice (:func:`slice_figures`): output tok/s
+(:func:`harness.report.figures.output_tokens_in` over the slice ÷ its length), req/s (usable completions ending in
+the slice ÷ its length), and over the requests *ending* in the slice: TTFT and TTFAT p50/p99 (successful requests),
+error rate (failed ÷ ended) and truncation rate (truncated ÷ successful).
+
+Drift (:func:`drift_test`): ordinary least squares of a figure against slice mid-time (hours), slope per hour with
+its 95 % interval from the t distribution with n − 2 degrees of freedom (slope ± t₀.₉₇₅ × standard error, standard
+error = √(Σ residual² ÷ (n − 2) ÷ Σ (x − x̄)²)). A drift is flagged when the interval excludes 0 AND the total
+change over the slices (|slope| × their span) exceeds :data:`DRIFT_MIN_CHANGE` of the figure's mean, so that a
+statistically clear but negligible trend is not called drift.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from harness.report.figures import output_tokens_in, usable_ends_in
+from harness.report.stats import mean, percentile
+from harness.result import RequestResult
+
+__all__ = [
+    "DRIFT_METRICS",
+    "DRIFT_MIN_CHANGE",
+    "MIN_DRIFT_SLICES",
+    "MIN_SLICES",
+    "drift_notes",
+    "drift_test",
+    "drift_text",
+    "linear_fit",
+    "slice_bounds",
+    "slice_figures",
+    "step_drift",
+    "step_slices",
+    "t_quantile_975",
+]
+
+#: A step gets slices only when its steady window holds at least this many whole slices.
+MIN_SLICES = 2
+#: The drift test (and the Markdown "Soak" section) needs at least this many slices (n − 2 ≥ 1 degree of freedom).
+MIN_DRIFT_SLICES = 3
+#: A drift is flagged only when the total change over the step exceeds this share of the figure's mean.
+DRIFT_MIN_CHANGE = 0.05
+
+#: Slice figures tested for drift: key in a slice dict -> (name in notes, word when it rises, word when it falls).
+DRIFT_METRICS: dict[str, tuple[str, str, str]] = {
+    "output_tps": ("tok/s", "rose", "fell"),
+    "ttft_p50_s": ("TTFT p50", "rose", "fell"),
+    "error_rate": ("error rate", "rose", "fell"),
+}
+
+
+def slice_bounds(w0: float, w1: float, slice_s: float) -> list[tuple[float, float]]:
+    """Whole slices ``[(t0, t1), ...]`` (epoch seconds) of ``slice_s`` seconds from ``w0`` inside ``[w0, w1)``.
+
+    Empty when fewer than :data:`MIN_SLICES` fit. Raises ValueError when ``slice_s`` is not > 0.
+    """
+    if not slice_s > 0:
+        raise ValueError(f"slice_s must be > 0 seconds, got {slice_s!r}")
+    n = math.floor((w1 - w0) / slice_s + 1e-9) if w1 > w0 else 0
+    if n < MIN_SLICES:
+        return []
+    return [(w0 + i * slice_s, w0 + (i + 1) * slice_s) for i in range(n)]
+
+
+def slice_figures(records: Sequence[RequestResult], t0: float, t1: float) -> dict[str, Any]:
+    """Figures of one slice ``[t0, t1)`` (epoch seconds) over ``records`` (every non-warm-up record of the run).
+
+    Returns ``start_wall``, ``end_wall``, ``output_tokens`` (tokens generated in the slice), ``output_tps``,
+    ``usable_completions``, ``request_rate`` (usable ends ÷ slice length, req/s), ``ended`` (requests ending in
+    the slice), ``errors``, ``error_rate`` (errors ÷ ended), ``truncated``, ``truncation_rate`` (truncated ÷
+    successful ended), ``ttft_p50_s`` / ``ttft_p99_s`` / ``ttfat_p50_s`` / ``ttfat_p99_s`` (seconds, successful
+    requests ending in the slice). Rates and percentiles are None without requests to compute them over.
+    """
+    length = t1 - t0
+    ended = [r for r in records if t0 <= r.end_wall < t1]
+    ok = [r for r in ended if r.ok]
+    tokens = output_tokens_in(records, t0, t1)
+    usable = usable_ends_in(records, t0, t1)
+    ttft = [r.ttft for r in ok if r.ttft is not None]
+    ttfat = [r.ttfat for r in ok if r.ttfat is not None]
+    errors = len(ended) - len(ok)
+    truncated = sum(1 for r in ok if r.truncated)
+    return {
+        "start_wall": t0,
+        "end_wall": t1,
+        "output_tokens": tokens,
+        "output_tps": tokens / length,
+        "usable_completions": usable,
+        "request_rate": usable / length,
+        "ended": len(ended),
+        "errors": errors,
+        "error_rate": errors / len(ended) if ended else None,
+        "truncated": truncated,
+        "truncation_rate": truncated / len(ok) if ok else None,
+        "ttft_p50_s": percentile(ttft, 50),
+        "ttft_p99_s": percentile(ttft, 99),
+        "ttfat_p50_s": percentile(ttfat, 50),
+        "ttfat_p99_s": percentile(ttfat, 99),
+    }
+
+
+def step_slices(row: dict[str, Any], records: Sequence[RequestResult], slice_s: float) -> list[dict[str, Any]]:
+    """The slices of a report row (:func:`harness.report.figures.step_row`): [] when the row is NOT steady or its
+    window holds fewer than :data:`MIN_SLICES` slices. Each slice is :func:`slice_figures` plus ``start_s`` (from
+    the step's start, seconds)."""
+    if not row["steady"]:
+        return []
+    bounds = slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s)
+    out = []
+    for (t0, t1), recs in zip(bounds, _by_slice(records, bounds), strict=True):
+        out.append({"start_s": t0 - row["start_wall"], **slice_figures(recs, t0, t1)})
+    return out
+
+
+def _by_slice(records: Sequence[RequestResult], bounds: Sequence[tuple[float, float]]) -> list[list[RequestResult]]:
+    """Per slice of ``bounds`` (equal, consecutive), the records that can count in it, in record order: those with
+    ``start_wall < t1`` and ``end_wall >= t0`` (every request whose tokens or end fall in the slice). Each record is
+    visited once, so a long soak does not scan every record once per slice; :func:`slice_figures` of a slice's
+    records equals that of all records."""
+    out: list[list[RequestResult]] = [[] for _ in bounds]
+    if not bounds:
+        return out
+    w0, width, n = bounds[0][0], bounds[0][1] - bounds[0][0], len(bounds)
+    for r in records:
+        s, e = r.start_wall, r.end_wall
+        first = max(0, math.floor((s - w0) / width) - 1)  # ±1: float rounding at a boundary; re-checked below
+        last = min(n - 1, math.floor((e - w0) / width) + 1)
+        for i in range(first, last + 1):
+            t0, t1 = bounds[i]
+            if s < t1 and e >= t0:
+                out[i].append(r)
+    return out
+
+
+def _t_two_sided_cdf(t: float, dof: int) -> float:
+    """P(|T| ≤ t) for Student's t with an integer ``dof`` ≥ 1 (closed form, Abramowitz & Stegun 26.7.3/26.7.4)."""
+    theta = math.atan(t / math.sqrt(dof))
+    c2 = math.cos(theta) ** 2
+    s = math.sin(theta)
+    if dof % 2 == 1:
+        if dof == 1:
+            return 2.0 * theta / math.pi
+        term = math.cos(theta)
+        acc = term
+        for k in range(3, dof - 1, 2):  # cos θ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + ...)
+            term *= c2 * (k - 1) / k
+            acc += term
+        return 2.0 / math.pi * (theta + s * acc)
+    term = 1.0
+    acc = 1.0
+    for k in range(2, dof - 1, 2):  # 1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + ...
+        term *= c2 * (k - 1) / k
+        acc += term
+    return s * acc
+
+
+def t_quantile_975(dof: int) -> float:
+    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (the half-width factor of a 95 %
+    interval), to ~1e-12: 12.706 at 1, 4.303 at 2, 2.228 at 10, → 1.960. Raises ValueError when ``dof`` < 1."""
+    if dof < 1:
+        raise ValueError(f"dof must be >= 1, got {dof}")
+    lo, hi = 0.0, 20.0
+    while _t_two_sided_cdf(hi, dof) < 0.95:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _t_two_sided_cdf(mid, dof) < 0.95:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-13:
+            break
+    return 0.5 * (lo + hi)
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
+    """Ordinary least squares ``y = a + b x``: (slope b, its standard error, intercept a).
+
+    The standard error is √(Σ residual² ÷ (n − 2) ÷ Σ (x − x̄)²). Raises ValueError with fewer than 3 points or
+    when every x is equal.
+    """
+    n = len(xs)
+    if n != len(ys) or n < 3:
+        raise ValueError(f"need >= 3 (x, y) pairs of equal length, got {n} and {len(ys)}")
+    mx = sum(xs) / n
+    my = sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        raise ValueError("every x is equal: no slope")
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    a = my - b * mx
+    ssr = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
+    return b, math.sqrt(ssr / (n - 2) / sxx), a
+
+
+def _pct_of(v: float, m: float | None) -> float | None:
+    return 100.0 * v / m if m else None
+
+
+def drift_test(times_s: Sequence[float], values: Sequence[float | None], span_s: float) -> dict[str, Any] | None:
+    """Least-squares drift of ``values`` against ``times_s`` (slice mid-times, seconds; None values skipped).
+
+    Args:
+        times_s: each slice's mid-time, seconds (any origin).
+        values: the figure per slice (its unit; None where undefined).
+        span_s: the time the slices cover (seconds), over which the total change is taken.
+
+    Returns:
+        None with fewer than :data:`MIN_DRIFT_SLICES` defined values, else ``n``, ``mean``, ``slope_per_h``,
+        ``slope_low_per_h`` / ``slope_high_per_h`` (95 % interval, the figure's unit per hour), ``t975``,
+        ``slope_pct_per_h`` / ``low_pct_per_h`` / ``high_pct_per_h`` (the same as % of the mean per hour; None when
+        the mean is 0), ``change_pct`` (slope × span as % of the mean), ``significant`` (the interval excludes 0)
+        and ``flagged`` (significant and |change_pct| > :data:`DRIFT_MIN_CHANGE` × 100).
+    """
+    pts = [(t / 3600.0, float(v)) for t, v in zip(times_s, values, strict=True) if v is not None]
+    if len(pts) < MIN_DRIFT_SLICES:
+        return None
+    xs = [p[0] for p in pts]
+    ys = [p[1] for p in pts]
+    b, se, _ = linear_fit(xs, ys)
+    t = t_quantile_975(len(pts) - 2)
+    lo, hi = b - t * se, b + t * se
+    m = mean(ys)
+    change = _pct_of(b * span_s / 3600.0, m)
+    significant = lo > 0 or hi < 0
+    return {
+        "n": len(pts),
+        "mean": m,
+        "slope_per_h": b,
+        "slope_low_per_h": lo,
+        "slope_high_per_h": hi,
+        "t975": t,
+        "slope_pct_per_h": _pct_of(b, m),
+        "low_pct_per_h": _pct_of(lo, m),
+        "high_pct_per_h": _pct_of(hi, m),
+        "change_pct": change,
+        "significant": significant,
+        "flagged": bool(significant and change is not None and abs(change) > 100.0 * DRIFT_MIN_CHANGE),
+    }
+
+
+def drift_text(metric: str, d: dict[str, Any]) -> str:
+    """A drift in words, e.g. ``tok/s fell 12.4 %/h (95 % −15.1 … −9.7)`` (% of the step's mean per hour)."""
+    name, up, down = DRIFT_METRICS.get(metric, (metric, "rose", "fell"))
+    pct, lo, hi = d["slope_pct_per_h"], d["low_pct_per_h"], d["high_pct_per_h"]
+    if pct is None and d["slope_per_h"] == 0 and d["slope_low_per_h"] == d["slope_high_per_h"] == 0:
+        return f"{name} 0 in every slice"
+    if pct is None:
+        return f"{name} slope {d['slope_per_h']:+.4g}/h (95 % {d['slope_low_per_h']:.4g} … {d['slope_high_per_h']:.4g})"
+    word = up if pct > 0 else down
+    return f"{name} {word} {abs(pct):.1f} %/h (95 % {lo:.1f} … {hi:.1f})".replace("-", "−")
+
+
+def step_drift(slices: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
+    """Drift of each of :data:`DRIFT_METRICS` over a step's slices (:func:`step_slices`):
+    ``{metric: drift_test(...) with "text" added, or None}``; all None with fewer than :data:`MIN_DRIFT_SLICES`."""
+    out: dict[str, dict[str, Any] | None] = {}
+    if not slices:
+        return dict.fromkeys(DRIFT_METRICS)
+    mids = [0.5 * (s["start_wall"] + s["end_wall"]) - slices[0]["start_wall"] for s in slices]
+    span = slices[-1]["end_wall"] - slices[0]["start_wall"]
+    for key in DRIFT_METRICS:
+        d = drift_test(mids, [s[key] for s in slices], span)
+        if d is not None:
+            d["text"] = drift_text(key, d)
+        out[key] = d
+    return out
+
+
+def drift_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One note per flagged drift of the report rows (each carrying ``slices`` and ``drift``)."""
+    notes = []
+    for row in rows:
+        slices = row.get("slices") or []
+        for d in (row.get("drift") or {}).values():
+            if not d or not d["flagged"]:
+                continue
+            span = slices[-1]["end_wall"] - slices[0]["start_wall"] if slices else 0.0
+            notes.append(
+                f"{row['label']}: DRIFT: {d['text']} over {d['n']} slices ({span / 3600.0:.2f} h of the steady "
+                f"window); total change {d['change_pct']:+.1f} % of the step's mean: the step's averages do not "
+                "describe a stable server.".replace("-", "−")
+            )
+    return notes

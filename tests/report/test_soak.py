@@ -1,0 +1,194 @@
+"""Soak analysis: slices over the steady window, their figures, and the drift test (slope, t interval, flag)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.report import build_report
+from harness.report.figures import output_tokens_in
+from harness.report.render import render_markdown
+from harness.report.soak import (
+    MIN_DRIFT_SLICES,
+    drift_test,
+    drift_text,
+    linear_fit,
+    slice_bounds,
+    slice_figures,
+    t_quantile_975,
+)
+from harness.result import RequestResult
+from tests.report.rundir import T0, phase, rec, run_end, write_run
+
+C = 4
+CYCLE = 10.0  # each user's requests run back to back, 10 s each
+STEP_S = 3610.0  # first wave ends at +10 s: a 3600 s steady window, 12 slices of 300 s
+SLICE_S = 300.0
+
+
+def soak_records(tokens_at: Any, seed: int = 0) -> list[dict[str, Any]]:
+    """C users sending 10 s requests back to back over one step; ``tokens_at(t)`` = mean tokens of a request
+    started at +t s (±10 % deterministic noise); ~5 % failures, ~5 % truncated, TTFT 0.5..1.5 s."""
+    rng = random.Random(seed)
+    out = []
+    for u in range(C):
+        t = 0.0
+        while t < STEP_S:
+            tokens = max(2, round(tokens_at(t) * rng.uniform(0.9, 1.1)))
+            ok = rng.random() > 0.05
+            out.append(rec(f"u{u}", 1, t, CYCLE, ttft=rng.uniform(0.5, 1.5), tokens=tokens, ok=ok,
+                           truncated=ok and rng.random() < 0.05, concurrency=C))
+            t += CYCLE
+    return out
+
+
+def soak_run(root: Path, tokens_at: Any, slice_s: float = SLICE_S) -> Path:
+    meta = {"profile": {"name": "soak", "report": {"slice_s": slice_s}}}
+    return write_run(root, soak_records(tokens_at), [phase("step", 1, C, 0.0, STEP_S), run_end(STEP_S)], meta)
+
+
+def declining(t: float) -> float:
+    return 1000.0 - 0.05 * t
+
+
+# Throughput of `declining`: each user generates tokens_at(t) tokens per 10 s cycle, so tok/s(t) = C × tokens_at(t)
+# ÷ 10 and its slope is C × (−0.05) ÷ 10 tok/s per second.
+TRUE_SLOPE_PER_H = C * -0.05 / CYCLE * 3600.0
+
+
+def test_t_quantile_matches_the_table() -> None:
+    table = {1: 12.706, 2: 4.303, 3: 3.182, 5: 2.571, 10: 2.228, 20: 2.086, 30: 2.042, 120: 1.980}
+    for dof, q in table.items():
+        assert t_quantile_975(dof) == pytest.approx(q, abs=1e-3)
+    with pytest.raises(ValueError):
+        t_quantile_975(0)
+
+
+def test_linear_fit_matches_numpy_and_an_exact_line() -> None:
+    xs = [0.0, 1.0, 2.0, 3.0, 4.0]
+    ys = [1.0, 2.9, 5.2, 7.1, 8.8]
+    b, se, a = linear_fit(xs, ys)
+    nb, na = np.polyfit(xs, ys, 1)
+    assert (b, a) == pytest.approx((nb, na))
+    resid = np.array(ys) - (na + nb * np.array(xs))
+    assert se == pytest.approx(np.sqrt(resid @ resid / 3 / np.sum((np.array(xs) - 2.0) ** 2)))
+    assert linear_fit([0.0, 1.0, 2.0], [3.0, 5.0, 7.0]) == pytest.approx((2.0, 0.0, 3.0))
+    with pytest.raises(ValueError):
+        linear_fit([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError):
+        linear_fit([0.0, 1.0], [1.0, 2.0])
+
+
+def test_drift_flag_needs_a_clear_interval_and_a_large_change() -> None:
+    times = [150.0 + 300.0 * i for i in range(12)]  # slice mid-times over one hour
+    span = 3600.0
+    falling = drift_test(times, [100.0 - 10.0 * t / 3600.0 for t in times], span)  # exact −10 /h, mean ~95
+    assert falling is not None and falling["flagged"] and falling["significant"]
+    assert falling["slope_per_h"] == pytest.approx(-10.0)
+    assert falling["slope_low_per_h"] == pytest.approx(-10.0) == falling["slope_high_per_h"]
+    assert falling["change_pct"] == pytest.approx(-10.0 / falling["mean"] * 100.0)
+    # clearly non-zero but only 1 % over the step: significant, not called drift
+    small = drift_test(times, [100.0 - 1.0 * t / 3600.0 + (0.01 if i % 2 else -0.01) for i, t in enumerate(times)],
+                       span)
+    assert small is not None and small["significant"] and not small["flagged"]
+    # a large change whose interval includes 0: not flagged
+    noisy = drift_test(times[:4], [100.0, 60.0, 140.0, 80.0], 1200.0)
+    assert noisy is not None and noisy["slope_low_per_h"] < 0 < noisy["slope_high_per_h"] and not noisy["flagged"]
+    # too few defined values; a zero mean has no percentages and is never flagged
+    assert drift_test(times[:3], [1.0, None, 2.0], 900.0) is None
+    zero = drift_test(times[:MIN_DRIFT_SLICES], [0.0, 0.0, 0.0], 900.0)
+    assert zero is not None and zero["slope_pct_per_h"] is None and not zero["flagged"]
+    assert drift_text("error_rate", zero) == "error rate 0 in every slice"
+
+
+def test_slice_bounds() -> None:
+    assert slice_bounds(0.0, 599.0, 300.0) == []  # fewer than 2 whole slices
+    assert slice_bounds(0.0, 600.0, 300.0) == [(0.0, 300.0), (300.0, 600.0)]
+    assert slice_bounds(10.0, 1000.0, 300.0) == [(10.0, 310.0), (310.0, 610.0), (610.0, 910.0)]  # remainder left out
+    with pytest.raises(ValueError):
+        slice_bounds(0.0, 100.0, 0.0)
+
+
+def test_declining_throughput_is_flagged_with_the_true_slope_inside(tmp_path: Path) -> None:
+    rep = build_report(soak_run(tmp_path / "run", declining))
+    row = rep["steps"][0]
+    assert row["steady"] and row["window_s"] == pytest.approx(3600.0)
+    assert rep["slice_s"] == SLICE_S and len(row["slices"]) == 12
+    d = row["drift"]["output_tps"]
+    assert d["n"] == 12 and d["flagged"]
+    assert d["slope_low_per_h"] <= TRUE_SLOPE_PER_H <= d["slope_high_per_h"]
+    assert d["slope_high_per_h"] < 0
+    assert d["text"].startswith("tok/s fell ") and "%/h (95 % −" in d["text"]
+    assert any(n.startswith("C=4: DRIFT: tok/s fell") for n in rep["notes"])
+    # TTFT and errors do not drift in this run
+    assert not row["drift"]["ttft_p50_s"]["flagged"] and not row["drift"]["error_rate"]["flagged"]
+    md = render_markdown(rep)
+    assert "## Soak" in md and "**DRIFT** tok/s fell" in md and "### Slices of C=4" in md
+
+
+def test_flat_series_is_not_flagged(tmp_path: Path) -> None:
+    rep = build_report(soak_run(tmp_path / "run", lambda t: 500.0))
+    row = rep["steps"][0]
+    assert len(row["slices"]) == 12
+    assert all(d is not None and not d["flagged"] for d in row["drift"].values())
+    assert abs(row["drift"]["output_tps"]["change_pct"]) < 5.0
+    assert not any("DRIFT" in n for n in rep["notes"])
+    assert "## Soak" in render_markdown(rep)
+
+
+def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
+    run = soak_run(tmp_path / "run", declining)
+    rep = build_report(run)
+    records = [RequestResult.from_record(r) for r in soak_records(declining)]
+    slices = rep["steps"][0]["slices"]
+    w0 = T0 + CYCLE
+    for i, s in enumerate(slices):
+        t0, t1 = w0 + i * SLICE_S, w0 + (i + 1) * SLICE_S
+        assert (s["start_wall"], s["end_wall"], s["start_s"]) == (t0, t1, CYCLE + i * SLICE_S)
+        ended = [r for r in records if t0 <= r.start_wall + (r.e2e or 0.0) < t1]
+        ok = [r for r in ended if r.ok]
+        assert (s["ended"], s["errors"], s["truncated"]) == (len(ended), len(ended) - len(ok),
+                                                              sum(r.truncated for r in ok))
+        assert s["output_tps"] == pytest.approx(output_tokens_in(records, t0, t1) / SLICE_S)
+        usable = sum(1 for r in ok if not r.truncated)
+        assert s["request_rate"] == pytest.approx(usable / SLICE_S)
+        assert s["error_rate"] == pytest.approx((len(ended) - len(ok)) / len(ended))
+        assert s["truncation_rate"] == pytest.approx(sum(r.truncated for r in ok) / len(ok))
+        for key, q in (("ttft_p50_s", 50), ("ttft_p99_s", 99)):
+            assert s[key] == pytest.approx(np.percentile([r.ttft for r in ok], q))
+        for key, q in (("ttfat_p50_s", 50), ("ttfat_p99_s", 99)):
+            assert s[key] == pytest.approx(np.percentile([r.ttfat for r in ok], q))
+    # 10 s cycles: 30 requests of each user end in each 300 s slice
+    assert all(s["ended"] == C * SLICE_S / CYCLE for s in slices)
+    for s in slices:  # exactly what slice_figures gives over every record of the run
+        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(records, s["start_wall"], s["end_wall"])
+
+
+def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
+    # one user, 700 s requests back to back, slices of 300 s: each request's tokens spread over 3-4 slices
+    records = [rec("u0", 1, t, 700.0, ttft=50.0, tokens=7000) for t in (0.0, 700.0, 1400.0, 2100.0, 2800.0)]
+    run = write_run(tmp_path / "run", records, [phase("step", 1, 1, 0.0, 3500.0), run_end(3500.0)],
+                    {"profile": {"report": {"slice_s": 300.0}}})
+    rep = build_report(run)
+    slices = rep["steps"][0]["slices"]
+    assert len(slices) == 9  # window [700, 3500)
+    recs = [RequestResult.from_record(r) for r in records]
+    for s in slices:
+        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(recs, s["start_wall"], s["end_wall"])
+    # decode at 7000 tokens / 650 s: every slice fully inside a decode interval has 300 s of it
+    assert slices[1]["output_tps"] == pytest.approx(7000 / 650.0)
+    # ends at 700 (the window start: slice 0), 1400, 2100, 2800
+    assert [s["ended"] for s in slices] == [1, 0, 1, 0, 1, 0, 0, 1, 0]
+
+
+def test_short_steps_get_no_slices_and_no_section(tmp_path: Path) -> None:
+    rep = build_report(soak_run(tmp_path / "two", declining, slice_s=1800.0))  # exactly 2 slices: no drift test
+    row = rep["steps"][0]
+    assert len(row["slices"]) == 2 and all(d is None for d in row["drift"].values())
+    assert "## Soak" not in render_markdown(rep)
+    rep = build_report(soak_run(tmp_path / "one", declining, slice_s=2000.0))  # 1.8 slices: none
+    assert rep["steps"][0]["slices"] == [] and "## Soak" not in render_markdown(rep)
