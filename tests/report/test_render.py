@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.report import build_report, render_markdown
-from harness.report.cli import _print_markdown
+from harness.report import build_report, fmt, render_markdown, render_summary
+from harness.report.cli import _print_markdown, main
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 
 STEP_HEADER = [
@@ -330,3 +330,166 @@ def test_non_terminal_output_is_the_raw_markdown(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     _print_markdown(md)
     assert capsys.readouterr().out == md
+
+
+# -- formatting helpers --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "–"), (0.0, "0"), (0.000123, "0.000123"), (0.04, "0.0400"), (0.1939, "0.194"), (1.756, "1.76"),
+        (1.76, "1.76"), (17.64, "17.6"), (176.4, "176"), (9.996, "10.0"), (0.9996, "1.00"), (99.94, "99.9"),
+        (99.96, "100"), (1764.3, "1,764"), (12345.67, "12,346"), (-0.1939, "-0.194"), (float("inf"), "∞"),
+        (float("nan"), "–"),
+    ],
+)  # fmt: skip
+def test_sig3_three_significant_digits_integer_part_whole(value: float | None, text: str) -> None:
+    assert fmt.sig3(value) == text
+
+
+def test_one_helper_per_kind() -> None:
+    assert [fmt.rate(v) for v in (0.1939, 1.76, 17.6, 176.0)] == ["0.194", "1.76", "17.6", "176"]
+    assert [fmt.tps(v) for v in (9.1, 91.04, 910.4, 12345.6)] == ["9.10", "91.0", "910", "12,346"]
+    assert [fmt.seconds(v) for v in (0.0123, 2.0, 20.0, 200.4)] == ["0.0123", "2.00", "20.0", "200"]
+    assert [fmt.millis(v) for v in (0.0012345, 0.04567, 0.2504, None)] == ["1.23", "45.7", "250", "–"]
+    assert [fmt.hours(v) for v in (0.5, 278.4, 1234.56, None)] == ["0.500", "278", "1,235", "∞"]
+    assert [fmt.pct(v) for v in (0.0, 12.34, 100.0, None)] == ["0.0", "12.3", "100.0", "–"]
+    assert [fmt.count(v) for v in (3, 1234.5678, None)] == ["3", "1,235", "–"]
+
+
+def test_wall_time_carries_the_utc_offset(report: dict[str, Any]) -> None:
+    assert fmt.wall_time(T0) == "2023-11-14 22:13:20 UTC+00:00"
+    assert fmt.wall_time(None) == "?"
+    os.environ["TZ"] = "IST-05:30"  # POSIX zone string: no tz database needed (the fixture restores TZ)
+    time.tzset()
+    assert fmt.wall_time(T0) == "2023-11-15 03:43:20 UTC+05:30"
+    assert "started 2023-11-15 03:43:20 UTC+05:30, 95 s" in render_markdown(report)
+    assert "started 2023-11-15 03:43:20 UTC+05:30, 95 s" in render_summary(report)
+    os.environ["TZ"] = "XST+03:00"
+    time.tzset()
+    assert fmt.wall_time(T0) == "2023-11-14 19:13:20 UTC-03:00"
+
+
+def test_wrap_markdown_keeps_blocks() -> None:
+    words = " ".join(f"w{i}" for i in range(60))
+    bullet = f"- {words} - 1. # > ```json {words}"
+    out = fmt.wrap_markdown(bullet, 40).split("\n")
+    assert all(len(ln) <= 40 for ln in out) and len(out) > 5
+    assert out[0].startswith("- ") and all(ln.startswith("  ") and not ln.startswith("   ") for ln in out[1:])
+    assert " ".join(ln[2:] for ln in out) == bullet[2:]  # the same words in the same order
+    assert not any(re.match(r"  (?:[-+*>#=|]|\d+[.)]|```)", ln) for ln in out[1:])  # no new block opened
+    quote = fmt.wrap_markdown("> " + words, 40).split("\n")
+    assert all(ln.startswith("> ") and len(ln) <= 40 for ln in quote)
+    table = "| " + " | ".join(["cell"] * 40) + " |"
+    url = "see http://127.0.0.1:8000/" + "x" * 150
+    assert fmt.wrap_markdown(f"{table}\n# {words}\n{url}", 40) == f"{table}\n# {words}\nsee\n{url[4:]}"
+
+
+# -- line widths ---------------------------------------------------------------------------------------------
+
+
+def _wide(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with 12 steps at high concurrency, big counts and long footnote and note texts."""
+    rep = copy.deepcopy(report)
+    base = rep["steps"][1]
+    steps = []
+    for i in range(12):
+        c = 2**i
+        steps.append({
+            **base, "label": f"C={c}", "concurrency": c, "completed": 1_234_567, "errors": 12_345,
+            "output_tps": 12345.67 * (i + 1), "per_stream_tps": 123.456, "ttft_p50_s": 123.456, "ttfat_p50_s": 0.000123,
+            "tpot_mean_s": 1.2346, "e2e_p50_s": 1234.6, "truncated_pct": 100.0, "steady": i % 3 != 0,
+            "not_steady_reason": "the first wave ended after the step, " * 4, "low_confidence": "short window " * 12,
+            "client_starved": i == 5, "client_lagged_pct": 55.0, "client_read_lag_max_s": 2.5,
+            "errors_by_class": {f"class_{k}": 1000 + k for k in range(12)},
+            "hours": [{**h, "hours": 12345.6, "hours_low": 11000.4, "hours_high": 13800.2} for h in base["hours"]],
+        })  # fmt: skip
+    rep["steps"] = steps
+    rep["notes"] = [("A long note about the run " * 20).strip(), "Short note."]
+    return rep
+
+
+def test_markdown_prose_fits_120_columns(report: dict[str, Any]) -> None:
+    rep = _wide(report)
+    md = render_markdown(rep)
+    prose = [ln for ln in md.splitlines() if not ln.startswith("|")]
+    assert max(len(ln) for ln in prose) <= 120
+    assert max(len(ln) for ln in md.splitlines()) > 120  # tables may be wide
+    assert _bullets(_section(md, "Notes")) == rep["notes"]
+    foot = _bullets(_section(md, "Per step"))
+    assert len(foot) == 4 + 12 + 1 + 12  # not steady, low confidence, client starved, errors: one bullet each
+    assert foot[0] == f"† C=1: NOT steady, {rep['steps'][0]['not_steady_reason']}; burst figures over the whole step."
+
+
+def test_summary_fits_120_columns_and_holds_the_step_figures(report: dict[str, Any]) -> None:
+    rep = _wide(report)
+    out = render_summary(rep, "/runs/some-run")
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) <= 120
+    assert out.endswith("\n") and "…" not in out  # nothing had to be cut
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("step "))
+    assert lines[head - 1].split() == ["output", "per-stream", "TTFT", "TTFAT", "TPOT", "E2E", "%", "hours", "to"]
+    assert lines[head].split() == ["step", "C", "completed", "errors", "tok/s", "tok/s", "p50", "s", "p50", "s",
+                                   "mean", "ms", "p50", "s", "trunc", "N=100,000", "(95", "%)"]
+    rows = lines[head + 2 : head + 2 + 12]
+    assert rows[0].split() == ["C=1", "†", "1", "1,234,567", "12,345", "12,346", "123", "123", "0.000123", "1,235",
+                               "1,235", "100.0", "12,346", "h", "(11,000–13,800)"]
+    assert rows[1].split()[:2] == ["C=2", "‡"] and rows[11].split()[:3] == ["C=2048", "‡", "2048"]
+    assert "! COMPRESSED TIME" not in out and "/runs/some-run/report.md" in out
+    text = " ".join(out.split())
+    assert "Client STARVED at C=32: 55 % of requests read > 0.1 s late" in text
+    assert "Errors at C=1: class_0 ×1000, class_1 ×1001" in text
+    assert "2 notes" in text
+
+
+def test_summary_of_the_small_run(report: dict[str, Any]) -> None:
+    out = render_summary(report)
+    lines = out.splitlines()
+    assert lines[0] == "llmload report run-1 · status finished · started 2023-11-14 22:13:20 UTC+00:00, 95 s"
+    assert lines[1] == "target http://127.0.0.1:8000/v1 · model k2-test · profile synthetic"
+    c2 = report["steps"][1]
+    row = next(ln for ln in lines if ln.startswith("C=2 ")).split()
+    assert row == ["C=2", "‡", "2", "5", "1", fmt.tps(c2["output_tps"]), fmt.tps(c2["per_stream_tps"]), "2.00",
+                   "2.50", "100", "20.0", "0.0", f"{fmt.hours(c2['hours'][0]['hours'])}", "h",
+                   f"({fmt.sig3(c2['hours'][0]['hours_low'])}–∞)"]  # fmt: skip
+    assert "Errors at C=2: timeout_idle ×1." in lines
+    assert len(out) < len(render_markdown(report)) / 5
+
+
+def test_summary_banners_and_no_steps(report: dict[str, Any]) -> None:
+    rep = copy.deepcopy(report)
+    rep.update(interrupted=True, time_scale=0.1, steps=[], notes=["x"])
+    out = render_summary(rep)
+    assert "! Interrupted run" in out and "! COMPRESSED TIME (simulator time_scale = 0.1)" in out
+    assert "No steps recorded." in out and "the formulas and 1 note:" in " ".join(out.split())
+
+
+# -- command line --------------------------------------------------------------------------------------------
+
+
+def test_report_command_prints_the_summary_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _run(tmp_path / "run-1")
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main([str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out == render_summary(build_report(root), str(root))
+    assert main([str(root), "--full"]) == 0
+    full = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "TTFT p50/p90/p99 (s)" in full and "Formulas" in full  # the whole report, rendered by rich
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    for args in ([str(root)], [str(root), "--full"]):
+        assert main(args) == 0
+        assert capsys.readouterr().out == (root / "report.md").read_text()  # a pipe gets the raw Markdown
+
+
+def test_summary_shortens_long_step_labels_not_the_figures(report: dict[str, Any]) -> None:
+    rep = _wide(report)
+    rep["steps"][3]["label"] = "a-step-label-far-too-long-for-a-terminal-table"
+    lines = render_summary(rep).splitlines()
+    assert max(len(ln) for ln in lines) <= 120
+    row = next(ln for ln in lines if ln.startswith("a-step-"))
+    assert "…" in row.split()[0] and row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row
