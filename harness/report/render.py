@@ -2,6 +2,8 @@
 
 Display units: TTFT, TTFAT and E2E in seconds; inter-chunk gaps and TPOT in milliseconds; throughput in
 tokens or requests per second; hours to N in hours; costs in US$. ``report.json`` always keeps seconds.
+Number formats come from :mod:`harness.report.fmt` (one helper per kind); prose is wrapped at 120 columns, footnotes
+and notes are bullets, wall times carry their UTC offset.
 """
 
 from __future__ import annotations
@@ -22,13 +24,12 @@ _ms = fmt.millis
 _rate = fmt.rate
 _tps = fmt.tps
 _pct = fmt.pct
-_count = fmt.count
 _hours = fmt.hours
 _wall = fmt.wall_time
 
 
 def _num(v: float | None, digits: int = 1) -> str:
-    """Fixed decimals with thousands separators (window lengths in s); counts use :func:`_count`."""
+    """Fixed decimals with thousands separators: window lengths in s (1 decimal), mean token counts (0)."""
     return _DASH if v is None else f"{v:,.{digits}f}"
 
 
