@@ -192,8 +192,8 @@ class Run:
     #: Seconds the exporter waits at quit for a last scrape (``--metrics-linger``).
     linger: float = 0.0
     lag_watch: LagWatch = field(default_factory=LagWatch)
-    #: The Markdown report once written (None: not written or failed).
-    report_md: str | None = None
+    #: The report's terminal summary once the report is written (None: not written or failed).
+    report_summary: str | None = None
     signals: SignalState = field(default_factory=SignalState)
     workers: WorkerBook = field(default_factory=WorkerBook)
 

@@ -9,8 +9,8 @@
 * ``test_stop``: a worker flushes its records; a master whose run stopped early drains its workers
   (:func:`harness.locust.drain.stop_workers`).
 * ``quitting``: the master (or the single process) closes the run directory with its status (finished,
-  interrupted, warmup_failed: exit code 3) and writes the report; ``quit``: prints it, lingers for a last
-  Prometheus scrape, stops the built-in simulator.
+  interrupted, warmup_failed: exit code 3) and writes the report; ``quit``: prints its compact summary
+  (:func:`harness.report.render_summary`), lingers for a last Prometheus scrape, stops the built-in simulator.
 """
 
 from __future__ import annotations
@@ -122,12 +122,13 @@ def _on_quitting(environment: Environment, **_: Any) -> None:
         environment.process_exit_code = int(getattr(opts, "exit_code_on_error", 1) if opts is not None else 1)
     ctx.run_dir.close(status)
     try:
-        from harness.report import write_report
+        from harness.report import render_summary, write_report
 
-        _, run.report_md = write_report(ctx.run_dir.path)
+        rep, _md = write_report(ctx.run_dir.path)
+        run.report_summary = render_summary(rep)
     except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
         log.exception("llmload: report failed: %s (rebuild with: llmload report %s)", e, ctx.run_dir.path)
-        run.report_md = None
+        run.report_summary = None
 
 
 @events.quit.add_listener
@@ -136,8 +137,8 @@ def _on_quit(**_: Any) -> None:
     ctx = run.ctx
     if ctx is None:
         return
-    if run.report_md:
-        sys.stdout.write("\n" + run.report_md + "\n")
+    if run.report_summary:  # the compact summary (120 columns); the full tables are in report.md / .json / .html
+        sys.stdout.write("\n" + run.report_summary)
     if ctx.run_dir is not None:
         sys.stdout.write(f"\nllmload: records and report in {ctx.run_dir.path}\n")
     sys.stdout.flush()

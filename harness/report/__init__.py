@@ -5,13 +5,17 @@
     from harness.report import build_report, render_markdown, write_report
     rep = build_report("runs/20250101-120000-k2")    # JSON-ready dict (seconds, tokens)
     print(render_markdown(rep))                      # GitHub Markdown
+    print(render_summary(rep))                       # compact terminal summary (120 columns)
     rep, md = write_report("runs/20250101-120000-k2")  # also writes report.json and report.md
 
-Command line: ``python -m harness.report RUN_DIR [--json] [--n 100000 900000] [--quiet]``.
+Command line: ``python -m harness.report RUN_DIR [--json] [--full] [--n 100000 900000] [--quiet]``.
 """
 
 from harness.report.build import DEFINITIONS, SCHEMA, build_report, write_report
 from harness.report.load import NoRecordsError
 from harness.report.render import render_markdown
+from harness.report.summary import render_summary
 
-__all__ = ["DEFINITIONS", "SCHEMA", "NoRecordsError", "build_report", "render_markdown", "write_report"]
+__all__ = [
+    "DEFINITIONS", "SCHEMA", "NoRecordsError", "build_report", "render_markdown", "render_summary", "write_report",
+]  # fmt: skip

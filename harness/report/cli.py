@@ -1,8 +1,9 @@
-"""Command line: ``python -m harness.report RUN_DIR [--json] [--n N ...] [--quiet]`` (also ``llmload report``).
+"""Command line: ``python -m harness.report RUN_DIR [--json] [--full] [--n N ...] [--quiet]`` (also ``llmload report``).
 
-Writes ``report.json`` and ``report.md`` into the run directory and prints the Markdown (rendered with rich
-on a terminal, raw otherwise) or, with ``--json``, the JSON. Exit codes: 0 done, 2 bad input (missing run
-directory or records.jsonl, corrupt records).
+Writes ``report.json``, ``report.md`` and ``report.html`` into the run directory and prints, on a terminal, the
+compact summary (:func:`harness.report.summary.render_summary`, at most 120 columns) or with ``--full`` the whole
+Markdown rendered with rich; not on a terminal (a pipe, a file) the raw Markdown; with ``--json``, the JSON.
+Exit codes: 0 done, 2 bad input (missing run directory or records.jsonl, corrupt records).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 from harness.report.build import write_report
 from harness.report.load import NoRecordsError
+from harness.report.summary import render_summary
 
 __all__ = ["build_parser", "main"]
 
@@ -27,12 +29,18 @@ def build_parser(prog: str = "python -m harness.report") -> argparse.ArgumentPar
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the Markdown")
     p.add_argument("--n", type=int, nargs="+", metavar="N",
                    help="sample counts for the hours-to-N table (default: profile report.hours_to_n)")
+    p.add_argument("--full", action="store_true",
+                   help="on a terminal, print the whole report (rendered Markdown) instead of the compact summary")
     p.add_argument("--quiet", action="store_true", help="write the files but print nothing")
     return p
 
 
-def _print_markdown(md: str) -> None:
-    if sys.stdout.isatty():
+def _print_markdown(md: str, summary: str | None = None) -> None:
+    """Print the report: ``summary`` on a terminal when given, else ``md`` rendered with rich on a terminal and raw
+    otherwise (a pipe or a file always gets the raw Markdown)."""
+    if summary is not None and sys.stdout.isatty():
+        sys.stdout.write(summary)
+    elif sys.stdout.isatty():
         from rich.console import Console
         from rich.markdown import Markdown
 
@@ -62,5 +70,5 @@ def main(argv: list[str] | None = None, prog: str = "python -m harness.report") 
         if args.json:
             sys.stdout.write(json.dumps(rep, indent=2) + "\n")
         else:
-            _print_markdown(md)
+            _print_markdown(md, None if args.full else render_summary(rep, args.run_dir))
     return 0

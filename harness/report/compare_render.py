@@ -8,9 +8,10 @@ Both are built from the same tables (:func:`tables`), so they always show the sa
 from __future__ import annotations
 
 import html
-import time
 from dataclasses import dataclass
 from typing import Any
+
+from harness.report.fmt import wall_time
 
 __all__ = ["Cell", "Table", "render_html", "render_markdown", "tables"]
 
@@ -127,7 +128,7 @@ def tables(cmp: dict[str, Any]) -> list[Table]:
 
     run_rows = []
     for r in runs:
-        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["start_wall"])) if r["start_wall"] else "?"
+        start = wall_time(r["start_wall"]) if r["start_wall"] else "?"
         dur = f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "?"
         run_rows.append([Cell(r["tag"]), Cell(str(r["run_id"])), Cell(str(r.get("profile_name") or "?")),
                          Cell(str(r.get("model") or "?")), Cell(str(r.get("target_url") or "?")),

@@ -64,7 +64,7 @@ def add_goodput(row: dict[str, Any], records: Sequence[RequestResult], slo: SloS
     w0, w1 = row["window_start_wall"], row["window_end_wall"]
     sample = latency_sample(records, row["step"], row["steady"], w0, w1)
     met = sum(1 for r in sample if meets_slo(r, slo))
-    k = sum(1 for r in records if r.usable and w0 <= r.end_wall < w1 and meets_slo(r, slo))
+    k = sum(1 for r in records if r.usable and w0 < r.end_wall < w1 and meets_slo(r, slo))  # as request_rate
     length = max(0.0, w1 - w0)
     row.update({
         "slo_sample_n": len(sample),

@@ -17,13 +17,13 @@ import html
 import logging
 import os
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 
 from harness.records import read_records
+from harness.report.fmt import wall_time
 from harness.report.render import render_markdown
 from harness.result import RequestResult
 
@@ -66,17 +66,9 @@ nav.toc { font-size: 12px; color: #555; }
 
 def _markdown() -> MarkdownIt:
     """CommonMark + tables; raw HTML, links, images and autolinks off, so the text can add no URL or tag."""
-    md = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")  # wrapped prose lines join into paragraphs
     md.disable(["link", "image", "autolink"])
     return md
-
-
-def _wall_with_offset(t: float | None) -> str:
-    """Epoch seconds as local ``YYYY-MM-DD HH:MM:SS UTC±HH:MM``; ``?`` when unknown."""
-    if t is None:
-        return "?"
-    dt = datetime.fromtimestamp(float(t)).astimezone()
-    return f"{dt:%Y-%m-%d %H:%M:%S} UTC{dt.isoformat()[-6:]}"
 
 
 def _header(rep: dict[str, Any]) -> str:
@@ -91,7 +83,7 @@ def _header(rep: dict[str, Any]) -> str:
         ("profile", html.escape(str(rep.get("profile_name") or "?"))),
         ("target", f"<code>{html.escape(str(url))}</code>" + (" (built-in simulator)" if rep.get("simulated") else "")),
         ("model", f"<code>{html.escape(str(rep.get('model') or '?'))}</code>"),
-        ("started", html.escape(_wall_with_offset(rep.get("start_wall")))),
+        ("started", html.escape(wall_time(rep.get("start_wall")))),
         ("duration", "?" if dur is None else f"{dur:.0f} s"),
         ("status", f'<span class="status {cls}">{html.escape(status)}</span>'
                    + (" interrupted: figures are partial" if rep.get("interrupted") else "")),
@@ -134,7 +126,8 @@ def render_html(report: dict[str, Any], charts: Sequence[Chart]) -> str:
     if lines and lines[0].startswith("# "):  # the title and the one-line run summary: the header shows both
         lines = lines[1:]
         if len(lines) > 1 and not lines[0] and lines[1].startswith("target `"):
-            lines = lines[2:]
+            end = lines.index("", 1) if "" in lines[1:] else len(lines)  # the summary may wrap over lines
+            lines = lines[end:]
     text = "\n".join(lines)
     cut = text.find("\n## Formulas")
     before, after = (text, "") if cut < 0 else (text[:cut], text[cut:])

@@ -2,66 +2,39 @@
 
 Display units: TTFT, TTFAT and E2E in seconds; inter-chunk gaps and TPOT in milliseconds; throughput in
 tokens or requests per second; hours to N in hours; costs in US$. ``report.json`` always keeps seconds.
+Number formats come from :mod:`harness.report.fmt` (one helper per kind); prose is wrapped at 120 columns, footnotes
+and notes are bullets, wall times carry their UTC offset.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S
+from harness.report import fmt
+from harness.report.fmt import DASH, wrap_markdown
 
 __all__ = ["render_markdown"]
 
-_DASH = "–"
-
-
-def _s(v: float | None) -> str:
-    """Seconds, 3 significant-ish digits."""
-    if v is None:
-        return _DASH
-    if v < 1:
-        return f"{v:.3f}"
-    if v < 100:
-        return f"{v:.2f}"
-    return f"{v:.0f}"
-
-
-def _ms(v_s: float | None) -> str:
-    """Seconds shown as milliseconds."""
-    if v_s is None:
-        return _DASH
-    ms = v_s * 1000.0
-    if ms < 10:
-        return f"{ms:.2f}"
-    if ms < 100:
-        return f"{ms:.1f}"
-    return f"{ms:.0f}"
+_DASH = DASH
+# One formatting helper per kind of value (harness/report/fmt.py): 3 significant digits for seconds, milliseconds,
+# rates, tok/s and hours; one decimal for percentages; integers for counts.
+_s = fmt.seconds
+_ms = fmt.millis
+_rate = fmt.rate
+_tps = fmt.tps
+_pct = fmt.pct
+_hours = fmt.hours
+_wall = fmt.wall_time
 
 
 def _num(v: float | None, digits: int = 1) -> str:
+    """Fixed decimals with thousands separators: window lengths in s (1 decimal), mean token counts (0)."""
     return _DASH if v is None else f"{v:,.{digits}f}"
-
-
-def _rate(v: float | None) -> str:
-    """Requests per second: more digits when small."""
-    if v is None:
-        return _DASH
-    return f"{v:.4f}" if v < 1 else f"{v:.2f}"
-
-
-def _pct(v: float | None) -> str:
-    return _DASH if v is None else f"{v:.1f}"
 
 
 def _esc(text: object) -> str:
     return str(text).replace("|", "\\|")
-
-
-def _wall(t: float | None) -> str:
-    if t is None:
-        return "?"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(t)))
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -92,7 +65,7 @@ def _steps_table(rep: dict[str, Any]) -> list[str]:
         rows.append([
             _label(r), str(r["concurrency"]), str(r["requests"]), str(r["completed"]), str(r["errors"]),
             _rate(r["request_rate"]),
-            _num(r["output_tps"]), _num(r["per_stream_tps"]), _triple(r, "ttft"), _triple(r, "ttfat"),
+            _tps(r["output_tps"]), _tps(r["per_stream_tps"]), _triple(r, "ttft"), _triple(r, "ttfat"),
             f"{_ms(r['gap_p50_s'])} / {_ms(r['gap_p99_s'])}", f"{_ms(r['tpot_mean_s'])} / {_ms(r['tpot_p50_s'])}",
             _s(r["e2e_p50_s"]), _num(r["mean_output_tokens"], 0), _pct(r["truncated_pct"]),
             _pct(r["truncated_in_reasoning_pct"]), window,
@@ -121,10 +94,10 @@ def _hours_cell(h: dict[str, Any]) -> str:
     if h["hours"] is None:
         return "∞ (no usable completions)"
     if h["hours_low"] is None and h["hours_high"] is None:
-        cell = f"{_num(h['hours'])} h (no interval)"
+        cell = f"{_hours(h['hours'])} h (no interval)"
     else:
-        hi = "∞" if h["hours_high"] is None else _num(h["hours_high"])
-        cell = f"{_num(h['hours'])} h ({_num(h['hours_low'])}{_DASH}{hi})"
+        hi = "∞" if h["hours_high"] is None else _hours(h["hours_high"])
+        cell = f"{_hours(h['hours'])} h ({fmt.sig3(h['hours_low'])}{_DASH}{hi})"
     if h.get("usd") is not None:
         cell += f" · {_usd_interval(h['usd'], h['usd_low'], h['usd_high'])}"
     return cell
@@ -144,7 +117,7 @@ def _token_cell(h: dict[str, Any] | None) -> str:
     if h is None or h["token_hours"] is None:
         return _DASH
     mark = " ⚠ outside" if h.get("token_check") == "outside" else ""
-    return f"{_num(h['token_hours'])} h{mark}"
+    return f"{_hours(h['token_hours'])} h{mark}"
 
 
 def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
@@ -227,8 +200,8 @@ def _real_table(rep: dict[str, Any]) -> list[str]:
     rows = []
     for r in rep["steps"]:
         rt = r["real_time"] or {}
-        rows.append([_label(r), str(r["concurrency"]), _num(rt.get("window_s")), _num(rt.get("output_tps")),
-                     _rate(rt.get("request_rate")), _num(rt.get("per_stream_tps")), _s(rt.get("ttft_p50_s")),
+        rows.append([_label(r), str(r["concurrency"]), _num(rt.get("window_s")), _tps(rt.get("output_tps")),
+                     _rate(rt.get("request_rate")), _tps(rt.get("per_stream_tps")), _s(rt.get("ttft_p50_s")),
                      _s(rt.get("ttfat_p50_s")), _ms(rt.get("tpot_mean_s")), _s(rt.get("e2e_p50_s"))])
     return _table(header, rows)
 
@@ -326,10 +299,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     meta = [f"target `{url}`", f"model `{model}`"]
     if rep.get("profile_name"):
         meta.append(f"profile `{rep['profile_name']}`")
-    meta.append(f"status **{rep['status']}**")
+    when = [f"status **{rep['status']}**"]
     if rep.get("duration_s") is not None:
-        meta.append(f"started {_wall(rep.get('start_wall'))}, {rep['duration_s']:.0f} s")
-    lines.append(" · ".join(meta))
+        when.append(f"started {_wall(rep.get('start_wall'))}, {rep['duration_s']:.0f} s")
+    lines += [" · ".join(meta) + " ·", " · ".join(when)]  # one paragraph over two lines: the time stays whole
     lines.append("")
     if rep.get("interrupted"):
         lines += ["> **Interrupted run**: figures are partial (see notes).", ""]
@@ -347,20 +320,20 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines.append("")
     foot = [r for r in rep["steps"] if not r["steady"]]
     for r in foot:
-        lines.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
+        lines.append(f"- † {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
     for r in (r for r in rep["steps"] if r.get("low_confidence")):
         fix = r.get("low_confidence_fix") or "lengthen steps.duration"
-        lines.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; {fix}.")
+        lines.append(f"- ‡ {r['label']}: low confidence, {r['low_confidence']}; {fix}.")
     starved = [r for r in rep["steps"] if r.get("client_starved")]
     for r in starved:
-        lines.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
+        lines.append(f"- Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
                      f"{CLIENT_LAG_LIMIT_S:g} s late "
                      f"(max {r['client_read_lag_max_s']:.2f} s): figures are the load generator's limit (see notes).")
     errs = [r for r in rep["steps"] if r.get("step_errors_by_class") or r["errors_by_class"]]
     for r in errs:
         classes = ", ".join(f"{k} ×{v}" for k, v in (r.get("step_errors_by_class") or {}).items()) or "none"
         in_sample = ", ".join(f"{k} ×{v}" for k, v in r["errors_by_class"].items()) or "none"
-        lines.append(f"Errors at {r['label']}: {classes} of the requests started in the step; {in_sample} in the "
+        lines.append(f"- Errors at {r['label']}: {classes} of the requests started in the step; {in_sample} in the "
                      "sample (ended in the steady window).")
     if foot or errs or starved or any(r.get("low_confidence") for r in rep["steps"]):
         lines.append("")
@@ -407,4 +380,4 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["## Notes", ""]
     lines += [f"- {n}" for n in rep["notes"]] or ["- none"]
     lines.append("")
-    return "\n".join(lines)
+    return wrap_markdown("\n".join(lines))

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harness.report.figures import output_tokens_in, usable_ends_in
+from harness.report.figures import output_tokens_in
 from harness.report.stats import mean, percentile
 from harness.result import RequestResult
 
@@ -81,7 +81,7 @@ def slice_figures(records: Sequence[RequestResult], t0: float, t1: float) -> dic
     ended = [r for r in records if t0 <= r.end_wall < t1]
     ok = [r for r in ended if r.ok]
     tokens = output_tokens_in(records, t0, t1)
-    usable = usable_ends_in(records, t0, t1)
+    usable = sum(1 for r in ok if r.usable)  # the slice's own set: slices tile the window half-open, [t0, t1)
     ttft = [r.ttft for r in ok if r.ttft is not None]
     ttfat = [r.ttfat for r in ok if r.ttfat is not None]
     errors = len(ended) - len(ok)

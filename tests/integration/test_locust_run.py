@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.report import render_summary
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,6 +104,10 @@ def test_headless_sweep_on_the_simulator(tmp_path: Path, env: dict[str, str]) ->
     assert (run / "report.md").exists() and (run / "report.json").exists()
     assert (run / "report.html").exists() and (run / "figures" / "throughput.png").exists()
     assert "Hours to N" in proc.stdout or "hours" in proc.stdout.lower()
+    # ... as the compact terminal summary of report.json (the full tables stay in the files), within 120 columns
+    summary = render_summary(json.loads((run / "report.json").read_text()))
+    assert summary in proc.stdout and "## Per step" not in proc.stdout
+    assert max(len(line) for line in summary.splitlines()) <= 120
     # The API key never appears in records, run metadata, reports or logs (figures/ holds only PNG images).
     for p in run.iterdir():
         if p.is_file():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -228,6 +229,7 @@ def test_outputs_markdown_json_html(tmp_path: Path) -> None:
     assert "## B/A per step" in md and "## Step C=2" in md and "## Definitions" in md
     assert "| single | 2.000 ▲ | 2.000 ▲ | 0.500 ▲ |" in md
     assert "| output tok/s |" in md and "▲ better" in md
+    assert re.search(r"\| \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC[+-]\d\d:\d\d \|", md)  # start times with their offset
     page = paths["html"].read_text()
     assert page == render_html(cmp)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")

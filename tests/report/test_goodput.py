@@ -103,10 +103,11 @@ def test_report_json_and_markdown_with_slo(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run", records, [phase("step", 1, 2, 0.0, 200.0), run_end(200.0)], meta)
     rep = build_report(run)
     row = rep["steps"][0]
-    # window [10, 200): 19 requests of each user started in it (+10 .. +190); u1's from +100 (10) miss TTFT
-    assert (row["slo_sample_n"], row["slo_met"]) == (38, 28)
-    # usable ends in [10, 200): starts +0 .. +180, 19 per user; u1's started from +100 miss TTFT
-    assert row["slo_window_met"] == 19 + 10 and row["goodput_rps"] == pytest.approx(29 / 190.0)
+    # the step's sample: requests ending in the window (10, 200) (the one ending at +10 opened it): starts +10 ..
+    # +180, 18 per user; u1's started from +100 (9) miss TTFT
+    assert (row["slo_sample_n"], row["slo_met"]) == (36, 27)
+    # usable ends in (10, 200), like the request rate: the same 18 per user, 18 + 9 within the SLO
+    assert row["slo_window_met"] == 18 + 9 and row["goodput_rps"] == pytest.approx(27 / 190.0)
     assert rep["slo"]["ttft_s"] == 2.0 and rep["slo_capacity"]["concurrency"] is None
     md = render_markdown(rep)
     assert "## Goodput (SLOs)" in md and "SLOs: TTFT ≤ 2.00 s." in md and "no concurrency" in md

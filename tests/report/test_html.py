@@ -20,6 +20,7 @@ from harness.report import build_report, write_report
 from harness.report import charts as charts_mod
 from harness.report.charts import CHART_NAMES, draw_charts, is_warmup, time_bin_s
 from harness.report.figures import latency_sample, output_tokens_in
+from harness.report.fmt import sig3
 from harness.report.html import render_html, write_html
 from harness.report.stats import mean, percentile
 from tests.report.rundir import phase, rec, run_end, write_run
@@ -96,15 +97,15 @@ def test_tables_hold_the_report_values_as_in_the_markdown(written: tuple[Path, d
     assert c2["errors"] == 1 and c2["truncated"] == 1
     h100k = c2["hours"][0]
     expected = [
-        f"{c2['output_tps']:,.1f}",                                            # output tok/s
-        f"{c2['per_stream_tps']:,.1f}",                                        # per-stream tok/s
-        " / ".join(f"{c2[f'ttft_p{q}_s']:.3f}" for q in (50, 90, 99)),      # TTFT triple (< 1 s)
-        f"{c2['tpot_mean_s'] * 1000:.1f} / {c2['tpot_p50_s'] * 1000:.1f}",     # TPOT in ms (10..100)
-        f"{single['request_rate']:.4f}",                                       # req/s < 1
+        sig3(c2["output_tps"]),                                                # output tok/s
+        sig3(c2["per_stream_tps"]),                                            # per-stream tok/s
+        " / ".join(sig3(c2[f"ttft_p{q}_s"]) for q in (50, 90, 99)),          # TTFT triple
+        f"{sig3(c2['tpot_mean_s'] * 1000)} / {sig3(c2['tpot_p50_s'] * 1000)}", # TPOT in ms
+        sig3(single["request_rate"]),                                          # req/s
         f"{c2['window_s']:.1f} (from +{c2['window_start_s']:.1f})",           # steady window
-        (f"{h100k['hours']:,.1f} h (no interval)" if h100k["hours_low"] is None and h100k["hours_high"] is None
-         else f"{h100k['hours']:,.1f} h ({h100k['hours_low']:,.1f}–{h100k['hours_high']:,.1f})"),  # hours cell
-        f"{h100k['token_hours']:,.1f} h",                                     # token cross-check cell
+        (f"{sig3(h100k['hours'])} h (no interval)" if h100k["hours_low"] is None and h100k["hours_high"] is None
+         else f"{sig3(h100k['hours'])} h ({sig3(h100k['hours_low'])}–{sig3(h100k['hours_high'])})"),  # hours cell
+        f"{sig3(h100k['token_hours'])} h",                                    # token cross-check cell
         "C=4 †",                                                               # NOT steady label
         "NOT steady †",
         f"N={rep['hours_to_n'][-1]:,}",
@@ -125,11 +126,13 @@ def test_header_definitions_and_notes(written: tuple[Path, dict[str, Any], str, 
     assert "finished" in head
     import html as html_lib
 
+    flat = " ".join(page.split())  # wrapped Markdown prose joins into one paragraph (a newline reads as a space)
     for key, text in rep["definitions"].items():
-        assert f"<strong>{key}</strong>: {html_lib.escape(text, quote=False)}" in page, key
+        assert f"<strong>{key}</strong>: {html_lib.escape(text, quote=False)}" in flat, key
     assert rep["notes"]
     for note in rep["notes"]:
-        assert html_lib.escape(note, quote=False) in page, note
+        assert html_lib.escape(note, quote=False) in flat, note
+    assert "<br" not in page  # the footnotes are list items, not lines forced apart
     # the figures sit between the tables and the formulas
     assert page.index("<h2>Hours to N") < page.index("<h2>Figures</h2>") < page.index("<h2>Formulas</h2>")
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.report import build_report, render_markdown
-from harness.report.cli import _print_markdown
+from harness.report import build_report, fmt, render_markdown, render_summary
+from harness.report.cli import _print_markdown, main
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 
 STEP_HEADER = [
@@ -88,6 +88,17 @@ def _tables(md: str) -> list[list[list[str]]]:
     return tables
 
 
+def _bullets(text: str) -> list[str]:
+    """The top-level bullets of ``text`` (``- `` items), each with its wrapped continuation lines joined."""
+    items: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("- "):
+            items.append(line[2:])
+        elif line.startswith("  ") and items:
+            items[-1] += " " + line[2:]
+    return items
+
+
 def _section(md: str, title: str) -> str:
     """The text of section ``## title`` up to the next ``## ``."""
     start = md.index(f"## {title}\n")
@@ -102,11 +113,11 @@ def test_title_meta_line_and_section_order(report: dict[str, Any]) -> None:
     md = render_markdown(report)
     lines = md.splitlines()
     assert lines[0] == "# Load report: run-1"
-    assert lines[2] == (
+    assert lines[2] + " " + lines[3] == (  # one paragraph, two source lines (the start time stays whole)
         "target `http://127.0.0.1:8000/v1` · model `k2-test` · profile `synthetic` · status **finished** · "
-        f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(T0))}, 95 s"
+        f"started {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(T0))} UTC+00:00, 95 s"
     )
-    assert lines[2].endswith("started 2023-11-14 22:13:20, 95 s")
+    assert lines[3].endswith("started 2023-11-14 22:13:20 UTC+00:00, 95 s") and lines[4] == ""
     assert "Warm-up (excluded from every figure): 1 request, 1 ok, E2E p50 3.00 s (max 3.00 s), errors: none." in md
     heads = [ln for ln in lines if ln.startswith("## ")]
     assert heads == ["## Per step", "## Hours to N usable samples", "## By finish reason", "## Per prompt",
@@ -140,11 +151,12 @@ def test_step_row_cells_follow_the_report_values(report: dict[str, Any]) -> None
     steps = _tables(render_markdown(report))[0]
     r = report["steps"][1]
     row = dict(zip(STEP_HEADER, steps[2], strict=True))
-    assert row["req/s"] == f"{r['request_rate']:.4f}"  # below 1 req/s: 4 decimals
-    assert row["output tok/s"] == f"{r['output_tps']:,.1f}"
+    # 3 significant digits; 2 usable ends after ws (the one at ws opened the window) in a 39 s window
+    assert (r["request_rate"], row["req/s"]) == (pytest.approx(2 / 39), "0.0513")
+    assert row["output tok/s"] == f"{r['output_tps']:.3g}" == "13.9"
     assert row["TTFT p50/p90/p99 (s)"] == "2.00 / 2.00 / 2.00"
     assert row["TPOT mean/p50 (ms)"] == "100 / 100"  # 18 s of decode over 180 gaps
-    assert row["E2E p50 (s)"] == "20.00"
+    assert row["E2E p50 (s)"] == "20.0"
     assert row["inter-chunk p50/p99 (ms)"] == "– / –"  # no gap histograms recorded
     assert row["mean out tok"] == "181"
     assert row["steady window (s)"] == f"{r['window_s']:.1f} (from +{r['window_start_s']:.1f})"
@@ -152,22 +164,22 @@ def test_step_row_cells_follow_the_report_values(report: dict[str, Any]) -> None
 
 def test_formulas_and_notes_are_bullets(report: dict[str, Any]) -> None:
     md = render_markdown(report)
-    formulas = _section(md, "Formulas")
-    for key, text in report["definitions"].items():
-        assert f"- **{key}**: {text}" in formulas
-    notes = _section(md, "Notes")
+    formulas = _bullets(_section(md, "Formulas"))
+    assert formulas == [f"**{key}**: {text}" for key, text in report["definitions"].items()]
     assert report["notes"]
-    assert [ln for ln in notes.splitlines() if ln.startswith("- ")] == [f"- {n}" for n in report["notes"]]
+    assert _bullets(_section(md, "Notes")) == report["notes"]
 
 
 def test_footnotes_for_errors_and_low_confidence(report: dict[str, Any]) -> None:
     md = render_markdown(report)
-    per_step = _section(md, "Per step")
-    assert ("Errors at C=2: timeout_idle ×1 of the requests started in the step; none in the sample (ended in "
-            "the steady window).") in per_step
-    for r in report["steps"]:
-        if r.get("low_confidence"):
-            assert f"‡ {r['label']}: low confidence, {r['low_confidence']}; {r['low_confidence_fix']}." in per_step
+    per_step = _bullets(_section(md, "Per step"))  # each footnote its own bullet, in the order of the steps
+    assert per_step == [
+        *(f"‡ {r['label']}: low confidence, {r['low_confidence']}; {r['low_confidence_fix']}."
+          for r in report["steps"]),
+        "Errors at C=2: timeout_idle ×1 of the requests started in the step; none in the sample (ended in the "
+        "steady window).",
+    ]
+    assert all(r.get("low_confidence") for r in report["steps"])
     # the hint names the phase's own duration key (nothing here is truncated: the window is just short)
     single, c2 = report["steps"]
     assert (single["low_confidence_fix"], c2["low_confidence_fix"]) == (
@@ -190,9 +202,9 @@ def test_seconds_milliseconds_rates_and_thousands(report: dict[str, Any]) -> Non
     rep = _one_step(
         report,
         low_confidence=None,
-        ttft_p50_s=0.12345, ttft_p90_s=12.3456, ttft_p99_s=123.4,  # < 1 s: 3 decimals; < 100 s: 2; else 0
-        ttfat_p50_s=None, ttfat_p90_s=0.5, ttfat_p99_s=99.994,
-        gap_p50_s=0.0012345, gap_p99_s=0.04567,  # ms: < 10 ms 2 decimals, < 100 ms 1
+        ttft_p50_s=0.12345, ttft_p90_s=12.3456, ttft_p99_s=123.4,  # 3 significant digits
+        ttfat_p50_s=None, ttfat_p90_s=0.5, ttfat_p99_s=99.994,  # 99.994 rounds up to 100: still 3 digits
+        gap_p50_s=0.0012345, gap_p99_s=0.04567,  # ms, 3 significant digits
         tpot_mean_s=0.2504, tpot_p50_s=None,  # >= 100 ms: no decimals
         request_rate=2.5, output_tps=12345.67, per_stream_tps=0.04, e2e_p50_s=1000.4,
         mean_output_tokens=1234.5678, truncated_pct=12.34, truncated_in_reasoning_pct=None,
@@ -201,14 +213,14 @@ def test_seconds_milliseconds_rates_and_thousands(report: dict[str, Any]) -> Non
     row = dict(zip(STEP_HEADER, _tables(render_markdown(rep))[0][1], strict=True))
     assert row["step"] == "C=2"
     assert row["completed"] == "12345"  # counts: plain integers
-    assert row["TTFT p50/p90/p99 (s)"] == "0.123 / 12.35 / 123"
-    assert row["TTFAT p50/p90/p99 (s)"] == "– / 0.500 / 99.99"
+    assert row["TTFT p50/p90/p99 (s)"] == "0.123 / 12.3 / 123"
+    assert row["TTFAT p50/p90/p99 (s)"] == "– / 0.500 / 100"
     assert row["inter-chunk p50/p99 (ms)"] == "1.23 / 45.7"
     assert row["TPOT mean/p50 (ms)"] == "250 / –"
-    assert row["req/s"] == "2.50"  # >= 1 req/s: 2 decimals
-    assert row["output tok/s"] == "12,345.7"
-    assert row["per-stream tok/s"] == "0.0"
-    assert row["E2E p50 (s)"] == "1000"
+    assert row["req/s"] == "2.50"  # 3 significant digits
+    assert row["output tok/s"] == "12,346"  # the integer part is never rounded
+    assert row["per-stream tok/s"] == "0.0400"
+    assert row["E2E p50 (s)"] == "1,000"
     assert row["mean out tok"] == "1,235"
     assert (row["% trunc"], row["% trunc in reasoning"]) == ("12.3", "–")
 
@@ -239,14 +251,15 @@ def test_hours_cells(report: dict[str, Any]) -> None:
     row = table[1]
     assert row[2:7] == ["0.988", "–", "12.3", f"{rep['steps'][0]['mean_output_tokens']:,.0f}", "8 × 12.5 s, ±4.1 %"]
     assert row[7:] == [
-        "1,234.6 h (1,000.0–1,500.2)",
-        "10.0 h (5.0–∞)",
+        "1,235 h (1,000–1,500)",
+        "10.0 h (5.00–∞)",
         "∞ (no usable completions)",
-        "8.0 h (no interval)",
-        "3.0 h ⚠ outside",
+        "8.00 h (no interval)",
+        "3.00 h ⚠ outside",
     ]
     assert ("What-ifs for N=1,000 (hours scale with a sample's mean output length X as hours × X ÷ now): C=2: "
-            "617.28 h per 1,000 output tokens per sample (now 2,000), 1,100.0 h with usable = success.") in md
+            "617.28 h per 1,000 output tokens per sample (now 2,000), 1,100.0 h with usable = success.") in " ".join(
+        md.split())  # prose is wrapped at 120 columns
     rep["steps"][0]["hours_interval"] = {"batches": 0}
     assert _tables(render_markdown(rep))[1][1][6] == "none"
 
@@ -280,7 +293,7 @@ def test_interrupted_banner_and_missing_meta(report: dict[str, Any]) -> None:
     rep.update(interrupted=True, status="interrupted", target={}, model=None, profile_name=None, duration_s=None)
     md = render_markdown(rep)
     lines = md.splitlines()
-    assert lines[2] == "target `?` · model `?` · status **interrupted**"
+    assert lines[2:5] == ["target `?` · model `?` ·", "status **interrupted**", ""]
     assert "> **Interrupted run**: figures are partial (see notes)." in md
 
 
@@ -341,3 +354,169 @@ def test_non_terminal_output_is_the_raw_markdown(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     _print_markdown(md)
     assert capsys.readouterr().out == md
+
+
+# -- formatting helpers --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (None, "–"), (0.0, "0"), (0.000123, "0.000123"), (0.04, "0.0400"), (0.1939, "0.194"), (1.756, "1.76"),
+        (1.76, "1.76"), (17.64, "17.6"), (176.4, "176"), (9.996, "10.0"), (0.9996, "1.00"), (99.94, "99.9"),
+        (99.96, "100"), (1764.3, "1,764"), (12345.67, "12,346"), (-0.1939, "-0.194"), (float("inf"), "∞"),
+        (float("nan"), "–"),
+    ],
+)  # fmt: skip
+def test_sig3_three_significant_digits_integer_part_whole(value: float | None, text: str) -> None:
+    assert fmt.sig3(value) == text
+
+
+def test_one_helper_per_kind() -> None:
+    assert [fmt.rate(v) for v in (0.1939, 1.76, 17.6, 176.0)] == ["0.194", "1.76", "17.6", "176"]
+    assert [fmt.tps(v) for v in (9.1, 91.04, 910.4, 12345.6)] == ["9.10", "91.0", "910", "12,346"]
+    assert [fmt.seconds(v) for v in (0.0123, 2.0, 20.0, 200.4)] == ["0.0123", "2.00", "20.0", "200"]
+    assert [fmt.millis(v) for v in (0.0012345, 0.04567, 0.2504, None)] == ["1.23", "45.7", "250", "–"]
+    assert [fmt.hours(v) for v in (0.5, 278.4, 1234.56, None)] == ["0.500", "278", "1,235", "∞"]
+    assert [fmt.pct(v) for v in (0.0, 12.34, 100.0, None)] == ["0.0", "12.3", "100.0", "–"]
+    assert [fmt.count(v) for v in (3, 1234.5678, None)] == ["3", "1,235", "–"]
+
+
+def test_wall_time_carries_the_utc_offset(report: dict[str, Any]) -> None:
+    assert fmt.wall_time(T0) == "2023-11-14 22:13:20 UTC+00:00"
+    assert fmt.wall_time(None) == "?"
+    os.environ["TZ"] = "IST-05:30"  # POSIX zone string: no tz database needed (the fixture restores TZ)
+    time.tzset()
+    assert fmt.wall_time(T0) == "2023-11-15 03:43:20 UTC+05:30"
+    assert "started 2023-11-15 03:43:20 UTC+05:30, 95 s" in render_markdown(report)
+    assert "started 2023-11-15 03:43:20 UTC+05:30, 95 s" in render_summary(report)
+    os.environ["TZ"] = "XST+03:00"
+    time.tzset()
+    assert fmt.wall_time(T0) == "2023-11-14 19:13:20 UTC-03:00"
+
+
+def test_wrap_markdown_keeps_blocks() -> None:
+    words = " ".join(f"w{i}" for i in range(60))
+    bullet = f"- {words} - 1. # > ```json {words}"
+    out = fmt.wrap_markdown(bullet, 40).split("\n")
+    assert all(len(ln) <= 40 for ln in out) and len(out) > 5
+    assert out[0].startswith("- ") and all(ln.startswith("  ") and not ln.startswith("   ") for ln in out[1:])
+    assert " ".join(ln[2:] for ln in out) == bullet[2:]  # the same words in the same order
+    assert not any(re.match(r"  (?:[-+*>#=|]|\d+[.)]|```)", ln) for ln in out[1:])  # no new block opened
+    quote = fmt.wrap_markdown("> " + words, 40).split("\n")
+    assert all(ln.startswith("> ") and len(ln) <= 40 for ln in quote)
+    table = "| " + " | ".join(["cell"] * 40) + " |"
+    url = "see http://127.0.0.1:8000/" + "x" * 150
+    assert fmt.wrap_markdown(f"{table}\n# {words}\n{url}", 40) == f"{table}\n# {words}\nsee\n{url[4:]}"
+
+
+# -- line widths ---------------------------------------------------------------------------------------------
+
+
+def _wide(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with 12 steps at high concurrency, big counts and long footnote and note texts."""
+    rep = copy.deepcopy(report)
+    base = rep["steps"][1]
+    steps = []
+    for i in range(12):
+        c = 2**i
+        steps.append({
+            **base, "label": f"C={c}", "concurrency": c, "completed": 1_234_567, "errors": 12_345,
+            "output_tps": 12345.67 * (i + 1), "per_stream_tps": 123.456, "ttft_p50_s": 123.456, "ttfat_p50_s": 0.000123,
+            "tpot_mean_s": 1.2346, "e2e_p50_s": 1234.6, "truncated_pct": 100.0, "steady": i % 3 != 0,
+            "not_steady_reason": "the first wave ended after the step, " * 4, "low_confidence": "short window " * 12,
+            "client_starved": i == 5, "client_lagged_pct": 55.0, "client_read_lag_max_s": 2.5,
+            "errors_by_class": {f"class_{k}": 1000 + k for k in range(12)},
+            "step_errors_by_class": {f"class_{k}": 1000 + k for k in range(12)},
+            "hours": [{**h, "hours": 12345.6, "hours_low": 11000.4, "hours_high": 13800.2} for h in base["hours"]],
+        })  # fmt: skip
+    rep["steps"] = steps
+    rep["notes"] = [("A long note about the run " * 20).strip(), "Short note."]
+    return rep
+
+
+def test_markdown_prose_fits_120_columns(report: dict[str, Any]) -> None:
+    rep = _wide(report)
+    md = render_markdown(rep)
+    prose = [ln for ln in md.splitlines() if not ln.startswith("|")]
+    assert max(len(ln) for ln in prose) <= 120
+    assert max(len(ln) for ln in md.splitlines()) > 120  # tables may be wide
+    assert _bullets(_section(md, "Notes")) == rep["notes"]
+    foot = _bullets(_section(md, "Per step"))
+    assert len(foot) == 4 + 12 + 1 + 12  # not steady, low confidence, client starved, errors: one bullet each
+    assert foot[0] == f"† C=1: NOT steady, {rep['steps'][0]['not_steady_reason']}; burst figures over the whole step."
+
+
+def test_summary_fits_120_columns_and_holds_the_step_figures(report: dict[str, Any]) -> None:
+    rep = _wide(report)
+    out = render_summary(rep, "/runs/some-run")
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) <= 120
+    assert out.endswith("\n") and "…" not in out  # nothing had to be cut
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("step "))
+    assert lines[head - 1].split() == ["output", "per-stream", "TTFT", "TTFAT", "TPOT", "E2E", "%", "hours", "to"]
+    assert lines[head].split() == ["step", "C", "completed", "errors", "tok/s", "tok/s", "p50", "s", "p50", "s",
+                                   "mean", "ms", "p50", "s", "trunc", "N=100,000", "(95", "%)"]
+    rows = lines[head + 2 : head + 2 + 12]
+    assert rows[0].split() == ["C=1", "†", "1", "1,234,567", "12,345", "12,346", "123", "123", "0.000123", "1,235",
+                               "1,235", "100.0", "12,346", "h", "(11,000–13,800)"]
+    assert rows[1].split()[:2] == ["C=2", "‡"] and rows[11].split()[:3] == ["C=2048", "‡", "2048"]
+    assert "! COMPRESSED TIME" not in out and "/runs/some-run/report.md" in out
+    text = " ".join(out.split())
+    assert "Client STARVED at C=32: 55 % of requests read > 0.1 s late" in text
+    assert "Errors at C=1: class_0 ×1000, class_1 ×1001" in text
+    assert "2 notes" in text
+
+
+def test_summary_of_the_small_run(report: dict[str, Any]) -> None:
+    out = render_summary(report)
+    lines = out.splitlines()
+    assert lines[0] == "llmload report run-1 · status finished · started 2023-11-14 22:13:20 UTC+00:00, 95 s"
+    assert lines[1] == "target http://127.0.0.1:8000/v1 · model k2-test · profile synthetic"
+    c2 = report["steps"][1]
+    row = next(ln for ln in lines if ln.startswith("C=2 ")).split()
+    # the one sample: 2 requests ended in C=2's window, none failed there (the timeout is in the whole-step count)
+    h = c2["hours"][0]
+    assert (c2["completed"], c2["errors"], h["hours_low"], h["hours_high"]) == (2, 0, None, None)
+    assert row == ["C=2", "‡", "2", "2", "0", fmt.tps(c2["output_tps"]), fmt.tps(c2["per_stream_tps"]), "2.00",
+                   "2.50", "100", "20.0", "0.0", f"{fmt.hours(h['hours'])}", "h", "(no", "interval)"]  # fmt: skip
+    assert "Errors at C=2: timeout_idle ×1 (requests started in the step)." in lines
+    assert len(out) < len(render_markdown(report)) / 5
+
+
+def test_summary_banners_and_no_steps(report: dict[str, Any]) -> None:
+    rep = copy.deepcopy(report)
+    rep.update(interrupted=True, time_scale=0.1, steps=[], notes=["x"])
+    out = render_summary(rep)
+    assert "! Interrupted run" in out and "! COMPRESSED TIME (simulator time_scale = 0.1)" in out
+    assert "No steps recorded." in out and "the formulas and 1 note:" in " ".join(out.split())
+
+
+# -- command line --------------------------------------------------------------------------------------------
+
+
+def test_report_command_prints_the_summary_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _run(tmp_path / "run-1")
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main([str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out == render_summary(build_report(root), str(root))
+    assert main([str(root), "--full"]) == 0
+    full = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "TTFT p50/p90/p99 (s)" in full and "Formulas" in full  # the whole report, rendered by rich
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    for args in ([str(root)], [str(root), "--full"]):
+        assert main(args) == 0
+        assert capsys.readouterr().out == (root / "report.md").read_text()  # a pipe gets the raw Markdown
+
+
+def test_summary_shortens_long_step_labels_not_the_figures(report: dict[str, Any]) -> None:
+    rep = _wide(report)
+    rep["steps"][3]["label"] = "a-step-label-far-too-long-for-a-terminal-table"
+    lines = render_summary(rep).splitlines()
+    assert max(len(ln) for ln in lines) <= 120
+    row = next(ln for ln in lines if ln.startswith("a-step-"))
+    assert "…" in row.split()[0] and row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row

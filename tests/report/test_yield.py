@@ -149,8 +149,8 @@ def test_split_by_finish_reason(report: dict[str, Any]) -> None:
     assert stop["e2e_p50_s"] == pytest.approx(10.0) and stop["ttft_p50_s"] == pytest.approx(1.0)
     md = render_markdown(report)
     section = md[md.index("## By finish reason\n") : md.index("## Per prompt\n")]
-    assert f"| C=2 ‡ | 2 | length | {length['requests']} | 1.00 | – | 10.00 | 512 | 512 | 0 |" in section
-    assert f"| C=2 ‡ | 2 | stop | {stop['requests']} | 1.00 | 1.50 | 10.00 | 100 | 50 | 50 |" in section
+    assert f"| C=2 ‡ | 2 | length | {length['requests']} | 1.00 | – | 10.0 | 512 | 512 | 0 |" in section
+    assert f"| C=2 ‡ | 2 | stop | {stop['requests']} | 1.00 | 1.50 | 10.0 | 100 | 50 | 50 |" in section
 
 
 def test_hidden_reasoning_is_counted_and_noted(tmp_path: Path) -> None:

@@ -1,0 +1,147 @@
+"""The end-of-run terminal summary of a report: a few header lines, one compact row per step, short footnotes.
+
+Printed by the Locust end of a run and by ``llmload report`` on a terminal; every line fits :data:`MAX_WIDTH`
+(120) characters. The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; the numbers use the
+same formatting helpers (:mod:`harness.report.fmt`) as ``report.md``, so a value reads the same in both.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+from harness.clientlag import CLIENT_LAG_LIMIT_S
+from harness.report.fmt import DASH, MAX_WIDTH, count, hours, millis, pct, seconds, sig3, tps, wall_time
+from harness.report.render import _label
+
+__all__ = ["render_summary"]
+
+_GAP = "  "
+#: Narrowest the step label column shrinks to when the table would be wider than the line.
+_MIN_LABEL = 6
+
+
+def _hours_cell(row: dict[str, Any]) -> str:
+    hs = row.get("hours") or []
+    if not hs:
+        return DASH
+    h = hs[0]
+    if h["hours"] is None:
+        return "∞ (no usable completions)"
+    if h["hours_low"] is None and h["hours_high"] is None:
+        return f"{hours(h['hours'])} h (no interval)"
+    return f"{hours(h['hours'])} h ({sig3(h['hours_low'])}{DASH}{hours(h['hours_high'])})"
+
+
+def _columns(rep: dict[str, Any]) -> tuple[list[tuple[str, str]], list[list[str]]]:
+    """Two-line headers and the cells of each step row (strings, unpadded)."""
+    ns = rep.get("hours_to_n") or []
+    first_n = f"N={ns[0]:,} (95 %)" if ns else "N"
+    header = [("", "step"), ("", "C"), ("", "completed"), ("", "errors"), ("output", "tok/s"),
+              ("per-stream", "tok/s"), ("TTFT", "p50 s"), ("TTFAT", "p50 s"), ("TPOT", "mean ms"), ("E2E", "p50 s"),
+              ("%", "trunc"), ("hours to", first_n)]  # fmt: skip
+    rows = [
+        [_label(r), str(r["concurrency"]), count(r["completed"]), count(r["errors"]), tps(r["output_tps"]),
+         tps(r["per_stream_tps"]), seconds(r["ttft_p50_s"]), seconds(r["ttfat_p50_s"]), millis(r["tpot_mean_s"]),
+         seconds(r["e2e_p50_s"]), pct(r["truncated_pct"]), _hours_cell(r)]
+        for r in rep["steps"]
+    ]  # fmt: skip
+    return header, rows
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def _table(rep: dict[str, Any], width: int) -> list[str]:
+    header, rows = _columns(rep)
+    widths = [max(len(h[0]), len(h[1]), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
+    if excess > 0:  # long step labels: shorten them, never the figures
+        widths[0] = max(_MIN_LABEL, widths[0] - excess)
+    left = {0, len(header) - 1}  # the label and the hours cell read left-aligned, the figures right-aligned
+
+    def line(cells: list[str]) -> str:
+        pairs = enumerate(zip(cells, widths, strict=True))
+        parts = [_fit(c, w).ljust(w) if i in left else c.rjust(w) for i, (c, w) in pairs]
+        return _fit(_GAP.join(parts).rstrip(), width)
+
+    out = [line([h[0] for h in header]), line([h[1] for h in header])]
+    out.append(_fit(_GAP.join("-" * w for w in widths), width))
+    return out + [line(r) for r in rows]
+
+
+def _footnotes(rep: dict[str, Any]) -> list[str]:
+    notes: list[str] = []
+    steps = rep["steps"]
+    for r in steps:
+        if not r["steady"]:
+            notes.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
+    for r in steps:
+        if r.get("low_confidence"):
+            fix = r.get("low_confidence_fix") or "lengthen steps.duration"
+            notes.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; {fix}.")
+    for r in steps:
+        if r.get("client_starved"):
+            notes.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
+                         f"{CLIENT_LAG_LIMIT_S:g} s late: figures are the load generator's limit.")
+    for r in steps:
+        step_errors = r.get("step_errors_by_class") or r["errors_by_class"]
+        if step_errors:
+            classes = ", ".join(f"{k} ×{v}" for k, v in step_errors.items())
+            notes.append(f"Errors at {r['label']}: {classes} (requests started in the step).")
+    return notes
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+def render_summary(report: dict[str, Any], where: str | None = None, width: int = MAX_WIDTH) -> str:
+    """The compact plain-text summary of ``report`` (:func:`harness.report.build.build_report`) for a terminal.
+
+    Args:
+        report: the report dict.
+        where: the run directory, named in the closing line that points to the full report (None: not named).
+        width: widest line in characters (default 120); only a single word longer than that (a long URL) can
+            exceed it.
+
+    Returns:
+        Lines joined with ``\\n``, ending with one: run and target header, banners (interrupted, compressed time),
+        one row per step (label with †/‡, C, completed, errors, output and per-stream tok/s, TTFT/TTFAT/E2E p50
+        in s, TPOT mean in ms, % truncated, hours to the first N with its 95 % interval), footnotes, units.
+    """
+    rep = report
+    target = rep.get("target") or {}
+    url = target.get("base_url") or target.get("url") or target.get("host") or "?"
+    head = [f"llmload report {rep['run_id']}", f"status {rep['status']}"]
+    if rep.get("duration_s") is not None:
+        head.append(f"started {wall_time(rep.get('start_wall'))}, {rep['duration_s']:.0f} s")
+    meta = [f"target {url}", f"model {rep.get('model') or '?'}"]
+    if rep.get("profile_name"):
+        meta.append(f"profile {rep['profile_name']}")
+    lines = _wrap(" · ".join(head), width) + _wrap(" · ".join(meta), width)
+    if rep.get("interrupted"):
+        lines += _wrap("! Interrupted run: figures are partial (see the notes in report.md).", width)
+    ts = rep.get("time_scale", 1.0)
+    if ts != 1.0:
+        lines += _wrap(f"! COMPRESSED TIME (simulator time_scale = {ts:g}): figures in compressed wall time; "
+                       "real-time equivalents in report.md.", width)
+    lines.append("")
+    if rep["steps"]:
+        lines += _table(rep, width)
+    else:
+        lines.append("No steps recorded.")
+    foot = _footnotes(rep)
+    if foot:
+        lines.append("")
+        for note in foot:
+            lines += _wrap(note, width)
+    lines.append("")
+    n_notes = len(rep.get("notes") or [])
+    where_md = f"{where}/report.md (also report.json, report.html)" if where else "report.md / .json / .html"
+    units = (f"Hours to N: usable samples per hour in the steady window, with the 95 % batch-means prediction "
+             f"interval. Every table (every N, the token-based cross-check), "
+             f"the formulas and {n_notes} note{'' if n_notes == 1 else 's'}: {where_md}.")
+    lines += _wrap(units, width)
+    return "\n".join(lines) + "\n"
