@@ -428,7 +428,7 @@ def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> lis
          "Report rows: ttft_p50/p90/p99, ttfat_p50/p90/p99 (s), tpot_mean and tpot_p50 (ms).",
          lambda: latency_chart(report)),
         ("latency_distributions", "Latency distributions per step",
-         "Empirical CDFs over each step's latency sample (successful requests started in the steady window); the "
+         "Empirical CDFs over each step's latency sample (successful requests that ended in the steady window); the "
          "dots are the report's percentiles (interpolated between ranks, so with few requests a dot can sit "
          "beside the ECDF's steps).",
          lambda: distribution_chart(report, main)),

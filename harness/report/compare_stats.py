@@ -2,7 +2,7 @@
 
 The report gives intervals only for hours to N (and so request throughput). For the latency figures this module
 computes them from the records, over the report's own latency sample of the step (:func:`latency_sample`:
-successful requests that started inside the steady window, the whole step's successful requests when it is not
+successful requests that ended inside the steady window, the whole step's successful requests when it is not
 steady — the sample of :func:`harness.report.figures.step_row`), and checks that the sample reproduces the
 report's point figure before using it.
 
