@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.histogram import bucket_of, bucket_value
+from harness.histogram import LogHistogram, bucket_of, bucket_value
 
 __all__ = ["SLICES", "BucketCounts", "GapCounts", "SlidingQuantiles", "gap_counts"]
 
@@ -159,20 +159,11 @@ class BucketCounts:
     def nearest_rank(self, q: float) -> float | None:
         """The ``q`` quantile (0..1) as :meth:`harness.histogram.LogHistogram.quantile` defines it (nearest rank
         ``ceil(q * n)`` on the bucket values, the exact min and max for q = 0 and 1), in seconds; None when
-        empty. Equal to the report's inter-chunk percentile for the same gap histograms."""
-        if self.n == 0:
-            return None
-        if q <= 0:
-            return self.min
-        if q >= 1:
-            return self.max
-        rank = max(1, math.ceil(q * self.n))
-        seen = 0
-        for k in sorted(self.counts):
-            seen += self.counts[k]
-            if seen >= rank:
-                return self._value(k)
-        return self.max  # pragma: no cover - counts sum to n
+        empty. Equal to the report's inter-chunk percentile for the same gap histograms: it is that method, run
+        on these counts (shared, not copied)."""
+        h = LogHistogram()
+        h.counts, h.n, h.min, h.max = self.counts, self.n, self.min, self.max
+        return h.quantile(q)
 
 
 class SlidingQuantiles:

@@ -58,12 +58,13 @@ from harness.report.figures import (
     USABLE_CRITERION,
     low_confidence,
     real_time,
+    row_header,
 )
 from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
 from harness.report.frame import ROW, read_frame
 from harness.report.hours import batch_means
-from harness.report.load import Phase
+from harness.report.load import Phase, phases_from_events
 from harness.report.steady import Window
 
 __all__ = [
@@ -121,36 +122,6 @@ def prepare(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 # ---------------------------------------------------------------------------------------------- phases
-
-
-def phases_from_events(events: Sequence[dict[str, Any]], last_end: float | None) -> tuple[list[Phase], bool]:
-    """Phases of ``phases.jsonl`` events; ``last_end`` is the latest record end (epoch s, None when none).
-
-    Returns:
-        ``(phases, has_run_end)``, as :func:`harness.report.load.load_run` derives them.
-    """
-    starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
-
-    def first(name: str) -> float | None:
-        return next((float(e["wall"]) for e in events if e.get("event") == name and e.get("wall") is not None), None)
-
-    run_end, load_end = first("run_end"), first("load_end")
-    phases: list[Phase] = []
-    for i, ev in enumerate(starts):
-        start = float(ev["wall"])
-        if i + 1 < len(starts):
-            end, src = float(starts[i + 1]["wall"]), "next_phase"
-        elif load_end is not None and load_end >= start:
-            end, src = load_end, "load_end"
-        elif run_end is not None:
-            end, src = run_end, "run_end"
-        else:
-            end, src = (last_end if last_end is not None else start), "last_record"
-        pd = ev.get("planned_duration")
-        phases.append(Phase(phase=str(ev.get("phase") or "step"), step=int(ev.get("step", 0)),
-                            concurrency=int(ev.get("concurrency") or 1), start=start, end=max(start, end),
-                            planned_duration=float(pd) if pd is not None else None, end_source=src))
-    return phases, run_end is not None
 
 
 def phases_from_frame(frame: pl.DataFrame) -> list[Phase]:
@@ -629,25 +600,7 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
     completions_rate = n_sample / length if length > 0 else None
     little = completions_rate * e2e_mean if completions_rate is not None and e2e_mean is not None else None
     row: dict[str, Any] = {
-        "label": phase.label,
-        "phase": phase.phase,
-        "step": phase.step,
-        "concurrency": phase.concurrency,
-        "start_wall": phase.start,
-        "end_wall": phase.end,
-        "duration_s": phase.duration,
-        "planned_duration_s": phase.planned_duration,
-        "end_source": phase.end_source,
-        "steady": window.steady,
-        "not_steady_reason": window.reason,
-        "first_wave_end_s": window.first_wave_end - phase.start,
-        "first_wave_users": window.users,
-        "first_wave_method": window.method,
-        "window_start_wall": w0,
-        "window_end_wall": w1,
-        "window_start_s": w0 - phase.start,
-        "window_s": length,
-        "sample": "ended_in_window" if window.steady else "started_in_step",
+        **row_header(phase, window, w0, w1),
         "sample_requests": n_sample,
         "requests": step_recs.height,
         "step_completed": step_ok,

@@ -48,6 +48,7 @@ __all__ = [
     "latency_sample",
     "output_tokens_in",
     "record_tokens_in",
+    "row_header",
     "step_row",
     "step_sample",
     "usable_ends_in",
@@ -279,6 +280,34 @@ def hours_entry(n: int, bm: BatchMeans, bm_ok: BatchMeans, lat: dict[str, Any], 
     }
 
 
+def row_header(phase: Phase, window: Window, w0: float, w1: float) -> dict[str, Any]:
+    """The identity and window keys that open a step row (times: epoch s; ``*_s``: seconds from the step start):
+    label, phase, step, concurrency, the step's interval and end source, steadiness, the first wave, the
+    measurement window ``[w0, w1)`` and which sample the row is over. Shared by :func:`step_row` and the columnar
+    engine (:mod:`harness.report.columns`)."""
+    return {
+        "label": phase.label,
+        "phase": phase.phase,
+        "step": phase.step,
+        "concurrency": phase.concurrency,
+        "start_wall": phase.start,
+        "end_wall": phase.end,
+        "duration_s": phase.duration,
+        "planned_duration_s": phase.planned_duration,
+        "end_source": phase.end_source,
+        "steady": window.steady,
+        "not_steady_reason": window.reason,
+        "first_wave_end_s": window.first_wave_end - phase.start,
+        "first_wave_users": window.users,
+        "first_wave_method": window.method,
+        "window_start_wall": w0,
+        "window_end_wall": w1,
+        "window_start_s": w0 - phase.start,
+        "window_s": max(0.0, w1 - w0),
+        "sample": "ended_in_window" if window.steady else "started_in_step",
+    }
+
+
 def step_row(
     phase: Phase,
     window: Window,
@@ -331,25 +360,7 @@ def step_row(
     step_ok = sum(1 for r in step_recs if r.ok)
     step_errors = Counter(r.error_class or "unknown" for r in step_recs if not r.ok)
     row: dict[str, Any] = {
-        "label": phase.label,
-        "phase": phase.phase,
-        "step": phase.step,
-        "concurrency": phase.concurrency,
-        "start_wall": phase.start,
-        "end_wall": phase.end,
-        "duration_s": phase.duration,
-        "planned_duration_s": phase.planned_duration,
-        "end_source": phase.end_source,
-        "steady": window.steady,
-        "not_steady_reason": window.reason,
-        "first_wave_end_s": window.first_wave_end - phase.start,
-        "first_wave_users": window.users,
-        "first_wave_method": window.method,
-        "window_start_wall": w0,
-        "window_end_wall": w1,
-        "window_start_s": w0 - phase.start,
-        "window_s": length,
-        "sample": "ended_in_window" if window.steady else "started_in_step",
+        **row_header(phase, window, w0, w1),
         "sample_requests": len(sample),
         "requests": len(step_recs),
         "step_completed": step_ok,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -25,6 +26,7 @@ __all__ = [
     "Phase",
     "RunData",
     "load_run",
+    "phases_from_events",
 ]
 
 
@@ -105,13 +107,20 @@ def _read_meta(root: Path, problems: list[str]) -> dict[str, Any]:
     return meta if isinstance(meta, dict) else {}
 
 
-def _phases_from_events(events: list[dict[str, Any]], records: list[RequestResult]) -> tuple[list[Phase], bool]:
+def phases_from_events(events: Sequence[dict[str, Any]], last_end: float | None) -> tuple[list[Phase], bool]:
+    """The phases of ``phases.jsonl`` events (see the module docstring for where each ends); ``last_end`` is the
+    latest record end (epoch s; None without records), the end of an interrupted run's last phase.
+
+    Returns:
+        ``(phases, has_run_end)``. Used by :func:`load_run` and by the columnar engine
+        (:mod:`harness.report.columns`), so both derive phases one way.
+    """
     starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
+
     def first(name: str) -> float | None:
         return next((float(e["wall"]) for e in events if e.get("event") == name and e.get("wall") is not None), None)
 
     run_end, load_end = first("run_end"), first("load_end")
-    last_end = max((r.end_wall for r in records), default=None)
     phases: list[Phase] = []
     for i, ev in enumerate(starts):
         start = float(ev["wall"])
@@ -176,7 +185,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     events = read_phases(root)
     inferred = False
     if any(e.get("event") == "phase_start" for e in events):
-        phases, has_end = _phases_from_events(events, records)
+        phases, has_end = phases_from_events(events, max((r.end_wall for r in records), default=None))
     else:
         phases, has_end, inferred = _phases_from_records(records), False, True
         if records:
