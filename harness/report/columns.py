@@ -65,7 +65,7 @@ from harness.report.figures import interval_info as _hours_interval_info
 from harness.report.frame import ROW, read_frame
 from harness.report.hours import batch_means
 from harness.report.load import Phase, phases_from_events
-from harness.report.steady import Window
+from harness.report.steady import Window, close_window
 
 __all__ = [
     "REPORT_COLUMNS",
@@ -190,7 +190,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
 
 def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
     """:func:`harness.report.steady.steady_window` of ``phase`` over every record (warm-up included)."""
-    s, e = phase.start, phase.end
+    s = phase.start
     is_step = pl.col(_STEP) == phase.step
     inflight = (pl.col(_START) < s) & (pl.col(_END) > s)
     has_user = pl.col("user").is_not_null() & (pl.col("user") != "")
@@ -220,14 +220,7 @@ def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
         top = wave.get_column(_END).max()
         ws = float(top) if top is not None else s  # type: ignore[arg-type]
         n_users = wave.height
-    ws = max(ws, s)
-    reason: str | None = None
-    if not n_step:
-        reason = "no request of this step was recorded"
-    elif ws >= e:
-        reason = f"step too short for steady state: first wave ended at +{ws - s:.1f} s, step lasted {e - s:.1f} s"
-    return Window(start=min(ws, e), end=e, first_wave_end=ws, steady=reason is None, users=n_users,
-                  method=method, reason=reason)
+    return close_window(phase, ws, bool(n_step), n_users, method)
 
 
 def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]:

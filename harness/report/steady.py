@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from harness.report.load import Phase
 from harness.result import RequestResult
 
-__all__ = ["Window", "steady_window"]
+__all__ = ["Window", "close_window", "steady_window"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
         phase: the step, with its wall interval [start, end).
         records: all request records of the run.
     """
-    s, e = phase.start, phase.end
+    s = phase.start
     step = phase.step
     step_recs = [r for r in records if r.step == step]
     inflight = [r for r in records if r.start_wall < s < r.end_wall]
@@ -81,12 +81,19 @@ def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
         wave = inflight + [r for r in first if r not in inflight]
         ws = max((r.end_wall for r in wave), default=s)
         n_users = len(wave)
+    return close_window(phase, ws, bool(step_recs), n_users, method)
+
+
+def close_window(phase: Phase, ws: float, recorded: bool, users: int, method: str) -> Window:
+    """The :class:`Window` of ``phase`` whose first wave ended at ``ws`` (epoch s; clamped to the step start):
+    not steady when the step recorded no request (``recorded`` False) or ``ws`` is at or after the step's end.
+    Shared by :func:`steady_window` and the columnar engine, so both state the same rule and reasons."""
+    s, e = phase.start, phase.end
     ws = max(ws, s)
     reason: str | None = None
-    if not step_recs:
+    if not recorded:
         reason = "no request of this step was recorded"
     elif ws >= e:
         reason = f"step too short for steady state: first wave ended at +{ws - s:.1f} s, step lasted {e - s:.1f} s"
-    steady = reason is None
-    return Window(start=min(ws, e), end=e, first_wave_end=ws, steady=steady, users=n_users, method=method,
+    return Window(start=min(ws, e), end=e, first_wave_end=ws, steady=reason is None, users=users, method=method,
                   reason=reason)
