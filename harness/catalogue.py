@@ -171,7 +171,8 @@ _HISTS: tuple[Family, ...] = (
         "tpot",
         TIME_BUCKETS,
         "seconds",
-        "TPOT: (last token-bearing chunk - first) / (output tokens - 1), per request.",
+        "TPOT: (last token-bearing chunk - first) / (streamed tokens - 1), per request; streamed tokens = answer "
+        "tokens with hidden reasoning, else output tokens.",
     ),
     _hist(
         "llmload_request_duration_seconds",
@@ -210,7 +211,8 @@ _TABLE: tuple[Family, ...] = (
     Family(
         "llmload_requests",
         "counter",
-        "Completed requests (success or failure) by outcome (usable, truncated, error) and finish_reason.",
+        "Completed requests (success or failure) by outcome (usable, truncated, unusable: failed a profile usable "
+        "check, error) and finish_reason.",
         (*_BASE, "outcome", "finish_reason"),
         "requests",
     ),

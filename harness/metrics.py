@@ -49,9 +49,10 @@ __all__ = [
     "prompt_labels",
 ]
 
-#: Request outcomes, mutually exclusive: ``usable`` (success, not truncated), ``truncated`` (success that hit
-#: ``max_tokens``), ``error`` (failed; its class is in ``llmload_request_errors_total``).
-OUTCOMES = ("usable", "truncated", "error")
+#: Request outcomes, mutually exclusive: ``usable`` (a usable sample: success, not truncated, passing the profile's
+#: ``usable`` checks; the record's ``usable``), ``truncated`` (success that hit ``max_tokens``), ``unusable`` (success,
+#: not truncated, failing a ``usable`` check), ``error`` (failed; its class is in ``llmload_request_errors_total``).
+OUTCOMES = ("usable", "truncated", "unusable", "error")
 
 #: Distinct ``prompt`` label values kept per run; records of further prompt classes are labelled ``other``.
 MAX_PROMPT_LABELS = 32
@@ -90,10 +91,13 @@ def prompt_labels(prompts: Iterable[tuple[str, float, bool]], limit: int = MAX_P
 
 
 def outcome_of(res: RequestResult) -> str:
-    """``error`` for a failed request, ``truncated`` for a truncated success, else ``usable``."""
+    """``error`` for a failed request, ``truncated`` for a truncated success, ``usable`` for a usable sample (the
+    record's ``usable``: the report's definition, profile checks included), else ``unusable``."""
     if not res.ok:
         return "error"
-    return "truncated" if res.truncated else "usable"
+    if res.truncated:
+        return "truncated"
+    return "usable" if res.usable else "unusable"
 
 
 class Hist:

@@ -14,6 +14,7 @@ from harness.catalogue import TIME_BUCKETS, TOKEN_BUCKETS
 from harness.histogram import LogHistogram
 from harness.metrics import (
     MAX_PROMPT_LABELS,
+    OUTCOMES,
     RunMetrics,
     StepEstimate,
     outcome_of,
@@ -100,6 +101,9 @@ def test_outcomes_are_exclusive() -> None:
     assert outcome() == "usable"
     assert outcome(truncated=True, usable=False) == "truncated"
     assert outcome(ok=False, truncated=True, usable=False) == "error"
+    # a success that is not truncated but fails the profile's usable checks is not counted as usable
+    assert outcome(usable=False, usable_reason="regex") == "unusable"
+    assert {outcome(), outcome(truncated=True, usable=False), outcome(usable=False), outcome(ok=False)} == set(OUTCOMES)
 
 
 def test_counters_from_records() -> None:
