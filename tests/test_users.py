@@ -43,11 +43,18 @@ def test_backoff_reads_retry_after_from_the_field_not_the_detail(monkeypatch: py
     assert first_failure(error_class="http_429", error_detail="HTTP 429 retry-after=7: x") == 0.25  # no field
 
 
-def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The exception message ReasoningChatUser.chat reports to Locust for ``res``."""
+def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0) -> dict[str, object]:
+    """The request event ReasoningChatUser.chat fires for ``res`` (the client receives ``size`` bytes)."""
     fired: list[dict[str, object]] = []
     monkeypatch.setattr(users.gevent, "sleep", lambda s: None)
     prompt = types.SimpleNamespace(id="p", label="cls")
+    conn = types.SimpleNamespace(rx_bytes=5000)  # bytes of earlier requests on the same connection
+
+    def stream_chat(body: object, identity: object, **kw: object) -> RequestResult:
+        conn.rx_bytes += size
+        return res
+
+    client = types.SimpleNamespace(stream_chat=stream_chat, conn=conn)
     state = types.SimpleNamespace(phase="step", step=1, concurrency=2)
     ctx = types.SimpleNamespace(
         state=state,
@@ -59,16 +66,29 @@ def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
         ctx=ctx,
         rng=None,
         user_id="u1",
-        client=types.SimpleNamespace(stream_chat=lambda body, identity, **kw: res),
+        client=client,
         environment=types.SimpleNamespace(
             events=types.SimpleNamespace(request=types.SimpleNamespace(fire=lambda **kw: fired.append(kw)))
         ),
         _backoff_after=lambda r: None,
     )
     users.ReasoningChatUser.chat(user)  # type: ignore[arg-type]
-    exc = fired[0]["exception"]
+    return fired[0]
+
+
+def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The exception message ReasoningChatUser.chat reports to Locust for ``res``."""
+    exc = _fire(res, monkeypatch)["exception"]
     assert isinstance(exc, users.RequestFailed)
     return str(exc)
+
+
+def test_response_length_is_the_bytes_received_not_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's "Average size (bytes)" column: the request's bytes as received (this request's only), never its
+    output tokens."""
+    ok = RequestResult(prompt_id="p", ok=True, output_tokens=321, e2e=1.0)
+    ev = _fire(ok, monkeypatch, size=4711)
+    assert ev["response_length"] == 4711 and ev["exception"] is None
 
 
 def test_failure_name_carries_the_in_band_error_code(monkeypatch: pytest.MonkeyPatch) -> None:
