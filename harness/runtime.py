@@ -385,11 +385,12 @@ def _worker_statuses(run: Run) -> tuple[WorkerStatus, ...]:
     return tuple(out)
 
 
-def runs() -> Runs:
-    """A snapshot of this process's runs (:class:`Runs`): the current run's directory, the ended ones (newest
-    first), the state and, on a master, its workers. Cheap (no I/O); meant for the web UI's views, on the master
-    or the single process (a worker has no runs of its own: state "idle", no directories)."""
-    run = _RUN
+def runs(run: Run | None = None) -> Runs:
+    """A snapshot of this process's runs (:class:`Runs`; ``run``: another :class:`Run` than :func:`current`):
+    the current run's directory, the ended ones (newest first), the state and, on a master, its workers. Cheap
+    (no I/O); meant for the web UI's views, on the master or the single process (a worker has no runs of its own:
+    state "idle", no directories)."""
+    run = run if run is not None else _RUN
     ctx = run.ctx
     going = run.active() and ctx is not None and ctx.run_dir is not None
     return Runs(

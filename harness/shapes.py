@@ -109,7 +109,12 @@ class ReasoningSweepShape(LoadTestShape):
         ok = False
         identity = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
         for i in range(w.requests):
-            res = client.stream_chat(body, identity)
+            try:
+                res = client.stream_chat(body, identity)
+            except gevent.GreenletExit:  # Stop during the warm-up: counted as cut off, never recorded
+                ctx.cut_off += 1
+                client.close()
+                raise
             ctx.record(res)
             log.info(
                 "warm-up %d/%d: %s in %.1f s (%d output tokens, finish_reason %s)",

@@ -329,3 +329,35 @@ def test_master_and_two_workers(tmp_path: Path, env: dict[str, str], launched: l
     master.proc.send_signal(signal.SIGINT)
     assert master.proc.wait(60) == 0
     assert "Traceback" not in master.err()
+
+
+def test_requests_cut_off_by_the_stop_timeout_are_counted(
+    tmp_path: Path, env: dict[str, str], launched: list[WebLocust]
+) -> None:
+    """A Stop whose drain (steps.drain_timeout 1 s) ends before long requests do: the requests cut off are
+    counted in run.json and the report says how many; records + cut off = requests the simulator saw."""
+    out, truth = tmp_path / "runs", tmp_path / "truth.jsonl"
+    prof = tmp_path / "cut.yaml"
+    text = PROFILE % {"out": out, "truth": truth, "step": 60}
+    text = text.replace("time_scale: 0.25", "time_scale: 1.0").replace("drain_timeout: 30", "drain_timeout: 1")
+    text = text.replace("max_tokens: 300", "max_tokens: 4000").replace("max_tokens: 150", "max_tokens: 4000")
+    prof.write_text(text)
+    port = free_port()
+    web = WebLocust(tmp_path, ["--web-host", "127.0.0.1", "--web-port", str(port), "--profile", str(prof)], port, env)
+    launched.append(web)
+    web.wait_ready()
+    assert web.start(mode="fixed", user_count=3, spawn_rate=3, run_time="", prompt_mix="guide")["success"] is True
+    time.sleep(4)
+    assert web.post("/stop")["success"] is True
+    [run] = wait_ended(out, 1)
+    m = meta(run)
+    cut = m.get("cut_off")
+    assert isinstance(cut, int) and cut >= 1
+    deadline = time.monotonic() + 10  # the simulator logs a request when it ends (the client went away)
+    while time.monotonic() < deadline and len(truth_requests(truth)) < len(records(run)) + cut:
+        time.sleep(0.2)
+    seen = truth_requests(truth)
+    assert len(records(run)) + cut == len(seen)
+    assert sum(1 for t in seen if t["outcome"] != "completed") == cut
+    assert f"CUT OFF: {cut} request(s)" in (run / "report.md").read_text()
+    assert "Traceback" not in web.err()
