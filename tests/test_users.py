@@ -117,3 +117,50 @@ def test_backoff_honours_the_servers_retry_after_end_to_end(monkeypatch: pytest.
     monkeypatch.setattr(users.gevent, "sleep", pauses.append)
     users.ReasoningChatUser._backoff_after(types.SimpleNamespace(), res)  # type: ignore[arg-type]
     assert pauses == [2.0]
+
+
+def test_rx_bytes_count_the_whole_response_as_received() -> None:
+    """The byte count behind ``response_length``: status line, headers and body with its framing, as received
+    from the socket (a loopback server sending a known response)."""
+    import socket
+    import threading
+
+    from harness.client import ChatClient
+    from harness.result import RequestIdentity
+
+    events = [
+        b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    body = b"".join(events)
+    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+                b"content-length: %d\r\n\r\n" % len(body)) + body  # fmt: skip
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += conn.recv(65536)
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            length = int(next(h.split(b":")[1] for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")))
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(response)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    client = ChatClient(f"http://127.0.0.1:{srv.getsockname()[1]}/v1")
+    try:
+        before = client.conn.rx_bytes
+        res = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p", None, "u", "step", 1, 1))
+        assert res.ok, res.error_detail
+        assert client.conn.rx_bytes - before == len(response)
+    finally:
+        client.close()
+        srv.close()
+        t.join(5)
