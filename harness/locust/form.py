@@ -71,10 +71,14 @@ def profile_choices() -> list[str]:
 @events.init_command_line_parser.add_listener
 def _add_form_options(parser: Any, **_: Any) -> None:
     d = _DEFAULTS.get
+    choices = profile_choices()
+    launched = d("web_profile", "")
+    if launched and launched not in choices:  # the launch profile is a file elsewhere: listed by its path
+        choices.append(launched)
     parser.add_argument(
         "--web-profile",
-        default=d("web_profile", ""),
-        choices=profile_choices(),
+        default=launched,
+        choices=choices,
         help="profile from profiles/ (a path typed in the Profile field above wins)",
     )
     parser.add_argument(
@@ -104,8 +108,8 @@ def _num(x: float) -> str:
 
 
 def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
-    """What the form shows for ``profile`` (dest -> text): its picker entry ("" when the file is not in
-    ``profiles/``), mode "sweep", and its knobs in the fields' formats."""
+    """What the form shows for ``profile`` (dest -> text): its picker entry (its stem, or its path when the file
+    is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats."""
     mts = {p.id: p.max_tokens or profile.request.max_tokens for p in profile.prompts}
     if len(set(mts.values())) == 1:
         mt = next(iter(mts.values()))
@@ -115,7 +119,7 @@ def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
     thinking = profile.request.thinking
     in_dir = profile_path.resolve().parent == PROFILES_DIR and profile_path.suffix == ".yaml"
     return {
-        "web_profile": profile_path.stem if in_dir else "",
+        "web_profile": profile_path.stem if in_dir else str(profile_path),
         "mode": "sweep",
         "prompt_mix": ",".join(f"{p.id}:{_num(p.weight)}" for p in profile.prompts),
         "prompts_file": "",

@@ -27,6 +27,7 @@ from locust.runners import MasterRunner
 
 import logging
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +48,8 @@ __all__ = ["Launch", "StartError", "end_run", "install", "launch_of", "parse_fix
 
 log = logging.getLogger("llmload")
 
+#: Form fields whose values are not written to ``run.json`` (a locustfile's own secret options).
+_SECRET_FIELD = re.compile(r"(?i)(api_?key|secret|password|(^|_)token$)")
 #: Seconds the master waits at a run's end for the workers' last record batches (after their MSG_STOPPED).
 LAST_BATCH_WAIT_S = 1.0
 
@@ -142,11 +145,14 @@ def _profile_arg(form: Mapping[str, str], launch: Launch) -> str | None:
         return typed
     picked = str(form.get("web_profile", "") or "").strip()
     if picked and picked != launch.shown.get("web_profile", ""):
-        return str(PROFILES_DIR / f"{picked}.yaml")
+        named = PROFILES_DIR / f"{picked}.yaml"
+        return str(named) if named.exists() else picked
     if launch.profile_arg:
         return launch.profile_arg
-    if launch.shown.get("web_profile"):
-        return str(PROFILES_DIR / f"{launch.shown['web_profile']}.yaml")
+    shown = launch.shown.get("web_profile", "")
+    if shown:
+        named = PROFILES_DIR / f"{shown}.yaml"
+        return str(named) if named.exists() else shown
     return None
 
 
@@ -176,7 +182,7 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
         target = resolve_target(profile, path, host or None, launch.sims, host_source="Host")
     except Exception as e:  # RuntimeError (URL, model lookup) or the simulator's SimStartError
         raise StartError(redact_url(str(e))) from None
-    shown_form = {k: str(v) for k, v in form.items() if k not in ("host",)}
+    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
     shown_form["host"] = target.shown
     extra = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
     if fixed is not None:

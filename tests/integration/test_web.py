@@ -224,7 +224,8 @@ def test_each_start_is_a_run_sweep_then_fixed(tmp_path: Path, env: dict[str, str
     m2 = meta(second)
     assert m2["status"] == "finished" and m2["mode"] == "fixed" and m2["fixed"] == {
         "users": 3, "spawn_rate": 3.0, "run_time_s": 3.0}  # fmt: skip
-    assert m2["form"]["user_count"] == "3" and m2["profile"]["prompts"][0]["max_tokens"] == 100
+    assert m2["form"]["user_count"] == "3" and m2["form"]["max_tokens"] == "100"
+    assert m2["profile"]["prompts"][0]["max_tokens"] == 100 and m2["knobs"] == {"max_tokens": "100"}
     ph = phases(second)
     step = next(p for p in ph if p["event"] == "phase_start" and p["phase"] == "step")
     end = next(p for p in ph if p["event"] == "load_end")
@@ -291,6 +292,16 @@ def test_host_field_routes_to_another_server(tmp_path: Path, env: dict[str, str]
         assert m["simulator"] is None
         assert_nothing_lost([run], other_truth)
         assert truth_requests(truth) == []
+
+        # The profile picker: profiles/demo.yaml (its own simulator settings: the built-in simulator restarts).
+        ok = web.start(mode="fixed", user_count=2, spawn_rate=2, run_time="2s", web_profile="demo", max_tokens=40)
+        assert ok["success"] is True and ok["host"] != other.url, ok
+        dirs = wait_ended(out, 2)
+        m = meta(dirs[1])
+        assert m["status"] == "finished" and m["profile"]["name"] == "demo"
+        assert m["profile_path"].endswith("profiles/demo.yaml") and m["target"]["simulator"] is True
+        assert m["simulator"]["time_scale"] == 1.0 and m["profile"]["output"]["dir"] == "runs"
+        assert {r["max_tokens"] for r in records(dirs[1])} == {16, 40}  # warm-up, then the form's max_tokens
     finally:
         other.stop()
 

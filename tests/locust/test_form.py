@@ -36,7 +36,7 @@ def test_form_defaults_show_the_profiles_values(tmp_path: Path) -> None:
     other = tmp_path / "x.yaml"
     other.write_text("name: x\nprompts: [{id: a, text: hi, max_tokens: 7}]\n")
     d = form_defaults(load_profile(other), other)
-    assert d["web_profile"] == "" and d["max_tokens"] == "7" and d["thinking"] == "unset"
+    assert d["web_profile"] == str(other) and d["max_tokens"] == "7" and d["thinking"] == "unset"
 
 
 def test_apply_knobs_changes_only_what_is_given(tmp_path: Path) -> None:
