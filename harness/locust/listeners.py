@@ -88,16 +88,14 @@ def _init_web(run: Run, environment: Environment, runner: Any, role: str, web_ui
     path, profile = load_run_profile(_profile_arg(opts), environment.host, knobs)
     target = resolve_target(profile, path, environment.host, sims)
     launch = webrun.launch_of(opts, environment.host, role, path, profile, sims)
-    if sims.sim is None:
-        launch.host = target.base_url
     environment.host = target.base_url
     if opts is not None:
         opts.host = target.base_url
     if not environment.stop_timeout:
         environment.stop_timeout = profile.steps.drain_timeout
     shape = environment.shape_class
-    if shape is not None:
-        shape.use_common_options = True  # type: ignore[misc]  # the form shows Number of users, Ramp up, Run time (fixed mode)
+    if shape is not None:  # the form shows Number of users, Ramp up and Run time (fixed mode); headless: unchanged
+        shape.use_common_options = True  # type: ignore[misc]
     webrun.install(web_ui, environment, run, launch)
     if getattr(opts, "autostart", False):  # no form: the command line's values
         form = {"mode": str(getattr(opts, "mode", "") or "sweep"), "host": target.base_url}
