@@ -399,6 +399,9 @@ class Connection:
         #: read that brought them.
         self.rx_epoch: float | None = None
         self._buf_rx: float | None = None  # rx_epoch of the read that brought the bytes in ``_buf``
+        #: Bytes received from the socket since this object was made (every connection it opened; bytes pushed
+        #: back with :meth:`unread` are counted once): a response's size is the difference across it.
+        self.rx_bytes = 0
 
     def _addresses(self) -> list[tuple[int, tuple[Any, ...]]]:
         """(family, sockaddr) candidates of the origin, in order: an IP literal as is, a host name resolved once
@@ -515,8 +518,10 @@ class Connection:
             self.sock.settimeout(timeout_s)
             if not self._stamped:
                 self.rx_epoch = None
-                return self.sock.recv(_RECV)
-            data, self.rx_epoch = _recv_stamped(self.sock, _RECV)
+                data = self.sock.recv(_RECV)
+            else:
+                data, self.rx_epoch = _recv_stamped(self.sock, _RECV)
+            self.rx_bytes += len(data)
             return data
         except TimeoutError:
             raise ReadTimeout(f"nothing received within {timeout_s:.3f} s") from None

@@ -6,7 +6,8 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     Metadata written at start and rewritten at the end: profile (as loaded, API key *name* only), target base
     URL and model, simulator settings when the built-in simulator was the target, versions, host, argv with
     secrets removed, ``start_wall`` / ``end_wall`` (epoch seconds), ``status`` ("running" | "finished" |
-    "interrupted").
+    "interrupted" | "warmup_failed"); a web-UI run adds ``mode`` and ``form`` (the start form's values), and
+    ``cut_off`` (requests still in flight when the drain timeout ended, not recorded) when any were.
 ``records.jsonl``
     One JSON object per request (:meth:`harness.result.RequestResult.to_record`, fields in ``docs/records.md``),
     appended and flushed when the request completes, so an interrupted run keeps every record written so far;
@@ -185,6 +186,11 @@ class RunDir:
         rd._records = open(path / "records.jsonl", "ab")
         rd._phases = open(path / "phases.jsonl", "ab")
         return rd
+
+    @property
+    def closed(self) -> bool:
+        """:meth:`close` was called: nothing more can be written."""
+        return self._records is None
 
     def write_meta(self) -> None:
         """(Re)write ``run.json`` atomically."""

@@ -8,6 +8,10 @@ writes every record to ``records.jsonl``. A local run writes directly.
 
 The context is held once, by this process's :class:`Run` (:func:`current`), with the rest of the process's run
 state (exporter, metrics, lag watch, signal and worker bookkeeping); :func:`context` reads it.
+
+In web-UI mode each Start is a run of its own (:mod:`harness.locust.webrun`): the Run holds the current context
+while the run goes, keeps the directories of the runs that ended, and :func:`runs` gives a snapshot of both for the
+web UI's views (:class:`Runs`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gevent
@@ -30,13 +37,18 @@ from harness.result import RequestResult
 from harness.usable import UsableRule
 
 __all__ = [
+    "RUN_STATES",
+    "FixedLoad",
     "PhaseState",
     "Run",
     "RunContext",
+    "Runs",
     "SignalState",
     "WorkerBook",
+    "WorkerStatus",
     "context",
     "current",
+    "runs",
     "target_client",
 ]
 
@@ -76,6 +88,18 @@ class PhaseState:
     concurrency: int = 0
 
 
+@dataclass(frozen=True)
+class FixedLoad:
+    """The web UI's "fixed" mode: Locust's own user count, ramp-up and run time, held after the warm-up."""
+
+    #: Users to hold (>= 1).
+    users: int
+    #: Users started per second while ramping up (> 0).
+    spawn_rate: float
+    #: Seconds to hold them after the warm-up; None: until Stop.
+    run_time: float | None = None
+
+
 @dataclass
 class RunContext:
     """Everything a process needs to send and record requests. See the module docstring."""
@@ -89,6 +113,18 @@ class RunContext:
     state: PhaseState = field(default_factory=PhaseState)
     sim: Any = None
     finished: bool = False
+    #: The run's id (its directory's name; on a worker: from the master's phase messages), "" when unknown.
+    run_id: str = ""
+    #: "sweep" (the profile's shape) or "fixed" (:attr:`fixed`, web UI only).
+    mode: str = "sweep"
+    fixed: FixedLoad | None = None
+    #: The master runs a web UI (each Start is a run); workers learn it from the phase messages.
+    web: bool = False
+    #: Records that arrived after the run directory was closed (not written; logged).
+    late: int = 0
+    #: Requests of this run killed in flight when the stop timeout ran out (never recorded); on a master, its
+    #: workers' counts added up from their MSG_STOPPED answers.
+    cut_off: int = 0
     _pending: list[dict[str, Any]] = field(default_factory=list)
     _flusher: Any = None
     _user_seq: int = 0
@@ -120,6 +156,10 @@ class RunContext:
     def record(self, res: RequestResult) -> None:
         """Keep one request's result: write it (local/master) or queue its record for the master (worker)."""
         if self.run_dir is not None:
+            if self.run_dir.closed:
+                self.late += 1
+                log.warning("llmload: a request ended after its run %s was closed: not recorded", self.run_id)
+                return
             self.run_dir.write_record(res)
         else:
             self._pending.append(res.to_record())
@@ -129,6 +169,13 @@ class RunContext:
         self._runner = runner
         if self._flusher is None:
             self._flusher = gevent.spawn(self._flush_loop)
+
+    def stop_flusher(self) -> None:
+        """On a worker: send what is queued, then stop the periodic sends (the context is being replaced)."""
+        self.flush()
+        if self._flusher is not None:
+            self._flusher.kill(block=False)
+            self._flusher = None
 
     def _flush_loop(self) -> None:
         while True:
@@ -151,6 +198,8 @@ class RunContext:
             "phase": self.state.phase,
             "step": self.state.step,
             "concurrency": self.state.concurrency,
+            "run_id": self.run_id,
+            "web": self.web,
         }
 
 
@@ -172,8 +221,70 @@ class WorkerBook:
     in_flight: dict[str, int] = field(default_factory=dict)
     #: Master: workers that answered MSG_STOP (all their records sent).
     stopped: set[str] = field(default_factory=set)
-    #: Worker: the greenlet of its graceful stop once one started (a second request waits for it).
+    #: Worker: the greenlet of its graceful stop once one started (a second request waits for it); reset when a
+    #: new run starts (web UI).
     stop: Any = None
+    #: Master: every worker seen (client id -> epoch seconds of its last Locust report), kept after it is gone so a
+    #: dead worker can be shown (:func:`runs`).
+    seen: dict[str, float] = field(default_factory=dict)
+
+
+#: The states of :attr:`Runs.state`.
+RUN_STATES = ("idle", "running", "stopping", "finished", "interrupted")
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """One worker as the master sees it (:attr:`Runs.workers`)."""
+
+    #: Locust's client id of the worker.
+    id: str
+    #: Locust's worker state ("ready", "spawning", "running", "stopped", "missing": no heartbeat for 3 s), or
+    #: "gone" (it quit or was removed after it had been seen).
+    state: str
+    #: Requests in flight on it, from its last report (every 3 s).
+    in_flight: int
+    #: Epoch seconds of its last Locust report to the master (None: none yet).
+    last_report_wall: float | None
+
+    @property
+    def dead(self) -> bool:
+        """The worker stopped answering ("missing") or left ("gone")."""
+        return self.state in ("missing", "gone")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A snapshot of this process's runs, for the web UI (:func:`runs`). Paths are run directories."""
+
+    #: One of :data:`RUN_STATES`: "idle" before the first run, "running", "stopping" (Stop, Ctrl-C or the end of
+    #: the load: in-flight requests drain, then the report is written), then "finished" or "interrupted" (the
+    #: state of the last run, until the next Start).
+    state: str
+    #: The current run's directory; None between runs.
+    current: Path | None
+    #: The directories of the runs of this process that ended (finished or interrupted), newest first; each
+    #: one's report (``report.md`` / ``.json`` / ``.html``) was written before it was listed here (unless the
+    #: report failed: the log says so).
+    finished: tuple[Path, ...]
+    #: The current run's id (its directory's name); None between runs.
+    run_id: str | None
+    #: The current run's mode, "sweep" or "fixed"; None between runs.
+    mode: str | None
+    #: Epoch seconds of the current run's Start; None between runs.
+    started_wall: float | None
+    #: The master's workers (every worker seen since the process started); () on a single process.
+    workers: tuple[WorkerStatus, ...] = ()
+
+    @property
+    def last(self) -> Path | None:
+        """The current run's directory, else the newest ended one; None before the first run."""
+        return self.current or (self.finished[0] if self.finished else None)
+
+    @property
+    def dead_workers(self) -> tuple[WorkerStatus, ...]:
+        """The workers that stopped answering or left (:attr:`WorkerStatus.dead`)."""
+        return tuple(w for w in self.workers if w.dead)
 
 
 @dataclass
@@ -196,6 +307,42 @@ class Run:
     report_summary: str | None = None
     signals: SignalState = field(default_factory=SignalState)
     workers: WorkerBook = field(default_factory=WorkerBook)
+    #: The process runs Locust's web UI (master or single process): each Start is a run.
+    web: bool = False
+    #: One of :data:`RUN_STATES` (see :attr:`Runs.state`).
+    state: str = "idle"
+    #: Epoch seconds of the current run's Start (None between runs).
+    started_wall: float | None = None
+    #: Directories of the runs that ended, newest first.
+    ended: list[Path] = field(default_factory=list)
+    #: Some run of this process wrote a failed (non-warm-up) record (the exit code's rule, see README).
+    any_failed: bool = False
+    #: The Locust runner (master or single process), for the workers' states in :func:`runs`.
+    runner: Any = None
+    #: Web UI: the built-in simulator shared by the runs (:class:`harness.locust.setup.SimHolder`).
+    sims: Any = None
+    #: Called with this Run when a run begins (web UI: serves the new run's metrics).
+    on_begin: Callable[[Run], object] | None = None
+
+    def begin(self, ctx: RunContext) -> None:
+        """A run starts with ``ctx`` (its run directory open): hold it, state "running"."""
+        self.lag_watch = LagWatch()
+        self.hold(ctx)
+        self.state = "running"
+        self.started_wall = time.time()
+        self.signals.interrupted = False
+        if self.on_begin is not None:
+            self.on_begin(self)
+
+    def active(self) -> bool:
+        """A run is going (running or stopping)."""
+        return self.state in ("running", "stopping")
+
+    def ended_run(self, path: Path, status: str) -> None:
+        """The current run ended with ``status`` ("finished", else interrupted), its report written."""
+        self.ended.insert(0, path)
+        self.state = "finished" if status == "finished" else "interrupted"
+        self.started_wall = None
 
     def hold(self, ctx: RunContext) -> None:
         """Make ``ctx`` this process's context. Where it writes the run directory (master, single process) the
@@ -216,6 +363,45 @@ _RUN = Run()
 def current() -> Run:
     """This process's :class:`Run`."""
     return _RUN
+
+
+def _worker_statuses(run: Run) -> tuple[WorkerStatus, ...]:
+    clients = getattr(run.runner, "clients", None)
+    if clients is None:
+        return ()
+    book = run.workers
+    out = []
+    live = {c.id: c for c in clients.all}
+    for cid in sorted(set(book.seen) | set(live)):
+        node = live.get(cid)
+        out.append(
+            WorkerStatus(
+                id=cid,
+                state=str(node.state) if node is not None else "gone",
+                in_flight=int(book.in_flight.get(cid, 0)),
+                last_report_wall=book.seen.get(cid),
+            )
+        )
+    return tuple(out)
+
+
+def runs(run: Run | None = None) -> Runs:
+    """A snapshot of this process's runs (:class:`Runs`; ``run``: another :class:`Run` than :func:`current`):
+    the current run's directory, the ended ones (newest first), the state and, on a master, its workers. Cheap
+    (no I/O); meant for the web UI's views, on the master or the single process (a worker has no runs of its own:
+    state "idle", no directories)."""
+    run = run if run is not None else _RUN
+    ctx = run.ctx
+    going = run.active() and ctx is not None and ctx.run_dir is not None
+    return Runs(
+        state=run.state,
+        current=ctx.run_dir.path if going and ctx is not None and ctx.run_dir is not None else None,
+        finished=tuple(run.ended),
+        run_id=ctx.run_id if going and ctx is not None else None,
+        mode=ctx.mode if going and ctx is not None else None,
+        started_wall=run.started_wall if going else None,
+        workers=_worker_statuses(run),
+    )
 
 
 def context() -> RunContext:

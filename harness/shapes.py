@@ -6,6 +6,10 @@ marked ``phase: "warmup"`` and excluded from every figure. Then the single-strea
 step holds its users, all started at once (spawn rate = users), for the configured duration. Phase starts are
 written to ``phases.jsonl`` and broadcast to workers before the users of that phase are spawned.
 
+In the web UI's "fixed" mode (:class:`harness.runtime.FixedLoad`) the stage after the warm-up is one step holding
+Locust's user count, ramped up at its spawn rate, for its run time (no run time: until Stop). One shape instance
+serves every run of a web-UI process: it starts over when the run's context is a new one.
+
 After the last step the shape asks for 0 users (each user ends its request in flight, up to the stop timeout)
 and stops the test only once every user is gone, so in master/worker mode the master is still receiving when the
 workers send the records of those last requests (a stopped master no longer receives anything).
@@ -16,8 +20,11 @@ from __future__ import annotations
 from locust import LoadTestShape
 
 import logging
+import math
 import time
 from dataclasses import dataclass
+
+import gevent
 
 from harness.client import Timeouts
 from harness.result import RequestIdentity
@@ -44,8 +51,12 @@ class Stage:
 
 
 def plan_stages(ctx: RunContext) -> list[Stage]:
-    """The stages of a profile: the single-stream phase (if its duration > 0), then each step."""
+    """The stages of a run: the single-stream phase (if its duration > 0), then each step; in fixed mode one step
+    of the fixed users for the run time (``inf`` without one)."""
     p = ctx.profile
+    f = getattr(ctx, "fixed", None)  # (a context-like object without one: the sweep)
+    if f is not None:
+        return [Stage("step", 1, f.users, f.run_time if f.run_time is not None else math.inf)]
     stages = []
     if p.single_stream.duration > 0:
         stages.append(Stage("single", 0, 1, p.single_stream.duration))
@@ -63,6 +74,10 @@ class ReasoningSweepShape(LoadTestShape):
 
     def __init__(self) -> None:
         super().__init__()
+        self._ctx: RunContext | None = None
+        self._new_run()
+
+    def _new_run(self) -> None:
         self._stages: list[Stage] | None = None
         self._t0: float | None = None
         self._current: int = -1
@@ -94,7 +109,12 @@ class ReasoningSweepShape(LoadTestShape):
         ok = False
         identity = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
         for i in range(w.requests):
-            res = client.stream_chat(body, identity)
+            try:
+                res = client.stream_chat(body, identity)
+            except gevent.GreenletExit:  # Stop during the warm-up: counted as cut off, never recorded
+                ctx.cut_off += 1
+                client.close()
+                raise
             ctx.record(res)
             log.info(
                 "warm-up %d/%d: %s in %.1f s (%d output tokens, finish_reason %s)",
@@ -114,6 +134,11 @@ class ReasoningSweepShape(LoadTestShape):
     def tick(self) -> tuple[int, float] | tuple[int, float, list[type]] | None:
         """Locust calls this about once a second; see the class docstring for the sequence."""
         ctx = context()
+        if ctx.run_dir is not None and ctx.run_dir.closed:  # its run ended (web UI): nothing to run until a Start
+            return None
+        if ctx is not self._ctx:  # a new run (web UI: each Start is one)
+            self._new_run()
+            self._ctx = ctx
         if self._stages is None:
             self._stages = plan_stages(ctx)
             self._warmup(ctx)
@@ -122,6 +147,11 @@ class ReasoningSweepShape(LoadTestShape):
             self._t0 = time.perf_counter()
         assert self._t0 is not None
         elapsed = time.perf_counter() - self._t0
+        if ctx.fixed is not None and ctx.fixed.run_time is not None and not ctx.finished:
+            left = ctx.fixed.run_time - elapsed
+            if 0 < left < 1.0:  # Locust ticks once a second: end the fixed run on time, not up to 1 s late
+                gevent.sleep(left)
+                elapsed = time.perf_counter() - self._t0
         idx, acc = -1, 0.0
         for i, st in enumerate(self._stages):
             acc += st.duration
@@ -152,13 +182,14 @@ class ReasoningSweepShape(LoadTestShape):
                         "step": st.step,
                         "concurrency": st.users,
                         "wall": time.time(),
-                        "planned_duration": st.duration,
+                        "planned_duration": st.duration if math.isfinite(st.duration) else None,
                     }
                 )
             log.info("llmload: phase %s step %d: %d users for %.0f s", st.phase, st.step, st.users, st.duration)
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message())
-        return st.users, float(st.users)
+        rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)
+        return st.users, rate
 
     def _drain_tick(self) -> tuple[int, float] | None:
         """0 users until every user has ended its last request (and its records had time to arrive)."""

@@ -34,9 +34,11 @@ class ReasoningChatUser(User):
     Each request draws a prompt from the profile's weighted mix and fires one Locust ``request`` event:
     ``request_type`` "chat", ``name`` the prompt's class (its id unless the profile gives ``class``),
     ``response_time`` the E2E latency in milliseconds (request sent -> last byte, not time to headers),
-    ``response_length`` the output tokens (usage, or the flagged
-    estimate), ``exception`` a :class:`RequestFailed` for failed requests. Truncated requests (finish_reason
-    ``length``) are successes to Locust and are counted as truncated in the records and report.
+    ``response_length`` the response's size in bytes as received (status line, headers and body with its framing:
+    what Locust's "Average size (bytes)" column says; tokens are in the records and the report), ``exception`` a
+    :class:`RequestFailed` for failed requests; a request killed by the stop timeout counts in the context's
+    ``cut_off``. Truncated requests (finish_reason ``length``) are successes to Locust and are counted as
+    truncated in the records and report.
     Every request is also written as one record (see :mod:`harness.records`) carrying the phase it started in.
     After a failed request the user pauses (0.25 s doubling to 10 s, at least ``Retry-After``) before its next
     one; a success resets the pause.
@@ -63,11 +65,17 @@ class ReasoningChatUser(User):
         st = ctx.state
         prompt, body = ctx.pick(self.rng)
         identity = RequestIdentity(prompt.id, prompt.label, self.user_id, st.phase, st.step, st.concurrency)
+        conn = self.client.conn
+        rx0 = conn.rx_bytes
         IN_FLIGHT.inc()
         try:
             res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times)
+        except gevent.GreenletExit:  # killed when the stop timeout ran out: counted, never recorded
+            ctx.cut_off += 1
+            raise
         finally:
             IN_FLIGHT.dec()
+        size = conn.rx_bytes - rx0
         ctx.record(res)
         exc = None
         if not res.ok:
@@ -77,7 +85,7 @@ class ReasoningChatUser(User):
             request_type="chat",
             name=prompt.label,
             response_time=(res.e2e or 0.0) * 1000.0,
-            response_length=res.output_tokens,
+            response_length=size,
             exception=exc,
             context={"phase": st.phase, "step": st.step, "concurrency": st.concurrency},
             response=None,

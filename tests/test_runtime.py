@@ -41,3 +41,46 @@ def test_context_is_held_by_the_process_run() -> None:
             runtime.context()
     finally:
         run.ctx = saved
+
+
+def test_runs_snapshot_follows_the_runs(tmp_path: Path) -> None:
+    """runs(): idle -> running (current directory, id, mode, start) -> ended (listed newest first, state of the
+    last one) -> the next run; the master's workers with the dead ones flagged."""
+    from types import SimpleNamespace
+
+    from harness.config import PROFILES_DIR, load_profile
+    from harness.records import RunDir
+
+    run = runtime.Run()
+    r = runtime.runs(run)
+    assert (r.state, r.current, r.finished, r.last, r.run_id, r.workers) == ("idle", None, (), None, None, ())
+    profile = load_profile(PROFILES_DIR / "demo.yaml")
+    dirs = []
+    for i, status in enumerate(["interrupted", "finished"]):
+        ctx = runtime.RunContext(profile, "http://127.0.0.1:1/v1", "m", "local", mode="fixed" if i else "sweep")
+        ctx.run_dir = RunDir.create(tmp_path, f"r{i}", {})
+        ctx.run_id = ctx.run_dir.path.name
+        run.begin(ctx)
+        r = runtime.runs(run)
+        assert r.state == "running" and r.current == ctx.run_dir.path and r.last == r.current
+        assert r.run_id == ctx.run_id and r.mode == ctx.mode and r.started_wall is not None
+        assert r.finished == tuple(reversed(dirs))
+        run.state = "stopping"
+        assert runtime.runs(run).current == ctx.run_dir.path
+        ctx.run_dir.close(status)
+        run.ended_run(ctx.run_dir.path, status)
+        dirs.append(ctx.run_dir.path)
+        r = runtime.runs(run)
+        assert r.state == status and r.current is None and r.run_id is None and r.started_wall is None
+        assert r.finished == tuple(reversed(dirs)) and r.last == ctx.run_dir.path
+    assert runtime.RUN_STATES == ("idle", "running", "stopping", "finished", "interrupted")
+
+    node = SimpleNamespace
+    run.runner = SimpleNamespace(clients=SimpleNamespace(all=[node(id="w1", state="running"),
+                                                              node(id="w2", state="missing")]))  # fmt: skip
+    run.workers.seen.update({"w1": 10.0, "w2": 9.0, "w0": 5.0})  # w0 quit
+    run.workers.in_flight.update({"w1": 3})
+    ws = runtime.runs(run).workers
+    assert [(w.id, w.state, w.in_flight, w.last_report_wall, w.dead) for w in ws] == [
+        ("w0", "gone", 0, 5.0, True), ("w1", "running", 3, 10.0, False), ("w2", "missing", 0, 9.0, True)]
+    assert [w.id for w in runtime.runs(run).dead_workers] == ["w0", "w2"]

@@ -60,6 +60,7 @@ class FakeRunDir:
 
     phases: list[dict[str, Any]] = field(default_factory=list)
     records: list[RequestResult] = field(default_factory=list)
+    closed: bool = False
 
     def write_phase(self, event: dict[str, Any]) -> None:
         self.phases.append(event)

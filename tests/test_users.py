@@ -43,11 +43,18 @@ def test_backoff_reads_retry_after_from_the_field_not_the_detail(monkeypatch: py
     assert first_failure(error_class="http_429", error_detail="HTTP 429 retry-after=7: x") == 0.25  # no field
 
 
-def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The exception message ReasoningChatUser.chat reports to Locust for ``res``."""
+def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0) -> dict[str, object]:
+    """The request event ReasoningChatUser.chat fires for ``res`` (the client receives ``size`` bytes)."""
     fired: list[dict[str, object]] = []
     monkeypatch.setattr(users.gevent, "sleep", lambda s: None)
     prompt = types.SimpleNamespace(id="p", label="cls")
+    conn = types.SimpleNamespace(rx_bytes=5000)  # bytes of earlier requests on the same connection
+
+    def stream_chat(body: object, identity: object, **kw: object) -> RequestResult:
+        conn.rx_bytes += size
+        return res
+
+    client = types.SimpleNamespace(stream_chat=stream_chat, conn=conn)
     state = types.SimpleNamespace(phase="step", step=1, concurrency=2)
     ctx = types.SimpleNamespace(
         state=state,
@@ -59,16 +66,29 @@ def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
         ctx=ctx,
         rng=None,
         user_id="u1",
-        client=types.SimpleNamespace(stream_chat=lambda body, identity, **kw: res),
+        client=client,
         environment=types.SimpleNamespace(
             events=types.SimpleNamespace(request=types.SimpleNamespace(fire=lambda **kw: fired.append(kw)))
         ),
         _backoff_after=lambda r: None,
     )
     users.ReasoningChatUser.chat(user)  # type: ignore[arg-type]
-    exc = fired[0]["exception"]
+    return fired[0]
+
+
+def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The exception message ReasoningChatUser.chat reports to Locust for ``res``."""
+    exc = _fire(res, monkeypatch)["exception"]
     assert isinstance(exc, users.RequestFailed)
     return str(exc)
+
+
+def test_response_length_is_the_bytes_received_not_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's "Average size (bytes)" column: the request's bytes as received (this request's only), never its
+    output tokens."""
+    ok = RequestResult(prompt_id="p", ok=True, output_tokens=321, e2e=1.0)
+    ev = _fire(ok, monkeypatch, size=4711)
+    assert ev["response_length"] == 4711 and ev["exception"] is None
 
 
 def test_failure_name_carries_the_in_band_error_code(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,3 +117,50 @@ def test_backoff_honours_the_servers_retry_after_end_to_end(monkeypatch: pytest.
     monkeypatch.setattr(users.gevent, "sleep", pauses.append)
     users.ReasoningChatUser._backoff_after(types.SimpleNamespace(), res)  # type: ignore[arg-type]
     assert pauses == [2.0]
+
+
+def test_rx_bytes_count_the_whole_response_as_received() -> None:
+    """The byte count behind ``response_length``: status line, headers and body with its framing, as received
+    from the socket (a loopback server sending a known response)."""
+    import socket
+    import threading
+
+    from harness.client import ChatClient
+    from harness.result import RequestIdentity
+
+    events = [
+        b'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+        b"data: [DONE]\n\n",
+    ]
+    body = b"".join(events)
+    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n"
+                b"content-length: %d\r\n\r\n" % len(body)) + body  # fmt: skip
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                buf += conn.recv(65536)
+            head, _, rest = buf.partition(b"\r\n\r\n")
+            length = int(next(h.split(b":")[1] for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")))
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(response)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    client = ChatClient(f"http://127.0.0.1:{srv.getsockname()[1]}/v1")
+    try:
+        before = client.conn.rx_bytes
+        res = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("p", None, "u", "step", 1, 1))
+        assert res.ok, res.error_detail
+        assert client.conn.rx_bytes - before == len(response)
+    finally:
+        client.close()
+        srv.close()
+        t.join(5)

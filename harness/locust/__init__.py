@@ -12,11 +12,14 @@
 * Ctrl-C and SIGTERM handled so that in-flight requests finish and are recorded (:mod:`harness.locust.signals`,
   :mod:`harness.locust.drain`);
 * at the end (finished, stopped or Ctrl-C): the run directory closed with its status and the report written to
-  ``report.md`` / ``report.json`` and printed.
+  ``report.md`` / ``report.json`` and printed;
+* in web-UI mode (no ``--headless``): the start form's fields (:mod:`harness.locust.form`: profile picker, mode
+  sweep/fixed, prompt mix, max_tokens, thinking, steps) and each Start a run of its own, drained, closed and
+  reported when it ends (:mod:`harness.locust.webrun`).
 
 The run's state is one :class:`harness.runtime.Run` per process (:func:`harness.runtime.current`). Modules, in
-import order (each imports only those before it): ``options``, ``setup``, ``drain``, ``signals``, ``live``,
-``listeners``.
+import order (each imports only those before it): ``options``, ``form``, ``setup``, ``drain``, ``signals``,
+``live``, ``webrun``, ``listeners``.
 """
 
 from harness.locust import listeners, live, options

@@ -55,13 +55,21 @@ def on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
     runner = environment.runner
     assert runner is not None
     data = msg.data if isinstance(msg.data, dict) else {}
-    worker_stop_gracefully(current(), runner, float(data.get("stop_timeout") or 0.0))
-    runner.send_message(MSG_STOPPED, {})
+    run = current()
+    worker_stop_gracefully(run, runner, float(data.get("stop_timeout") or 0.0))
+    runner.send_message(MSG_STOPPED, {"cut_off": run.ctx.cut_off if run.ctx is not None else 0})
 
 
 def on_worker_stopped(environment: Environment, msg: Any, **_: Any) -> None:
-    """Master, on MSG_STOPPED: that worker has sent all its records."""
-    current().workers.stopped.add(str(msg.node_id))
+    """Master, on MSG_STOPPED: that worker has sent all its records; its count of requests cut off by the stop
+    timeout is added to the run's."""
+    run = current()
+    if str(msg.node_id) in run.workers.stopped:
+        return
+    run.workers.stopped.add(str(msg.node_id))
+    data = msg.data if isinstance(msg.data, dict) else {}
+    if run.ctx is not None:
+        run.ctx.cut_off += int(data.get("cut_off") or 0)
 
 
 def stop_workers(run: Run, runner: Any) -> None:

@@ -13,6 +13,7 @@ from locust import events
 
 import logging
 import sys
+import time
 from typing import Any
 
 from harness.exporter import Exporter, RunCollector, run_info
@@ -56,7 +57,8 @@ def open_exporter(mo: MetricsOptions | None) -> Exporter | None:
 def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMetrics:
     """Count every record and phase event written to the run's directory and serve them with ``exporter``.
 
-    ``run.ctx`` must be set up with its run directory (master or single process). Sets ``run.metrics``,
+    ``run.ctx`` must be set up with its run directory (master or single process); a collector served before
+    (the previous run of a web-UI process) is replaced. Sets ``run.metrics``,
     ``run.exporter`` and ``run.linger`` (seconds to wait at quit for a last scrape); returns the metrics.
     """
     ctx = run.ctx
@@ -79,6 +81,9 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
         clients = getattr(runner, "clients", None)
         return IN_FLIGHT.n + sum(n for cid, n in workers.items() if clients is None or cid in clients)
 
+    if exporter.collector is not None:  # web UI: the previous run's metrics make way for this run's
+        exporter.registry.unregister(exporter.collector)  # type: ignore[arg-type]
+        exporter.collector = None
     exporter.attach(
         RunCollector(
             metrics,
@@ -100,6 +105,8 @@ def _on_report_to_master(data: dict[str, Any], **_: Any) -> None:
 
 @events.worker_report.add_listener
 def _on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    book = current().workers
+    book.seen[client_id] = time.time()
     m = data.get(_REPORT_KEY)
     if isinstance(m, dict):
-        current().workers.in_flight[client_id] = int(m.get("in_flight") or 0)
+        book.in_flight[client_id] = int(m.get("in_flight") or 0)

@@ -10,59 +10,125 @@ built-in simulator is started when there is neither ``--host`` nor ``target.base
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from harness.client import ClientError, Timeouts
-from harness.config import Profile, ProfileError, load_profile, resolve_profile_path
+from harness.config import Profile, ProfileError, SimulatorSpec, load_profile, resolve_profile_path
 from harness.http import Origin
+from harness.locust.form import Knobs, apply_knobs
 from harness.records import RunDir, redact_url
 from harness.runtime import PhaseState, RunContext, current, target_client
 
-__all__ = ["setup_master", "setup_worker_from_message"]
+__all__ = [
+    "SimHolder",
+    "Target",
+    "load_run_profile",
+    "open_run",
+    "resolve_target",
+    "setup_master",
+    "setup_worker_from_message",
+]
 
 log = logging.getLogger("llmload")
 
 
-def setup_master(profile_arg: str | None, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
-    """Load the profile, resolve the target (starting the simulator if needed), open the run directory.
+@dataclass
+class Target:
+    """Where a run's requests go (:func:`resolve_target`)."""
+
+    base_url: str
+    model: str
+    #: The built-in simulator's process when it is the target (None: a server).
+    sim: Any = None
+    #: The simulator's settings for ``run.json`` (None: a server).
+    sim_meta: dict[str, Any] | None = None
+
+    @property
+    def shown(self) -> str:
+        """The base URL without credentials (for logs and ``run.json``)."""
+        return redact_url(self.base_url)
+
+
+def _sim_meta(s: SimulatorSpec) -> dict[str, Any]:
+    return {"preset": s.preset, "flavour": s.flavour, "time_scale": s.time_scale, "seed": s.seed, "args": s.args}
+
+
+class SimHolder:
+    """The web UI's built-in simulator: one process at a time, reused by the runs whose profiles have the same
+    ``simulator`` settings and restarted (stopped, then launched with the new settings) for one that differs."""
+
+    def __init__(self) -> None:
+        self.sim: Any = None
+        self._meta: dict[str, Any] | None = None
+
+    def get(self, spec: SimulatorSpec) -> tuple[Any, dict[str, Any]]:
+        """The running simulator for ``spec`` (launched if needed) and its settings.
+
+        Raises:
+            harness.sim.SimStartError: the simulator did not start.
+        """
+        meta = _sim_meta(spec)
+        if self.sim is not None and self._meta == {**meta, "model": spec.model}:
+            return self.sim, meta
+        self.stop()
+        self.sim = _launch_sim(spec)
+        self._meta = {**meta, "model": spec.model}
+        return self.sim, meta
+
+    def is_running_at(self, url: str) -> bool:
+        """``url`` is the running simulator's base URL."""
+        return self.sim is not None and url.rstrip("/") == str(self.sim.url).rstrip("/")
+
+    def stop(self) -> None:
+        """Stop the simulator (no-op when none runs)."""
+        if self.sim is not None:
+            self.sim.stop()
+            self.sim = self._meta = None
+
+
+def _launch_sim(s: SimulatorSpec) -> Any:
+    from harness.sim import launch  # the simulator is only imported when it is the target
+
+    log.info("No --host and no target.base_url: starting the built-in simulator (preset %s)", s.preset)
+    return launch(
+        preset=s.preset,
+        flavour=s.flavour,
+        time_scale=s.time_scale,
+        seed=s.seed,
+        model=s.model,
+        extra_args=tuple(s.args),
+    )
+
+
+def resolve_target(
+    profile: Profile, path: Path, host: str | None, sims: SimHolder | None = None, host_source: str = "--host"
+) -> Target:
+    """The target of a run: ``host`` (``--host`` or the web form's Host field), else ``target.base_url``, else
+    the built-in simulator (from ``sims`` when given, else a new process the caller owns), and its model
+    (``target.model`` or the first of ``GET /v1/models``).
 
     Raises:
-        ProfileError: bad profile (before any load is sent).
-        RuntimeError: the target URL is malformed, its model cannot be determined (no ``target.model`` and
-            GET /v1/models failed), or the run directory cannot be created.
+        RuntimeError: the URL is malformed or the model cannot be determined (message names ``host_source`` or
+            the profile key); a simulator this call launched is stopped first.
     """
-    path = resolve_profile_path(profile_arg, host)
-    profile = load_profile(path)
     base_url = host or profile.target.base_url
     if base_url:
         try:
             Origin.parse(base_url)
         except ValueError as e:
-            source = "--host" if host else f"{path}: target.base_url"
+            source = host_source if host else f"{path}: target.base_url"
             raise RuntimeError(f"{source}: {redact_url(str(e))}") from None
     sim = None
     sim_meta: dict[str, Any] | None = None
+    own_sim = False
     if not base_url:
-        from harness.sim import launch  # the simulator is only imported when it is the target
-
-        s = profile.simulator
-        log.info("No --host and no target.base_url: starting the built-in simulator (preset %s)", s.preset)
-        sim = launch(
-            preset=s.preset,
-            flavour=s.flavour,
-            time_scale=s.time_scale,
-            seed=s.seed,
-            model=s.model,
-            extra_args=tuple(s.args),
-        )
+        if sims is not None:
+            sim, sim_meta = sims.get(profile.simulator)
+        else:
+            sim, sim_meta, own_sim = _launch_sim(profile.simulator), _sim_meta(profile.simulator), True
         base_url = sim.url
-        sim_meta = {
-            "preset": s.preset,
-            "flavour": s.flavour,
-            "time_scale": s.time_scale,
-            "seed": s.seed,
-            "args": s.args,
-        }
     shown = redact_url(base_url)
     key_env = profile.target.api_key_env
     if key_env and not profile.target.api_key():
@@ -75,7 +141,7 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         try:
             models = probe.list_models()
         except (ClientError, ValueError) as e:
-            if sim is not None:
+            if own_sim and sim is not None:
                 sim.stop()
             kind = e.error_class if isinstance(e, ClientError) else "bad response"
             if kind == "connect_error" or kind.startswith("timeout_"):
@@ -86,38 +152,103 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
                 hint = f"or set target.model in {path} to skip the model lookup"
             raise RuntimeError(f"{shown}: GET /v1/models failed: {redact_url(str(e))}; {hint}") from None
         if not models:
+            if own_sim and sim is not None:
+                sim.stop()
             raise RuntimeError(f"{shown}: GET /v1/models returned no model; set target.model in {path}")
         model = models[0]
-    ctx = RunContext(profile=profile, base_url=base_url, model=model, role=role, sim=sim)
+    return Target(base_url, model, sim if own_sim else None, sim_meta if sim is not None else None)
+
+
+def open_run(
+    profile: Profile,
+    path: Path,
+    target: Target,
+    role: str,
+    output_dir: str | None = None,
+    extra_meta: dict[str, Any] | None = None,
+) -> RunContext:
+    """A context for a new run on ``target`` with its run directory created (``run.json`` written).
+
+    ``extra_meta`` is added to ``run.json`` (the web UI's mode and form values). The context owns
+    ``target.sim`` (stopped at quit) when :func:`resolve_target` launched it.
+
+    Raises:
+        RuntimeError: the run directory cannot be created (the message names ``--output-dir`` or
+            ``output.dir``); an owned simulator is stopped first.
+    """
+    ctx = RunContext(profile=profile, base_url=target.base_url, model=target.model, role=role, sim=target.sim)
     meta = {
         "profile_path": str(path),
         "profile": profile.public_dict(),
-        "target": {"base_url": shown, "model": model, "simulator": sim is not None},
-        "simulator": sim_meta,
+        "target": {"base_url": target.shown, "model": target.model, "simulator": target.sim_meta is not None},
+        "simulator": target.sim_meta,
+        **(extra_meta or {}),
     }
     base = output_dir or profile.output.dir
     try:
         ctx.run_dir = RunDir.create(base, profile.name, meta)
     except OSError as e:
-        if sim is not None:
-            sim.stop()
+        if target.sim is not None:
+            target.sim.stop()
         source = "--output-dir" if output_dir else f"{path}: output.dir"
         raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
-    log.info("llmload: profile %s -> %s model %s; records in %s", path, shown, model, ctx.run_dir.path)
+    ctx.run_id = ctx.run_dir.path.name
+    log.info("llmload: profile %s -> %s model %s; records in %s", path, target.shown, target.model, ctx.run_dir.path)
     return ctx
+
+
+def load_run_profile(profile_arg: str | None, host: str | None, knobs: Knobs | None = None) -> tuple[Path, Profile]:
+    """The profile path (:func:`resolve_profile_path`) and the profile with ``knobs`` applied
+    (:func:`harness.locust.form.apply_knobs`).
+
+    Raises:
+        ProfileError: bad profile or knob value.
+    """
+    path = resolve_profile_path(profile_arg, host)
+    profile = load_profile(path)
+    if knobs is not None and knobs.as_dict():
+        profile = apply_knobs(profile, knobs, path.parent)
+    return path, profile
+
+
+def setup_master(
+    profile_arg: str | None,
+    host: str | None,
+    role: str,
+    output_dir: str | None = None,
+    knobs: Knobs | None = None,
+) -> RunContext:
+    """Load the profile (``knobs`` from the command line applied), resolve the target (starting the simulator if
+    needed), open the run directory.
+
+    Raises:
+        ProfileError: bad profile (before any load is sent).
+        RuntimeError: the target URL is malformed, its model cannot be determined (no ``target.model`` and
+            GET /v1/models failed), or the run directory cannot be created.
+    """
+    path, profile = load_run_profile(profile_arg, host, knobs)
+    target = resolve_target(profile, path, host)
+    extra = {"knobs": knobs.as_dict()} if knobs is not None and knobs.as_dict() else None
+    return open_run(profile, path, target, role, output_dir, extra)
 
 
 def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContext:
     """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``current().ctx``."""
     run = current()
     ctx = run.ctx
-    if ctx is None or ctx.base_url != data["base_url"] or ctx.model != data["model"]:
+    run_id = str(data.get("run_id") or "")
+    if ctx is None or ctx.base_url != data["base_url"] or ctx.model != data["model"] or ctx.run_id != run_id:
         try:
             profile = Profile.model_validate(data["profile"])
         except Exception as e:  # pragma: no cover - the master validated it already
             raise ProfileError(f"profile sent by the master: {e}") from None
+        if ctx is not None:  # a new run (web UI): what the last one queued goes first
+            ctx.stop_flusher()
+            run.workers.stop = None
         ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
         ctx.worker_id = worker_id
+        ctx.run_id = run_id
+        ctx.web = bool(data.get("web"))
         run.hold(ctx)
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
     return ctx

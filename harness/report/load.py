@@ -181,6 +181,10 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
         raise NoRecordsError(f"{root / 'records.jsonl'}: not found (is {root} a run directory?)")
     problems: list[str] = []
     meta = _read_meta(root, problems)
+    cut = meta.get("cut_off")
+    if isinstance(cut, int) and cut > 0:
+        problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
+                        "ended unfinished and are not in the records (raise steps.drain_timeout or --stop-timeout).")
     records = read_records(root)
     events = read_phases(root)
     inferred = False

@@ -89,7 +89,9 @@ def test_serve_run_counts_what_the_run_directory_writes(tmp_path: Path) -> None:
         assert collector.info["run"] == ctx.run_dir.path.name and collector.info["hostname"] == socket.gethostname()
         ctx.run_dir.close("finished")
         with pytest.raises(ValueError, match="closed"):
-            ctx.record(RequestResult.from_record(record("local:1")))
+            ctx.run_dir.write_record(record("local:1"))
+        ctx.record(RequestResult.from_record(record("local:1")))  # a request ending after its run: counted, no raise
+        assert ctx.late == 1
         assert metrics.records == 2
     finally:
         ctx.run_dir.close()

@@ -1,0 +1,271 @@
+"""The web UI's start form: llmload's fields in Locust's "Custom parameters", and what they do to the profile.
+
+Fields (each is also a command-line option; Locust shows every option registered with ``include_in_web_ui``):
+
+``--web-profile NAME``
+    the profile picker: the files in ``profiles/`` (by stem). Locust's own "Profile" field (``--profile``) is the
+    free path: a value typed there (different from the one at launch) wins over the picker.
+``--mode sweep|fixed``
+    "sweep" runs the profile's shape (warm-up, single stream, steps); "fixed" holds Locust's own user count with
+    its ramp-up (spawn rate) for its run time (empty: until Stop), after the warm-up. Fixed is for the web UI.
+``--prompt-mix``
+    the prompts to send and their weights, ``id:weight,id:weight`` (``id`` alone: weight 1); ids of the profile
+    (or of ``--prompts-file``).
+``--prompts-file PATH``
+    a YAML/JSON file of prompts (a list of the profile's ``prompts`` entries, or a mapping with a ``prompts``
+    key) replacing the profile's.
+``--max-tokens``
+    every prompt's ``max_tokens`` (one integer) or per prompt (``id=N,id=N``).
+``--thinking on|off|unset``
+    ``request.thinking`` (unset: the server's default).
+``--steps``
+    ``steps.concurrency``: the sweep's concurrencies, ``8,16,32,64``.
+``--step-duration``
+    ``steps.duration``: seconds per step.
+
+The form shows the launch profile's values (:func:`set_form_defaults`). A field left at the value the form showed
+is not applied (the picked profile keeps its own value), unless that value came from the command line; a changed
+field overrides the profile (:func:`apply_knobs`). Every value is checked before anything is sent
+(:class:`harness.config.ProfileError` with a one-line message the web UI shows).
+"""
+
+from __future__ import annotations
+
+from locust import events
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.config import PROFILES_DIR, Profile, ProfileError
+
+__all__ = [
+    "KNOBS",
+    "MODES",
+    "Knobs",
+    "apply_knobs",
+    "form_defaults",
+    "profile_choices",
+    "set_form_defaults",
+]
+
+#: The modes of the form's ``mode`` field.
+MODES = ("sweep", "fixed")
+#: The form fields (argparse dests) that change the profile, in form order.
+KNOBS = ("prompt_mix", "prompts_file", "max_tokens", "thinking", "steps", "step_duration")
+_THINKING = ("on", "off", "unset")
+
+#: The values the form shows (dest -> text), set from the launch profile at ``init`` (web UI).
+_DEFAULTS: dict[str, str] = {}
+
+
+def profile_choices() -> list[str]:
+    """The profile picker's choices: the stems of the ``*.yaml`` files in ``profiles/``, sorted."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+@events.init_command_line_parser.add_listener
+def _add_form_options(parser: Any, **_: Any) -> None:
+    d = _DEFAULTS.get
+    choices = profile_choices()
+    launched = d("web_profile", "")
+    if launched and launched not in choices:  # the launch profile is a file elsewhere: listed by its path
+        choices.append(launched)
+    parser.add_argument(
+        "--web-profile",
+        default=launched,
+        choices=choices,
+        help="profile from profiles/ (a path typed in the Profile field above wins)",
+    )
+    parser.add_argument(
+        "--mode",
+        default=d("mode", "sweep"),
+        choices=list(MODES),
+        help="sweep: the profile's steps; fixed: hold Number of users (Ramp up, Run time) after the warm-up",
+    )
+    parser.add_argument(
+        "--prompt-mix", default=d("prompt_mix", ""), help="prompts sent and their weights: id:weight,id:weight"
+    )
+    parser.add_argument(
+        "--prompts-file", default=d("prompts_file", ""), help="YAML/JSON list of prompts replacing the profile's"
+    )
+    parser.add_argument(
+        "--max-tokens", default=d("max_tokens", ""), help="max_tokens of every prompt (N) or per prompt (id=N,...)"
+    )
+    parser.add_argument(
+        "--thinking", default=d("thinking", ""), choices=list(_THINKING), help="request.thinking (unset: server's)"
+    )
+    parser.add_argument("--steps", default=d("steps", ""), help="sweep concurrencies, e.g. 8,16,32,64")
+    parser.add_argument("--step-duration", default=d("step_duration", ""), help="seconds per sweep step")
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
+    """What the form shows for ``profile`` (dest -> text): its picker entry (its stem, or its path when the file
+    is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats."""
+    mts = {p.id: p.max_tokens or profile.request.max_tokens for p in profile.prompts}
+    if len(set(mts.values())) == 1:
+        mt = next(iter(mts.values()))
+        max_tokens = "" if mt is None else str(mt)
+    else:
+        max_tokens = ",".join(f"{k}={'' if v is None else v}" for k, v in mts.items())
+    thinking = profile.request.thinking
+    in_dir = profile_path.resolve().parent == PROFILES_DIR and profile_path.suffix == ".yaml"
+    return {
+        "web_profile": profile_path.stem if in_dir else str(profile_path),
+        "mode": "sweep",
+        "prompt_mix": ",".join(f"{p.id}:{_num(p.weight)}" for p in profile.prompts),
+        "prompts_file": "",
+        "max_tokens": max_tokens,
+        "thinking": "unset" if thinking is None else ("on" if thinking else "off"),
+        "steps": ",".join(str(c) for c in profile.steps.concurrency),
+        "step_duration": _num(profile.steps.duration),
+    }
+
+
+def set_form_defaults(defaults: Mapping[str, str]) -> None:
+    """Show ``defaults`` (from :func:`form_defaults`) in the form from now on (Locust rebuilds its parser to
+    list the form's fields)."""
+    _DEFAULTS.clear()
+    _DEFAULTS.update(defaults)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The form's profile overrides as text; "" leaves the profile's value (see :func:`apply_knobs`)."""
+
+    prompt_mix: str = ""
+    prompts_file: str = ""
+    max_tokens: str = ""
+    thinking: str = ""
+    steps: str = ""
+    step_duration: str = ""
+
+    @classmethod
+    def from_options(cls, opts: Any) -> Knobs:
+        """The knobs of parsed options (missing attributes and None: "")."""
+        return cls(**{f.name: str(getattr(opts, f.name, "") or "").strip() for f in fields(cls)})
+
+    @classmethod
+    def from_form(cls, form: Mapping[str, str], shown: Mapping[str, str], given: Knobs) -> Knobs:
+        """The knobs of a submitted form: a field changed from what the form showed (``shown``) is applied; one
+        left as shown applies ``given`` (the command line's value, "" when none)."""
+        out = {}
+        for f in fields(cls):
+            value = str(form.get(f.name, "") or "").strip()
+            out[f.name] = value if value != shown.get(f.name, "") else getattr(given, f.name)
+        return cls(**out)
+
+    def as_dict(self) -> dict[str, str]:
+        """The non-empty knobs (dest -> text), for ``run.json``."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
+
+
+def _load_prompts_file(path: str, base: Path) -> list[Any]:
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists():
+        p = base / p
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ProfileError(f"prompts file {path}: cannot read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise ProfileError(f"prompts file {path}: not valid YAML/JSON: {getattr(e, 'problem', e)}") from None
+    if isinstance(data, dict):
+        data = data.get("prompts")
+    if not isinstance(data, list) or not data:
+        raise ProfileError(f"prompts file {path}: expected a non-empty list of prompts (or a 'prompts' key)")
+    return data
+
+
+def _positive_int(text: str, what: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise ProfileError(f"{what}: {text!r} is not an integer") from None
+    if n <= 0:
+        raise ProfileError(f"{what}: {n} must be > 0")
+    return n
+
+
+def _split(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Profile:
+    """``profile`` with the non-empty ``knobs`` applied, validated as a profile is.
+
+    ``base``: the directory a relative ``prompts_file`` is also looked up in (the profile's). Order: the prompts
+    file replaces the prompts, the mix picks and weights them, then ``max_tokens``, ``thinking``, ``steps`` and
+    ``step_duration``.
+
+    Raises:
+        ProfileError: a value that cannot be read or that makes the profile invalid; the message names the field
+            (``prompt_mix: ...``).
+    """
+    d = profile.public_dict()
+    if knobs.prompts_file:
+        d["prompts"] = _load_prompts_file(knobs.prompts_file, base or Path.cwd())
+    if knobs.prompt_mix:
+        by_id = {str(p.get("id")): p for p in d["prompts"] if isinstance(p, dict)}
+        picked = []
+        for item in _split(knobs.prompt_mix):
+            pid, _, w = item.partition(":")
+            pid = pid.strip()
+            if pid not in by_id:
+                raise ProfileError(f"prompt_mix: no prompt {pid!r} (prompts: {', '.join(by_id)})")
+            try:
+                weight = float(w) if w.strip() else 1.0
+            except ValueError:
+                raise ProfileError(f"prompt_mix: {item!r}: the weight is not a number") from None
+            if not (weight > 0 and math.isfinite(weight)):
+                raise ProfileError(f"prompt_mix: {item!r}: the weight must be > 0")
+            picked.append({**by_id[pid], "weight": weight})
+        if not picked:
+            raise ProfileError("prompt_mix: no prompt named")
+        d["prompts"] = picked
+    if knobs.max_tokens:
+        if "=" in knobs.max_tokens:
+            ids = {str(p.get("id")) for p in d["prompts"]}
+            per: dict[str, int] = {}
+            for item in _split(knobs.max_tokens):
+                pid, _, n = item.partition("=")
+                if pid.strip() not in ids:
+                    raise ProfileError(f"max_tokens: no prompt {pid.strip()!r} (prompts: {', '.join(sorted(ids))})")
+                if n.strip():
+                    per[pid.strip()] = _positive_int(n.strip(), f"max_tokens of {pid.strip()}")
+            for p in d["prompts"]:
+                if str(p.get("id")) in per:
+                    p["max_tokens"] = per[str(p.get("id"))]
+        else:
+            every = _positive_int(knobs.max_tokens, "max_tokens")
+            for p in d["prompts"]:
+                p["max_tokens"] = every
+    if knobs.thinking:
+        if knobs.thinking not in _THINKING:
+            raise ProfileError(f"thinking: {knobs.thinking!r}: one of {', '.join(_THINKING)}")
+        d["request"]["thinking"] = None if knobs.thinking == "unset" else knobs.thinking == "on"
+    if knobs.steps:
+        d["steps"]["concurrency"] = [_positive_int(c, "steps") for c in _split(knobs.steps)]
+        if not d["steps"]["concurrency"]:
+            raise ProfileError("steps: no concurrency given (e.g. 8,16,32)")
+    if knobs.step_duration:
+        try:
+            dur = float(knobs.step_duration)
+        except ValueError:
+            raise ProfileError(f"step_duration: {knobs.step_duration!r} is not a number of seconds") from None
+        if not (dur > 0 and math.isfinite(dur)):
+            raise ProfileError(f"step_duration: {knobs.step_duration} must be > 0 seconds")
+        d["steps"]["duration"] = dur
+    try:
+        return Profile.model_validate(d)
+    except Exception as e:  # pydantic's ValidationError: one line per problem
+        lines = [str(x.get("msg", x)) for x in getattr(e, "errors", list)()] or [str(e)]
+        raise ProfileError("form values make the profile invalid: " + "; ".join(lines)) from None

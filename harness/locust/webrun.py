@@ -1,0 +1,305 @@
+"""Web-UI mode: each Start is a run, with its own run directory, records and report.
+
+Without ``--headless`` the master (or the single process) validates the launch profile at ``init`` and starts
+the built-in simulator if needed (its URL is the Host field's default), but opens no run directory. Then:
+
+* **Start** (``POST /swarm``): a Flask ``before_request`` hook reads the form (:mod:`harness.locust.form`: profile,
+  mode, knobs; Locust's Host, Number of users, Ramp up, Run time), loads and checks the profile, resolves the
+  target (the Host field: a server, or empty / the simulator's URL: the built-in simulator) and its model, and
+  opens a new run directory whose ``run.json`` holds the mode and the form's values (:func:`start_run`). Any
+  problem answers ``{"success": false, "message": ...}``, which the UI shows, and nothing is sent. A Start while a
+  run goes is refused the same way. Locust's own ``swarm()`` then starts the shape; the answer's ``host`` is
+  rewritten to the target measured (the header shows it).
+* **The run ends** when the shape ends (the sweep, or a fixed run's run time), or on Stop: Locust stops the users,
+  in-flight requests finishing for up to the stop timeout (the profile's ``steps.drain_timeout``), the workers
+  send their last records (:func:`harness.locust.drain.stop_workers`), and at ``test_stop`` the run directory is
+  closed and the report written (:func:`end_run`). Requests cut off by the stop timeout are counted
+  (``cut_off`` in ``run.json``; the report notes it).
+* **Ctrl-C** (or SIGTERM) during a run: the same drain and report at ``quitting``, status interrupted.
+
+Status: "finished" when the load ran to its end (a fixed run without run time ended by Stop counts as finished),
+"interrupted" when Stop or Ctrl-C cut it short, "warmup_failed" when every warm-up request failed.
+"""
+
+from __future__ import annotations
+
+from locust.runners import MasterRunner
+
+import logging
+import math
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gevent
+from flask import Response, g, jsonify, request
+
+from harness.config import PROFILES_DIR, ProfileError
+from harness.locust.drain import STOP_MARGIN_S, stop_workers
+from harness.locust.form import MODES, Knobs, form_defaults, set_form_defaults
+from harness.locust.setup import SimHolder, load_run_profile, open_run, resolve_target
+from harness.records import redact_url
+from harness.runtime import FixedLoad, Run, RunContext
+
+__all__ = ["Launch", "StartError", "end_run", "install", "launch_of", "parse_fixed", "start_run", "stop_for_quit"]
+
+log = logging.getLogger("llmload")
+
+#: Form fields whose values are not written to ``run.json`` (a locustfile's own secret options).
+_SECRET_FIELD = re.compile(r"(?i)(api_?key|secret|password|(^|_)token$)")
+#: Seconds the master waits at a run's end for the workers' last record batches (after their MSG_STOPPED).
+LAST_BATCH_WAIT_S = 1.0
+
+
+class StartError(Exception):
+    """A Start that cannot be run; the message is shown in the web UI (one line, no traceback)."""
+
+
+@dataclass
+class Launch:
+    """What the web-UI process was launched with: the baseline every Start's form is read against."""
+
+    #: Locust's ``--profile`` at launch ("" when not given).
+    profile_arg: str
+    #: ``--host`` at launch ("" when not given).
+    host: str
+    output_dir: str | None
+    #: "master" or "local".
+    role: str
+    #: The knobs given on the command line.
+    given: Knobs
+    #: The form's fields as first shown (dest -> text): the command line's value, else the launch profile's.
+    shown: dict[str, str]
+    #: ``--stop-timeout`` was given (else each run drains for its profile's ``steps.drain_timeout``).
+    stop_timeout_given: bool
+    #: The built-in simulator, shared by the runs.
+    sims: SimHolder
+
+
+def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profile: Any, sims: SimHolder) -> Launch:
+    """The :class:`Launch` of a web-UI process from Locust's parsed options and the launch profile; the form
+    shows that profile's values from now on (:func:`harness.locust.form.set_form_defaults`)."""
+    defaults = form_defaults(profile, profile_path)
+    set_form_defaults(defaults)
+    given = Knobs.from_options(opts)
+    shown = dict(defaults)
+    for k, v in given.as_dict().items():
+        shown[k] = v
+    if getattr(opts, "web_profile", ""):
+        shown["web_profile"] = str(opts.web_profile)
+    shown["mode"] = str(getattr(opts, "mode", "") or "sweep")
+    return Launch(
+        profile_arg=str(getattr(opts, "profile", "") or ""),
+        host=host or "",
+        output_dir=getattr(opts, "output_dir", None),
+        role=role,
+        given=given,
+        shown=shown,
+        stop_timeout_given=bool(getattr(opts, "stop_timeout", None)),
+        sims=sims,
+    )
+
+
+def parse_fixed(form: Mapping[str, str]) -> FixedLoad:
+    """Locust's Number of users, Ramp up and Run time from the form (``user_count``, ``spawn_rate``,
+    ``run_time``: ``20``, ``90s``, ``3m``, ``1h20m``; empty: until Stop).
+
+    Raises:
+        StartError: a missing or bad value.
+    """
+    from locust.util.timespan import parse_timespan
+
+    try:
+        users = int(str(form.get("user_count", "")).strip())
+    except ValueError:
+        raise StartError(f"fixed mode: Number of users {form.get('user_count')!r} is not an integer") from None
+    if users < 1:
+        raise StartError("fixed mode: Number of users must be at least 1")
+    raw_rate = str(form.get("spawn_rate", "") or "").strip()
+    try:
+        rate = float(raw_rate) if raw_rate else float(users)
+    except ValueError:
+        raise StartError(f"fixed mode: Ramp up {raw_rate!r} is not a number of users per second") from None
+    if not (rate > 0 and math.isfinite(rate)):
+        raise StartError("fixed mode: Ramp up must be > 0 users per second")
+    raw_time = str(form.get("run_time", "") or "").strip()
+    run_time: float | None = None
+    if raw_time:
+        try:
+            run_time = float(parse_timespan(raw_time))
+        except ValueError:
+            raise StartError(f"fixed mode: Run time {raw_time!r}: use 20, 20s, 3m, 2h, 1h20m...") from None
+        if run_time <= 0:
+            raise StartError("fixed mode: Run time must be > 0 (empty: until Stop)")
+    return FixedLoad(users, rate, run_time)
+
+
+def _profile_arg(form: Mapping[str, str], launch: Launch) -> str | None:
+    """The profile a Start asks for: a path typed in Locust's Profile field, else the picker's entry if changed,
+    else the launch profile."""
+    typed = str(form.get("profile", "") or "").strip()
+    if typed and typed != launch.profile_arg:
+        return typed
+    picked = str(form.get("web_profile", "") or "").strip()
+    if picked and picked != launch.shown.get("web_profile", ""):
+        named = PROFILES_DIR / f"{picked}.yaml"
+        return str(named) if named.exists() else picked
+    if launch.profile_arg:
+        return launch.profile_arg
+    shown = launch.shown.get("web_profile", "")
+    if shown:
+        named = PROFILES_DIR / f"{shown}.yaml"
+        return str(named) if named.exists() else shown
+    return None
+
+
+def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launch) -> RunContext:
+    """Validate a Start's form and open its run: the new context is held by ``run`` (state "running") and the
+    environment's host is the target measured.
+
+    Raises:
+        StartError: a run is going, or a bad profile, knob, mode value or target (nothing was sent, no run
+            directory left behind).
+    """
+    if run.active():
+        raise StartError(f"run {run.ctx.run_id if run.ctx else ''} is {run.state}: Stop it (or wait) first")
+    mode = str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
+    if mode not in MODES:
+        raise StartError(f"mode {mode!r}: one of {', '.join(MODES)}")
+    fixed = parse_fixed(form) if mode == "fixed" else None
+    knobs = Knobs.from_form(form, launch.shown, launch.given)
+    try:
+        path, profile = load_run_profile(_profile_arg(form, launch), launch.host or None, knobs)
+    except ProfileError as e:
+        raise StartError(str(e).replace("\n", "; ")) from None
+    host = str(form.get("host", "") or "").strip()
+    if not host or launch.sims.is_running_at(host):
+        host = ""  # the built-in simulator (or the profile's target.base_url)
+    try:
+        target = resolve_target(profile, path, host or None, launch.sims, host_source="Host")
+    except Exception as e:  # RuntimeError (URL, model lookup) or the simulator's SimStartError
+        raise StartError(redact_url(str(e))) from None
+    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
+    shown_form["host"] = target.shown
+    extra = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
+    if fixed is not None:
+        extra["fixed"] = {"users": fixed.users, "spawn_rate": fixed.spawn_rate, "run_time_s": fixed.run_time}
+    try:
+        ctx = open_run(profile, path, target, launch.role, launch.output_dir, extra)
+    except RuntimeError as e:
+        raise StartError(str(e)) from None
+    ctx.mode, ctx.fixed, ctx.web = mode, fixed, True
+    run.begin(ctx)
+    environment.host = target.base_url
+    opts = environment.parsed_options
+    if opts is not None:
+        opts.host = target.base_url
+    if not launch.stop_timeout_given:
+        environment.stop_timeout = profile.steps.drain_timeout
+    return ctx
+
+
+def end_run(run: Run, environment: Any) -> None:
+    """Close the current run (master: after its workers sent their last records) and write its report; the run
+    is listed in :attr:`harness.runtime.Runs.finished` once done. No-op when no run is going."""
+    ctx = run.ctx
+    if not run.active() or ctx is None or ctx.run_dir is None or ctx.run_dir.closed:
+        return
+    run.state = "stopping"
+    runner = environment.runner
+    if isinstance(runner, MasterRunner):
+        stop_workers(run, runner)
+        gevent.sleep(LAST_BATCH_WAIT_S)  # the last batches may trail the MSG_STOPPED answers by a flush
+    warmup_error = getattr(environment.shape_class, "warmup_error", None)
+    open_ended = ctx.fixed is not None and ctx.fixed.run_time is None
+    if warmup_error:
+        status = "warmup_failed"
+    elif ctx.finished or (open_ended and not run.signals.interrupted):
+        status = "finished"
+    else:
+        status = "interrupted"
+    rd = ctx.run_dir
+    if open_ended and not ctx.finished:
+        ctx.finished = True
+        rd.write_phase({"event": "load_end", "wall": time.time()})
+    if ctx.cut_off:
+        rd.meta["cut_off"] = ctx.cut_off
+        log.warning("llmload: %d request(s) cut off by the stop timeout (not recorded)", ctx.cut_off)
+    if rd.failed:
+        run.any_failed = True
+    rd.close(status)
+    try:
+        from harness.report import render_summary, write_report
+
+        rep, _md = write_report(rd.path)
+        run.report_summary = render_summary(rep)
+    except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
+        log.exception("llmload: report failed: %s (rebuild with: llmload report %s)", e, rd.path)
+        run.report_summary = None
+    log.info("llmload: run %s %s; records and report in %s", ctx.run_id, status, rd.path)
+    run.ended_run(rd.path, status)
+
+
+def stop_for_quit(run: Run, environment: Any) -> None:
+    """At ``quitting`` (Ctrl-C, SIGTERM, Locust quitting): stop a run that goes, letting in-flight requests
+    finish and be recorded, then end it (:func:`end_run`, status interrupted unless its load had ended). A run
+    being stopped already (Stop) is waited for."""
+    if not run.active():
+        return
+    runner = environment.runner
+    if run.state == "running":
+        run.signals.interrupted = True
+        if runner is not None:
+            runner.stop()  # drains, then test_stop ends the run
+        end_run(run, environment)  # no-op once ended (e.g. the runner had already stopped)
+        return
+    deadline = time.monotonic() + float(environment.stop_timeout or 0.0) + STOP_MARGIN_S + 60.0
+    while run.active() and time.monotonic() < deadline:
+        gevent.sleep(0.2)
+
+
+def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
+    """Hook the Start (``POST /swarm``) of Locust's web UI: validate the form and open a run before Locust's
+    ``swarm()`` starts the shape (:func:`start_run`), answer its errors, and show the target measured."""
+    app = web_ui.app
+
+    def is_swarm() -> bool:
+        return request.method == "POST" and request.path.rstrip("/").endswith("/swarm")
+
+    @app.before_request
+    def _before_swarm() -> Response | None:
+        if not is_swarm():
+            return None
+        if getattr(web_ui, "web_login", False):
+            from flask_login import current_user
+
+            if not current_user.is_authenticated:
+                return None  # Locust's own login check answers
+        try:
+            ctx = start_run(run, environment, request.form, launch)
+        except StartError as e:
+            log.error("llmload: Start refused: %s", e)
+            return jsonify({"success": False, "message": f"llmload: {e}", "host": environment.host})
+        g.llmload_run = ctx
+        return None
+
+    @app.after_request
+    def _after_swarm(resp: Response) -> Response:
+        ctx = g.pop("llmload_run", None)
+        if ctx is None or not is_swarm() or not resp.is_json:
+            return resp
+        data = resp.get_json(silent=True)
+        if not isinstance(data, dict):
+            return resp
+        if not data.get("success"):  # Locust refused after the run was opened: drop it
+            end_run(run, environment)
+            return resp
+        environment.host = ctx.base_url
+        data["host"] = redact_url(ctx.base_url)
+        data["message"] = f"{data.get('message', 'Swarming started')}: llmload run {ctx.run_id} ({ctx.mode})"
+        data["run_id"] = ctx.run_id
+        resp.set_data(jsonify(data).get_data())
+        return resp

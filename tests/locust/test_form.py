@@ -1,0 +1,106 @@
+"""harness.locust.form and the web-run form readers: the start form's defaults, what a submitted form changes in
+the profile, and the checks that answer the UI with one line instead of a traceback."""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from harness.config import PROFILES_DIR, ProfileError, load_profile
+from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices
+from harness.locust.webrun import StartError, parse_fixed
+from harness.runtime import FixedLoad
+
+DEMO = PROFILES_DIR / "demo.yaml"
+
+
+def test_profile_choices_are_the_profiles_directory() -> None:
+    assert profile_choices() == sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+    assert "demo" in profile_choices() and "k26" in profile_choices()
+
+
+def test_form_defaults_show_the_profiles_values(tmp_path: Path) -> None:
+    d = form_defaults(load_profile(DEMO), DEMO)
+    assert d == {
+        "web_profile": "demo",
+        "mode": "sweep",
+        "prompt_mix": "quicksort:1,quantum:1,redis-guide:1",
+        "prompts_file": "",
+        "max_tokens": "quicksort=1024,quantum=1024,redis-guide=512",  # not one value: per prompt
+        "thinking": "on",
+        "steps": "8,16,32,64",
+        "step_duration": "30",
+    }
+    other = tmp_path / "x.yaml"
+    other.write_text("name: x\nprompts: [{id: a, text: hi, max_tokens: 7}]\n")
+    d = form_defaults(load_profile(other), other)
+    assert d["web_profile"] == str(other) and d["max_tokens"] == "7" and d["thinking"] == "unset"
+
+
+def test_apply_knobs_changes_only_what_is_given(tmp_path: Path) -> None:
+    demo = load_profile(DEMO)
+    assert apply_knobs(demo, Knobs()) == demo
+    p = apply_knobs(demo, Knobs(prompt_mix="quantum:3, quicksort", max_tokens="200", thinking="off", steps="2,4",
+                                step_duration="12.5"))  # fmt: skip
+    assert [(q.id, q.weight, q.max_tokens) for q in p.prompts] == [("quantum", 3.0, 200), ("quicksort", 1.0, 200)]
+    assert p.request.thinking is False and p.steps.concurrency == [2, 4] and p.steps.duration == 12.5
+    assert p.warmup == demo.warmup and p.simulator == demo.simulator  # the rest as in the profile
+    per = apply_knobs(demo, Knobs(max_tokens="quantum=99"))
+    assert [q.max_tokens for q in per.prompts] == [1024, 99, 512]
+    assert apply_knobs(demo, Knobs(thinking="unset")).request.thinking is None
+    f = tmp_path / "prompts.yaml"
+    f.write_text("- {id: one, text: hello, weight: 2}\n- {id: two, text: bye}\n")
+    fp = apply_knobs(demo, Knobs(prompts_file=str(f), prompt_mix="two:5"))
+    assert [(q.id, q.weight) for q in fp.prompts] == [("two", 5.0)]
+    rel = apply_knobs(demo, Knobs(prompts_file="prompts.yaml"), base=tmp_path)  # relative to the profile's dir
+    assert [q.id for q in rel.prompts] == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        (Knobs(prompt_mix="nope:1"), "prompt_mix: no prompt 'nope'"),
+        (Knobs(prompt_mix="quantum:x"), "the weight is not a number"),
+        (Knobs(prompt_mix="quantum:0"), "the weight must be > 0"),
+        (Knobs(max_tokens="lots"), "max_tokens: 'lots' is not an integer"),
+        (Knobs(max_tokens="-3"), "max_tokens: -3 must be > 0"),
+        (Knobs(max_tokens="zzz=3"), "max_tokens: no prompt 'zzz'"),
+        (Knobs(thinking="maybe"), "thinking: 'maybe'"),
+        (Knobs(steps="8,x"), "steps: 'x' is not an integer"),
+        (Knobs(steps=" , "), "steps: no concurrency"),
+        (Knobs(step_duration="0"), "step_duration: 0 must be > 0"),
+        (Knobs(step_duration="soon"), "not a number of seconds"),
+        (Knobs(prompts_file="/nonexistent/p.yaml"), "prompts file /nonexistent/p.yaml: cannot read"),
+    ],
+)
+def test_bad_knobs_raise_one_line_profile_errors(knobs: Knobs, message: str) -> None:
+    with pytest.raises(ProfileError) as ei:
+        apply_knobs(load_profile(DEMO), knobs)
+    assert message in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_a_field_left_as_shown_is_not_applied() -> None:
+    """The form shows the launch profile's values: sending them back unchanged leaves the picked profile's own
+    values (unless the command line gave one); a changed field is applied."""
+    shown = {"steps": "8,16,32,64", "max_tokens": "1024", "thinking": "on"}
+    form = {"steps": "8,16,32,64", "max_tokens": "64", "thinking": "on", "prompt_mix": ""}
+    assert Knobs.from_form(form, shown, Knobs()) == Knobs(max_tokens="64")
+    assert Knobs.from_form(form, shown, Knobs(steps="8,16,32,64")) == Knobs(max_tokens="64", steps="8,16,32,64")
+    assert Knobs.from_options(Namespace(steps="4", max_tokens=None)) == Knobs(steps="4")
+    assert Knobs(steps="4", thinking="").as_dict() == {"steps": "4"}
+
+
+def test_parse_fixed_reads_locusts_fields() -> None:
+    assert parse_fixed({"user_count": "24", "spawn_rate": "4", "run_time": "10m"}) == FixedLoad(24, 4.0, 600.0)
+    assert parse_fixed({"user_count": "3", "spawn_rate": "", "run_time": ""}) == FixedLoad(3, 3.0, None)
+    for form, message in [
+        ({"user_count": "x"}, "Number of users 'x' is not an integer"),
+        ({"user_count": "0"}, "at least 1"),
+        ({"user_count": "2", "spawn_rate": "-1"}, "Ramp up must be > 0"),
+        ({"user_count": "2", "spawn_rate": "fast"}, "Ramp up 'fast'"),
+        ({"user_count": "2", "run_time": "later"}, "Run time 'later'"),
+    ]:
+        with pytest.raises(StartError, match=message):
+            parse_fixed(form)
