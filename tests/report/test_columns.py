@@ -1,7 +1,8 @@
-"""The columnar figures equal the current report's (RequestResult-based) on the same records: a recorded demo
-run (schema 1), generated runs (schema 2) and hand-made edge cases (schema 1 and 2). Exact for counts, strings
-and flags; 1e-9 relative for floats (sums are added in a different order); percentiles by the same rule (linear
-between closest ranks).
+"""The report (computed by the columnar engine) equals the differential-test oracle (:mod:`tests.report.oracle`,
+one RequestResult per record) on the same records, whole report dict included (steps with goodput, soak slices and
+drift, warm-up, totals, per-prompt rows, notes): a recorded demo run (schema 1), generated runs (schema 2) and
+hand-made edge cases (schema 1 and 2). Exact for counts, strings and flags; 1e-9 relative for floats (sums are
+added in a different order); percentiles by the same rule (linear between closest ranks).
 
 ``LLMLOAD_FRAME_RUNS=dir1:dir2`` adds run directories of your own to the comparison.
 """
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from harness.report import build_report
-from harness.report.build import SOAK_GOODPUT_ROW_KEYS, _sub, _time_scale
+from harness.report.build import _sub, _time_scale
 from harness.report.columns import (
     REPORT_COLUMNS,
     gap_histogram,
@@ -31,10 +32,9 @@ from harness.report.columns import (
 )
 from harness.report.cost import usd_per_hour
 from harness.report.frame import RECORD_SCHEMA, read_frame
-from harness.report.load import load_run
-from harness.report.steady import steady_window
 from harness.result import RECORD_SCHEMA as RESULT_SCHEMA
 from harness.result import RequestResult
+from tests.report.oracle import load_run, oracle_report, steady_window
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 from tests.report.test_frame import demo_run, raw_records
 
@@ -70,18 +70,21 @@ def assert_same(ref: Any, got: Any, path: str = "") -> None:
 
 
 def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
-    """Assert the frame's phases, windows, rows, totals and warm-up equal the current report's; return rows."""
+    """Assert the frame's phases, windows, rows, totals, warm-up and whole report equal the oracle's; return the
+    report's rows."""
     hours_n = n or HOURS_N
     rep = build_report(run_dir, hours_n)
+    assert_same(oracle_report(run_dir, hours_n), rep, "report")
     run = load_run(run_dir)
     fr = load_frame_run(run_dir)
     assert [vars(p) for p in fr.phases] == [vars(p) for p in run.phases]
-    assert (fr.has_run_end, fr.phases_inferred) == (run.has_run_end, run.phases_inferred)
+    assert (fr.has_run_end, fr.phases_inferred, fr.meta, fr.problems) == (
+        run.has_run_end, run.phases_inferred, run.meta, run.problems)
     assert steady_windows(fr.frame, run.phases) == [steady_window(p, run.records) for p in run.phases]
     rows = step_rows(fr, hours_n, _time_scale(run.meta)[0], usd_per_hour(_sub(run.meta, "profile"))[0])
-    # goodput, soak slices and drift are added by build_report after step_row; the frame engine does not compute them
-    assert all(k in r for r in rep["steps"] for k in SOAK_GOODPUT_ROW_KEYS)
-    ref = [{k: v for k, v in r.items() if k not in SOAK_GOODPUT_ROW_KEYS} for r in rep["steps"]]
+    # goodput, soak slices and drift are added after step_rows (build.run_figures)
+    extra = ("slo_sample_n", "slo_met", "slo_met_share", "slo_window_met", "goodput_rps", "slices", "drift")
+    ref = [{k: v for k, v in r.items() if k not in extra} for r in rep["steps"]]
     assert_same(ref, rows, "steps")
     totals = run_totals(fr)
     unplaced = totals.pop("unplaced")
@@ -90,7 +93,7 @@ def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
     placed = {p.step for p in run.phases if p.label != "warmup"}
     main = [r for r in run.records if not (r.phase == "warmup" or r.step < 0)]
     assert unplaced == sum(1 for r in main if r.step not in placed)
-    return rows
+    return rep["steps"]
 
 
 def test_demo_run_every_figure_equal(tmp_path: Path) -> None:
