@@ -1,17 +1,17 @@
-"""Per-step report figures as vectorised polars expressions over the record frame (:mod:`harness.report.frame`).
-
-The same figures, defined the same way, as the report over :class:`harness.result.RequestResult` records
-(:func:`harness.report.figures.step_row` over :func:`harness.report.steady.steady_window`, with the phases of
-:func:`harness.report.load.load_run`), computed column-wise so a soak of a million records needs no Python
-object per record:
+"""The report's run and per-step figures as vectorised polars expressions over the record frame
+(:mod:`harness.report.frame`): the one definition of each (``DEFINITIONS`` in :mod:`harness.report.build`),
+computed column-wise so a soak of a million records needs no Python object per record. Goodput, soak slices and
+the per-prompt table are in :mod:`harness.report.goodput`, :mod:`harness.report.soak` and
+:mod:`harness.report.diagnosis`, over the same frame; shared expressions in :mod:`harness.report.exprs`, tokens in
+a window in :mod:`harness.report.tokens`. Here:
 
 * phases from ``phases.jsonl`` (a phase ends at the next ``phase_start``; the last at ``load_end``, else
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
   start, or the first C requests when records carry no user id);
-* one sample per step (``figures.step_sample``): every request (ok or not) that ended inside the steady window
-  ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the ``step_*``
-  counts, client lag and users seen over the step's own requests;
+* one sample per step (:func:`harness.report.exprs.in_sample`): every request (ok or not) that ended inside the
+  steady window ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the
+  ``step_*`` counts, client lag and users seen over the step's own requests;
 * aggregate output tok/s (tokens by chunk arrival when a record has ``chunk_times``, with its ``chunk_tokens``
   when they match; else spread uniformly over its decode interval, from the request start when its reasoning
   was hidden, and counted pro rata inside the window; ``tokens_by`` says which), usable req/s, completion rate
@@ -32,8 +32,8 @@ missing ``step`` is 0, ``start_wall`` 0.0, ``ok`` / ``usable`` / ``truncated`` .
 ``token_source`` ``estimate``, ``phase`` ``step``), and a record's end is
 :attr:`~harness.result.RequestResult.end_wall` (``start_wall + e2e``; without ``e2e``, the latest timing
 present). Percentiles interpolate linearly between closest ranks, like :func:`harness.report.stats.percentile`.
-One known difference: two records with identical fields are two requests here, while the report's no-user-id
-first wave (``first_c_requests``, which compares records by value) counts them once in ``first_wave_users``.
+Two records with identical fields are two requests (the test oracle, ``tests/report/oracle.py``, which compares
+records by value in its no-user-id first wave, counts them once in ``first_wave_users``).
 """
 
 from __future__ import annotations
@@ -221,7 +221,10 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
 
 
 def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
-    """:func:`harness.report.steady.steady_window` of ``phase`` over every record (warm-up included)."""
+    """The steady window of ``phase`` over every record (warm-up included; :mod:`harness.report.steady`): per-user
+    first request ending after the step start (users of the step or with a request in flight at its start), or,
+    when a relevant record has no user id, the requests in flight at the start plus the first C − in-flight
+    requests of the step; closed by :func:`harness.report.steady.close_window`."""
     s = phase.start
     is_step = pl.col(STEP) == phase.step
     inflight = (pl.col(START) < s) & (pl.col(END) > s)
@@ -265,8 +268,8 @@ def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]
 
 # ---------------------------------------------------------------------------------------------- figures
 #
-# One small function per rule of harness/report/figures.py (and diagnosis.not_usable_reason), named after it,
-# so a change of definition there is a change of one function here.
+# One small function per rule of a step row; the row-level rules that take plain numbers (row_header,
+# interval_info, hours_entry, low_confidence, real_time) are in harness/report/figures.py.
 
 
 
@@ -344,7 +347,9 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 200_000) -> LogHistogr
 
 
 def _latency(sample: pl.DataFrame) -> dict[str, Any]:
-    """Latency and per-request figures over ``sample`` (successful requests), as ``figures._latency``."""
+    """Latency and per-request figures over ``sample`` (successful requests): TTFT / TTFAT p50/p90/p99, inter-chunk
+    gap p50/p99 (merged log histograms), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and
+    of the usable ones), usable share. Seconds and tokens."""
     n = sample.height
     v = sample.select(
         pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 90).alias("ttft_p90_s"),
@@ -384,7 +389,7 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
 
 
 def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """``figures.by_finish_reason`` of ``sample`` (successful requests): ``stop`` and ``length`` first (figures
+    """``sample`` (successful requests) split by finish reason: ``stop`` and ``length`` first (figures
     None when no request ended so), then every other reason in the order it first occurs. Seconds and tokens."""
     groups = sample.group_by(finish_reason_key().alias("_reason"), maintain_order=True).agg(
         pl.len().alias("requests"),
@@ -408,12 +413,16 @@ def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _usable_reasons(step_recs: pl.DataFrame) -> dict[str, int]:
-    """``{reason: count}`` of the records that are not usable (:func:`_not_usable_reason`), sorted by reason."""
+    """``{reason: count}`` of the records that are not usable (:func:`harness.report.exprs.not_usable_reason`),
+    sorted by reason."""
     return count_by(step_recs, not_usable_reason())
 
 
 def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
-    """``figures.client_lag`` over the step's records (read lag in seconds)."""
+    """Client read lag of a step's records (failed ones included; ``read_lag_max``, seconds): records that carry
+    it, p50 / p99 / max, % above :data:`harness.clientlag.CLIENT_LAG_LIMIT_S` and ``client_starved`` (that % above
+    :data:`harness.clientlag.CLIENT_STARVED_PCT`); all None without stamped records (not measured is not
+    healthy)."""
     lag = pl.col("read_lag_max").drop_nulls()
     v = step_recs.select(
         lag.len().alias("n"), (lag > CLIENT_LAG_LIMIT_S).sum().alias("late"),
@@ -459,7 +468,7 @@ def _users_seen(step_recs: pl.DataFrame) -> int:
 
 
 def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[float, float, pl.DataFrame]:
-    """(w0, w1, sample), as ``figures.step_sample``: the steady window and every request (any step, ok or not)
+    """(w0, w1, sample): the steady window and every request (any step, ok or not)
     that ended inside ``(w0, w1)``, or (flagged not steady) the whole step and its requests. Record order."""
     w0, w1 = (window.start, window.end) if window.steady else (phase.start, phase.end)
     return w0, w1, main.filter(in_sample(phase.step, window.steady, w0, w1))
@@ -467,7 +476,7 @@ def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[floa
 
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
-    """``figures.step_row`` of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
+    """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
     step_recs = main.filter(pl.col(STEP) == phase.step)
     w0, w1, sample = _step_sample(main, phase, window)
     ok_sample = sample.filter(pl.col(OK))
@@ -542,8 +551,10 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
               usd_per_hour: float | None = None, main: pl.DataFrame | None = None) -> list[dict[str, Any]]:
     """The report row of every single-stream phase and load step (warm-up excluded), in phase order.
 
-    Each row has the keys and units of :func:`harness.report.figures.step_row`, then ``cost``
-    (:func:`harness.report.cost.add_cost`, which also adds the US$ keys to the hours entries).
+    Each row opens with :func:`harness.report.figures.row_header`, then the sample's counts, throughput, latency,
+    hours to N (:func:`harness.report.figures.hours_entry`), client lag, low confidence, real-time equivalents and
+    ``cost`` (:func:`harness.report.cost.add_cost`, which also adds the US$ keys to the hours entries); units:
+    see the module docstring and ``DEFINITIONS``.
 
     Args:
         run: the loaded run (:func:`load_frame_run`).

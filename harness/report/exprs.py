@@ -42,11 +42,11 @@ def flag(name: str) -> pl.Expr:
     return pl.col(name).fill_null(False)
 
 
-def ends_in(main: pl.DataFrame, which: str, w0: float, w1: float) -> list[float]:
+def ends_in(main: pl.DataFrame, which: str, w0: float, w1: float) -> pl.Series:
     """End times (epoch s) of the records with the flag column ``which`` (:data:`USABLE` / :data:`OK`) ending
     inside ``(w0, w1)``, in record order: the events ``hours.batch_means`` counts."""
     end = pl.col(END)
-    return main.filter(pl.col(which) & (end > w0) & (end < w1)).get_column(END).to_list()
+    return main.filter(pl.col(which) & (end > w0) & (end < w1)).get_column(END)
 
 
 def streamed_tokens() -> pl.Expr:
@@ -56,7 +56,7 @@ def streamed_tokens() -> pl.Expr:
 
 
 def per_stream_parts() -> tuple[pl.Expr, pl.Expr]:
-    """(Σ streamed tokens, Σ (E2E − TTFT) seconds) of ``figures._per_stream_tps``: over requests with TTFT, E2E >
+    """(Σ streamed tokens, Σ (E2E − TTFT) seconds) of per-stream tok/s: over requests with TTFT, E2E >
     TTFT and streamed tokens; per-stream tok/s is their ratio (a ratio of sums)."""
     n = streamed_tokens()
     counted = pl.col("ttft").is_not_null() & pl.col("e2e").is_not_null() & (pl.col("e2e") > pl.col("ttft")) \
@@ -66,7 +66,7 @@ def per_stream_parts() -> tuple[pl.Expr, pl.Expr]:
 
 
 def not_usable_reason() -> pl.Expr:
-    """Why a record is not usable (String; null when usable), as ``diagnosis.not_usable_reason``: its
+    """Why a record is not usable (String; null when usable), (``usable_reasons``): its
     ``usable_reason``, else (records written before that field) ``error`` / ``truncated`` / ``unknown``."""
     reason = pl.col("usable_reason")
     return (

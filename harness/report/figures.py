@@ -188,8 +188,8 @@ def hours_entry(n: int, bm: BatchMeans, bm_ok: BatchMeans, lat: dict[str, Any], 
 def row_header(phase: Phase, window: Window, w0: float, w1: float) -> dict[str, Any]:
     """The identity and window keys that open a step row (times: epoch s; ``*_s``: seconds from the step start):
     label, phase, step, concurrency, the step's interval and end source, steadiness, the first wave, the
-    measurement window ``[w0, w1)`` and which sample the row is over. Shared by :func:`step_row` and the columnar
-    engine (:mod:`harness.report.columns`)."""
+    measurement window ``[w0, w1)`` and which sample the row is over. Used by the columnar engine
+    (:mod:`harness.report.columns`)."""
     return {
         "label": phase.label,
         "phase": phase.phase,

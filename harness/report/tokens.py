@@ -28,9 +28,9 @@ def overlap(a0: pl.Expr, a1: pl.Expr, w0: float, w1: float) -> pl.Expr:
 
 
 def token_spread_start() -> pl.Expr:
-    """Where a request's output tokens start being spread for aggregate tok/s (epoch s), as
-    ``figures.output_tokens_in``: start + TTFT; the request start without TTFT, or with hidden reasoning (its
-    reasoning was generated, unseen, before the first visible chunk)."""
+    """Where a request's output tokens start being spread for aggregate tok/s (epoch s): start + TTFT; the request
+    start without TTFT, or with hidden reasoning (its reasoning was generated, unseen, before the first visible
+    chunk)."""
     ttft = pl.col("ttft")
     return pl.when(ttft.is_not_null() & ~flag("hidden_reasoning")).then(pl.col(START) + ttft) \
         .otherwise(pl.col(START))
@@ -38,7 +38,7 @@ def token_spread_start() -> pl.Expr:
 
 def pro_rata_tokens(w0: float, w1: float) -> pl.Expr:
     """Per record: output tokens generated inside ``[w0, w1)``, pro rata (tokens, Float64), as the no-chunk-times
-    branch of ``figures.record_tokens_in``: spread uniformly over [:func:`token_spread_start`, end]."""
+    branch: spread uniformly over [:func:`token_spread_start`, end]."""
     return pl.col("output_tokens").cast(pl.Float64) * overlap(token_spread_start(), pl.col(END), w0, w1)
 
 
@@ -50,7 +50,7 @@ def has_chunk_times() -> pl.Expr:
 
 def chunk_tokens_in(chunked: pl.DataFrame, w0: float, w1: float) -> float:
     """Σ over ``chunked`` (records with chunk times, in the window's reach) of the tokens that arrived inside
-    ``[w0, w1)`` (tokens), as the chunk branch of ``figures.record_tokens_in``.
+    ``[w0, w1)`` (tokens): the chunk branch.
 
     A chunk ``i`` is inside when ``w0 - start <= chunk_times[i] < w1 - start`` (``bisect_left`` over the sorted
     arrival times). With per-chunk usage (``chunk_tokens`` as long as ``chunk_times``, summing to ``shown > 0``):
@@ -87,9 +87,11 @@ def chunk_tokens_in(chunked: pl.DataFrame, w0: float, w1: float) -> float:
 
 
 def window_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, str]:
-    """``figures.window_tokens`` over ``main``: output tokens of successful requests that arrived inside
-    ``[w0, w1)`` (tokens; by chunk arrival when a record has chunk times, else pro rata) and how they were placed
-    (``chunks`` / ``pro_rata`` / ``mixed`` / ``none``)."""
+    """Output tokens of successful requests that arrived inside ``[w0, w1)`` (epoch s) over ``main`` (prepared
+    records, :func:`harness.report.columns.prepare`; any superset of those overlapping the window gives the same
+    result), in tokens, by chunk arrival when a record has chunk times, else pro rata; and how they were placed:
+    ``chunks`` (every contributing request had chunk times), ``pro_rata`` (none had), ``mixed``, or ``none`` (no
+    successful request with output tokens overlaps the window)."""
     tokens = pl.col("output_tokens")
     reach = main.filter(pl.col(OK) & tokens.is_not_null() & (tokens != 0) & (pl.col(END) >= w0)
                         & (pl.col(START) < w1)).with_columns(has_chunk_times().alias("_chunked"))
