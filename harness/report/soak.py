@@ -22,9 +22,9 @@ from typing import Any
 
 import polars as pl
 
-from harness.report.exprs import END, OK, START, USABLE, counts, flag, pctl
+from harness.report.exprs import END, OK, USABLE, flag, pctl
 from harness.report.stats import mean
-from harness.report.tokens import window_tokens
+from harness.report.tokens import WINDOW_INDEX, tokens_in_windows, window_of
 
 __all__ = [
     "DRIFT_METRICS",
@@ -37,6 +37,7 @@ __all__ = [
     "linear_fit",
     "slice_bounds",
     "slice_figures",
+    "slices_figures",
     "step_drift",
     "step_slices",
     "t_quantile_975",
@@ -81,32 +82,52 @@ def slice_figures(main: pl.DataFrame, t0: float, t1: float) -> dict[str, Any]:
     successful ended), ``ttft_p50_s`` / ``ttft_p99_s`` / ``ttfat_p50_s`` / ``ttfat_p99_s`` (seconds, successful
     requests ending in the slice). Rates and percentiles are None without requests to compute them over.
     """
-    length = t1 - t0
+    return slices_figures(main, [(t0, t1)])[0]
+
+
+def slices_figures(main: pl.DataFrame, bounds: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
+    """:func:`slice_figures` of each slice of ``bounds`` (one slice, or consecutive equal ones, epoch seconds), in
+    one pass over ``main``: each request is placed in the slice its end falls in (``t0 <= end < t1``: slices tile
+    the window half-open) and its tokens in the slices it reaches (:func:`harness.report.tokens.tokens_in_windows`).
+    """
+    if not bounds:
+        return []
     end = pl.col(END)
-    ended = main.filter((end >= t0) & (end < t1))  # the slice's own set: slices tile the window half-open
     ok = pl.col(OK)
-    c = counts(ended, ok=ok, usable=ok & pl.col(USABLE), truncated=ok & flag("truncated"))
-    lat = ended.filter(ok).select(
+    ended = window_of(main.select(END, OK, USABLE, "truncated", "ttft", "ttfat"), end, end, pl.lit(0.0), bounds)
+    by = ended.group_by(WINDOW_INDEX).agg(
+        pl.len().alias("ended"), ok.sum().alias("ok"), (ok & pl.col(USABLE)).sum().alias("usable"),
+        (ok & flag("truncated")).sum().alias("truncated"),
+    )
+    lat = ended.filter(ok).group_by(WINDOW_INDEX).agg(
         pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 99).alias("ttft_p99_s"),
         pctl("ttfat", 50).alias("ttfat_p50_s"), pctl("ttfat", 99).alias("ttfat_p99_s"),
-    ).row(0, named=True)
-    tokens = window_tokens(main, t0, t1)[0]
-    n_ended, n_ok = ended.height, c["ok"]
-    errors = n_ended - n_ok
-    return {
-        "start_wall": t0,
-        "end_wall": t1,
-        "output_tokens": tokens,
-        "output_tps": tokens / length,
-        "usable_completions": c["usable"],
-        "request_rate": c["usable"] / length,
-        "ended": n_ended,
-        "errors": errors,
-        "error_rate": errors / n_ended if n_ended else None,
-        "truncated": c["truncated"],
-        "truncation_rate": c["truncated"] / n_ok if n_ok else None,
-        **lat,
-    }
+    )
+    counts = {g.pop(WINDOW_INDEX): g for g in by.iter_rows(named=True)}
+    lats = {g.pop(WINDOW_INDEX): g for g in lat.iter_rows(named=True)}
+    no_lat = dict.fromkeys(("ttft_p50_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p99_s"))
+    tokens = tokens_in_windows(main, bounds)
+    out = []
+    for i, ((t0, t1), toks) in enumerate(zip(bounds, tokens, strict=True)):
+        length = t1 - t0
+        c = counts.get(i) or {"ended": 0, "ok": 0, "usable": 0, "truncated": 0}
+        n_ended, n_ok, usable, truncated = (int(c[k]) for k in ("ended", "ok", "usable", "truncated"))
+        errors = n_ended - n_ok
+        out.append({
+            "start_wall": t0,
+            "end_wall": t1,
+            "output_tokens": toks,
+            "output_tps": toks / length,
+            "usable_completions": usable,
+            "request_rate": usable / length,
+            "ended": n_ended,
+            "errors": errors,
+            "error_rate": errors / n_ended if n_ended else None,
+            "truncated": truncated,
+            "truncation_rate": truncated / n_ok if n_ok else None,
+            **lats.get(i, no_lat),
+        })
+    return out
 
 
 def step_slices(row: dict[str, Any], main: pl.DataFrame, slice_s: float) -> list[dict[str, Any]]:
@@ -115,12 +136,8 @@ def step_slices(row: dict[str, Any], main: pl.DataFrame, slice_s: float) -> list
     the step's start, seconds). ``main``: the run's non-warm-up records, prepared."""
     if not row["steady"]:
         return []
-    w0, w1 = row["window_start_wall"], row["window_end_wall"]
-    bounds = slice_bounds(w0, w1, slice_s)
-    if not bounds:
-        return []
-    reach = main.filter((pl.col(START) < bounds[-1][1]) & (pl.col(END) >= bounds[0][0]))  # once, not per slice
-    return [{"start_s": t0 - row["start_wall"], **slice_figures(reach, t0, t1)} for t0, t1 in bounds]
+    bounds = slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s)
+    return [{"start_s": s["start_wall"] - row["start_wall"], **s} for s in slices_figures(main, bounds)]
 
 
 def _t_two_sided_cdf(t: float, dof: int) -> float:

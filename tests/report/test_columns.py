@@ -325,3 +325,29 @@ def test_tokens_by_chunk_arrival(tmp_path: Path) -> None:
             r["chunk_times"] = [0.5]
     rows = compare(write_run(tmp_path / "all", records, [*_edge_phases()[:-1], run_end(50)]))
     assert {r["tokens_by"] for r in rows} == {"chunks"}
+
+
+@pytest.mark.parametrize("slice_s", [2.0, 7.5])
+def test_generated_run_with_soak_slices_and_slos_every_figure_equal(tmp_path: Path, slice_s: float) -> None:
+    """Soak slices (many per step), drift, goodput and SLO capacity of a generated run equal the oracle's."""
+    gen = _records_gen()
+    out = tmp_path / "gen"
+    gen.generate(out, gen.GenSpec(3000, [8, 16, 32], seed=2))
+    meta = json.loads((out / "run.json").read_text())
+    meta["profile"]["report"]["slice_s"] = slice_s
+    meta["profile"]["slo"] = {"ttft_s": 1.0, "e2e_s": 30.0, "target_share": 0.5}
+    (out / "run.json").write_text(json.dumps(meta))
+    rows = compare(out)
+    assert all(len(r["slices"]) >= 3 for r in rows if r["steady"]) and any(r["steady"] for r in rows)
+    assert any(r["slo_met"] for r in rows) and any(r["drift"]["output_tps"] for r in rows if r["slices"])
+
+
+def test_chunked_records_in_soak_slices(tmp_path: Path) -> None:
+    """Chunk arrivals (per-chunk usage, even splits, scaled usage) and pro rata records placed in 2 s slices."""
+    records = _edge_records()
+    records[2].update({"chunk_times": [0.0, 3.0, 9.9], "chunk_tokens": [10, 20, 30]})
+    records[3].update({"chunk_times": [1.0, 5.0, 10.0, 14.9], "chunk_tokens": [40, 40, 40, 19]})
+    records[4].update({"chunk_times": [1.0, 4.9, 5.0, 10.0]})
+    records[12].update({"chunk_times": [1.0, 4.5, 6.0, 7.9], "chunk_tokens": [50, 50, 50, 50]})
+    rows = compare(write_run(tmp_path / "run", records, _edge_phases(), {"profile": {"report": {"slice_s": 2.0}}}))
+    assert len(rows[0]["slices"]) == 10 and sum(s["output_tokens"] for s in rows[0]["slices"]) > 0
