@@ -101,21 +101,26 @@ def _pair_reach() -> pl.Expr:
     return (pl.col(START) < pl.col(_T1)) & (pl.col(END) >= pl.col(_T0))
 
 
+#: Seconds by which a record's candidate windows extend past its own interval, so float rounding of the
+#: candidate (epoch times carry ~2.4e-7 s of it) never misses a window; the exact per-window test decides.
+_EDGE_S = 1e-6
+
+
 def _pro_rata_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
     """(window, tokens) of records without chunk times: output tokens spread uniformly over
     [:func:`token_spread_start`, end], counted pro rata to the part inside each window (``[t0, t1)``)."""
-    n = len(windows)
-    if n == 1:
-        pairs = recs.with_columns(pl.lit(0, pl.Int64).alias(_W)).join(_bounds_frame(windows), on=_W)
-    else:
-        w0, width = windows[0][0], windows[0][1] - windows[0][0]
-        lo = (((pl.min_horizontal(START, "_a0") - w0) / width).floor() - 1).clip(0, n - 1).cast(pl.Int64)
-        hi = (((pl.col(END) - w0) / width).floor() + 1).clip(0, n - 1).cast(pl.Int64)
-        pairs = (recs.with_columns(token_spread_start().alias("_a0"))
-                 .with_columns(pl.int_ranges(lo, hi + 1).alias(_W)).explode(_W).drop_nulls(_W)
-                 .join(_bounds_frame(windows), on=_W))
     value = pl.col("output_tokens").cast(pl.Float64) * overlap(token_spread_start(), pl.col(END), pl.col(_T0),
                                                                pl.col(_T1))
+    n = len(windows)
+    if n == 1:
+        (t0, t1), = windows
+        one = recs.with_columns(pl.lit(t0, pl.Float64).alias(_T0), pl.lit(t1, pl.Float64).alias(_T1))
+        return one.filter(_pair_reach()).select(pl.lit(0, pl.Int64).alias(_W), value.alias("_tokens"))
+    w0, width = windows[0][0], windows[0][1] - windows[0][0]
+    lo = ((pl.min_horizontal(START, END) - w0 - _EDGE_S) / width).floor().clip(0, n - 1).cast(pl.Int64)
+    hi = ((pl.col(END) - w0 + _EDGE_S) / width).floor().clip(0, n - 1).cast(pl.Int64)
+    pairs = (recs.with_columns(pl.int_ranges(lo, hi + 1).alias(_W)).explode(_W).drop_nulls(_W)
+             .join(_bounds_frame(windows), on=_W))
     return pairs.filter(_pair_reach()).select(_W, value.alias("_tokens"))
 
 
