@@ -1,15 +1,18 @@
-"""Time and peak memory of the report over a million records: the columnar engine vs the current report.
+"""Time and peak memory of the report over a million records: the report's figures (columnar engine) and the
+whole ``llmload report`` command.
 
 One command: generates a run directory of ``--records`` records with ``benchmarks/records_gen.py`` when the
 directory does not already hold one of that size, then measures, each in a fresh child process (wall time,
 CPU time user+sys and peak RSS from ``os.wait4``):
 
-(a) the columnar engine: :func:`harness.report.columns.load_frame_run` (records.jsonl -> frame) plus every
-    per-step figure (:func:`~harness.report.columns.step_rows`, ``run_totals``, ``warmup_summary``); ``--runs``
-    times, medians printed. The child also reports its own split: load seconds and figures seconds.
-(b) the current ``llmload report RUN_DIR --quiet`` (``python -m harness.report``), once; ~100 s and ~10 GB
-    at 1M records, skipped with ``--skip-current``. When it runs, its ``report.json`` steps are compared with
-    (a)'s rows (exact for counts, 1e-9 relative for floats) and the verdict printed.
+(a) :func:`harness.report.build.build_report`, the whole report dict (what ``report.json`` holds): the record
+    frame (:func:`harness.report.columns.load_frame_run`, records.jsonl -> frame) and every figure over it
+    (:func:`harness.report.build.run_figures`: step rows, goodput, soak slices and drift, warm-up, totals,
+    per-prompt rows; then the header and notes); ``--runs`` times, medians printed. The child also reports its own
+    split: load seconds and figures seconds.
+(b) the whole ``llmload report RUN_DIR --quiet`` (``python -m harness.report``: report.json, report.md and
+    report.html with its PNG figures), once; skipped with ``--skip-current``. When it runs, its ``report.json``
+    is compared with (a)'s report (exact for counts, 1e-9 relative for floats) and the verdict printed.
 
     .venv/bin/python benchmarks/report_1m.py                       # 1M records in /tmp/llmload-1m, (a) x3 and (b)
     .venv/bin/python benchmarks/report_1m.py --skip-current --runs 5
@@ -36,22 +39,21 @@ sys.path.insert(0, str(_ROOT))
 
 
 def _child_frame(run_dir: str, rows_out: str | None) -> None:
-    """(a), run inside the child: load, compute every figure, print the split as JSON."""
-    from harness.report.build import _hours_n, _sub, _time_scale
-    from harness.report.columns import load_frame_run, run_totals, step_rows, warmup_summary
-    from harness.report.cost import usd_per_hour
+    """(a), run inside the child: build the whole report, print the split as JSON."""
+    from harness.report.build import assemble_report, report_settings, run_figures
+    from harness.report.columns import load_frame_run
 
     t0 = time.perf_counter()
     run = load_frame_run(run_dir)
     t1 = time.perf_counter()
-    meta = json.loads((Path(run_dir) / "run.json").read_text())
-    rows = step_rows(run, _hours_n(meta, None), _time_scale(meta)[0], usd_per_hour(_sub(meta, "profile"))[0])
-    totals, warm = run_totals(run), warmup_summary(run)
+    settings = report_settings(run.meta)
+    rep = assemble_report(run, settings, run_figures(run, settings))
     t2 = time.perf_counter()
     if rows_out:
-        Path(rows_out).write_text(json.dumps({"steps": rows, "totals": totals, "warmup": warm}))
+        Path(rows_out).write_text(json.dumps(rep))
     print(json.dumps({"records": run.frame.height, "load_s": t1 - t0, "figures_s": t2 - t1,
-                      "frame_mb": run.frame.estimated_size() / 1e6}))
+                      "frame_mb": run.frame.estimated_size() / 1e6,
+                      "slices": sum(len(r["slices"]) for r in rep["steps"])}))
 
 
 def _measure(cmd: list[str]) -> dict[str, Any]:
@@ -107,12 +109,12 @@ def _ensure_run(run_dir: Path, records: int, seed: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring)."""
-    p = argparse.ArgumentParser(description="Time and peak RSS of the report over N records: frame vs current.")
+    p = argparse.ArgumentParser(description="Time and peak RSS of the report over N records.")
     p.add_argument("--dir", type=Path, default=Path("/tmp/llmload-1m"), help="run directory (generated if absent)")
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runs", type=int, default=3, help="runs of (a) (median printed)")
-    p.add_argument("--skip-current", action="store_true", help="do not run (b), the current llmload report")
+    p.add_argument("--skip-current", action="store_true", help="do not run (b), the whole llmload report")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -122,38 +124,36 @@ def main(argv: list[str] | None = None) -> int:
     _ensure_run(args.dir, args.records, args.seed)
     size = (args.dir / "records.jsonl").stat().st_size
     print(f"run: {args.dir} ({size / 1e6:.0f} MB records.jsonl)")
-    rows_out = args.dir / "frame-rows.json"
+    rows_out = args.dir / "frame-report.json"
     res = []
     for i in range(max(1, args.runs)):
         m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out)])
         split = json.loads(m["stdout"].strip().splitlines()[-1])
         res.append({**m, **split})
-        print(f"(a) frame run {i + 1}: wall {m['wall_s']:.2f} s (load {split['load_s']:.2f} s + figures "
+        print(f"(a) build_report run {i + 1}: wall {m['wall_s']:.2f} s (load {split['load_s']:.2f} s + figures "
               f"{split['figures_s']:.2f} s), cpu {m['cpu_s']:.2f} s, peak RSS {m['rss_mb']:.0f} MB, "
-              f"frame {split['frame_mb']:.0f} MB, {split['records']} records", flush=True)
+              f"frame {split['frame_mb']:.0f} MB, {split['records']} records, {split['slices']} soak slices",
+              flush=True)
     med = {k: statistics.median(r[k] for r in res) for k in ("wall_s", "cpu_s", "rss_mb", "load_s", "figures_s")}
-    print(f"(a) frame median of {len(res)}: wall {med['wall_s']:.2f} s (load {med['load_s']:.2f} s + figures "
+    print(f"(a) build_report median of {len(res)}: wall {med['wall_s']:.2f} s (load {med['load_s']:.2f} s + figures "
           f"{med['figures_s']:.2f} s), cpu {med['cpu_s']:.2f} s, peak RSS {med['rss_mb']:.0f} MB")
     if args.skip_current:
-        print("(b) current llmload report: skipped (--skip-current)")
+        print("(b) llmload report: skipped (--skip-current)")
         return 0
     m = _measure([sys.executable, "-m", "harness.report", str(args.dir), "--quiet"])
-    print(f"(b) current llmload report: wall {m['wall_s']:.2f} s, cpu {m['cpu_s']:.2f} s, "
+    print(f"(b) llmload report: wall {m['wall_s']:.2f} s, cpu {m['cpu_s']:.2f} s, "
           f"peak RSS {m['rss_mb']:.0f} MB")
     rep = json.loads((args.dir / "report.json").read_text())
     mine = json.loads(rows_out.read_text())
     diffs: list[str] = []
-    _same(rep["steps"], mine["steps"], "steps", diffs)
-    totals = {k: v for k, v in mine["totals"].items() if k != "unplaced"}
-    _same(rep["totals"], totals, "totals", diffs)
-    _same(rep["warmup"], mine["warmup"], "warmup", diffs)
+    _same({k: v for k, v in rep.items() if k != "run_dir"}, {k: v for k, v in mine.items() if k != "run_dir"},
+          "report", diffs)
     if diffs:
         print(f"figures DIFFER in {len(diffs)} places:", *diffs[:20], sep="\n  ")
         return 1
-    print(f"figures: every step figure, total and warm-up figure of (a) equals (b)'s report.json "
-          f"({len(rep['steps'])} steps)")
-    print(f"speed-up: {m['wall_s'] / med['wall_s']:.1f}x wall, {m['cpu_s'] / med['cpu_s']:.1f}x cpu; "
-          f"memory: {m['rss_mb'] / med['rss_mb']:.1f}x less")
+    print(f"figures: (a)'s report equals (b)'s report.json ({len(rep['steps'])} steps)")
+    print(f"(b) - (a): {m['wall_s'] - med['wall_s']:.1f} s wall outside build_report (report.md, report.html and its "
+          "figures)")
     return 0
 
 

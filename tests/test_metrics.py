@@ -20,10 +20,9 @@ from harness.metrics import (
     outcome_of,
     prompt_labels,
 )
-from harness.report.figures import usable_ends_in
 from harness.report.load import Phase
-from harness.report.steady import steady_window
 from harness.result import RequestResult
+from tests.report.oracle import steady_window, usable_ends_in
 
 MODEL = "m"
 

@@ -9,24 +9,22 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
-from harness.config import DEFAULT_SLICE_S
-from harness.report.cost import add_cost, usd_per_hour
+from harness.config import DEFAULT_SLICE_S, SloSpec
+from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary
+from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
-from harness.report.figures import step_row
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
-from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
+from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
-from harness.report.stats import percentile
-from harness.report.steady import steady_window
-from harness.result import RequestResult
 
-__all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "build_report", "write_report"]
+__all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunInfo", "Settings", "assemble_report",
+           "build_report", "report_settings", "run_figures", "write_report"]
 
 #: Identifies the layout of ``report.json``.
 SCHEMA = "llmload-report/1"
@@ -129,8 +127,8 @@ DEFINITIONS: dict[str, str] = {
 }
 
 
-#: Keys :func:`build_report` adds to each step row after ``step_row`` / ``add_cost`` (goodput, soak slices, drift);
-#: the columnar engine (:mod:`harness.report.columns`) does not compute them.
+#: Keys :func:`run_figures` adds to each step row after :func:`harness.report.columns.step_rows` (goodput, soak
+#: slices, drift).
 SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift")
 
 
@@ -177,24 +175,6 @@ def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
     return (v if v > 0 and math.isfinite(v) else 1.0), True
 
 
-def _warmup(records: list[RequestResult]) -> dict[str, Any]:
-    ok = [r for r in records if r.ok]
-    e2e = [float(r.e2e) for r in records if r.e2e is not None]
-    errs = Counter(r.error_class or "unknown" for r in records if not r.ok)
-    return {
-        "requests": len(records),
-        "completed": len(ok),
-        "errors": len(records) - len(ok),
-        "errors_by_class": dict(sorted(errs.items())),
-        "e2e_p50_s": percentile(e2e, 50),
-        "e2e_max_s": max(e2e) if e2e else None,
-    }
-
-
-def _is_warmup(r: RequestResult) -> bool:
-    return r.phase == "warmup" or r.step < 0
-
-
 def _steady_notes(r: dict[str, Any]) -> list[str]:
     """Notes on one steady row's sample: Little's law, the hours interval's width and the token cross-check."""
     if not r["steady"]:
@@ -224,7 +204,7 @@ def _steady_notes(r: dict[str, Any]) -> list[str]:
     return out
 
 
-def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
+def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
     notes: list[str] = list(run.problems)
     status = rep["status"]
     if rep["interrupted"]:
@@ -296,8 +276,84 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
     return notes
 
 
+class RunInfo(Protocol):
+    """What the report's header and notes read of a loaded run (:class:`harness.report.columns.FrameRun`)."""
+
+    path: Path
+    meta: dict[str, Any]
+    phases: list[Phase]
+    has_run_end: bool
+    phases_inferred: bool
+    problems: list[str]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The report settings of a run, from its ``run.json`` (and the caller's N).
+
+    Attributes:
+        hours_n: sample counts N for hours to N.
+        time_scale: wall seconds per simulated second (1 for a real server); simulated: the target was the
+            built-in simulator.
+        usd_per_hour: the deployment's price (US$/h) or None; cost_problem: a note when ``cost`` is unusable.
+        slo: the profile's SLOs or None; slo_problem: a note when ``slo`` is unusable.
+        slice_s: seconds per soak slice.
+    """
+
+    hours_n: list[int]
+    time_scale: float
+    simulated: bool
+    usd_per_hour: float | None
+    cost_problem: str | None
+    slo: SloSpec | None
+    slo_problem: str | None
+    slice_s: float
+
+
+def report_settings(meta: dict[str, Any], n: Sequence[int] | None = None) -> Settings:
+    """The :class:`Settings` of a run whose ``run.json`` is ``meta``; ``n`` overrides ``profile.report.hours_to_n``."""
+    profile = _sub(meta, "profile")
+    time_scale, simulated = _time_scale(meta)
+    usd_h, cost_problem = usd_per_hour(profile)
+    slo, slo_problem = slo_spec(profile)
+    return Settings(_hours_n(meta, n), time_scale, simulated, usd_h, cost_problem, slo, slo_problem, _slice_s(meta))
+
+
+@dataclass
+class RunFigures:
+    """Every record-derived part of the report (units: see :func:`build_report`).
+
+    Attributes:
+        rows: one row per single-stream phase / load step, with cost, goodput, ``slices`` and ``drift``.
+        warmup: the ``warmup`` block; totals: the ``totals`` block; prompts: the per-prompt rows.
+        unplaced: non-warm-up records of no phase.
+        last_end: the latest record end (epoch s; None without records).
+    """
+
+    rows: list[dict[str, Any]]
+    warmup: dict[str, Any]
+    totals: dict[str, Any]
+    prompts: list[dict[str, Any]]
+    unplaced: int
+    last_end: float | None
+
+
+def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
+    """Compute every figure of the report over the run's record frame (no Python object per record)."""
+    main = run.main
+    rows = step_rows(run, settings.hours_n, settings.time_scale, settings.usd_per_hour, main=main)
+    for row in rows:
+        add_goodput(row, main, settings.slo)
+        row["slices"] = step_slices(row, main, settings.slice_s)
+        row["drift"] = step_drift(row["slices"])
+    totals = run_totals(run)
+    unplaced = int(totals.pop("unplaced"))
+    return RunFigures(rows, warmup_summary(run), totals, prompt_rows(main), unplaced, run.last_end)
+
+
 def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
-    """The report of a run directory as a JSON-ready dict.
+    """The report of a run directory as a JSON-ready dict, computed over its records as a columnar frame
+    (:func:`harness.report.columns.load_frame_run`).
 
     Args:
         run_dir: the run directory (``run.json``, ``records.jsonl``, ``phases.jsonl``).
@@ -307,7 +363,7 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
         cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, definitions, notes``. ``steps`` holds one row per
-        single-stream phase / load step (:func:`harness.report.figures.step_row`, with ``cost``:
+        single-stream phase / load step (:func:`harness.report.columns.step_rows`, with ``cost``:
         :func:`harness.report.cost.add_cost`);
         ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
         class (:func:`harness.report.diagnosis.prompt_rows`). Each row also has the goodput keys
@@ -320,30 +376,16 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         NoRecordsError: the directory or its records.jsonl is missing.
         ValueError: a JSON-lines file is corrupt before its last line.
     """
-    run = load_run(run_dir)
-    meta = run.meta
-    hours_n = _hours_n(meta, n)
-    time_scale, simulated = _time_scale(meta)
-    warm = [r for r in run.records if _is_warmup(r)]
-    main = [r for r in run.records if not _is_warmup(r)]
-    steps = [p for p in run.phases if p.label != "warmup"]
-    rows = [step_row(p, steady_window(p, run.records), main, hours_n, time_scale) for p in steps]
-    usd_h, cost_problem = usd_per_hour(_sub(meta, "profile"))
-    for row in rows:
-        add_cost(row, usd_h)
-    slo, slo_problem = slo_spec(_sub(meta, "profile"))
-    slice_s = _slice_s(meta)
-    for row in rows:
-        add_goodput(row, main, slo)
-        row["slices"] = step_slices(row, main, slice_s)
-        row["drift"] = step_drift(row["slices"])
-    prompts = prompt_rows(main)
-    placed = {p.step for p in steps}
-    unplaced = sum(1 for r in main if r.step not in placed)
+    run = load_frame_run(run_dir)
+    settings = report_settings(run.meta, n)
+    return assemble_report(run, settings, run_figures(run, settings))
 
-    ok = [r for r in main if r.ok]
-    est = sum(1 for r in ok if r.token_source == "estimate")
-    errs = Counter(r.error_class or "unknown" for r in main if not r.ok)
+
+def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[str, Any]:
+    """The report dict (see :func:`build_report`) of a run from its settings and computed figures: header, blocks,
+    capacity and notes. Every NaN or infinite float becomes None."""
+    meta = run.meta
+    rows = figs.rows
     target = _sub(meta, "target")
     profile = _sub(meta, "profile")
     status = str(meta.get("status") or "unknown")
@@ -352,7 +394,8 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         start = run.phases[0].start
     end = meta.get("end_wall")
     if end is None:
-        end = run.phases[-1].end if run.phases else max((r.end_wall for r in run.records), default=None)
+        end = run.phases[-1].end if run.phases else figs.last_end
+    slo = settings.slo
     rep: dict[str, Any] = {
         "schema": SCHEMA,
         "run_id": str(meta.get("run_id") or Path(run.path).resolve().name),
@@ -365,37 +408,26 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         "start_wall": start,
         "end_wall": end,
         "duration_s": (float(end) - float(start)) if start is not None and end is not None else None,
-        "simulated": simulated,
-        "time_scale": time_scale,
-        "hours_to_n": hours_n,
-        "warmup": _warmup(warm),
-        "totals": {
-            "requests": len(main),
-            "completed": len(ok),
-            "errors": len(main) - len(ok),
-            "errors_by_class": dict(sorted(errs.items())),
-            "usable": sum(1 for r in main if r.usable),
-            "hidden_reasoning": sum(1 for r in ok if r.hidden_reasoning),
-            "truncated": sum(1 for r in ok if r.truncated),
-            "suspect_truncations": sum(1 for r in main if r.suspect_truncation),
-            "estimated_tokens": est,
-            "estimated_tokens_share": est / len(ok) if ok else None,
-        },
+        "simulated": settings.simulated,
+        "time_scale": settings.time_scale,
+        "hours_to_n": settings.hours_n,
+        "warmup": figs.warmup,
+        "totals": figs.totals,
         "steps": rows,
-        "cost_usd_per_hour": usd_h,
-        "slice_s": slice_s,
+        "cost_usd_per_hour": settings.usd_per_hour,
+        "slice_s": settings.slice_s,
         "slo": slo.model_dump() if slo is not None else None,
         "slo_capacity": slo_capacity(rows, slo),
-        "prompts": prompts,
+        "prompts": figs.prompts,
         "definitions": dict(DEFINITIONS),
     }
-    rep["notes"] = _notes(run, rep, rows, unplaced)
-    rep["notes"] += prompt_notes(prompts, _sub(meta, "profile")) + hidden_reasoning_notes(rows)
-    if cost_problem:
-        rep["notes"].append(cost_problem)
+    rep["notes"] = _notes(run, rep, rows, figs.unplaced)
+    rep["notes"] += prompt_notes(figs.prompts, profile) + hidden_reasoning_notes(rows)
+    if settings.cost_problem:
+        rep["notes"].append(settings.cost_problem)
     rep["notes"] += drift_notes(rows)
-    if slo_problem:
-        rep["notes"].append(slo_problem)
+    if settings.slo_problem:
+        rep["notes"].append(settings.slo_problem)
     return _finite(rep)
 
 

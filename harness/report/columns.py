@@ -1,17 +1,17 @@
-"""Per-step report figures as vectorised polars expressions over the record frame (:mod:`harness.report.frame`).
-
-The same figures, defined the same way, as the report over :class:`harness.result.RequestResult` records
-(:func:`harness.report.figures.step_row` over :func:`harness.report.steady.steady_window`, with the phases of
-:func:`harness.report.load.load_run`), computed column-wise so a soak of a million records needs no Python
-object per record:
+"""The report's run and per-step figures as vectorised polars expressions over the record frame
+(:mod:`harness.report.frame`): the one definition of each (``DEFINITIONS`` in :mod:`harness.report.build`),
+computed column-wise so a soak of a million records needs no Python object per record. Goodput, soak slices and
+the per-prompt table are in :mod:`harness.report.goodput`, :mod:`harness.report.soak` and
+:mod:`harness.report.diagnosis`, over the same frame; shared expressions in :mod:`harness.report.exprs`, tokens in
+a window in :mod:`harness.report.tokens`. Here:
 
 * phases from ``phases.jsonl`` (a phase ends at the next ``phase_start``; the last at ``load_end``, else
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
   start, or the first C requests when records carry no user id);
-* one sample per step (``figures.step_sample``): every request (ok or not) that ended inside the steady window
-  ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the ``step_*``
-  counts, client lag and users seen over the step's own requests;
+* one sample per step (:func:`harness.report.exprs.in_sample`): every request (ok or not) that ended inside the
+  steady window ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the
+  ``step_*`` counts, client lag and users seen over the step's own requests;
 * aggregate output tok/s (tokens by chunk arrival when a record has ``chunk_times``, with its ``chunk_tokens``
   when they match; else spread uniformly over its decode interval, from the request start when its reasoning
   was hidden, and counted pro rata inside the window; ``tokens_by`` says which), usable req/s, completion rate
@@ -32,15 +32,15 @@ missing ``step`` is 0, ``start_wall`` 0.0, ``ok`` / ``usable`` / ``truncated`` .
 ``token_source`` ``estimate``, ``phase`` ``step``), and a record's end is
 :attr:`~harness.result.RequestResult.end_wall` (``start_wall + e2e``; without ``e2e``, the latest timing
 present). Percentiles interpolate linearly between closest ranks, like :func:`harness.report.stats.percentile`.
-One known difference: two records with identical fields are two requests here, while the report's no-user-id
-first wave (``first_c_requests``, which compares records by value) counts them once in ``first_wave_users``.
+Two records with identical fields are two requests (the test oracle, ``tests/report/oracle.py``, which compares
+records by value in its no-user-id first wave, counts them once in ``first_wave_users``).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,27 @@ from harness.histogram import LogHistogram
 from harness.records import read_phases
 from harness.report.cost import add_cost
 from harness.report.diagnosis import low_confidence_fix
+from harness.report.exprs import (
+    END,
+    OK,
+    START,
+    STEP,
+    USABLE,
+    WARMUP,
+    count_by,
+    counts,
+    ends_in,
+    errors_by_class,
+    finish_reason_key,
+    flag,
+    in_sample,
+    mean_tokens,
+    not_usable_reason,
+    pct,
+    pctl,
+    per_stream_parts,
+    share,
+)
 from harness.report.figures import (
     LITTLE_TOLERANCE,
     SPLIT_FINISH_REASONS,
@@ -64,8 +85,9 @@ from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
 from harness.report.frame import ROW, read_frame
 from harness.report.hours import batch_means
-from harness.report.load import Phase, phases_from_events
+from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.steady import Window, close_window
+from harness.report.tokens import window_tokens
 
 __all__ = [
     "REPORT_COLUMNS",
@@ -83,24 +105,11 @@ __all__ = [
 
 #: The record fields the report's figures read (pass to :func:`harness.report.frame.read_frame`).
 REPORT_COLUMNS: tuple[str, ...] = (
-    "user", "phase", "step", "concurrency", "start_wall", "read_lag_max", "t_headers", "ttft", "ttfat",
-    "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source", "reasoning_tokens", "answer_tokens", "ok",
-    "error_class", "finish_reason", "truncated", "truncated_in_reasoning", "suspect_truncation", "usable",
-    "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
+    "prompt_id", "prompt_class", "max_tokens", "user", "phase", "step", "concurrency", "start_wall", "read_lag_max",
+    "t_headers", "ttft", "ttfat", "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source",
+    "reasoning_tokens", "answer_tokens", "ok", "error_class", "finish_reason", "truncated", "truncated_in_reasoning",
+    "suspect_truncation", "usable", "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
 )
-
-# Derived columns added by prepare() (underscore names never clash with record fields).
-_START = "_start"  # start_wall, null -> 0.0 (epoch s)
-_END = "_end"  # record end: start + e2e, else start + the latest timing present (epoch s)
-_STEP = "_step"  # step, null -> 0
-_OK = "_ok"
-_USABLE = "_usable"
-_WARMUP = "_warmup"  # phase == "warmup" or step < 0
-
-
-def _flag(name: str) -> pl.Expr:
-    return pl.col(name).fill_null(False)
-
 
 def prepare(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` with the derived columns the figures use (start, end, step, ok, usable, warm-up flag).
@@ -112,12 +121,12 @@ def prepare(frame: pl.DataFrame) -> pl.DataFrame:
     latest = pl.max_horizontal("t_last_token", "ttfat", "ttft", "t_headers")
     step = pl.col("step").fill_null(0)
     return frame.with_columns(
-        start.alias(_START),
-        (start + pl.coalesce(pl.col("e2e"), latest, pl.lit(0.0))).alias(_END),
-        step.alias(_STEP),
-        _flag("ok").alias(_OK),
-        _flag("usable").alias(_USABLE),
-        ((pl.col("phase") == "warmup").fill_null(False) | (step < 0)).alias(_WARMUP),
+        start.alias(START),
+        (start + pl.coalesce(pl.col("e2e"), latest, pl.lit(0.0))).alias(END),
+        step.alias(STEP),
+        flag("ok").alias(OK),
+        flag("usable").alias(USABLE),
+        ((pl.col("phase") == "warmup").fill_null(False) | (step < 0)).alias(WARMUP),
     )
 
 
@@ -134,10 +143,10 @@ def phases_from_frame(frame: pl.DataFrame) -> list[Phase]:
         return []
     agg = (
         frame.sort(ROW)
-        .group_by(_STEP, maintain_order=True)
-        .agg(pl.col(_START).min().alias("s"), pl.col(_END).max().alias("e"),
+        .group_by(STEP, maintain_order=True)
+        .agg(pl.col(START).min().alias("s"), pl.col(END).max().alias("e"),
              pl.col("phase").first().alias("p"), pl.col("concurrency").first().alias("c"))
-        .sort(_STEP)
+        .sort(STEP)
     )
     out: list[Phase] = []
     for step, s, e, p, c in agg.iter_rows():
@@ -158,6 +167,8 @@ class FrameRun:
         phases: the phases in order (warm-up included).
         has_run_end: ``phases.jsonl`` holds a ``run_end`` event.
         phases_inferred: ``phases.jsonl`` had no ``phase_start``: boundaries come from the records.
+        meta: ``run.json`` (empty when missing or unreadable).
+        problems: human-readable issues met while loading (the report shows them as notes).
     """
 
     path: Path
@@ -165,34 +176,62 @@ class FrameRun:
     phases: list[Phase]
     has_run_end: bool
     phases_inferred: bool
+    meta: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def main(self) -> pl.DataFrame:
+        """The non-warm-up records (every figure but the warm-up block is over them), prepared."""
+        return self.frame.filter(~pl.col(WARMUP))
+
+    @property
+    def last_end(self) -> float | None:
+        """The latest record end (epoch s), None without records."""
+        v = self.frame.get_column(END).max() if self.frame.height else None
+        return float(v) if v is not None else None  # type: ignore[arg-type]
 
 
 def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = None) -> FrameRun:
-    """Read a run directory's records (only :data:`REPORT_COLUMNS`) and phases.
+    """Read a run directory: ``run.json``, its records (only :data:`REPORT_COLUMNS`) and phases.
 
     Raises:
-        ValueError: a records line before a file's last is not valid JSON, or has a field of the wrong type.
+        NoRecordsError: the directory or its records.jsonl does not exist (the message names the path).
+        ValueError: a records line before a file's last is not valid JSON, or has a field of the wrong type, or
+            a record's schema version is not readable.
         OSError: a file cannot be read.
     """
     root = Path(run_dir)
+    check_run_dir(root)
+    problems: list[str] = []
+    meta = read_meta(root, problems)
+    cut = meta.get("cut_off")
+    if isinstance(cut, int) and not isinstance(cut, bool) and cut > 0:
+        problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
+                        "ended unfinished and are not in the records (raise steps.drain_timeout or --stop-timeout).")
     kw = {"chunk_bytes": chunk_bytes} if chunk_bytes else {}
     frame = prepare(read_frame(root, REPORT_COLUMNS, **kw))
     events = read_phases(root)
+    run = FrameRun(root, frame, [], False, False, meta, problems)
     if any(e.get("event") == "phase_start" for e in events):
-        last_end = frame.get_column(_END).max() if frame.height else None
-        phases, has_end = phases_from_events(events, float(last_end) if last_end is not None else None)  # type: ignore[arg-type]
-        return FrameRun(root, frame, phases, has_end, False)
-    return FrameRun(root, frame, phases_from_frame(frame), False, True)
+        run.phases, run.has_run_end = phases_from_events(events, run.last_end)
+    else:
+        run.phases, run.phases_inferred = phases_from_frame(frame), True
+        if frame.height:
+            problems.append(INFERRED_PHASES_NOTE)
+    return run
 
 
 # ---------------------------------------------------------------------------------------------- windows
 
 
 def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
-    """:func:`harness.report.steady.steady_window` of ``phase`` over every record (warm-up included)."""
+    """The steady window of ``phase`` over every record (warm-up included; :mod:`harness.report.steady`): per-user
+    first request ending after the step start (users of the step or with a request in flight at its start), or,
+    when a relevant record has no user id, the requests in flight at the start plus the first C − in-flight
+    requests of the step; closed by :func:`harness.report.steady.close_window`."""
     s = phase.start
-    is_step = pl.col(_STEP) == phase.step
-    inflight = (pl.col(_START) < s) & (pl.col(_END) > s)
+    is_step = pl.col(STEP) == phase.step
+    inflight = (pl.col(START) < s) & (pl.col(END) > s)
     has_user = pl.col("user").is_not_null() & (pl.col("user") != "")
     head = frame.select(
         is_step.sum().alias("n_step"),
@@ -205,19 +244,19 @@ def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
         method = "users"
         users = frame.filter(is_step | inflight).get_column("user").unique()
         firsts = (
-            frame.filter(pl.col("user").is_in(users.implode()) & ((pl.col(_END) > s) | is_step))
+            frame.filter(pl.col("user").is_in(users.implode()) & ((pl.col(END) > s) | is_step))
             .group_by("user")
-            .agg(pl.col(_END).min())
+            .agg(pl.col(END).min())
         )
-        top = firsts.get_column(_END).max()
+        top = firsts.get_column(END).max()
         ws = float(top) if top is not None else s  # type: ignore[arg-type]
         n_users = users.len()
     else:
         method = "first_c_requests"
         need = max(0, phase.concurrency - int(head["n_inflight"]))
-        first = frame.filter(is_step).sort([_START, ROW]).head(need).select(ROW, _END)
-        wave = pl.concat([frame.filter(inflight).select(ROW, _END), first]).unique(ROW)
-        top = wave.get_column(_END).max()
+        first = frame.filter(is_step).sort([START, ROW]).head(need).select(ROW, END)
+        wave = pl.concat([frame.filter(inflight).select(ROW, END), first]).unique(ROW)
+        top = wave.get_column(END).max()
         ws = float(top) if top is not None else s  # type: ignore[arg-type]
         n_users = wave.height
     return close_window(phase, ws, bool(n_step), n_users, method)
@@ -233,160 +272,38 @@ def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]
 
 # ---------------------------------------------------------------------------------------------- figures
 #
-# One small function per rule of harness/report/figures.py (and diagnosis.not_usable_reason), named after it,
-# so a change of definition there is a change of one function here.
+# One small function per rule of a step row; the row-level rules that take plain numbers (row_header,
+# interval_info, hours_entry, low_confidence, real_time) are in harness/report/figures.py.
 
 
-def _overlap(a0: pl.Expr, a1: pl.Expr, w0: float, w1: float) -> pl.Expr:
-    """Fraction of ``[a0, a1]`` inside ``[w0, w1)``, as :func:`harness.report.stats.overlap_fraction`."""
-    point = pl.when((a0 >= w0) & (a0 < w1)).then(1.0).otherwise(0.0)
-    inside = pl.min_horizontal(a1, pl.lit(w1)) - pl.max_horizontal(a0, pl.lit(w0))
-    spread = pl.max_horizontal(pl.lit(0.0), inside) / (a1 - a0)
-    return pl.when(a1 <= a0).then(point).otherwise(spread)
 
 
-def _token_spread_start() -> pl.Expr:
-    """Where a request's output tokens start being spread for aggregate tok/s (epoch s), as
-    ``figures.output_tokens_in``: start + TTFT; the request start without TTFT, or with hidden reasoning (its
-    reasoning was generated, unseen, before the first visible chunk)."""
-    ttft = pl.col("ttft")
-    return pl.when(ttft.is_not_null() & ~_flag("hidden_reasoning")).then(pl.col(_START) + ttft) \
-        .otherwise(pl.col(_START))
 
 
-def _pro_rata_tokens(w0: float, w1: float) -> pl.Expr:
-    """Per record: output tokens generated inside ``[w0, w1)``, pro rata (tokens, Float64), as the no-chunk-times
-    branch of ``figures.record_tokens_in``: spread uniformly over [:func:`_token_spread_start`, end]."""
-    return pl.col("output_tokens").cast(pl.Float64) * _overlap(_token_spread_start(), pl.col(_END), w0, w1)
 
 
-def _has_chunk_times() -> pl.Expr:
-    """The record carries chunk arrival times (a non-empty ``chunk_times``), as ``bool(r.chunk_times)``."""
-    ct = pl.col("chunk_times")
-    return (ct.is_not_null() & (ct.list.len() > 0)).fill_null(False)
 
 
-def _chunk_tokens_in(chunked: pl.DataFrame, w0: float, w1: float) -> float:
-    """Σ over ``chunked`` (records with chunk times, in the window's reach) of the tokens that arrived inside
-    ``[w0, w1)`` (tokens), as the chunk branch of ``figures.record_tokens_in``.
-
-    A chunk ``i`` is inside when ``w0 - start <= chunk_times[i] < w1 - start`` (``bisect_left`` over the sorted
-    arrival times). With per-chunk usage (``chunk_tokens`` as long as ``chunk_times``, summing to ``shown > 0``):
-    the tokens of the chunks inside, plus ``output_tokens - shown`` when the request ended inside (those arrive at
-    the end), or, when the usage counts fewer tokens than the chunks, the chunks' tokens scaled by
-    ``output_tokens / shown``. Otherwise ``output_tokens`` split evenly over the chunks.
-    """
-    if chunked.height == 0:
-        return 0.0
-    ct, toks = pl.col("chunk_times"), pl.col("chunk_tokens")
-    rows = chunked.select(
-        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_i"), _START, _END, "output_tokens", "chunk_times",
-        pl.when(toks.is_not_null() & (toks.list.len() == ct.list.len()) & (toks.list.sum() > 0))
-        .then(toks).otherwise(pl.lit(None, pl.List(pl.Int64))).alias("chunk_tokens"),
-    )
-    inside = (ct >= pl.lit(w0) - pl.col(_START)) & (ct < pl.lit(w1) - pl.col(_START))
-    n_in = (rows.select("_i", _START, "chunk_times").explode("chunk_times")
-            .group_by("_i").agg(inside.sum().alias("n_in")))
-    with_usage = rows.filter(toks.is_not_null())
-    t_in = (with_usage.select("_i", _START, "chunk_times", "chunk_tokens").explode(["chunk_times", "chunk_tokens"])
-            .group_by("_i").agg(toks.filter(inside).sum().alias("t_in")))
-    per = rows.join(n_in, on="_i", how="left").join(t_in, on="_i", how="left")
-    out = pl.col("output_tokens")
-    shown = toks.list.sum()
-    rest = out - shown
-    ends_inside = (pl.col(_END) >= w0) & (pl.col(_END) < w1)
-    t_in_f = pl.col("t_in").fill_null(0)
-    value = (
-        pl.when(toks.is_null()).then(out * pl.col("n_in").fill_null(0) / ct.list.len())
-        .when(rest >= 0).then(t_in_f.cast(pl.Float64) + pl.when(ends_inside).then(rest).otherwise(0))
-        .otherwise(t_in_f * out / shown)
-    )
-    return float(per.select(value.sum()).item() or 0.0)
 
 
-def _window_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, str]:
-    """``figures.window_tokens`` over ``main``: output tokens of successful requests that arrived inside
-    ``[w0, w1)`` (tokens; by chunk arrival when a record has chunk times, else pro rata) and how they were placed
-    (``chunks`` / ``pro_rata`` / ``mixed`` / ``none``)."""
-    tokens = pl.col("output_tokens")
-    reach = main.filter(pl.col(_OK) & tokens.is_not_null() & (tokens != 0) & (pl.col(_END) >= w0)
-                        & (pl.col(_START) < w1)).with_columns(_has_chunk_times().alias("_chunked"))
-    v = reach.select(
-        _pro_rata_tokens(w0, w1).filter(~pl.col("_chunked")).sum().alias("pro_rata"),
-        (~pl.col("_chunked")).sum().alias("by_rate"),
-        pl.col("_chunked").sum().alias("by_chunks"),
-    ).row(0, named=True)
-    by_rate, by_chunks = int(v["by_rate"] or 0), int(v["by_chunks"] or 0)
-    total = float(v["pro_rata"] or 0.0)
-    if by_chunks:
-        total += _chunk_tokens_in(reach.filter(pl.col("_chunked")), w0, w1)
-    basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
-    return total, basis
 
 
-def _ends_in(main: pl.DataFrame, flag: str, w0: float, w1: float) -> list[float]:
-    """End times (epoch s) of the records with ``flag`` (``_usable`` / ``_ok``) ending inside ``(w0, w1)``, in record
-    order: the events ``hours.batch_means`` counts."""
-    end = pl.col(_END)
-    return main.filter(pl.col(flag) & (end > w0) & (end < w1)).get_column(_END).to_list()
 
 
-def _streamed_tokens() -> pl.Expr:
-    """Tokens a request's stream timing covers (tokens), as ``RequestResult.streamed_tokens``: answer tokens with
-    hidden reasoning, else output tokens."""
-    return pl.when(_flag("hidden_reasoning")).then(pl.col("answer_tokens")).otherwise(pl.col("output_tokens"))
 
 
-def _per_stream_parts() -> tuple[pl.Expr, pl.Expr]:
-    """(Σ streamed tokens, Σ (E2E − TTFT) seconds) of ``figures._per_stream_tps``: over requests with TTFT, E2E >
-    TTFT and streamed tokens; per-stream tok/s is their ratio (a ratio of sums)."""
-    n = _streamed_tokens()
-    counted = pl.col("ttft").is_not_null() & pl.col("e2e").is_not_null() & (pl.col("e2e") > pl.col("ttft")) \
-        & n.is_not_null() & (n != 0)
-    return (n.cast(pl.Float64).filter(counted).sum().alias("_tok"),
-            (pl.col("e2e") - pl.col("ttft")).filter(counted).sum().alias("_sec"))
 
 
-def _not_usable_reason() -> pl.Expr:
-    """Why a record is not usable (String; null when usable), as ``diagnosis.not_usable_reason``: its
-    ``usable_reason``, else (records written before that field) ``error`` / ``truncated`` / ``unknown``."""
-    reason = pl.col("usable_reason")
-    return (
-        pl.when(pl.col(_USABLE)).then(pl.lit(None, pl.String))
-        .when(reason.is_not_null() & (reason != "")).then(reason)
-        .when(~pl.col(_OK)).then(pl.lit("error"))
-        .when(_flag("truncated")).then(pl.lit("truncated"))
-        .otherwise(pl.lit("unknown"))
-    )
 
 
-def _finish_reason_key() -> pl.Expr:
-    """The ``by_finish_reason`` group of a record: its finish reason, ``none`` when null or empty."""
-    fr = pl.col("finish_reason")
-    return pl.when(fr.is_null() | (fr == "")).then(pl.lit("none")).otherwise(fr)
 
 
-def _pctl(col: str, q: float) -> pl.Expr:
-    return pl.col(col).drop_nulls().quantile(q / 100.0, interpolation="linear")
 
 
-def _mean_tokens(col: str, where: pl.Expr | None = None) -> pl.Expr:
-    """Mean of a token count column (tokens, float; null when empty), over the rows ``where`` holds (default all),
-    as ``stats.mean``."""
-    tokens = pl.col(col).fill_null(0).cast(pl.Float64)
-    return (tokens if where is None else tokens.filter(where)).mean()
 
 
-def _counts(frame: pl.DataFrame, **exprs: pl.Expr) -> dict[str, int]:
-    """Each boolean expression's count of true rows in ``frame``, by keyword name."""
-    row = frame.select(e.sum().alias(k) for k, e in exprs.items()).row(0, named=True)
-    return {k: int(v or 0) for k, v in row.items()}
 
 
-def _count_by(frame: pl.DataFrame, key: pl.Expr) -> dict[str, int]:
-    """``{value: rows}`` of ``key`` over ``frame``, null values left out, sorted by value."""
-    counts = frame.select(key.alias("k")).drop_nulls("k").group_by("k").len()
-    return dict(sorted(zip(counts.get_column("k").to_list(), counts.get_column("len").to_list(), strict=True)))
 
 
 def gap_histogram(sample: pl.DataFrame, batch_rows: int = 200_000) -> LogHistogram:
@@ -434,20 +351,22 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 200_000) -> LogHistogr
 
 
 def _latency(sample: pl.DataFrame) -> dict[str, Any]:
-    """Latency and per-request figures over ``sample`` (successful requests), as ``figures._latency``."""
+    """Latency and per-request figures over ``sample`` (successful requests): TTFT / TTFAT p50/p90/p99, inter-chunk
+    gap p50/p99 (merged log histograms), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and
+    of the usable ones), usable share. Seconds and tokens."""
     n = sample.height
     v = sample.select(
-        _pctl("ttft", 50).alias("ttft_p50_s"), _pctl("ttft", 90).alias("ttft_p90_s"),
-        _pctl("ttft", 99).alias("ttft_p99_s"),
+        pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 90).alias("ttft_p90_s"),
+        pctl("ttft", 99).alias("ttft_p99_s"),
         pl.col("ttfat").is_not_null().sum().alias("ttfat_n"),
-        _pctl("ttfat", 50).alias("ttfat_p50_s"), _pctl("ttfat", 90).alias("ttfat_p90_s"),
-        _pctl("ttfat", 99).alias("ttfat_p99_s"),
-        pl.col("tpot").drop_nulls().mean().alias("tpot_mean_s"), _pctl("tpot", 50).alias("tpot_p50_s"),
-        _pctl("e2e", 50).alias("e2e_p50_s"),
-        *_per_stream_parts(),
-        _mean_tokens("output_tokens").alias("mean_output_tokens"),
-        _mean_tokens("output_tokens", pl.col(_USABLE)).alias("mean_output_tokens_usable"),
-        pl.col(_USABLE).sum().alias("_usable"),
+        pctl("ttfat", 50).alias("ttfat_p50_s"), pctl("ttfat", 90).alias("ttfat_p90_s"),
+        pctl("ttfat", 99).alias("ttfat_p99_s"),
+        pl.col("tpot").drop_nulls().mean().alias("tpot_mean_s"), pctl("tpot", 50).alias("tpot_p50_s"),
+        pctl("e2e", 50).alias("e2e_p50_s"),
+        *per_stream_parts(),
+        mean_tokens("output_tokens").alias("mean_output_tokens"),
+        mean_tokens("output_tokens", pl.col(USABLE)).alias("mean_output_tokens_usable"),
+        pl.col(USABLE).sum().alias("_usable"),
     ).row(0, named=True) if n else {}
     gaps = gap_histogram(sample)
     sec = float(v.get("_sec") or 0.0)
@@ -474,16 +393,16 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
 
 
 def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
-    """``figures.by_finish_reason`` of ``sample`` (successful requests): ``stop`` and ``length`` first (figures
+    """``sample`` (successful requests) split by finish reason: ``stop`` and ``length`` first (figures
     None when no request ended so), then every other reason in the order it first occurs. Seconds and tokens."""
-    groups = sample.group_by(_finish_reason_key().alias("_reason"), maintain_order=True).agg(
+    groups = sample.group_by(finish_reason_key().alias("_reason"), maintain_order=True).agg(
         pl.len().alias("requests"),
-        _pctl("ttft", 50).alias("ttft_p50_s"),
-        _pctl("ttfat", 50).alias("ttfat_p50_s"),
-        _pctl("e2e", 50).alias("e2e_p50_s"),
-        _mean_tokens("output_tokens").alias("mean_output_tokens"),
-        _mean_tokens("reasoning_tokens").alias("mean_reasoning_tokens"),
-        _mean_tokens("answer_tokens").alias("mean_answer_tokens"),
+        pctl("ttft", 50).alias("ttft_p50_s"),
+        pctl("ttfat", 50).alias("ttfat_p50_s"),
+        pctl("e2e", 50).alias("e2e_p50_s"),
+        mean_tokens("output_tokens").alias("mean_output_tokens"),
+        mean_tokens("reasoning_tokens").alias("mean_reasoning_tokens"),
+        mean_tokens("answer_tokens").alias("mean_answer_tokens"),
     )
     got = {g.pop("_reason"): g for g in groups.iter_rows(named=True)}
     empty = {"requests": 0, "ttft_p50_s": None, "ttfat_p50_s": None, "e2e_p50_s": None, "mean_output_tokens": None,
@@ -495,19 +414,19 @@ def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _errors_by_class(failed: pl.DataFrame) -> dict[str, int]:
-    """Failed records by ``error_class`` (``unknown`` when null or empty), sorted by class."""
-    cls = pl.col("error_class")
-    return _count_by(failed, pl.when(cls.is_null() | (cls == "")).then(pl.lit("unknown")).otherwise(cls))
 
 
 def _usable_reasons(step_recs: pl.DataFrame) -> dict[str, int]:
-    """``{reason: count}`` of the records that are not usable (:func:`_not_usable_reason`), sorted by reason."""
-    return _count_by(step_recs, _not_usable_reason())
+    """``{reason: count}`` of the records that are not usable (:func:`harness.report.exprs.not_usable_reason`),
+    sorted by reason."""
+    return count_by(step_recs, not_usable_reason())
 
 
 def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
-    """``figures.client_lag`` over the step's records (read lag in seconds)."""
+    """Client read lag of a step's records (failed ones included; ``read_lag_max``, seconds): records that carry
+    it, p50 / p99 / max, % above :data:`harness.clientlag.CLIENT_LAG_LIMIT_S` and ``client_starved`` (that % above
+    :data:`harness.clientlag.CLIENT_STARVED_PCT`); all None without stamped records (not measured is not
+    healthy)."""
     lag = pl.col("read_lag_max").drop_nulls()
     v = step_recs.select(
         lag.len().alias("n"), (lag > CLIENT_LAG_LIMIT_S).sum().alias("late"),
@@ -526,27 +445,23 @@ def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
     }
 
 
-def _pct(part: int, whole: int) -> float | None:
-    return 100.0 * part / whole if whole else None
 
 
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
 
 
 def _sample_counts(sample: pl.DataFrame) -> dict[str, int]:
     """The sample's counts: ok, and truncated / in reasoning / estimated tokens / hidden reasoning / usable (of the
     successful ones), suspect truncations (of all)."""
-    ok = pl.col(_OK)
-    return _counts(
+    ok = pl.col(OK)
+    return counts(
         sample,
         ok=ok,
-        truncated=ok & _flag("truncated"),
-        trunc_reason=ok & _flag("truncated_in_reasoning"),
-        usable=ok & pl.col(_USABLE),
+        truncated=ok & flag("truncated"),
+        trunc_reason=ok & flag("truncated_in_reasoning"),
+        usable=ok & pl.col(USABLE),
         estimated=ok & (pl.col("token_source") == "estimate").fill_null(False),
-        hidden=ok & _flag("hidden_reasoning"),
-        suspect=_flag("suspect_truncation"),
+        hidden=ok & flag("hidden_reasoning"),
+        suspect=flag("suspect_truncation"),
     )
 
 
@@ -556,30 +471,26 @@ def _users_seen(step_recs: pl.DataFrame) -> int:
     return int(step_recs.select(user.filter(user.is_not_null() & (user != "")).n_unique()).item())
 
 
-def _step_sample(main: pl.DataFrame, step_recs: pl.DataFrame, phase: Phase,
-                 window: Window) -> tuple[float, float, pl.DataFrame]:
-    """(w0, w1, sample), as ``figures.step_sample``: the steady window and every request (any step, ok or not)
+def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[float, float, pl.DataFrame]:
+    """(w0, w1, sample): the steady window and every request (any step, ok or not)
     that ended inside ``(w0, w1)``, or (flagged not steady) the whole step and its requests. Record order."""
-    if window.steady:
-        w0, w1 = window.start, window.end
-        end = pl.col(_END)
-        return w0, w1, main.filter((end > w0) & (end < w1))
-    return phase.start, phase.end, step_recs
+    w0, w1 = (window.start, window.end) if window.steady else (phase.start, phase.end)
+    return w0, w1, main.filter(in_sample(phase.step, window.steady, w0, w1))
 
 
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
-    """``figures.step_row`` of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
-    step_recs = main.filter(pl.col(_STEP) == phase.step)
-    w0, w1, sample = _step_sample(main, step_recs, phase, window)
-    ok_sample = sample.filter(pl.col(_OK))
+    """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
+    step_recs = main.filter(pl.col(STEP) == phase.step)
+    w0, w1, sample = _step_sample(main, phase, window)
+    ok_sample = sample.filter(pl.col(OK))
     c = _sample_counts(sample)
     n_sample, n_ok = sample.height, c["ok"]
-    step_ok = _counts(step_recs, ok=pl.col(_OK))["ok"]
+    step_ok = counts(step_recs, ok=pl.col(OK))["ok"]
     length = max(0.0, w1 - w0)
-    tokens, tokens_by = _window_tokens(main, w0, w1)
-    usable_ends = _ends_in(main, _USABLE, w0, w1)
-    ok_ends = _ends_in(main, _OK, w0, w1)
+    tokens, tokens_by = window_tokens(main, w0, w1)
+    usable_ends = ends_in(main, USABLE, w0, w1)
+    ok_ends = ends_in(main, OK, w0, w1)
     k = len(usable_ends)
     lat = _latency(ok_sample)
     e2e = sample.select(pl.col("e2e").drop_nulls().mean()).item() if n_sample else None
@@ -598,21 +509,21 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "requests": step_recs.height,
         "step_completed": step_ok,
         "step_errors": step_recs.height - step_ok,
-        "step_errors_by_class": _errors_by_class(step_recs.filter(~pl.col(_OK))),
+        "step_errors_by_class": errors_by_class(step_recs.filter(~pl.col(OK))),
         "completed": n_ok,
         "errors": n_sample - n_ok,
-        "errors_by_class": _errors_by_class(sample.filter(~pl.col(_OK))),
-        "error_rate": _share(n_sample - n_ok, n_sample),
+        "errors_by_class": errors_by_class(sample.filter(~pl.col(OK))),
+        "error_rate": share(n_sample - n_ok, n_sample),
         "usable": c["usable"],
         "usable_reasons": _usable_reasons(sample),
         "truncated": c["truncated"],
-        "truncated_pct": _pct(c["truncated"], n_ok),
+        "truncated_pct": pct(c["truncated"], n_ok),
         "truncated_in_reasoning": c["trunc_reason"],
-        "truncated_in_reasoning_pct": _pct(c["trunc_reason"], n_ok),
+        "truncated_in_reasoning_pct": pct(c["trunc_reason"], n_ok),
         "suspect_truncations": c["suspect"],
-        "estimated_tokens_share": _share(c["estimated"], n_ok),
+        "estimated_tokens_share": share(c["estimated"], n_ok),
         "hidden_reasoning": c["hidden"],
-        "hidden_reasoning_share": _share(c["hidden"], n_ok),
+        "hidden_reasoning_share": share(c["hidden"], n_ok),
         "window_output_tokens": tokens,
         "output_tps": output_tps,
         "tokens_by": tokens_by,
@@ -641,11 +552,13 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
 
 
 def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
-              usd_per_hour: float | None = None) -> list[dict[str, Any]]:
+              usd_per_hour: float | None = None, main: pl.DataFrame | None = None) -> list[dict[str, Any]]:
     """The report row of every single-stream phase and load step (warm-up excluded), in phase order.
 
-    Each row has the keys and units of :func:`harness.report.figures.step_row`, then ``cost``
-    (:func:`harness.report.cost.add_cost`, which also adds the US$ keys to the hours entries).
+    Each row opens with :func:`harness.report.figures.row_header`, then the sample's counts, throughput, latency,
+    hours to N (:func:`harness.report.figures.hours_entry`), client lag, low confidence, real-time equivalents and
+    ``cost`` (:func:`harness.report.cost.add_cost`, which also adds the US$ keys to the hours entries); units:
+    see the module docstring and ``DEFINITIONS``.
 
     Args:
         run: the loaded run (:func:`load_frame_run`).
@@ -653,8 +566,9 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
         time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
         usd_per_hour: the deployment's price (US$ per hour; :func:`harness.report.cost.usd_per_hour` of the
             profile), or None for no cost figures.
+        main: ``run.main``, when the caller already has it.
     """
-    main = run.frame.filter(~pl.col(_WARMUP))
+    main = run.main if main is None else main
     steps = [p for p in run.phases if p.label != "warmup"]
     windows = steady_windows(run.frame, steps)
     return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour) for p, w in zip(steps, windows, strict=True)]
@@ -662,35 +576,35 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
 
 def warmup_summary(run: FrameRun) -> dict[str, Any]:
     """The report's ``warmup`` block: requests, completed, errors (by class), E2E p50 and max (seconds)."""
-    warm = run.frame.filter(pl.col(_WARMUP))
-    v = warm.select(pl.len().alias("n"), pl.col(_OK).sum().alias("ok"), _pctl("e2e", 50).alias("p50"),
+    warm = run.frame.filter(pl.col(WARMUP))
+    v = warm.select(pl.len().alias("n"), pl.col(OK).sum().alias("ok"), pctl("e2e", 50).alias("p50"),
                     pl.col("e2e").max().alias("max")).row(0, named=True)
     n, ok = int(v["n"]), int(v["ok"])
     return {"requests": n, "completed": ok, "errors": n - ok,
-            "errors_by_class": _errors_by_class(warm.filter(~pl.col(_OK))),
+            "errors_by_class": errors_by_class(warm.filter(~pl.col(OK))),
             "e2e_p50_s": v["p50"], "e2e_max_s": v["max"]}
 
 
 def run_totals(run: FrameRun) -> dict[str, Any]:
     """The report's ``totals`` block over every non-warm-up record, plus ``unplaced``: records of no phase."""
-    main = run.frame.filter(~pl.col(_WARMUP))
+    main = run.frame.filter(~pl.col(WARMUP))
     placed = [p.step for p in run.phases if p.label != "warmup"]
-    ok = pl.col(_OK)
-    c = _counts(
+    ok = pl.col(OK)
+    c = counts(
         main,
         ok=ok,
-        usable=pl.col(_USABLE),
-        hidden=ok & _flag("hidden_reasoning"),
-        truncated=ok & _flag("truncated"),
-        suspect=_flag("suspect_truncation"),
+        usable=pl.col(USABLE),
+        hidden=ok & flag("hidden_reasoning"),
+        truncated=ok & flag("truncated"),
+        suspect=flag("suspect_truncation"),
         est=ok & (pl.col("token_source") == "estimate").fill_null(False),
-        unplaced=~pl.col(_STEP).is_in(placed),
+        unplaced=~pl.col(STEP).is_in(placed),
     )
     n = main.height
     return {
         "requests": n, "completed": c["ok"], "errors": n - c["ok"],
-        "errors_by_class": _errors_by_class(main.filter(~ok)),
+        "errors_by_class": errors_by_class(main.filter(~ok)),
         "usable": c["usable"], "hidden_reasoning": c["hidden"], "truncated": c["truncated"],
         "suspect_truncations": c["suspect"], "estimated_tokens": c["est"],
-        "estimated_tokens_share": _share(c["est"], c["ok"]), "unplaced": c["unplaced"],
+        "estimated_tokens_share": share(c["est"], c["ok"]), "unplaced": c["unplaced"],
     }

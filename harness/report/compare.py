@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.records import read_records
+import polars as pl
+
 from harness.report.build import SCHEMA as REPORT_SCHEMA
-from harness.report.build import _is_warmup, build_report
+from harness.report.build import build_report
+from harness.report.columns import load_frame_run
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
 from harness.report.load import NoRecordsError
-from harness.result import RequestResult
 
 __all__ = [
     "DEFINITIONS",
@@ -140,14 +141,15 @@ class RunInput:
         path: the run directory.
         report: its report dict (``report.json``, or built).
         source: "report.json" or "built" (no report.json: built from the records, not written).
-        records: its non-warm-up records, or None when they could not be read (then no latency intervals).
+        records: its non-warm-up records as a prepared frame (:attr:`harness.report.columns.FrameRun.main`), or
+            None when they could not be read (then no latency intervals).
         problems: issues met while loading (shown as notes).
     """
 
     path: Path
     report: dict[str, Any]
     source: str
-    records: list[RequestResult] | None
+    records: pl.DataFrame | None
     problems: list[str] = field(default_factory=list)
 
 
@@ -185,10 +187,10 @@ def load_run_input(run_dir: str | os.PathLike[str]) -> RunInput:
         except ValueError as e:
             raise CompareError(f"{root}: cannot build the report: {e}") from e
         source = "built"
-    records: list[RequestResult] | None = None
+    records: pl.DataFrame | None = None
     try:
         if (root / "records.jsonl").exists() or any(root.glob("records*.jsonl")):
-            records = [r for r in read_records(root) if not _is_warmup(r)]
+            records = load_frame_run(root).main
         else:
             problems.append(f"{root}: no records.jsonl: latency figures have no interval.")
     except (OSError, ValueError) as e:
@@ -361,7 +363,7 @@ def _run_summary(run: RunInput, tag: str) -> dict[str, Any]:
         "duration_s": rep.get("duration_s"),
         "time_scale": rep.get("time_scale", 1.0),
         "hours_to_n": rep.get("hours_to_n") or [],
-        "records": len(run.records) if run.records is not None else None,
+        "records": run.records.height if run.records is not None else None,
     }
 
 

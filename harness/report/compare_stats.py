@@ -1,9 +1,9 @@
 """95 % intervals of a step's latency figures from its records, for ``llmload compare``.
 
 The report gives intervals only for hours to N (and so request throughput). For the latency figures this module
-computes them from the records, over the report's own latency sample of the step (:func:`latency_sample`:
-successful requests that ended inside the steady window, the whole step's successful requests when it is not
-steady — the sample of :func:`harness.report.figures.step_row`), and checks that the sample reproduces the
+computes them from the records (the record frame), over the report's own latency sample of the step
+(:func:`latency_sample`: successful requests that ended inside the steady window, the whole step's successful
+requests when it is not steady — :func:`harness.report.exprs.in_sample`), and checks that the sample reproduces the
 report's point figure before using it.
 
 Methods (all 95 %, units of the figure):
@@ -23,9 +23,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.report.figures import latency_sample as figures_latency_sample
+import polars as pl
+
+from harness.report.exprs import OK, in_sample
 from harness.report.stats import mean, percentile
-from harness.result import RequestResult
 
 #: Two-sided 95 % normal quantile.
 Z95 = 1.96
@@ -139,48 +140,44 @@ def ratio_of_sums_interval(pairs: Sequence[tuple[float, float]], z: float = Z95)
     return (lo if lo > 0 else None), r + z * se
 
 
-def latency_sample(records: Sequence[RequestResult], row: dict[str, Any]) -> list[RequestResult]:
-    """The latency sample of a report step row (:func:`harness.report.figures.step_row`): the report's own rule,
-    :func:`harness.report.figures.latency_sample`, applied to the row's step and window.
+def latency_sample(main: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
+    """The latency sample of a report step row (:func:`harness.report.columns.step_rows`): the report's own rule,
+    the successful requests of :func:`harness.report.exprs.in_sample`, applied to the row's step and window.
 
-    ``records`` are the run's non-warm-up records.
+    ``main`` is the run's non-warm-up records as a prepared frame (:attr:`harness.report.columns.FrameRun.main`).
     """
     steady = bool(row.get("steady"))
     w0 = float(row["window_start_wall"]) if steady else 0.0
     w1 = float(row["window_end_wall"]) if steady else 0.0
-    return figures_latency_sample(records, int(row.get("step") or 0), steady, w0, w1)
+    return main.filter(in_sample(int(row.get("step") or 0), steady, w0, w1) & pl.col(OK))
 
 
-def _decode_pairs(sample: Sequence[RequestResult]) -> list[tuple[float, float]]:
-    """``(output tokens, e2e − ttft)`` pairs counted by the report's per-stream tok/s."""
-    out = []
-    for r in sample:
-        ttft, e2e = r.ttft, r.e2e
-        if ttft is None or e2e is None or e2e <= ttft or not r.output_tokens:
-            continue
-        out.append((float(r.output_tokens), e2e - ttft))
-    return out
+def _decode_pairs(sample: pl.DataFrame) -> list[tuple[float, float]]:
+    """``(output tokens, e2e − ttft)`` pairs counted by the report's per-stream tok/s, in record order."""
+    ttft, e2e, out = pl.col("ttft"), pl.col("e2e"), pl.col("output_tokens")
+    counted = sample.filter(ttft.is_not_null() & e2e.is_not_null() & (e2e > ttft) & out.is_not_null() & (out != 0))
+    pairs = counted.select(out.cast(pl.Float64), (e2e - ttft).alias("d"))
+    return list(zip(pairs.get_column("output_tokens").to_list(), pairs.get_column("d").to_list(), strict=True))
 
 
-def _values(sample: Sequence[RequestResult], attr: str) -> list[float]:
-    vals = (getattr(r, attr) for r in sample)
-    return [float(v) for v in vals if v is not None]
+def _values(sample: pl.DataFrame, col: str) -> list[float]:
+    return [float(v) for v in sample.get_column(col).drop_nulls().to_list()]
 
 
-def _pct_fig(attr: str, q: float) -> tuple[Callable[[Sequence[RequestResult]], float | None],
-                                            Callable[[Sequence[RequestResult]], Interval]]:
+def _pct_fig(attr: str, q: float) -> tuple[Callable[[pl.DataFrame], float | None],
+                                            Callable[[pl.DataFrame], Interval]]:
     return (lambda s: percentile(_values(s, attr), q)), (lambda s: quantile_interval(_values(s, attr), q))
 
 
-def _per_stream(sample: Sequence[RequestResult]) -> float | None:
+def _per_stream(sample: pl.DataFrame) -> float | None:
     pairs = _decode_pairs(sample)
     sx = sum(x for _, x in pairs)
     return sum(y for y, _ in pairs) / sx if sx > 0 else None
 
 
 #: Report row key -> (point figure from a sample, 95 % interval from a sample, method).
-LATENCY_FIGURES: dict[str, tuple[Callable[[Sequence[RequestResult]], float | None],
-                                 Callable[[Sequence[RequestResult]], Interval], str]] = {
+LATENCY_FIGURES: dict[str, tuple[Callable[[pl.DataFrame], float | None],
+                                 Callable[[pl.DataFrame], Interval], str]] = {
     **{f"{attr}_p{q}_s": (*_pct_fig(attr, q), "order-statistic")
        for attr in ("ttft", "ttfat", "e2e") for q in (50, 99)},
     "tpot_mean_s": ((lambda s: mean(_values(s, "tpot"))), (lambda s: mean_interval(_values(s, "tpot"))), "normal"),
@@ -194,11 +191,11 @@ def _same(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=REPRODUCE_RTOL, abs_tol=1e-12)
 
 
-def latency_intervals(records: Sequence[RequestResult], row: dict[str, Any]) -> tuple[dict[str, Interval], list[str]]:
+def latency_intervals(main: pl.DataFrame, row: dict[str, Any]) -> tuple[dict[str, Interval], list[str]]:
     """95 % intervals of a row's latency figures (:data:`LATENCY_FIGURES` keys) from the run's records.
 
     Args:
-        records: the run's non-warm-up records.
+        main: the run's non-warm-up records as a prepared frame (:attr:`harness.report.columns.FrameRun.main`).
         row: the step's report row.
 
     Returns:
@@ -206,7 +203,7 @@ def latency_intervals(records: Sequence[RequestResult], row: dict[str, Any]) -> 
         the row within :data:`REPRODUCE_RTOL`), and the keys whose recomputed value differs from the row (a
         stale ``report.json``, or records changed since): those get no interval.
     """
-    sample = latency_sample(records, row)
+    sample = latency_sample(main, row)
     out: dict[str, Interval] = {}
     bad: list[str] = []
     for key, (point, interval, _method) in LATENCY_FIGURES.items():

@@ -71,7 +71,7 @@ def cost_figures(usd_h: float, output_tps: float | None, per_1k: dict[str, float
 
 def row_batch_means(row: dict[str, Any]) -> BatchMeans:
     """The batch-means estimate of a step row's usable rate, from its ``hours_interval`` (see
-    :func:`harness.report.figures.step_row`): the same figures the row's hours were computed from."""
+    :func:`harness.report.columns.step_rows`): the same figures the row's hours were computed from."""
     iv = row.get("hours_interval") or {}
     return BatchMeans(
         rate=float(iv.get("rate") or 0.0),
@@ -88,7 +88,7 @@ def row_batch_means(row: dict[str, Any]) -> BatchMeans:
 
 
 def add_cost(row: dict[str, Any], usd_h: float | None) -> None:
-    """Put the cost figures into a step row (:func:`harness.report.figures.step_row`), in place.
+    """Put the cost figures into a step row (:func:`harness.report.columns.step_rows`), in place.
 
     ``row["cost"]``: :func:`cost_figures` of the row (None without a price); each ``row["hours"]`` entry gets
     :func:`hours_cost`'s keys. A row measured in compressed time (``row["real_time"]`` set) gets the same in

@@ -12,11 +12,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from harness.report.stats import mean, percentile
-from harness.result import RequestResult
+import polars as pl
 
-__all__ = ["NOTE_PCT", "hidden_reasoning_notes", "low_confidence_fix", "not_usable_reason", "prompt_notes",
-           "prompt_rows"]
+from harness.report.exprs import OK, USABLE, flag, mean_tokens, not_usable_reason, pct
+
+__all__ = ["NOTE_PCT", "hidden_reasoning_notes", "low_confidence_fix", "prompt_notes", "prompt_rows"]
 
 #: A prompt's truncation or failed-check share (% of its successful requests) at or above which a note names it.
 NOTE_PCT = 10.0
@@ -25,63 +25,69 @@ _CHECK_KEYS = {"min_answer_tokens": "usable.min_answer_tokens", "regex": "usable
                "json": "usable.answer_json"}
 
 
-def not_usable_reason(r: RequestResult) -> str | None:
-    """Why ``r`` is not usable (its ``usable_reason``; for records written before that field, ``error`` or
-    ``truncated`` from ``ok`` / ``truncated``, else ``unknown``), None when it is usable."""
-    if r.usable:
-        return None
-    if r.usable_reason:
-        return r.usable_reason
-    return "error" if not r.ok else "truncated" if r.truncated else "unknown"
-
-
-def _pct(part: int, whole: int) -> float | None:
-    return 100.0 * part / whole if whole else None
-
-
-def prompt_rows(records: Sequence[RequestResult]) -> list[dict[str, Any]]:
-    """One row per prompt class (``prompt_class``, else ``prompt_id``) over ``records`` (non-warm-up), sorted by name.
+def prompt_rows(main: pl.DataFrame) -> list[dict[str, Any]]:
+    """One row per prompt class (``prompt_class``, else ``prompt_id``) over ``main`` (the run's non-warm-up records
+    as a prepared frame, :attr:`harness.report.columns.FrameRun.main`), sorted by name.
 
     Keys: ``prompt`` (the class), ``prompt_ids`` (ids seen, sorted), ``requests``, ``completed``, ``errors``,
-    ``usable``, ``usable_pct`` (of requests), ``usable_reasons`` (``usable_reason`` -> count over requests),
-    ``truncated``, ``truncated_pct``, ``truncated_in_reasoning``, ``truncated_in_reasoning_pct`` (of completed),
-    ``hidden_reasoning`` (count), ``max_tokens`` (the requests' cap when they all had the same one, else None),
-    ``max_tokens_seen`` (distinct caps, sorted), ``mean_reasoning_tokens``, ``mean_answer_tokens`` (over completed),
-    ``min_reasoning_tokens_truncated`` (smallest reasoning tokens of a request truncated in reasoning: its reasoning
-    ran at least this long; None when none) and ``ttfat_p50_s`` (over completed requests whose answer started).
+    ``usable``, ``usable_pct`` (of requests), ``usable_reasons`` (``usable_reason`` -> count over requests,
+    :func:`harness.report.exprs.not_usable_reason`), ``truncated``, ``truncated_pct``, ``truncated_in_reasoning``,
+    ``truncated_in_reasoning_pct`` (of completed), ``hidden_reasoning`` (count of completed), ``max_tokens`` (the
+    requests' cap when they all had the same one, else None), ``max_tokens_seen`` (distinct caps, sorted),
+    ``mean_reasoning_tokens``, ``mean_answer_tokens`` (over completed), ``min_reasoning_tokens_truncated``
+    (smallest reasoning tokens of a request truncated in reasoning: its reasoning ran at least this long; None when
+    none) and ``ttfat_p50_s`` (over completed requests whose answer started).
     """
-    by: dict[str, list[RequestResult]] = {}
-    for r in records:
-        by.setdefault(r.prompt_class or r.prompt_id, []).append(r)
+    if main.height == 0:
+        return []
+    cls = pl.col("prompt_class")
+    name = pl.when(cls.is_null() | (cls == "")).then(pl.col("prompt_id")).otherwise(cls).alias("_prompt")
+    ok = pl.col(OK)
+    in_reasoning = ok & flag("truncated_in_reasoning")
+    caps = pl.col("max_tokens")
+    groups = main.with_columns(name, not_usable_reason().alias("_reason")).group_by("_prompt").agg(
+        pl.col("prompt_id").unique().alias("prompt_ids"),
+        pl.len().alias("requests"),
+        ok.sum().alias("completed"),
+        pl.col(USABLE).sum().alias("usable"),
+        pl.col("_reason").drop_nulls().alias("_reasons"),
+        (ok & flag("truncated")).sum().alias("truncated"),
+        in_reasoning.sum().alias("truncated_in_reasoning"),
+        (ok & flag("hidden_reasoning")).sum().alias("hidden_reasoning"),
+        caps.drop_nulls().unique().alias("max_tokens_seen"),
+        caps.null_count().alias("_no_cap"),
+        mean_tokens("reasoning_tokens", ok).alias("mean_reasoning_tokens"),
+        mean_tokens("answer_tokens", ok).alias("mean_answer_tokens"),
+        pl.col("reasoning_tokens").fill_null(0).filter(in_reasoning).min().alias("min_reasoning_tokens_truncated"),
+        pl.col("ttfat").filter(ok).drop_nulls().quantile(0.5, interpolation="linear").alias("ttfat_p50_s"),
+    )
     rows = []
-    for name in sorted(by):
-        recs = by[name]
-        ok = [r for r in recs if r.ok]
-        reasons = Counter(x for x in (not_usable_reason(r) for r in recs) if x is not None)
-        trunc = [r for r in ok if r.truncated]
-        in_reasoning = [r for r in ok if r.truncated_in_reasoning]
-        caps = sorted({r.max_tokens for r in recs if r.max_tokens is not None})
-        usable = sum(1 for r in recs if r.usable)
+    for g in sorted(groups.iter_rows(named=True), key=lambda g: g["_prompt"]):
+        n, done, usable = int(g["requests"]), int(g["completed"]), int(g["usable"])
+        trunc, tir = int(g["truncated"]), int(g["truncated_in_reasoning"])
+        seen = sorted(int(c) for c in g["max_tokens_seen"])
+        reasons = Counter(g["_reasons"])
+        low = g["min_reasoning_tokens_truncated"]
         rows.append({
-            "prompt": name,
-            "prompt_ids": sorted({r.prompt_id for r in recs}),
-            "requests": len(recs),
-            "completed": len(ok),
-            "errors": len(recs) - len(ok),
+            "prompt": g["_prompt"],
+            "prompt_ids": sorted(g["prompt_ids"]),
+            "requests": n,
+            "completed": done,
+            "errors": n - done,
             "usable": usable,
-            "usable_pct": _pct(usable, len(recs)),
+            "usable_pct": pct(usable, n),
             "usable_reasons": dict(sorted(reasons.items())),
-            "truncated": len(trunc),
-            "truncated_pct": _pct(len(trunc), len(ok)),
-            "truncated_in_reasoning": len(in_reasoning),
-            "truncated_in_reasoning_pct": _pct(len(in_reasoning), len(ok)),
-            "hidden_reasoning": sum(1 for r in ok if r.hidden_reasoning),
-            "max_tokens": caps[0] if len(caps) == 1 and all(r.max_tokens is not None for r in recs) else None,
-            "max_tokens_seen": caps,
-            "mean_reasoning_tokens": mean(float(r.reasoning_tokens) for r in ok),
-            "mean_answer_tokens": mean(float(r.answer_tokens) for r in ok),
-            "min_reasoning_tokens_truncated": min((r.reasoning_tokens for r in in_reasoning), default=None),
-            "ttfat_p50_s": percentile([r.ttfat for r in ok if r.ttfat is not None], 50),
+            "truncated": trunc,
+            "truncated_pct": pct(trunc, done),
+            "truncated_in_reasoning": tir,
+            "truncated_in_reasoning_pct": pct(tir, done),
+            "hidden_reasoning": int(g["hidden_reasoning"]),
+            "max_tokens": seen[0] if len(seen) == 1 and not g["_no_cap"] else None,
+            "max_tokens_seen": seen,
+            "mean_reasoning_tokens": g["mean_reasoning_tokens"],
+            "mean_answer_tokens": g["mean_answer_tokens"],
+            "min_reasoning_tokens_truncated": int(low) if low is not None else None,
+            "ttfat_p50_s": g["ttfat_p50_s"],
         })
     return rows
 

@@ -1,12 +1,12 @@
 """Goodput: what share of a step's requests meet the profile's latency SLOs (``slo:``), and how many per second.
 
-Per step (:func:`add_goodput`): ``slo_met_share`` = requests of the step's latency sample
-(:func:`harness.report.figures.latency_sample` over the row's window) meeting every given SLO ÷ the sample's size;
-``goodput_rps`` = usable requests (any step) meeting every SLO whose end falls in the row's window ÷ the window's
-length. A request meets the SLOs when each given threshold holds for its measurement (TTFT, TTFAT, TPOT, E2E ≤ the
-threshold, seconds); a missing measurement (no answer token for TTFAT, fewer than 2 streamed tokens for TPOT) does
-not meet it. ``slo_capacity`` (:func:`slo_capacity`): the highest concurrency all of whose steps reach
-``slo.target_share``.
+Per step (:func:`add_goodput`, over the record frame): ``slo_met_share`` = requests of the step's latency sample
+(the successful requests of :func:`harness.report.exprs.in_sample` over the row's window) meeting every given SLO
+÷ the sample's size; ``goodput_rps`` = usable requests (any step) meeting every SLO whose end falls in the row's
+window ÷ the window's length. A request meets the SLOs when each given threshold holds for its measurement (TTFT,
+TTFAT, TPOT, E2E ≤ the threshold, seconds); a missing measurement (no answer token for TTFAT, fewer than 2
+streamed tokens for TPOT) does not meet it. ``slo_capacity`` (:func:`slo_capacity`): the highest concurrency all
+of whose steps reach ``slo.target_share``.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import polars as pl
 from pydantic import ValidationError
 
 from harness.config import SloSpec
-from harness.report.figures import latency_sample
-from harness.result import RequestResult
+from harness.report.exprs import END, OK, USABLE, counts, in_sample
 
 __all__ = ["GOODPUT_ROW_KEYS", "add_goodput", "meets_slo", "slo_capacity", "slo_spec"]
 
@@ -39,37 +39,41 @@ def slo_spec(profile: dict[str, Any]) -> tuple[SloSpec | None, str | None]:
         return None, f"run.json: profile.slo is not usable ({msgs}); no goodput figures."
 
 
-def meets_slo(r: RequestResult, slo: SloSpec) -> bool:
-    """Whether ``r`` meets every threshold of ``slo`` (each ``measurement ≤ threshold``, seconds). A measurement
-    that is missing (None) does not meet its threshold. Says nothing about success or usability."""
-    measured = {"ttft_s": r.ttft, "ttfat_s": r.ttfat, "tpot_s": r.tpot, "e2e_s": r.e2e}
+#: The record column of each SLO threshold key of :meth:`harness.config.SloSpec.thresholds` (seconds).
+_MEASURED = {"ttft_s": "ttft", "ttfat_s": "ttfat", "tpot_s": "tpot", "e2e_s": "e2e"}
+
+
+def meets_slo(slo: SloSpec) -> pl.Expr:
+    """Per record: whether it meets every threshold of ``slo`` (each ``measurement ≤ threshold``, seconds); a
+    missing (null) measurement does not meet its threshold. Says nothing about success or usability."""
+    met = pl.lit(True)
     for key, limit in slo.thresholds().items():
-        v = measured[key]
-        if v is None or v > limit:
-            return False
-    return True
+        met = met & (pl.col(_MEASURED[key]) <= limit).fill_null(False)
+    return met
 
 
-def add_goodput(row: dict[str, Any], records: Sequence[RequestResult], slo: SloSpec | None) -> None:
-    """Put the goodput figures into a step row (:func:`harness.report.figures.step_row`), in place.
+def add_goodput(row: dict[str, Any], main: pl.DataFrame, slo: SloSpec | None) -> None:
+    """Put the goodput figures into a step row (:func:`harness.report.columns.step_rows`), in place.
 
     Keys: ``slo_sample_n`` (requests in the latency sample), ``slo_met`` (of them meeting every SLO),
     ``slo_met_share`` (0..1, None for an empty sample), ``slo_window_met`` (usable requests meeting every SLO
     ending in the window) and ``goodput_rps`` (that ÷ window length, req/s; None for an empty window). All None
-    without SLOs. ``records``: every non-warm-up record of the run.
+    without SLOs. ``main``: every non-warm-up record of the run (:attr:`harness.report.columns.FrameRun.main`).
     """
     if slo is None:
         row.update(dict.fromkeys(GOODPUT_ROW_KEYS))
         return
     w0, w1 = row["window_start_wall"], row["window_end_wall"]
-    sample = latency_sample(records, row["step"], row["steady"], w0, w1)
-    met = sum(1 for r in sample if meets_slo(r, slo))
-    k = sum(1 for r in records if r.usable and w0 < r.end_wall < w1 and meets_slo(r, slo))  # as request_rate
+    met = meets_slo(slo)
+    latency = in_sample(row["step"], row["steady"], w0, w1) & pl.col(OK)
+    ends = (pl.col(END) > w0) & (pl.col(END) < w1)  # as request_rate
+    c = counts(main, n=latency, met=latency & met, k=pl.col(USABLE) & ends & met)
+    n, k = c["n"], c["k"]
     length = max(0.0, w1 - w0)
     row.update({
-        "slo_sample_n": len(sample),
-        "slo_met": met,
-        "slo_met_share": met / len(sample) if sample else None,
+        "slo_sample_n": n,
+        "slo_met": c["met"],
+        "slo_met_share": c["met"] / n if n else None,
         "slo_window_met": k,
         "goodput_rps": k / length if length > 0 else None,
     })

@@ -3,7 +3,7 @@
 Slices: the steady window ``[w0, w1)`` of a step is cut into ``floor((w1 - w0) / slice_s)`` consecutive slices of
 ``slice_s`` seconds from ``w0`` (a remainder shorter than a slice at the end is left out); a step with fewer than
 :data:`MIN_SLICES` slices, or no steady window, gets none. Per slice (:func:`slice_figures`): output tok/s
-(:func:`harness.report.figures.output_tokens_in` over the slice ÷ its length), req/s (usable completions ending in
+(:func:`harness.report.tokens.window_tokens` over the slice ÷ its length), req/s (usable completions ending in
 the slice ÷ its length), and over the requests *ending* in the slice: TTFT and TTFAT p50/p99 (successful requests),
 error rate (failed ÷ ended) and truncation rate (truncated ÷ successful).
 
@@ -20,9 +20,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harness.report.figures import output_tokens_in
-from harness.report.stats import mean, percentile
-from harness.result import RequestResult
+import polars as pl
+
+from harness.report.exprs import END, OK, USABLE, flag, pctl
+from harness.report.stats import mean
+from harness.report.tokens import WINDOW_INDEX, tokens_in_windows, window_of
 
 __all__ = [
     "DRIFT_METRICS",
@@ -35,6 +37,7 @@ __all__ = [
     "linear_fit",
     "slice_bounds",
     "slice_figures",
+    "slices_figures",
     "step_drift",
     "step_slices",
     "t_quantile_975",
@@ -68,8 +71,10 @@ def slice_bounds(w0: float, w1: float, slice_s: float) -> list[tuple[float, floa
     return [(w0 + i * slice_s, w0 + (i + 1) * slice_s) for i in range(n)]
 
 
-def slice_figures(records: Sequence[RequestResult], t0: float, t1: float) -> dict[str, Any]:
-    """Figures of one slice ``[t0, t1)`` (epoch seconds) over ``records`` (every non-warm-up record of the run).
+def slice_figures(main: pl.DataFrame, t0: float, t1: float) -> dict[str, Any]:
+    """Figures of one slice ``[t0, t1)`` (epoch seconds) over ``main`` (the run's non-warm-up records as a prepared
+    frame, :attr:`harness.report.columns.FrameRun.main`; any superset of the records that start before ``t1`` and
+    end at or after ``t0`` gives the same figures).
 
     Returns ``start_wall``, ``end_wall``, ``output_tokens`` (tokens generated in the slice), ``output_tps``,
     ``usable_completions``, ``request_rate`` (usable ends ÷ slice length, req/s), ``ended`` (requests ending in
@@ -77,65 +82,62 @@ def slice_figures(records: Sequence[RequestResult], t0: float, t1: float) -> dic
     successful ended), ``ttft_p50_s`` / ``ttft_p99_s`` / ``ttfat_p50_s`` / ``ttfat_p99_s`` (seconds, successful
     requests ending in the slice). Rates and percentiles are None without requests to compute them over.
     """
-    length = t1 - t0
-    ended = [r for r in records if t0 <= r.end_wall < t1]
-    ok = [r for r in ended if r.ok]
-    tokens = output_tokens_in(records, t0, t1)
-    usable = sum(1 for r in ok if r.usable)  # the slice's own set: slices tile the window half-open, [t0, t1)
-    ttft = [r.ttft for r in ok if r.ttft is not None]
-    ttfat = [r.ttfat for r in ok if r.ttfat is not None]
-    errors = len(ended) - len(ok)
-    truncated = sum(1 for r in ok if r.truncated)
-    return {
-        "start_wall": t0,
-        "end_wall": t1,
-        "output_tokens": tokens,
-        "output_tps": tokens / length,
-        "usable_completions": usable,
-        "request_rate": usable / length,
-        "ended": len(ended),
-        "errors": errors,
-        "error_rate": errors / len(ended) if ended else None,
-        "truncated": truncated,
-        "truncation_rate": truncated / len(ok) if ok else None,
-        "ttft_p50_s": percentile(ttft, 50),
-        "ttft_p99_s": percentile(ttft, 99),
-        "ttfat_p50_s": percentile(ttfat, 50),
-        "ttfat_p99_s": percentile(ttfat, 99),
-    }
+    return slices_figures(main, [(t0, t1)])[0]
 
 
-def step_slices(row: dict[str, Any], records: Sequence[RequestResult], slice_s: float) -> list[dict[str, Any]]:
-    """The slices of a report row (:func:`harness.report.figures.step_row`): [] when the row is NOT steady or its
+def slices_figures(main: pl.DataFrame, bounds: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
+    """:func:`slice_figures` of each slice of ``bounds`` (one slice, or consecutive equal ones, epoch seconds), in
+    one pass over ``main``: each request is placed in the slice its end falls in (``t0 <= end < t1``: slices tile
+    the window half-open) and its tokens in the slices it reaches (:func:`harness.report.tokens.tokens_in_windows`).
+    """
+    if not bounds:
+        return []
+    end = pl.col(END)
+    ok = pl.col(OK)
+    ended = window_of(main.select(END, OK, USABLE, "truncated", "ttft", "ttfat"), end, end, pl.lit(0.0), bounds)
+    by = ended.group_by(WINDOW_INDEX).agg(
+        pl.len().alias("ended"), ok.sum().alias("ok"), (ok & pl.col(USABLE)).sum().alias("usable"),
+        (ok & flag("truncated")).sum().alias("truncated"),
+    )
+    lat = ended.filter(ok).group_by(WINDOW_INDEX).agg(
+        pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 99).alias("ttft_p99_s"),
+        pctl("ttfat", 50).alias("ttfat_p50_s"), pctl("ttfat", 99).alias("ttfat_p99_s"),
+    )
+    counts = {g.pop(WINDOW_INDEX): g for g in by.iter_rows(named=True)}
+    lats = {g.pop(WINDOW_INDEX): g for g in lat.iter_rows(named=True)}
+    no_lat = dict.fromkeys(("ttft_p50_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p99_s"))
+    tokens = tokens_in_windows(main, bounds)
+    out = []
+    for i, ((t0, t1), toks) in enumerate(zip(bounds, tokens, strict=True)):
+        length = t1 - t0
+        c = counts.get(i) or {"ended": 0, "ok": 0, "usable": 0, "truncated": 0}
+        n_ended, n_ok, usable, truncated = (int(c[k]) for k in ("ended", "ok", "usable", "truncated"))
+        errors = n_ended - n_ok
+        out.append({
+            "start_wall": t0,
+            "end_wall": t1,
+            "output_tokens": toks,
+            "output_tps": toks / length,
+            "usable_completions": usable,
+            "request_rate": usable / length,
+            "ended": n_ended,
+            "errors": errors,
+            "error_rate": errors / n_ended if n_ended else None,
+            "truncated": truncated,
+            "truncation_rate": truncated / n_ok if n_ok else None,
+            **lats.get(i, no_lat),
+        })
+    return out
+
+
+def step_slices(row: dict[str, Any], main: pl.DataFrame, slice_s: float) -> list[dict[str, Any]]:
+    """The slices of a report row (:func:`harness.report.columns.step_rows`): [] when the row is NOT steady or its
     window holds fewer than :data:`MIN_SLICES` slices. Each slice is :func:`slice_figures` plus ``start_s`` (from
-    the step's start, seconds)."""
+    the step's start, seconds). ``main``: the run's non-warm-up records, prepared."""
     if not row["steady"]:
         return []
     bounds = slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s)
-    out = []
-    for (t0, t1), recs in zip(bounds, _by_slice(records, bounds), strict=True):
-        out.append({"start_s": t0 - row["start_wall"], **slice_figures(recs, t0, t1)})
-    return out
-
-
-def _by_slice(records: Sequence[RequestResult], bounds: Sequence[tuple[float, float]]) -> list[list[RequestResult]]:
-    """Per slice of ``bounds`` (equal, consecutive), the records that can count in it, in record order: those with
-    ``start_wall < t1`` and ``end_wall >= t0`` (every request whose tokens or end fall in the slice). Each record is
-    visited once, so a long soak does not scan every record once per slice; :func:`slice_figures` of a slice's
-    records equals that of all records."""
-    out: list[list[RequestResult]] = [[] for _ in bounds]
-    if not bounds:
-        return out
-    w0, width, n = bounds[0][0], bounds[0][1] - bounds[0][0], len(bounds)
-    for r in records:
-        s, e = r.start_wall, r.end_wall
-        first = max(0, math.floor((s - w0) / width) - 1)  # ±1: float rounding at a boundary; re-checked below
-        last = min(n - 1, math.floor((e - w0) / width) + 1)
-        for i in range(first, last + 1):
-            t0, t1 = bounds[i]
-            if s < t1 and e >= t0:
-                out[i].append(r)
-    return out
+    return [{"start_s": s["start_wall"] - row["start_wall"], **s} for s in slices_figures(main, bounds)]
 
 
 def _t_two_sided_cdf(t: float, dof: int) -> float:

@@ -12,13 +12,11 @@ Warm-up requests in flight at ``s`` count in the first wave (they load the serve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.report.load import Phase
-from harness.result import RequestResult
 
-__all__ = ["Window", "close_window", "steady_window"]
+__all__ = ["Window", "close_window"]
 
 
 @dataclass(frozen=True)
@@ -49,45 +47,11 @@ class Window:
         return max(0.0, self.end - self.start)
 
 
-def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
-    """Compute the steady window of ``phase`` from every record of the run (warm-up included).
-
-    Args:
-        phase: the step, with its wall interval [start, end).
-        records: all request records of the run.
-    """
-    s = phase.start
-    step = phase.step
-    step_recs = [r for r in records if r.step == step]
-    inflight = [r for r in records if r.start_wall < s < r.end_wall]
-    relevant = step_recs + inflight
-    if all(r.user for r in relevant):
-        method = "users"
-        users = {r.user for r in relevant}
-        first_end: dict[str, float] = {}
-        for r in records:
-            u = r.user
-            if u not in users:
-                continue
-            end = r.end_wall
-            if (end > s or r.step == step) and end < first_end.get(u, float("inf")):
-                first_end[u] = end
-        ws = max(first_end.values(), default=s)
-        n_users = len(users)
-    else:
-        method = "first_c_requests"
-        need = max(0, phase.concurrency - len(inflight))
-        first = sorted(step_recs, key=lambda r: r.start_wall)[:need]
-        wave = inflight + [r for r in first if r not in inflight]
-        ws = max((r.end_wall for r in wave), default=s)
-        n_users = len(wave)
-    return close_window(phase, ws, bool(step_recs), n_users, method)
-
-
 def close_window(phase: Phase, ws: float, recorded: bool, users: int, method: str) -> Window:
     """The :class:`Window` of ``phase`` whose first wave ended at ``ws`` (epoch s; clamped to the step start):
     not steady when the step recorded no request (``recorded`` False) or ``ws`` is at or after the step's end.
-    Shared by :func:`steady_window` and the columnar engine, so both state the same rule and reasons."""
+    The window's start rule (the first wave) is computed over the record frame by
+    :func:`harness.report.columns.steady_windows`."""
     s, e = phase.start, phase.end
     ws = max(ws, s)
     reason: str | None = None

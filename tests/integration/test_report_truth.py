@@ -18,8 +18,7 @@ import pytest
 import yaml
 
 from harness.report import build_report
-from harness.report.load import load_run
-from harness.report.steady import steady_window
+from tests.report.oracle import load_run, steady_window
 
 pytestmark = pytest.mark.slow
 

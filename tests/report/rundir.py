@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import polars as pl
+
+from harness.report.columns import REPORT_COLUMNS, prepare
+from harness.report.exprs import WARMUP
+from harness.report.frame import read_frame
+from harness.result import RequestResult
 
 #: Epoch origin of every synthetic run; tests give times relative to it.
 T0 = 1_700_000_000.0
@@ -80,3 +88,14 @@ def write_run(
     (root / "records.jsonl").write_text(text)
     (root / "phases.jsonl").write_text("".join(json.dumps(p) + "\n" for p in phases))
     return root
+
+
+def frame_of(records: list[dict[str, Any]] | list[RequestResult]) -> pl.DataFrame:
+    """The prepared record frame (:func:`harness.report.columns.prepare`) of ``records`` (record dicts, or
+    ``RequestResult`` objects written with ``to_record``), read as ``records.jsonl`` is, warm-up records dropped:
+    what the figure functions take as ``main``."""
+    lines = [r.to_record() if isinstance(r, RequestResult) else r for r in records]
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        frame = prepare(read_frame(d, REPORT_COLUMNS))
+    return frame.filter(~pl.col(WARMUP))

@@ -1,7 +1,8 @@
-"""The columnar figures equal the current report's (RequestResult-based) on the same records: a recorded demo
-run (schema 1), generated runs (schema 2) and hand-made edge cases (schema 1 and 2). Exact for counts, strings
-and flags; 1e-9 relative for floats (sums are added in a different order); percentiles by the same rule (linear
-between closest ranks).
+"""The report (computed by the columnar engine) equals the differential-test oracle (:mod:`tests.report.oracle`,
+one RequestResult per record) on the same records, whole report dict included (steps with goodput, soak slices and
+drift, warm-up, totals, per-prompt rows, notes): a recorded demo run (schema 1), generated runs (schema 2) and
+hand-made edge cases (schema 1 and 2). Exact for counts, strings and flags; 1e-9 relative for floats (sums are
+added in a different order); percentiles by the same rule (linear between closest ranks).
 
 ``LLMLOAD_FRAME_RUNS=dir1:dir2`` adds run directories of your own to the comparison.
 """
@@ -31,10 +32,9 @@ from harness.report.columns import (
 )
 from harness.report.cost import usd_per_hour
 from harness.report.frame import RECORD_SCHEMA, read_frame
-from harness.report.load import load_run
-from harness.report.steady import steady_window
 from harness.result import RECORD_SCHEMA as RESULT_SCHEMA
 from harness.result import RequestResult
+from tests.report.oracle import load_run, oracle_report, steady_window
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 from tests.report.test_frame import demo_run, raw_records
 
@@ -70,16 +70,19 @@ def assert_same(ref: Any, got: Any, path: str = "") -> None:
 
 
 def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
-    """Assert the frame's phases, windows, rows, totals and warm-up equal the current report's; return rows."""
+    """Assert the frame's phases, windows, rows, totals, warm-up and whole report equal the oracle's; return the
+    report's rows."""
     hours_n = n or HOURS_N
     rep = build_report(run_dir, hours_n)
+    assert_same(oracle_report(run_dir, hours_n), rep, "report")
     run = load_run(run_dir)
     fr = load_frame_run(run_dir)
     assert [vars(p) for p in fr.phases] == [vars(p) for p in run.phases]
-    assert (fr.has_run_end, fr.phases_inferred) == (run.has_run_end, run.phases_inferred)
+    assert (fr.has_run_end, fr.phases_inferred, fr.meta, fr.problems) == (
+        run.has_run_end, run.phases_inferred, run.meta, run.problems)
     assert steady_windows(fr.frame, run.phases) == [steady_window(p, run.records) for p in run.phases]
     rows = step_rows(fr, hours_n, _time_scale(run.meta)[0], usd_per_hour(_sub(run.meta, "profile"))[0])
-    # goodput, soak slices and drift are added by build_report after step_row; the frame engine does not compute them
+    # goodput, soak slices and drift are added after step_rows (build.run_figures)
     assert all(k in r for r in rep["steps"] for k in SOAK_GOODPUT_ROW_KEYS)
     ref = [{k: v for k, v in r.items() if k not in SOAK_GOODPUT_ROW_KEYS} for r in rep["steps"]]
     assert_same(ref, rows, "steps")
@@ -90,7 +93,7 @@ def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
     placed = {p.step for p in run.phases if p.label != "warmup"}
     main = [r for r in run.records if not (r.phase == "warmup" or r.step < 0)]
     assert unplaced == sum(1 for r in main if r.step not in placed)
-    return rows
+    return rep["steps"]
 
 
 def test_demo_run_every_figure_equal(tmp_path: Path) -> None:
@@ -322,3 +325,29 @@ def test_tokens_by_chunk_arrival(tmp_path: Path) -> None:
             r["chunk_times"] = [0.5]
     rows = compare(write_run(tmp_path / "all", records, [*_edge_phases()[:-1], run_end(50)]))
     assert {r["tokens_by"] for r in rows} == {"chunks"}
+
+
+@pytest.mark.parametrize("slice_s", [2.0, 7.5])
+def test_generated_run_with_soak_slices_and_slos_every_figure_equal(tmp_path: Path, slice_s: float) -> None:
+    """Soak slices (many per step), drift, goodput and SLO capacity of a generated run equal the oracle's."""
+    gen = _records_gen()
+    out = tmp_path / "gen"
+    gen.generate(out, gen.GenSpec(3000, [8, 16, 32], seed=2))
+    meta = json.loads((out / "run.json").read_text())
+    meta["profile"]["report"]["slice_s"] = slice_s
+    meta["profile"]["slo"] = {"ttft_s": 1.0, "e2e_s": 30.0, "target_share": 0.5}
+    (out / "run.json").write_text(json.dumps(meta))
+    rows = compare(out)
+    assert all(len(r["slices"]) >= 3 for r in rows if r["steady"]) and any(r["steady"] for r in rows)
+    assert any(r["slo_met"] for r in rows) and any(r["drift"]["output_tps"] for r in rows if r["slices"])
+
+
+def test_chunked_records_in_soak_slices(tmp_path: Path) -> None:
+    """Chunk arrivals (per-chunk usage, even splits, scaled usage) and pro rata records placed in 2 s slices."""
+    records = _edge_records()
+    records[2].update({"chunk_times": [0.0, 3.0, 9.9], "chunk_tokens": [10, 20, 30]})
+    records[3].update({"chunk_times": [1.0, 5.0, 10.0, 14.9], "chunk_tokens": [40, 40, 40, 19]})
+    records[4].update({"chunk_times": [1.0, 4.9, 5.0, 10.0]})
+    records[12].update({"chunk_times": [1.0, 4.5, 6.0, 7.9], "chunk_tokens": [50, 50, 50, 50]})
+    rows = compare(write_run(tmp_path / "run", records, _edge_phases(), {"profile": {"report": {"slice_s": 2.0}}}))
+    assert len(rows[0]["slices"]) == 10 and sum(s["output_tokens"] for s in rows[0]["slices"]) > 0

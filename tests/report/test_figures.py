@@ -243,7 +243,12 @@ def test_report_is_json_ready_and_markdown_has_tables(report: dict[str, Any]) ->
 
 
 def test_per_stream_rate_is_a_ratio_of_sums_robust_to_burst_delivery() -> None:
-    from harness.report.figures import _per_stream_tps
+    from harness.report.exprs import per_stream_parts
+    from tests.report.rundir import frame_of
+
+    def _per_stream_tps(sample: list[RequestResult]) -> float | None:
+        tok, sec = frame_of(sample).select(*per_stream_parts()).row(0)
+        return tok / sec if sec else None
 
     normal = RequestResult("p", ttft=0.1, e2e=10.1, output_tokens=100)  # 10 tok/s
     burst = RequestResult("p", ttft=5.0, e2e=5.0001, output_tokens=100)  # all tokens in one read: 1e6 tok/s alone

@@ -12,7 +12,7 @@ from harness.report import build_report
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, meets_slo, slo_capacity, slo_spec
 from harness.report.render import render_markdown
 from harness.result import RequestResult
-from tests.report.rundir import T0, phase, rec, run_end, write_run
+from tests.report.rundir import T0, frame_of, phase, rec, run_end, write_run
 
 
 def rr(start: float, e2e: float, **kw: Any) -> RequestResult:
@@ -33,6 +33,11 @@ def hand_records() -> list[RequestResult]:
     ]
 
 
+def meets(r: RequestResult, slo: SloSpec) -> bool:
+    """:func:`meets_slo` of one record."""
+    return bool(frame_of([r]).select(meets_slo(slo)).item())
+
+
 def window_row(steady: bool = True) -> dict[str, Any]:
     return {"label": "C=4", "step": 1, "concurrency": 4, "steady": steady,
             "window_start_wall": T0 + 100, "window_end_wall": T0 + 200}
@@ -43,7 +48,7 @@ SLO = SloSpec(ttft_s=2.0, e2e_s=20.0)
 
 def test_share_and_goodput_exact() -> None:
     row = window_row()
-    add_goodput(row, hand_records(), SLO)
+    add_goodput(row, frame_of(hand_records()), SLO)
     # latency sample: successful requests started in the window = a, b, c, d, g, h; meeting: a, d, g, h
     assert (row["slo_sample_n"], row["slo_met"]) == (6, 4)
     assert row["slo_met_share"] == pytest.approx(4 / 6)
@@ -53,26 +58,26 @@ def test_share_and_goodput_exact() -> None:
 
 def test_not_steady_rows_use_the_whole_step_sample() -> None:
     row = window_row(steady=False)
-    add_goodput(row, hand_records(), SLO)
+    add_goodput(row, frame_of(hand_records()), SLO)
     # every successful request of step 1: a, b, c, d, f, g; meeting: a, d, f, g
     assert (row["slo_sample_n"], row["slo_met"]) == (6, 4)
 
 
 def test_without_slo_every_key_is_none() -> None:
     row = window_row()
-    add_goodput(row, hand_records(), None)
+    add_goodput(row, frame_of(hand_records()), None)
     assert all(row[k] is None for k in GOODPUT_ROW_KEYS)
     assert slo_capacity([row], None) is None
 
 
 def test_a_missing_measurement_does_not_meet_its_slo() -> None:
     no_answer = rr(100, 10, ttft=1.0, in_reasoning=True, truncated=True)  # ttfat None
-    assert no_answer.ttfat is None and not meets_slo(no_answer, SloSpec(ttfat_s=100.0))
-    assert meets_slo(no_answer, SloSpec(ttft_s=1.0))  # the boundary is inclusive
+    assert no_answer.ttfat is None and not meets(no_answer, SloSpec(ttfat_s=100.0))
+    assert meets(no_answer, SloSpec(ttft_s=1.0))  # the boundary is inclusive
     one_token = rr(100, 10, ttft=1.0, tokens=1)
-    assert one_token.tpot is None and not meets_slo(one_token, SloSpec(tpot_s=1.0))
+    assert one_token.tpot is None and not meets(one_token, SloSpec(tpot_s=1.0))
     ok = rr(100, 10, ttft=1.0, tokens=10)  # tpot = 9 s / 9 tokens = 1 s
-    assert meets_slo(ok, SloSpec(tpot_s=1.0)) and not meets_slo(ok, SloSpec(tpot_s=0.99))
+    assert meets(ok, SloSpec(tpot_s=1.0)) and not meets(ok, SloSpec(tpot_s=0.99))
 
 
 def cap_rows(shares: list[tuple[int, float | None]]) -> list[dict[str, Any]]:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from harness.report import build_report, render_markdown
-from harness.report.figures import record_tokens_in, window_tokens
 from harness.report.hours import batch_means, hours_interval
+from harness.report.tokens import window_tokens
 from harness.result import RequestResult
-from tests.report.rundir import T0, phase, rec, run_end, write_run
+from tests.report.rundir import T0, frame_of, phase, rec, run_end, write_run
 
 
 def load_end(wall: float) -> dict[str, Any]:
@@ -82,24 +82,30 @@ def _chunked(**kw: Any) -> RequestResult:
     return RequestResult(**base)
 
 
+def record_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, str]:
+    """Output tokens of one request inside ``[w0, w1)`` by the report's rule (:func:`window_tokens` over a frame of
+    it alone) and how they were placed (``chunks`` / ``pro_rata``; ``none`` when it is not counted)."""
+    return window_tokens(frame_of([r]), w0, w1)
+
+
 def test_tokens_by_chunk_arrival() -> None:
     r = _chunked()  # chunks at 101..104 with 1, 2, 3, 4 tokens; 2 usage tokens beyond them arrive at the end (105)
-    assert record_tokens_in(r, 102.5, 105.0) == (7.0, True)
-    assert record_tokens_in(r, 102.5, 106.0) == (9.0, True)
-    assert record_tokens_in(r, 102.0, 103.0) == (2.0, True)  # half-open: the chunk at 103 is the next window's
-    assert record_tokens_in(r, 90.0, 110.0) == (12.0, True)
+    assert record_tokens_in(r, 102.5, 105.0) == (7.0, "chunks")
+    assert record_tokens_in(r, 102.5, 106.0) == (9.0, "chunks")
+    assert record_tokens_in(r, 102.0, 103.0) == (2.0, "chunks")  # half-open: the chunk at 103 is the next window's
+    assert record_tokens_in(r, 90.0, 110.0) == (12.0, "chunks")
     # no per-chunk usage (zeros): output tokens split evenly over the chunks
-    assert record_tokens_in(_chunked(chunk_tokens=[0, 0, 0, 0]), 102.5, 110.0) == (6.0, True)
-    assert record_tokens_in(_chunked(chunk_tokens=None), 102.5, 110.0) == (6.0, True)
+    assert record_tokens_in(_chunked(chunk_tokens=[0, 0, 0, 0]), 102.5, 110.0) == (6.0, "chunks")
+    assert record_tokens_in(_chunked(chunk_tokens=None), 102.5, 110.0) == (6.0, "chunks")
     # chunks carrying more than the usage total: scaled to it
     assert record_tokens_in(_chunked(output_tokens=8), 102.5, 110.0)[0] == pytest.approx(7 * 8 / 10)
     # failed requests give nothing; without chunk times the decode interval [101, 105] is counted pro rata
-    assert record_tokens_in(_chunked(ok=False), 90.0, 110.0) == (0.0, True)
-    assert record_tokens_in(_chunked(chunk_times=None), 103.0, 110.0) == (6.0, False)
-    assert window_tokens([_chunked(), _chunked(start_wall=101.0)], 102.5, 106.0) == (9.0 + 9.0, "chunks")
-    assert window_tokens([_chunked(), _chunked(chunk_times=None)], 103.0, 110.0) == (9.0 + 6.0, "mixed")
-    assert window_tokens([_chunked(chunk_times=None)], 103.0, 110.0) == (6.0, "pro_rata")
-    assert window_tokens([_chunked()], 200.0, 210.0) == (0.0, "none")
+    assert record_tokens_in(_chunked(ok=False), 90.0, 110.0) == (0.0, "none")
+    assert record_tokens_in(_chunked(chunk_times=None), 103.0, 110.0) == (6.0, "pro_rata")
+    assert window_tokens(frame_of([_chunked(), _chunked(start_wall=101.0)]), 102.5, 106.0) == (9.0 + 9.0, "chunks")
+    assert window_tokens(frame_of([_chunked(), _chunked(chunk_times=None)]), 103.0, 110.0) == (9.0 + 6.0, "mixed")
+    assert window_tokens(frame_of([_chunked(chunk_times=None)]), 103.0, 110.0) == (6.0, "pro_rata")
+    assert window_tokens(frame_of([_chunked()]), 200.0, 210.0) == (0.0, "none")
 
 
 def test_chunked_records_in_a_report(tmp_path: Path) -> None:

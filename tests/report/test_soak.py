@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from harness.report import build_report
-from harness.report.figures import output_tokens_in
 from harness.report.render import render_markdown
 from harness.report.soak import (
     MIN_DRIFT_SLICES,
@@ -21,8 +20,11 @@ from harness.report.soak import (
     slice_figures,
     t_quantile_975,
 )
+from harness.report.tokens import window_tokens
 from harness.result import RequestResult
-from tests.report.rundir import T0, phase, rec, run_end, write_run
+from tests.report import oracle
+from tests.report.rundir import T0, frame_of, phase, rec, run_end, write_run
+from tests.report.test_columns import assert_same
 
 C = 4
 CYCLE = 10.0  # each user's requests run back to back, 10 s each
@@ -144,6 +146,7 @@ def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
     run = soak_run(tmp_path / "run", declining)
     rep = build_report(run)
     records = [RequestResult.from_record(r) for r in soak_records(declining)]
+    main = frame_of(records)
     slices = rep["steps"][0]["slices"]
     w0 = T0 + CYCLE
     for i, s in enumerate(slices):
@@ -153,7 +156,8 @@ def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
         ok = [r for r in ended if r.ok]
         assert (s["ended"], s["errors"], s["truncated"]) == (len(ended), len(ended) - len(ok),
                                                               sum(r.truncated for r in ok))
-        assert s["output_tps"] == pytest.approx(output_tokens_in(records, t0, t1) / SLICE_S)
+        assert s["output_tps"] == pytest.approx(window_tokens(main, t0, t1)[0] / SLICE_S)
+        assert s["output_tps"] == pytest.approx(oracle.output_tokens_in(records, t0, t1) / SLICE_S)
         usable = sum(1 for r in ok if not r.truncated)
         assert s["request_rate"] == pytest.approx(usable / SLICE_S)
         assert s["error_rate"] == pytest.approx((len(ended) - len(ok)) / len(ended))
@@ -165,7 +169,9 @@ def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
     # 10 s cycles: 30 requests of each user end in each 300 s slice
     assert all(s["ended"] == C * SLICE_S / CYCLE for s in slices)
     for s in slices:  # exactly what slice_figures gives over every record of the run
-        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(records, s["start_wall"], s["end_wall"])
+        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(main, s["start_wall"], s["end_wall"])
+        assert_same(oracle.slice_figures(records, s["start_wall"], s["end_wall"]),
+                    slice_figures(main, s["start_wall"], s["end_wall"]))
 
 
 def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
@@ -176,9 +182,12 @@ def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
     rep = build_report(run)
     slices = rep["steps"][0]["slices"]
     assert len(slices) == 9  # window [700, 3500)
+    main = frame_of(records)
     recs = [RequestResult.from_record(r) for r in records]
     for s in slices:
-        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(recs, s["start_wall"], s["end_wall"])
+        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(main, s["start_wall"], s["end_wall"])
+        assert_same(oracle.slice_figures(recs, s["start_wall"], s["end_wall"]),
+                    slice_figures(main, s["start_wall"], s["end_wall"]))
     # decode at 7000 tokens / 650 s: every slice fully inside a decode interval has 300 s of it
     assert slices[1]["output_tps"] == pytest.approx(7000 / 650.0)
     # ends at 700 (the window start: slice 0), 1400, 2100, 2800

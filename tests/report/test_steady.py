@@ -7,14 +7,13 @@ from pathlib import Path
 import pytest
 
 from harness.report import build_report
-from harness.report.load import load_run
-from harness.report.steady import steady_window
+from harness.report.columns import load_frame_run, steady_windows
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 
 
 def _windows(root: Path) -> dict[int, object]:
-    run = load_run(root)
-    return {p.step: steady_window(p, run.records) for p in run.phases}
+    run = load_frame_run(root)
+    return {p.step: w for p, w in zip(run.phases, steady_windows(run.frame, run.phases), strict=True)}
 
 
 def test_window_starts_after_first_wave_including_carried_over_request(tmp_path: Path) -> None:
