@@ -237,10 +237,13 @@ def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]
 # so a change of definition there is a change of one function here.
 
 
-def _overlap(a0: pl.Expr, a1: pl.Expr, w0: float, w1: float) -> pl.Expr:
-    """Fraction of ``[a0, a1]`` inside ``[w0, w1)``, as :func:`harness.report.stats.overlap_fraction`."""
+def _overlap(a0: pl.Expr, a1: pl.Expr, w0: float | pl.Expr, w1: float | pl.Expr) -> pl.Expr:
+    """Fraction of ``[a0, a1]`` inside ``[w0, w1)``, as :func:`harness.report.stats.overlap_fraction` (the window
+    bounds are numbers, or expressions for one window per row: :mod:`harness.report.series`)."""
     point = pl.when((a0 >= w0) & (a0 < w1)).then(1.0).otherwise(0.0)
-    inside = pl.min_horizontal(a1, pl.lit(w1)) - pl.max_horizontal(a0, pl.lit(w0))
+    lo = w0 if isinstance(w0, pl.Expr) else pl.lit(w0)
+    hi = w1 if isinstance(w1, pl.Expr) else pl.lit(w1)
+    inside = pl.min_horizontal(a1, hi) - pl.max_horizontal(a0, lo)
     spread = pl.max_horizontal(pl.lit(0.0), inside) / (a1 - a0)
     return pl.when(a1 <= a0).then(point).otherwise(spread)
 
