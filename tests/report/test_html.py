@@ -167,13 +167,6 @@ def test_figures_use_the_report_functions(written: tuple[Path, dict[str, Any], s
     assert sum(bins) == pytest.approx(main.filter(pl.col("_ok")).get_column("output_tokens").sum())
 
 
-def test_time_bins() -> None:
-    assert time_bin_s(100) == 1.0
-    assert time_bin_s(151) == 2.0
-    assert time_bin_s(3 * 3600) == 120.0
-    assert time_bin_s(10**6) == 3600.0
-
-
 def test_drawing_is_deterministic(written: tuple[Path, dict[str, Any], str, str]) -> None:
     root, rep, _, _ = written
     a = draw_charts(rep, load_frame_run(root))
