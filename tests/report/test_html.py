@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import polars as pl
 import pytest
 from PIL import Image
@@ -251,3 +252,51 @@ def test_cli_writes_the_html(tmp_path: Path) -> None:
     assert main([str(root), "--quiet"]) == 0
     assert (root / "report.html").stat().st_size > 10_000
     assert {p.stem for p in (root / "figures").glob("*.png")} == set(CHART_NAMES) - {"hours_real_time"}
+
+
+def _texts(fig: Any) -> list[str]:
+    """Every text of a figure: titles, labels, tick labels, legend entries, annotations."""
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+
+
+def test_priced_soak_run_draws_slices_cost_and_yield(tmp_path: Path) -> None:
+    meta = {"profile": {"name": "synthetic", "cost": {"hour_usd": 12.5}, "report": {"slice_s": 10}}}
+    root = _scenario(tmp_path / "run", meta)
+    rep = build_report(root)
+    sliced = [r for r in rep["steps"] if r["slices"]]
+    assert sliced and rep["cost_usd_per_hour"] == 12.5
+    main = main_frame(load_frame_run(root))
+    with matplotlib.rc_context({"font.family": "DejaVu Sans"}):
+        timeline = charts_mod.timeline_chart(rep, main)
+        hours = charts_mod.hours_chart(rep)
+        prompts = charts_mod.prompts_chart(rep)
+    ax1, ax2 = timeline.axes
+    seg = [c for c in ax1.collections if c.get_label() == "output tok/s per soak slice"]
+    assert len(seg) == 1  # one collection: a segment per slice at its output_tps, over the slice
+    want = [(s["start_wall"] - rep["start_wall"], s["end_wall"] - rep["start_wall"], s["output_tps"])
+            for r in sliced for s in r["slices"]]
+    got = [(float(p[0][0]), float(p[1][0]), float(p[0][1])) for p in seg[0].get_segments()]
+    assert len(got) == len(want) and all(g == pytest.approx(w) for g, w in zip(got, want, strict=True))
+    assert any(c.get_label() == "p99 TTFT per soak slice" for c in ax2.collections)
+    assert any("US\\$ (at 12.50 US\\$/h)" in t for t in _texts(hours))  # the cost axis of the hours figure
+    texts = _texts(prompts)
+    p = rep["prompts"][0]
+    assert "p" in texts and f"{p['usable_pct']:.0f} % usable of {p['requests']:,}" in texts
+    # drawn twice: the same bytes (slices, cost axis and the yield figure included)
+    a, b = draw_charts(rep, load_frame_run(root)), draw_charts(rep, load_frame_run(root))
+    assert [c.name for c in a] == [n for n in CHART_NAMES if n != "hours_real_time"]
+    assert [c.png for c in a] == [c.png for c in b]
+
+
+def test_yield_figure_keeps_the_prompts_with_the_lowest_usable_share() -> None:
+    prompts = [{"prompt": f"p{i:02d}", "requests": 100, "usable": i, "usable_pct": float(i),
+                "usable_reasons": {"truncated": 100 - i}, "mean_reasoning_tokens": 10.0, "mean_answer_tokens": 5.0,
+                "max_tokens": 64} for i in range(charts_mod.MAX_PROMPTS + 5)]
+    fig = charts_mod.prompts_chart({"prompts": prompts})
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert sorted(ticks) == [f"p{i:02d}" for i in range(charts_mod.MAX_PROMPTS)]
+    at = dict(zip(ticks, fig.axes[0].get_yticks(), strict=True))
+    assert max(at, key=lambda k: at[k]) == "p00"  # the first prompt (by name) at the top
+    assert any(f"the {charts_mod.MAX_PROMPTS} with the lowest usable share" in t for t in _texts(fig))
+    empty = charts_mod.prompts_chart({"prompts": []})
+    assert "no data" in _texts(empty)
