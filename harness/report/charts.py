@@ -442,14 +442,13 @@ def prompts_chart(rep: dict[str, Any]) -> Figure:
     reasons = list(dict.fromkeys([*REASON_COLORS, *sorted({k for p in prompts for k in p["usable_reasons"]})]))
     extra = iter(PALETTE[7:] + PALETTE[:7])
     colors = {k: REASON_COLORS.get(k) or next(extra) for k in reasons}
-    left = [0.0] * len(prompts)
     usable = [100.0 * p["usable"] / p["requests"] if p["requests"] else 0.0 for p in prompts]
-    ax1.barh(ys, usable, color=PALETTE[2], label="usable")
+    ax1.barh(ys, usable, height=0.6, color=PALETTE[2], label="usable")
     left = usable
     for k in reasons:
         part = [100.0 * p["usable_reasons"].get(k, 0) / p["requests"] if p["requests"] else 0.0 for p in prompts]
         if any(part):
-            ax1.barh(ys, part, left=left, color=colors[k], label=f"not usable: {k}")
+            ax1.barh(ys, part, height=0.6, left=left, color=colors[k], label=f"not usable: {k}")
             left = [a + b for a, b in zip(left, part, strict=True)]
     for y, p in zip(ys, prompts, strict=True):
         ax1.text(101, y, f"{_pct_text(p['usable_pct'])} of {p['requests']:,}", va="center", fontsize=8)
@@ -460,8 +459,8 @@ def prompts_chart(rep: dict[str, Any]) -> Figure:
     ax1.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12 if len(prompts) > 3 else -0.2), ncols=3)
     mr = [p["mean_reasoning_tokens"] or 0.0 for p in prompts]
     ma = [p["mean_answer_tokens"] or 0.0 for p in prompts]
-    ax2.barh(ys, mr, color=PALETTE[4], label="reasoning tokens (mean)")
-    ax2.barh(ys, ma, left=mr, color=PALETTE[2], label="answer tokens (mean)")
+    ax2.barh(ys, mr, height=0.6, color=PALETTE[4], label="reasoning tokens (mean)")
+    ax2.barh(ys, ma, height=0.6, left=mr, color=PALETTE[2], label="answer tokens (mean)")
     capped = [(y, p["max_tokens"]) for y, p in zip(ys, prompts, strict=True) if p.get("max_tokens") is not None]
     if capped:
         ax2.plot([c for _, c in capped], [y for y, _ in capped], linestyle="none", marker="|", markersize=14,
