@@ -17,6 +17,7 @@ Importing this module imports matplotlib (ImportError when it is not installed).
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -440,7 +441,7 @@ def prompts_chart(rep: dict[str, Any]) -> Figure:
     ys = list(range(len(prompts)))[::-1]  # the first prompt at the top
     names = [str(p["prompt"]) for p in prompts]
     reasons = list(dict.fromkeys([*REASON_COLORS, *sorted({k for p in prompts for k in p["usable_reasons"]})]))
-    extra = iter(PALETTE[7:] + PALETTE[:7])
+    extra = itertools.cycle(PALETTE[7:] + PALETTE[:7])
     colors = {k: REASON_COLORS.get(k) or next(extra) for k in reasons}
     usable = [100.0 * p["usable"] / p["requests"] if p["requests"] else 0.0 for p in prompts]
     ax1.barh(ys, usable, height=0.6, color=PALETTE[2], label="usable")
