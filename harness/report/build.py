@@ -376,7 +376,10 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         NoRecordsError: the directory or its records.jsonl is missing.
         ValueError: a JSON-lines file is corrupt before its last line.
     """
-    run = load_frame_run(run_dir)
+    return _report_of(load_frame_run(run_dir), n)
+
+
+def _report_of(run: FrameRun, n: Sequence[int] | None) -> dict[str, Any]:
     settings = report_settings(run.meta, n)
     return assemble_report(run, settings, run_figures(run, settings))
 
@@ -448,12 +451,13 @@ def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     from harness.report.html import write_html
     from harness.report.render import render_markdown
 
-    rep = build_report(run_dir, n)
+    run = load_frame_run(run_dir)  # read once: the tables and the figures are drawn from the same frame
+    rep = _report_of(run, n)
     md = render_markdown(rep)
     root = Path(run_dir)
     for name, text in (("report.json", json.dumps(rep, indent=2, allow_nan=False) + "\n"), ("report.md", md)):
         tmp = root / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(root / name)
-    write_html(root, rep)
+    write_html(root, rep, run)
     return rep, md

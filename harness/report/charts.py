@@ -1,9 +1,11 @@
 """The report's figures as PNG images, drawn with matplotlib on Agg canvases (no display, no pyplot state).
 
-Every number drawn comes from the report dict (:func:`harness.report.build.build_report`) or from the functions
-the report's figures are computed with: a step's latency sample is :func:`harness.report.figures.latency_sample`,
-tokens per time bin are :func:`harness.report.figures.output_tokens_in`, percentiles
-:func:`harness.report.stats.percentile`, the request-rate interval the row's batch-means ``hours_interval``.
+Every number drawn comes from the report dict (:func:`harness.report.build.build_report`) or from the run's
+record frame (:func:`harness.report.columns.load_frame_run`) by the columnar engine's own definitions: a step's
+latency sample is :func:`harness.report.series.row_latency_sample`, tokens per time bin
+:func:`harness.report.series.output_tokens_binned` (the aggregate tok/s rule, per bin), the TTFT p50 per bin
+:func:`harness.report.series.ttft_by_start_bin`, the request-rate interval the row's batch-means
+``hours_interval``.
 
 Units drawn: seconds for TTFT, TTFAT and E2E, milliseconds for TPOT, tokens per second, requests per second,
 hours. Time axes are seconds since the run's start (``start_wall``). Drawing is deterministic: the same report
@@ -15,21 +17,33 @@ Importing this module imports matplotlib (ImportError when it is not installed).
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import matplotlib
+import numpy as np
+import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness.report.figures import latency_sample, output_tokens_in
-from harness.report.stats import mean, percentile
-from harness.result import RequestResult
+from harness.report.columns import FrameRun
+from harness.report.exprs import END as _END
+from harness.report.exprs import OK as _OK
+from harness.report.exprs import START as _START
+from harness.report.exprs import mean_tokens as _mean_tokens
+from harness.report.series import (
+    main_frame,
+    output_tokens_binned,
+    row_latency_sample,
+    time_bin_s,
+    ttft_by_start_bin,
+)
 
-__all__ = ["CHART_NAMES", "Chart", "draw_charts", "is_warmup", "time_bin_s"]
+__all__ = ["CHART_NAMES", "Chart", "draw_charts", "time_bin_s"]
 
 #: PNG resolution (dots per inch); figure sizes are in inches.
 DPI = 100
@@ -54,11 +68,6 @@ class Chart:
     title: str
     caption: str
     png: bytes
-
-
-def is_warmup(r: RequestResult) -> bool:
-    """Whether a record is a warm-up request, excluded from every figure (same rule as the report)."""
-    return r.phase == "warmup" or r.step < 0
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -181,33 +190,42 @@ def latency_chart(rep: dict[str, Any]) -> Figure:
     return fig
 
 
-def _ecdf(ax: Axes, values: Sequence[float], label: str, color: str) -> None:
-    xs = sorted(values)
+#: Most points an ECDF is drawn through: above it, every ``n / ECDF_POINTS``-th rank (first and last kept), so the
+#: step plot of a million values differs from the full one by under 1/ECDF_POINTS in y (below a pixel).
+ECDF_POINTS = 4000
+
+
+def _ecdf(ax: Axes, xs: np.ndarray, label: str, color: str) -> None:
+    """Step plot of the empirical CDF of ``xs`` (sorted ascending): the value of rank ``i`` at height
+    ``(i + 1) / n``, through at most :data:`ECDF_POINTS` of the ranks."""
     n = len(xs)
-    ax.step(xs, [(i + 1) / n for i in range(n)], where="post", color=color, label=f"{label} (n={n})", linewidth=1.2)
+    ranks = np.arange(n)
+    if n > ECDF_POINTS:
+        ranks = np.unique(np.linspace(0, n - 1, ECDF_POINTS).round().astype(np.int64))
+    ax.step(xs[ranks], (ranks + 1) / n, where="post", color=color, label=f"{label} (n={n})", linewidth=1.2)
 
 
-def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) -> Figure:
+def distribution_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
     """ECDFs of TTFT and E2E (seconds) per step over each step's latency sample, report percentiles marked."""
     rows = rep["steps"]
     fig = _figure(12, 4.0)
     axes = fig.subplots(1, 2)
-    specs: tuple[tuple[Axes, str, Callable[[RequestResult], float | None], tuple[str, ...]], ...] = (
-        (axes[0], "TTFT", lambda r: r.ttft, ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s")),
-        (axes[1], "E2E", lambda r: r.e2e, ("e2e_p50_s",)),
+    samples = [row_latency_sample(main, row).select("ttft", "e2e") for row in rows]
+    specs: tuple[tuple[Axes, str, str, tuple[str, ...]], ...] = (
+        (axes[0], "TTFT", "ttft", ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s")),
+        (axes[1], "E2E", "e2e", ("e2e_p50_s",)),
     )
-    for ax, name, get, marks in specs:
+    for ax, name, col, marks in specs:
         drawn = False
-        shown: list[float] = []
-        for i, row in enumerate(rows):
-            sample = latency_sample(records, row["step"], row["steady"], row["window_start_wall"],
-                                    row["window_end_wall"])
-            vals = [v for v in (get(r) for r in sample) if v is not None]
-            if not vals:
+        lo = hi = None
+        for i, (row, sample) in enumerate(zip(rows, samples, strict=True)):
+            vals = sample.get_column(col).drop_nulls().sort()
+            if vals.len() == 0:
                 continue
             color = PALETTE[i % len(PALETTE)]
-            _ecdf(ax, vals, row["label"], color)
-            shown += vals
+            _ecdf(ax, vals.to_numpy(), row["label"], color)
+            lo = vals[0] if lo is None else min(lo, vals[0])
+            hi = vals[-1] if hi is None else max(hi, vals[-1])
             for key in marks:
                 v = row.get(key)
                 if v is not None:
@@ -219,7 +237,7 @@ def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) ->
         ax.set_xlabel(f"{name} (s)")
         ax.set_ylabel("share of requests ≤ x")
         if drawn:
-            if _wide(shown):
+            if lo is not None and hi is not None and _wide([lo, hi]):
                 ax.set_xscale("log")
             ax.set_ylim(0, 1.02)
             ax.legend(loc="lower right")
@@ -228,32 +246,16 @@ def distribution_chart(rep: dict[str, Any], records: Sequence[RequestResult]) ->
     return fig
 
 
-def time_bin_s(span_s: float, max_bins: int = 150) -> float:
-    """Width (s) of the time bins for a run of ``span_s`` seconds: the smallest of 1, 2, 5, 10, 15, 30 s, 1, 2,
-    5, 10, 15, 30 min, 1 h giving at most ``max_bins`` bins (1 h beyond)."""
-    for w in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800):
-        if span_s / w <= max_bins:
-            return float(w)
-    return 3600.0
-
-
-def _binned_tps(main: Sequence[RequestResult], t0: float, t1: float, width: float) -> list[float]:
-    """Output tok/s per bin ``[t0 + i*width, t0 + (i+1)*width)``, with :func:`output_tokens_in` on each bin.
-
-    Each record is passed only to the bins its decode interval touches, so the result equals
-    ``output_tokens_in(main, b0, b1) / width`` for every bin without a pass over all records per bin.
-    """
-    n = max(1, math.ceil((t1 - t0) / width))
-    buckets: list[list[RequestResult]] = [[] for _ in range(n)]
-    for r in main:
-        if not r.ok or not r.output_tokens:
-            continue
-        a0 = r.start_wall + (r.ttft if r.ttft is not None else 0.0)
-        first = max(0, math.floor((a0 - t0) / width))
-        last = min(n - 1, math.floor((r.end_wall - t0) / width))
-        for i in range(first, last + 1):
-            buckets[i].append(r)
-    return [output_tokens_in(b, t0 + i * width, t0 + (i + 1) * width) / width for i, b in enumerate(buckets)]
+def _slice_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, key: str, label: str) -> bool:
+    """Each soak slice's ``key`` (the report's ``steps[i].slices``) as a short black segment over the slice, in
+    seconds since ``t0`` (one collection labelled ``label``); False when no row has slices with that figure."""
+    segs = [(float(sl[key]), sl["start_wall"] - t0, sl["end_wall"] - t0)
+            for r in rows for sl in r.get("slices") or [] if sl.get(key) is not None]
+    if not segs:
+        return False
+    ax.hlines([v for v, _, _ in segs], [a for _, a, _ in segs], [b for _, _, b in segs], color="#000000",
+              linewidth=1.6, label=label)
+    return True
 
 
 def _step_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, label: bool) -> None:
@@ -269,38 +271,40 @@ def _step_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, label: bool
         ax.axvline(rows[-1]["end_wall"] - t0, color="#555555", linestyle="--", linewidth=0.8)
 
 
-def timeline_chart(rep: dict[str, Any], main: Sequence[RequestResult]) -> Figure:
+def timeline_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
     """Output tok/s per time bin and each request's TTFT at its start (with the per-bin p50), over the run."""
     rows = rep["steps"]
     fig = _figure(12, 5.6)
     ax1, ax2 = fig.subplots(2, 1, sharex=True)
     t0 = rep.get("start_wall")
     if t0 is None:
-        t0 = min((r.start_wall for r in main), default=0.0)
-    t0 = float(t0)
-    ends = [r.end_wall for r in main] + [float(r["end_wall"]) for r in rows]
+        t0 = main.get_column(_START).min() if main.height else 0.0
+    t0 = float(t0)  # type: ignore[arg-type]
+    ends = [float(r["end_wall"]) for r in rows]
+    if main.height:
+        ends.append(float(main.get_column(_END).max()))  # type: ignore[arg-type]
     t1 = max(ends, default=t0)
-    if main and t1 > t0:
+    if main.height and t1 > t0:
         width = time_bin_s(t1 - t0)
-        tps = _binned_tps(main, t0, t1, width)
+        n = max(1, math.ceil((t1 - t0) / width))
+        tps = [v / width for v in output_tokens_binned(main, t0, width, n)]
         xs = [i * width for i in range(len(tps) + 1)]
         ax1.stairs(tps, xs, color=PALETTE[0], fill=True, alpha=0.35)
         ax1.stairs(tps, xs, color=PALETTE[0], label=f"output tok/s ({width:g} s bins)")
+        _slice_marks(ax1, rows, t0, "output_tps", "output tok/s per soak slice")
         ax1.set_ylim(bottom=0)
         ax1.legend(loc="upper left")
-        ok = [r for r in main if r.ok and r.ttft is not None]
-        ax2.scatter([r.start_wall - t0 for r in ok], [r.ttft for r in ok], s=6, color=PALETTE[1], alpha=0.5,
+        ok = main.filter(pl.col(_OK) & pl.col("ttft").is_not_null()).select(_START, "ttft")
+        ttft = ok.get_column("ttft")
+        ax2.scatter((ok.get_column(_START) - t0).to_numpy(), ttft.to_numpy(), s=6, color=PALETTE[1], alpha=0.5,
                     linewidths=0, label="TTFT of a request (at its start)", rasterized=True)
-        by_bin: dict[int, list[float]] = {}
-        for r in ok:
-            by_bin.setdefault(math.floor((r.start_wall - t0) / width), []).append(float(r.ttft or 0.0))
-        mids = sorted(by_bin)
-        med = [percentile(by_bin[i], 50) for i in mids]
-        ax2.plot([(i + 0.5) * width for i in mids], med, color="#333333", linewidth=1.2,
+        med = ttft_by_start_bin(ok, t0, width)
+        ax2.plot([(i + 0.5) * width for i, _ in med], [v for _, v in med], color="#333333", linewidth=1.2,
                  label=f"p50 per {width:g} s bin")
-        if ok:
+        _slice_marks(ax2, rows, t0, "ttft_p99_s", "p99 TTFT per soak slice")
+        if ok.height:
             ax2.legend(loc="upper left")
-            if _wide([r.ttft or 0.0 for r in ok]):
+            if _wide([float(ttft.min()), float(ttft.max())]):  # type: ignore[arg-type]
                 ax2.set_yscale("log")
             else:
                 ax2.set_ylim(bottom=0)
@@ -319,7 +323,7 @@ def timeline_chart(rep: dict[str, Any], main: Sequence[RequestResult]) -> Figure
     return fig
 
 
-def tokens_chart(rep: dict[str, Any], records: Sequence[RequestResult]) -> Figure:
+def tokens_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
     """Mean reasoning and answer tokens per successful request of each step's latency sample (stacked bars);
     the bar total is the report's mean output tokens."""
     rows = rep["steps"]
@@ -329,10 +333,8 @@ def tokens_chart(rep: dict[str, Any], records: Sequence[RequestResult]) -> Figur
     reasoning: list[float] = []
     answer: list[float] = []
     for row in rows:
-        sample = latency_sample(records, row["step"], row["steady"], row["window_start_wall"],
-                                row["window_end_wall"])
-        mr = mean(float(r.reasoning_tokens) for r in sample)
-        ma = mean(float(r.answer_tokens) for r in sample)
+        mr, ma = row_latency_sample(main, row).select(_mean_tokens("reasoning_tokens"),
+                                                       _mean_tokens("answer_tokens")).row(0)
         if mr is None or ma is None:
             continue
         labels.append(row["label"] + ("" if row["steady"] else " †"))
@@ -390,33 +392,111 @@ def hours_chart(rep: dict[str, Any], real: bool = False) -> Figure:
                     alpha=0.8, label=f"N={n:,} (tokens)")
             drawn = True
     ax.set_ylabel("hours" + (" (real time)" if real else ""))
+    usd_h = rep.get("cost_usd_per_hour")
+    if drawn and usd_h:
+        price = float(usd_h)  # US$ = hours × the deployment's price: the same curve on a second scale
+
+        def to_usd(h: Any) -> Any:
+            return h * price
+
+        def to_hours(d: Any) -> Any:
+            return d / price
+
+        cost = ax.secondary_yaxis("right", functions=(to_usd, to_hours))
+        cost.set_ylabel(f"US\\$ (at {price:,.2f} US\\$/h)")
     ax.set_title("Hours to N usable samples (bars: 95 % prediction interval; arrow: no upper bound; dashed: "
                  "token method)" + (" — real-time equivalents" if real else ""))
     if drawn:
         ax.set_yscale("log")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), ncols=1)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.09 if usd_h else 1.0, 1.0), ncols=1)
     else:
         _no_data(ax)
     _conc_axis(ax, rows)
     return fig
 
 
+#: Most prompt classes :func:`prompts_chart` draws (those with the lowest usable share when there are more).
+MAX_PROMPTS = 30
+#: Colour of each reason a request is not usable (``usable_reason``); other reasons take the palette's next ones.
+REASON_COLORS = {"error": PALETTE[3], "truncated": PALETTE[1], "min_answer_tokens": PALETTE[4],
+                 "regex": PALETTE[5], "json": PALETTE[6]}
+
+
+def prompts_chart(rep: dict[str, Any]) -> Figure:
+    """Yield per prompt class (report ``prompts``): the share of its requests usable and not usable by reason
+    (stacked bars, % of requests), and the mean reasoning and answer tokens of its successful requests with its
+    ``max_tokens`` cap (a tick when all its requests had the same cap)."""
+    prompts = list(rep.get("prompts") or [])
+    if len(prompts) > MAX_PROMPTS:
+        worst = sorted(prompts, key=lambda p: (p["usable_pct"] if p["usable_pct"] is not None else -1.0,
+                                               p["prompt"]))[:MAX_PROMPTS]
+        prompts = sorted(worst, key=lambda p: p["prompt"])
+    fig = _figure(12, max(3.0, 1.4 + 0.3 * len(prompts)))
+    ax1, ax2 = fig.subplots(1, 2)
+    title = "Yield per prompt (% of its requests)"
+    if len(prompts) < len(rep.get("prompts") or []):
+        title += f"; the {len(prompts)} with the lowest usable share"
+    ax1.set_title(title)
+    ax2.set_title("Tokens per successful request (mean; tick: max_tokens)")
+    if not prompts:
+        _no_data(ax1)
+        _no_data(ax2)
+        return fig
+    ys = list(range(len(prompts)))[::-1]  # the first prompt at the top
+    names = [str(p["prompt"]) for p in prompts]
+    reasons = list(dict.fromkeys([*REASON_COLORS, *sorted({k for p in prompts for k in p["usable_reasons"]})]))
+    extra = itertools.cycle(PALETTE[7:] + PALETTE[:7])
+    colors = {k: REASON_COLORS.get(k) or next(extra) for k in reasons}
+    usable = [100.0 * p["usable"] / p["requests"] if p["requests"] else 0.0 for p in prompts]
+    ax1.barh(ys, usable, height=0.6, color=PALETTE[2], label="usable")
+    left = usable
+    for k in reasons:
+        part = [100.0 * p["usable_reasons"].get(k, 0) / p["requests"] if p["requests"] else 0.0 for p in prompts]
+        if any(part):
+            ax1.barh(ys, part, height=0.6, left=left, color=colors[k], label=f"not usable: {k}")
+            left = [a + b for a, b in zip(left, part, strict=True)]
+    for y, p in zip(ys, prompts, strict=True):
+        ax1.text(101, y, f"{_pct_text(p['usable_pct'])} of {p['requests']:,}", va="center", fontsize=8)
+    ax1.set_yticks(ys, names)
+    ax1.set_xlim(0, 125)
+    ax1.set_xticks([0, 25, 50, 75, 100])
+    ax1.set_xlabel("% of the prompt's requests")
+    ax1.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12 if len(prompts) > 3 else -0.2), ncols=3)
+    mr = [p["mean_reasoning_tokens"] or 0.0 for p in prompts]
+    ma = [p["mean_answer_tokens"] or 0.0 for p in prompts]
+    ax2.barh(ys, mr, height=0.6, color=PALETTE[4], label="reasoning tokens (mean)")
+    ax2.barh(ys, ma, height=0.6, left=mr, color=PALETTE[2], label="answer tokens (mean)")
+    capped = [(y, p["max_tokens"]) for y, p in zip(ys, prompts, strict=True) if p.get("max_tokens") is not None]
+    if capped:
+        ax2.plot([c for _, c in capped], [y for y, _ in capped], linestyle="none", marker="|", markersize=14,
+                 markeredgewidth=2, color="#000000", label="max_tokens")
+    ax2.set_yticks(ys, names)
+    ax2.set_xlim(left=0)
+    ax2.set_xlabel("tokens")
+    ax2.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def _pct_text(v: float | None) -> str:
+    return "–" if v is None else f"{v:.0f} % usable"
+
+
 #: File stems of the charts :func:`draw_charts` returns, in order (``hours_real_time`` only for compressed time).
-CHART_NAMES = ("throughput", "latency_percentiles", "latency_distributions", "timeline", "tokens", "hours",
-               "hours_real_time")
+CHART_NAMES = ("throughput", "latency_percentiles", "latency_distributions", "timeline", "tokens", "prompts",
+               "hours", "hours_real_time")
 
 
-def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> list[Chart]:
+def draw_charts(report: dict[str, Any], run: FrameRun) -> list[Chart]:
     """Draw every figure of a report.
 
     Args:
         report: the report dict (:func:`harness.report.build.build_report`).
-        records: every record of the run (:func:`harness.records.read_records`); warm-up ones are dropped.
+        run: the run's record frame (:func:`harness.report.columns.load_frame_run`); warm-up records are dropped.
 
     Returns:
         The charts in :data:`CHART_NAMES` order (``hours_real_time`` only when ``report["time_scale"] != 1``).
     """
-    main = [r for r in records if not is_warmup(r)]
+    main = main_frame(run)
     specs: list[tuple[str, str, str, Callable[[], Figure]]] = [
         ("throughput", "Throughput vs concurrency",
          "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % batch-means interval "
@@ -433,14 +513,21 @@ def draw_charts(report: dict[str, Any], records: Sequence[RequestResult]) -> lis
          "beside the ECDF's steps).",
          lambda: distribution_chart(report, main)),
         ("timeline", "Throughput and TTFT over time",
-         "Output tokens spread over each request's decode interval (the output_tps rule) per time bin; TTFT of "
-         "every successful request at its start time. Warm-up excluded.",
+         "Output tokens per time bin by the output_tps rule (chunk arrivals, else spread over each request's "
+         "decode interval); TTFT of every successful request at its start time. Black segments: the soak slices' "
+         "output_tps and ttft_p99 (report steps[].slices). Warm-up excluded.",
          lambda: timeline_chart(report, main)),
         ("tokens", "Reasoning vs answer tokens",
          "Mean reasoning_tokens and answer_tokens over each step's latency sample.",
          lambda: tokens_chart(report, main)),
+        ("prompts", "Yield per prompt",
+         "Report prompts: every non-warm-up request of each prompt class, all steps together; usable and "
+         "usable_reasons as % of its requests (see the per-prompt table), mean_reasoning_tokens and "
+         "mean_answer_tokens over its successful requests, max_tokens its requests' cap.",
+         lambda: prompts_chart(report)),
         ("hours", "Hours to N usable samples",
-         "Report rows: hours (request method, 95 % interval hours_low..hours_high) and token_hours.",
+         "Report rows: hours (request method, 95 % interval hours_low..hours_high) and token_hours; with a price "
+         "(profile cost), the right axis is the same in US$ (hours × cost_usd_per_hour).",
          lambda: hours_chart(report)),
     ]
     if report.get("time_scale", 1.0) != 1.0:

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from harness.report.exprs import OK, in_sample
+from harness.report.exprs import OK, in_sample, streamed_tokens
 from harness.report.stats import mean, percentile
 
 #: Two-sided 95 % normal quantile.
@@ -153,11 +153,13 @@ def latency_sample(main: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
 
 
 def _decode_pairs(sample: pl.DataFrame) -> list[tuple[float, float]]:
-    """``(output tokens, e2e − ttft)`` pairs counted by the report's per-stream tok/s, in record order."""
-    ttft, e2e, out = pl.col("ttft"), pl.col("e2e"), pl.col("output_tokens")
-    counted = sample.filter(ttft.is_not_null() & e2e.is_not_null() & (e2e > ttft) & out.is_not_null() & (out != 0))
-    pairs = counted.select(out.cast(pl.Float64), (e2e - ttft).alias("d"))
-    return list(zip(pairs.get_column("output_tokens").to_list(), pairs.get_column("d").to_list(), strict=True))
+    """``(streamed tokens, e2e − ttft)`` pairs counted by the report's per-stream tok/s
+    (:func:`harness.report.exprs.per_stream_parts`: streamed tokens = answer tokens with hidden reasoning), in
+    record order."""
+    ttft, e2e, n = pl.col("ttft"), pl.col("e2e"), streamed_tokens()
+    counted = sample.filter(ttft.is_not_null() & e2e.is_not_null() & (e2e > ttft) & n.is_not_null() & (n != 0))
+    pairs = counted.select(n.cast(pl.Float64).alias("tok"), (e2e - ttft).alias("d"))
+    return list(zip(pairs.get_column("tok").to_list(), pairs.get_column("d").to_list(), strict=True))
 
 
 def _values(sample: pl.DataFrame, col: str) -> list[float]:

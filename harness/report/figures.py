@@ -13,8 +13,6 @@ Units in the rows: seconds (``*_s``), tokens, tokens per second (``*_tps``), req
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections.abc import Sequence
 from typing import Any
 
 from harness.report.hours import (
@@ -26,9 +24,7 @@ from harness.report.hours import (
     needed_window,
 )
 from harness.report.load import Phase
-from harness.report.stats import overlap_fraction
 from harness.report.steady import Window
-from harness.result import RequestResult
 
 __all__ = [
     "LITTLE_TOLERANCE",
@@ -36,105 +32,17 @@ __all__ = [
     "USABLE_CRITERION",
     "hours_entry",
     "interval_info",
-    "latency_sample",
-    "output_tokens_in",
-    "record_tokens_in",
     "row_header",
-    "step_sample",
-    "window_tokens",
 ]
 
 #: The sample criterion of the hours-to-N figure, as the report names it.
-USABLE_CRITERION = "usable = success and not truncated"
+USABLE_CRITERION = "usable = success, not truncated, passing the profile's usable checks"
+#: Finish reasons always present in a row's ``by_finish_reason`` (others only when they occur).
+SPLIT_FINISH_REASONS = ("stop", "length")
 #: Little's law check: a step whose ``completions/s × mean E2E`` differs from C by more than this share is flagged.
 LITTLE_TOLERANCE = 0.10
 #: Relative half-width of the hours interval above which the report says how long the step should have been.
 HOURS_TARGET_HALFWIDTH = 0.10
-
-
-# used by charts until it moves to the frame (the report uses harness.report.exprs / tokens)
-def record_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, bool]:
-    """Output tokens of one request that arrived inside ``[w0, w1)``, and whether chunk arrivals were used.
-
-    With ``chunk_times`` (``output.chunk_times: true``): each token-bearing chunk's tokens count at its arrival
-    ``start_wall + chunk_times[i]``: ``chunk_tokens[i]`` when the server sent per-chunk usage (tokens the usage
-    counts beyond the chunks, e.g. the EOS token, arrive at the request's end), else ``output_tokens`` split
-    evenly over the chunks. Without them: ``output_tokens`` spread uniformly over the decode interval
-    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window. Failed requests
-    and requests without output tokens give 0 (and True when they carry chunk times).
-    """
-    ct = r.chunk_times
-    has_chunks = bool(ct)
-    if not r.ok or not r.output_tokens or r.end_wall < w0 or r.start_wall >= w1:
-        return 0.0, has_chunks
-    s = r.start_wall
-    if ct:
-        lo, hi = bisect_left(ct, w0 - s), bisect_left(ct, w1 - s)
-        toks = r.chunk_tokens
-        if toks and len(toks) == len(ct) and (shown := sum(toks)) > 0:
-            rest = r.output_tokens - shown
-            if rest >= 0:
-                inside = float(sum(toks[lo:hi]))
-                return inside + (rest if w0 <= r.end_wall < w1 else 0.0), True
-            return sum(toks[lo:hi]) * r.output_tokens / shown, True
-        return r.output_tokens * (hi - lo) / len(ct), True
-    ttft = r.ttft
-    # hidden reasoning was generated before the first visible chunk, unseen: spread from the request's start
-    a0 = s + ttft if ttft is not None and not r.hidden_reasoning else s
-    return r.output_tokens * overlap_fraction(a0, r.end_wall, w0, w1), False
-
-
-# used by charts until it moves to the frame (the report uses harness.report.exprs / tokens)
-def window_tokens(records: Sequence[RequestResult], w0: float, w1: float) -> tuple[float, str]:
-    """Output tokens of successful requests that arrived inside ``[w0, w1)`` (:func:`record_tokens_in`), and how
-    they were placed: ``chunks`` (every contributing request had chunk times), ``pro_rata`` (none had),
-    ``mixed``, or ``none`` (no successful request overlaps the window)."""
-    total = 0.0
-    by_chunks = by_rate = 0
-    for r in records:
-        if not r.ok or not r.output_tokens or r.end_wall < w0 or r.start_wall >= w1:
-            continue
-        n, chunked = record_tokens_in(r, w0, w1)
-        total += n
-        if chunked:
-            by_chunks += 1
-        else:
-            by_rate += 1
-    basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
-    return total, basis
-
-
-# used by charts until it moves to the frame (the report uses harness.report.exprs / tokens)
-def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> float:
-    """Output tokens of successful requests that arrived inside ``[w0, w1)`` (tokens; see :func:`window_tokens`)."""
-    return window_tokens(records, w0, w1)[0]
-
-
-# used by charts until it moves to the frame (the report uses harness.report.exprs / tokens)
-def step_sample(
-    records: Sequence[RequestResult], step: int, steady: bool, w0: float, w1: float
-) -> list[RequestResult]:
-    """The one sample of a step, in record order: every column of its row is over these requests.
-
-    Steady step: every request (any step, ok or not) that ENDED inside the steady window ``(w0, w1)`` (epoch
-    seconds; the request ending at ``w0`` opened the window). All of them started after the step began and ran at
-    its concurrency; none ran in the drain or the next step. Not steady: every request of ``step`` (flagged).
-    """
-    if steady:
-        return [r for r in records if w0 < r.end_wall < w1]
-    return [r for r in records if r.step == step]
-
-
-# used by charts until it moves to the frame (the report uses harness.report.exprs / tokens)
-def latency_sample(
-    records: Sequence[RequestResult], step: int, steady: bool, w0: float, w1: float
-) -> list[RequestResult]:
-    """The successful requests of :func:`step_sample`: what a step's latency, per-stream and token figures are over."""
-    return [r for r in step_sample(records, step, steady, w0, w1) if r.ok]
-
-
-#: Finish reasons always present in a row's ``by_finish_reason`` (others only when they occur).
-SPLIT_FINISH_REASONS = ("stop", "length")
 
 
 def interval_info(bm: BatchMeans, phase: Phase, w0: float, e2e_mean: float | None) -> dict[str, Any]:

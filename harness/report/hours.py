@@ -1,8 +1,9 @@
 """Hours to collect N usable samples: one recommended figure with a batch-means prediction interval, and the
 token-based cross-check.
 
-Recommended figure: with ``k`` usable completions (success and not truncated) ending inside the steady window
-``[ws, e)`` of ``W`` seconds, the rate is ``r = k / W`` usable samples per second and ``hours = N / (r * 3600)``.
+Recommended figure: with ``k`` usable completions (success, not truncated, passing the profile's usable checks)
+ending inside the steady window ``[ws, e)`` of ``W`` seconds, the rate is ``r = k / W`` usable samples per second
+and ``hours = N / (r * 3600)``.
 
 Interval (:func:`batch_means`, :func:`hours_interval`): the window is cut into ``B`` equal batches of ``L = W / B``
 seconds (``B = 10``, fewer -- at least 5 -- when a batch would be shorter than 2 x mean E2E; no interval when even

@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 
-from harness.records import read_records
 from harness.report.fmt import wall_time
 from harness.report.render import render_markdown
-from harness.result import RequestResult
 
 if TYPE_CHECKING:
     from harness.report.charts import Chart
+    from harness.report.columns import FrameRun
 
 __all__ = ["FIGURES_DIR", "HTML_NAME", "render_html", "write_html"]
 
@@ -157,14 +156,15 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def write_html(
     run_dir: str | os.PathLike[str],
     report: dict[str, Any],
-    records: Sequence[RequestResult] | None = None,
+    run: FrameRun | None = None,
 ) -> Path | None:
     """Draw the figures and write ``figures/<name>.png`` and ``report.html`` into the run directory.
 
     Args:
         run_dir: the run directory the report was built from.
         report: its report dict (:func:`harness.report.build.build_report`).
-        records: the run's records; read from ``run_dir`` (:func:`harness.records.read_records`) when None.
+        run: the run's record frame; read from ``run_dir`` (:func:`harness.report.columns.load_frame_run`) when
+            None.
 
     Returns:
         The path of ``report.html``, or None when it was skipped: matplotlib is not installed, or drawing or
@@ -179,8 +179,11 @@ def write_html(
                     "are written. Install matplotlib and run `llmload report %s` to add it.", e, root)
         return None
     try:
-        recs = read_records(root) if records is None else records
-        charts = draw_charts(report, recs)
+        if run is None:
+            from harness.report.columns import load_frame_run
+
+            run = load_frame_run(root)
+        charts = draw_charts(report, run)
         page = render_html(report, charts)
         figs = root / FIGURES_DIR
         figs.mkdir(exist_ok=True)

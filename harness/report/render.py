@@ -339,8 +339,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append("")
 
     lines += ["## Hours to N usable samples", ""]
-    lines.append("Each cell: hours to N usable samples (usable = success and not truncated) from the usable "
-                 "completions per second in the steady window, with its 95 % prediction interval for one run of N "
+    lines.append("Each cell: hours to N usable samples (usable = success, not truncated, passing the profile's "
+                 "usable checks) from the usable completions per second in the steady window, with its 95 % "
+                 "prediction interval for one run of N "
                  "samples (batch means; see Formulas). The token-based figure (seed method) is a cross-check only. "
                  "Assumptions per row: concurrency C, and the usable share, truncation and error rates and mean "
                  "output tokens of the requests that ended in the steady window.")

@@ -1,5 +1,6 @@
 """The HTML report and its figures on small synthetic runs: one self-contained file, the report's values as in
-report.md, every figure embedded and written as a valid PNG, the figures' numbers from the report's functions."""
+report.md, every figure embedded and written as a valid PNG, the figures' numbers from the columnar engine's
+definitions (the frame the report's rows are computed from)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,25 @@ import base64
 import io
 import json
 import logging
+import math
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+import polars as pl
 import pytest
 from PIL import Image
 
-from harness.records import read_records
 from harness.report import build_report, write_report
 from harness.report import charts as charts_mod
-from harness.report.charts import CHART_NAMES, draw_charts, is_warmup, time_bin_s
-from harness.report.figures import latency_sample, output_tokens_in
+from harness.report.charts import CHART_NAMES, draw_charts
+from harness.report.columns import load_frame_run
 from harness.report.fmt import sig3
 from harness.report.html import render_html, write_html
-from harness.report.stats import mean, percentile
+from harness.report.series import main_frame, output_tokens_binned, row_latency_sample, time_bin_s
+from harness.report.tokens import window_tokens as _window_tokens
 from tests.report.rundir import phase, rec, run_end, write_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -139,38 +143,36 @@ def test_header_definitions_and_notes(written: tuple[Path, dict[str, Any], str, 
 
 def test_figures_use_the_report_functions(written: tuple[Path, dict[str, Any], str, str]) -> None:
     root, rep, _, _ = written
-    main = [r for r in read_records(root) if not is_warmup(r)]
+    main = main_frame(load_frame_run(root))
     for row in rep["steps"]:
-        sample = latency_sample(main, row["step"], row["steady"], row["window_start_wall"], row["window_end_wall"])
-        assert percentile([r.ttft for r in sample if r.ttft is not None], 50) == row["ttft_p50_s"]
-        assert percentile([r.e2e for r in sample if r.e2e is not None], 50) == row["e2e_p50_s"]
-        split = mean(float(r.reasoning_tokens) for r in sample), mean(float(r.answer_tokens) for r in sample)
-        assert split[0] is not None and split[1] is not None
-        assert split[0] + split[1] == pytest.approx(row["mean_output_tokens"])  # the stacked bar's total
-    # tok/s per time bin: output_tokens_in on each bin, and no token lost or counted twice across bins
+        sample = row_latency_sample(main, row)
+        assert sample.height == row["latency_n"]
+        v = sample.select(pl.col("ttft").quantile(0.5, interpolation="linear"),
+                          pl.col("e2e").quantile(0.5, interpolation="linear"),
+                          pl.col("reasoning_tokens").mean(), pl.col("answer_tokens").mean()).row(0)
+        assert v[0] == pytest.approx(row["ttft_p50_s"]) and v[1] == pytest.approx(row["e2e_p50_s"])
+        assert v[2] is not None and v[3] is not None
+        assert v[2] + v[3] == pytest.approx(row["mean_output_tokens"])  # the stacked bar's total
+        if row["steady"]:  # the binned tokens over the steady window are the row's window tokens
+            w0, w1 = row["window_start_wall"], row["window_end_wall"]
+            assert output_tokens_binned(main, w0, w1 - w0, 1)[0] == pytest.approx(row["window_output_tokens"])
+    # tokens per time bin: the output_tps rule on each bin, and no token lost or counted twice across bins
     t0 = rep["start_wall"]
-    t1 = max(r.end_wall for r in main)
+    t1 = float(main.get_column("_end").max())  # type: ignore[arg-type]
     width = time_bin_s(t1 - t0)
-    bins = charts_mod._binned_tps(main, t0, t1, width)
-    for i in (0, 7, 40, len(bins) - 1):
-        direct = output_tokens_in(main, t0 + i * width, t0 + (i + 1) * width) / width
-        assert bins[i] == pytest.approx(direct)
-    assert sum(bins) * width == pytest.approx(output_tokens_in(main, t0, t0 + len(bins) * width))
-    assert sum(bins) * width == pytest.approx(sum(r.output_tokens for r in main if r.ok))
-
-
-def test_time_bins() -> None:
-    assert time_bin_s(100) == 1.0
-    assert time_bin_s(151) == 2.0
-    assert time_bin_s(3 * 3600) == 120.0
-    assert time_bin_s(10**6) == 3600.0
+    n = math.ceil((t1 - t0) / width)
+    bins = output_tokens_binned(main, t0, width, n)
+    assert len(bins) == n
+    for i in (0, 7, 40, n - 1):
+        assert bins[i] == pytest.approx(_window_tokens(main, t0 + i * width, t0 + (i + 1) * width)[0])
+    assert sum(bins) == pytest.approx(_window_tokens(main, t0, t0 + n * width)[0])
+    assert sum(bins) == pytest.approx(main.filter(pl.col("_ok")).get_column("output_tokens").sum())
 
 
 def test_drawing_is_deterministic(written: tuple[Path, dict[str, Any], str, str]) -> None:
     root, rep, _, _ = written
-    recs = read_records(root)
-    a = draw_charts(rep, recs)
-    b = draw_charts(json.loads(json.dumps(rep)), recs)
+    a = draw_charts(rep, load_frame_run(root))
+    b = draw_charts(json.loads(json.dumps(rep)), load_frame_run(root))
     assert [c.name for c in a] == [c.name for c in b]
     assert [c.png for c in a] == [c.png for c in b]
     assert [c.png for c in a] == [(root / "figures" / f"{c.name}.png").read_bytes() for c in a]
@@ -251,3 +253,51 @@ def test_cli_writes_the_html(tmp_path: Path) -> None:
     assert main([str(root), "--quiet"]) == 0
     assert (root / "report.html").stat().st_size > 10_000
     assert {p.stem for p in (root / "figures").glob("*.png")} == set(CHART_NAMES) - {"hours_real_time"}
+
+
+def _texts(fig: Any) -> list[str]:
+    """Every text of a figure: titles, labels, tick labels, legend entries, annotations."""
+    return [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
+
+
+def test_priced_soak_run_draws_slices_cost_and_yield(tmp_path: Path) -> None:
+    meta = {"profile": {"name": "synthetic", "cost": {"hour_usd": 12.5}, "report": {"slice_s": 10}}}
+    root = _scenario(tmp_path / "run", meta)
+    rep = build_report(root)
+    sliced = [r for r in rep["steps"] if r["slices"]]
+    assert sliced and rep["cost_usd_per_hour"] == 12.5
+    main = main_frame(load_frame_run(root))
+    with matplotlib.rc_context({"font.family": "DejaVu Sans"}):
+        timeline = charts_mod.timeline_chart(rep, main)
+        hours = charts_mod.hours_chart(rep)
+        prompts = charts_mod.prompts_chart(rep)
+    ax1, ax2 = timeline.axes
+    seg = [c for c in ax1.collections if c.get_label() == "output tok/s per soak slice"]
+    assert len(seg) == 1  # one collection: a segment per slice at its output_tps, over the slice
+    want = [(s["start_wall"] - rep["start_wall"], s["end_wall"] - rep["start_wall"], s["output_tps"])
+            for r in sliced for s in r["slices"]]
+    got = [(float(p[0][0]), float(p[1][0]), float(p[0][1])) for p in seg[0].get_segments()]
+    assert len(got) == len(want) and all(g == pytest.approx(w) for g, w in zip(got, want, strict=True))
+    assert any(c.get_label() == "p99 TTFT per soak slice" for c in ax2.collections)
+    assert any("US\\$ (at 12.50 US\\$/h)" in t for t in _texts(hours))  # the cost axis of the hours figure
+    texts = _texts(prompts)
+    p = rep["prompts"][0]
+    assert "p" in texts and f"{p['usable_pct']:.0f} % usable of {p['requests']:,}" in texts
+    # drawn twice: the same bytes (slices, cost axis and the yield figure included)
+    a, b = draw_charts(rep, load_frame_run(root)), draw_charts(rep, load_frame_run(root))
+    assert [c.name for c in a] == [n for n in CHART_NAMES if n != "hours_real_time"]
+    assert [c.png for c in a] == [c.png for c in b]
+
+
+def test_yield_figure_keeps_the_prompts_with_the_lowest_usable_share() -> None:
+    prompts = [{"prompt": f"p{i:02d}", "requests": 100, "usable": i, "usable_pct": float(i),
+                "usable_reasons": {"truncated": 100 - i}, "mean_reasoning_tokens": 10.0, "mean_answer_tokens": 5.0,
+                "max_tokens": 64} for i in range(charts_mod.MAX_PROMPTS + 5)]
+    fig = charts_mod.prompts_chart({"prompts": prompts})
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert sorted(ticks) == [f"p{i:02d}" for i in range(charts_mod.MAX_PROMPTS)]
+    at = dict(zip(ticks, fig.axes[0].get_yticks(), strict=True))
+    assert max(at, key=lambda k: at[k]) == "p00"  # the first prompt (by name) at the top
+    assert any(f"the {charts_mod.MAX_PROMPTS} with the lowest usable share" in t for t in _texts(fig))
+    empty = charts_mod.prompts_chart({"prompts": []})
+    assert "no data" in _texts(empty)
