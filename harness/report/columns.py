@@ -62,7 +62,7 @@ from harness.report.figures import (
 )
 from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
-from harness.report.frame import ROW, read_frame
+from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame
 from harness.report.hours import batch_means
 from harness.report.load import Phase, phases_from_events
 from harness.report.steady import Window, close_window
@@ -175,8 +175,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
         OSError: a file cannot be read.
     """
     root = Path(run_dir)
-    kw = {"chunk_bytes": chunk_bytes} if chunk_bytes else {}
-    frame = prepare(read_frame(root, REPORT_COLUMNS, **kw))
+    frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))
     events = read_phases(root)
     if any(e.get("event") == "phase_start" for e in events):
         last_end = frame.get_column(_END).max() if frame.height else None
