@@ -253,7 +253,7 @@ def _parse(text: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame:
 def _as_read(df: pl.DataFrame, path: Path, keep_schema: bool) -> pl.DataFrame:
     """``df`` (parsed with the ``schema`` column) with nulls of non-nullable fields read as their defaults.
 
-    Drops ``schema`` unless ``keep_schema``.
+    Drops ``schema`` unless ``keep_schema``; rechunked (one compact chunk per column).
 
     Raises:
         ValueError: a record's ``schema`` is not in :data:`harness.result.READABLE_SCHEMAS`.
@@ -264,7 +264,9 @@ def _as_read(df: pl.DataFrame, path: Path, keep_schema: bool) -> pl.DataFrame:
     if bad.len():
         raise ValueError(f"{path}: record schema {bad[0]!r} is not readable by this harness "
                          f"(reads {sorted(READABLE_SCHEMAS)})")
-    return df if keep_schema else df.drop("schema")
+    # One chunk per column, in buffers of the piece's size: the parser's chunks hold grown-by-doubling spare
+    # capacity, kept (~2x the frame: 1.29 GB peak at 1M records instead of 1.0 GB) if the frame is not copied.
+    return (df if keep_schema else df.drop("schema")).rechunk()
 
 
 def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep_schema: bool) -> pl.DataFrame:
