@@ -9,13 +9,17 @@ CPU time user+sys and peak RSS from ``os.wait4``):
     frame (:func:`harness.report.columns.load_frame_run`, records.jsonl -> frame) and every figure over it
     (:func:`harness.report.build.run_figures`: step rows, goodput, soak slices and drift, warm-up, totals,
     per-prompt rows; then the header and notes); ``--runs`` times, medians printed. The child also reports its own
-    split: load seconds and figures seconds.
+    split: load seconds and figures seconds. Each run is measured twice: ``json``, the Parquet sidecar
+    (``records.parquet``, see :mod:`harness.report.frame`) deleted first, so the records are parsed from JSON and the
+    sidecar written (the report at a run's end); then ``sidecar``, read from the sidecar just written (every later
+    ``llmload report``). ``--sidecar json`` / ``--sidecar sidecar`` measure one of the two only.
 (b) the whole ``llmload report RUN_DIR --quiet`` (``python -m harness.report``: report.json, report.md and
     report.html with its PNG figures), once; skipped with ``--skip-current``. When it runs, its ``report.json``
     is compared with (a)'s report (exact for counts, 1e-9 relative for floats) and the verdict printed.
 
     .venv/bin/python benchmarks/report_1m.py                       # 1M records in /tmp/llmload-1m, (a) x3 and (b)
     .venv/bin/python benchmarks/report_1m.py --skip-current --runs 5
+    .venv/bin/python benchmarks/report_1m.py --skip-current --sidecar sidecar   # later reports only
     .venv/bin/python benchmarks/report_1m.py --records 200000 --dir /tmp/llmload-200k
 
 Wall times depend on what else runs on the machine; CPU seconds less so. Both are printed.
@@ -51,9 +55,11 @@ def _child_frame(run_dir: str, rows_out: str | None) -> None:
     t2 = time.perf_counter()
     if rows_out:
         Path(rows_out).write_text(json.dumps(rep))
+    side = Path(run_dir) / "records.parquet"
     print(json.dumps({"records": run.frame.height, "load_s": t1 - t0, "figures_s": t2 - t1,
                       "frame_mb": run.frame.estimated_size() / 1e6,
-                      "slices": sum(len(r["slices"]) for r in rep["steps"])}))
+                      "slices": sum(len(r["slices"]) for r in rep["steps"]),
+                      "sidecar_mb": side.stat().st_size / 1e6 if side.exists() else None}))
 
 
 def _measure(cmd: list[str]) -> dict[str, Any]:
@@ -114,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runs", type=int, default=3, help="runs of (a) (median printed)")
+    p.add_argument("--sidecar", choices=("both", "json", "sidecar"), default="both",
+                   help="measure the report parsing JSON (sidecar deleted first), reading the sidecar, or both")
     p.add_argument("--skip-current", action="store_true", help="do not run (b), the whole llmload report")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -125,18 +133,26 @@ def main(argv: list[str] | None = None) -> int:
     size = (args.dir / "records.jsonl").stat().st_size
     print(f"run: {args.dir} ({size / 1e6:.0f} MB records.jsonl)")
     rows_out = args.dir / "frame-report.json"
-    res = []
+    modes = ("json", "sidecar") if args.sidecar == "both" else (args.sidecar,)
+    res: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     for i in range(max(1, args.runs)):
-        m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out)])
-        split = json.loads(m["stdout"].strip().splitlines()[-1])
-        res.append({**m, **split})
-        print(f"(a) build_report run {i + 1}: wall {m['wall_s']:.2f} s (load {split['load_s']:.2f} s + figures "
-              f"{split['figures_s']:.2f} s), cpu {m['cpu_s']:.2f} s, peak RSS {m['rss_mb']:.0f} MB, "
-              f"frame {split['frame_mb']:.0f} MB, {split['records']} records, {split['slices']} soak slices",
-              flush=True)
-    med = {k: statistics.median(r[k] for r in res) for k in ("wall_s", "cpu_s", "rss_mb", "load_s", "figures_s")}
-    print(f"(a) build_report median of {len(res)}: wall {med['wall_s']:.2f} s (load {med['load_s']:.2f} s + figures "
-          f"{med['figures_s']:.2f} s), cpu {med['cpu_s']:.2f} s, peak RSS {med['rss_mb']:.0f} MB")
+        for mode in modes:
+            if mode == "json":
+                (args.dir / "records.parquet").unlink(missing_ok=True)
+            m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out)])
+            split = json.loads(m["stdout"].strip().splitlines()[-1])
+            res[mode].append({**m, **split})
+            side = f"{split['sidecar_mb']:.0f} MB" if split["sidecar_mb"] is not None else "none"
+            print(f"(a) build_report {mode:7s} run {i + 1}: wall {m['wall_s']:.2f} s (load {split['load_s']:.2f} s + "
+                  f"figures {split['figures_s']:.2f} s), cpu {m['cpu_s']:.2f} s, peak RSS {m['rss_mb']:.0f} MB, "
+                  f"frame {split['frame_mb']:.0f} MB, sidecar {side}, {split['records']} records, "
+                  f"{split['slices']} soak slices", flush=True)
+    med: dict[str, float] = {}
+    for mode, runs in res.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "rss_mb", "load_s", "figures_s")}
+        print(f"(a) build_report {mode:7s} median of {len(runs)}: wall {med['wall_s']:.2f} s (load "
+              f"{med['load_s']:.2f} s + figures {med['figures_s']:.2f} s), cpu {med['cpu_s']:.2f} s, "
+              f"peak RSS {med['rss_mb']:.0f} MB")
     if args.skip_current:
         print("(b) llmload report: skipped (--skip-current)")
         return 0

@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+import harness.report.frame as frame_mod
 from harness.jsonl import read_jsonl
 from harness.records import read_records
 from harness.report.frame import (
@@ -22,8 +24,10 @@ from harness.report.frame import (
     NULL_READS_AS,
     RECORD_SCHEMA,
     ROW,
+    SIDECAR_KEY,
     iter_frames,
     read_frame,
+    sidecar_path,
 )
 from harness.result import RECORD_FIELDS, RequestResult
 from tests.report.rundir import rec
@@ -242,3 +246,95 @@ def test_several_record_files_in_name_order_and_empty_runs(tmp_path: Path) -> No
     for d in (empty, tmp_path / "nothing"):
         e = read_frame(d, ["step", "ok"])
         assert e.height == 0 and dict(e.schema) == {"step": pl.Int64(), "ok": pl.Boolean(), ROW: pl.Int64()}
+
+
+# ------------------------------------------------------------------------------------------- Parquet sidecar
+
+
+def _ended(root: Path, status: str = "finished") -> Path:
+    (root / "run.json").write_text(json.dumps({"status": status}))
+    return root
+
+
+def _no_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any JSON parse fail, so a read that succeeds came from a sidecar."""
+    def boom(*a: Any, **k: Any) -> Any:
+        raise AssertionError("parsed the JSON")
+    monkeypatch.setattr(frame_mod, "_json_frames", boom)
+
+
+def test_sidecar_written_for_an_ended_run_and_read_instead_of_the_json(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = demo_run(tmp_path / "demo")  # its run.json says finished
+    (root / "records-w1.jsonl").write_text(_lines([rec("z", 1, 9, 1.0)]))
+    json_read = read_frame(root, list(RECORD_SCHEMA), sidecar=False)
+    assert not list(root.glob("*.parquet"))  # sidecar=False writes none
+    first = read_frame(root, list(RECORD_SCHEMA))
+    assert first.equals(json_read)
+    assert sorted(p.name for p in root.glob("*.parquet")) == ["records-w1.parquet", "records.parquet"]
+    assert sidecar_path(root / "records.jsonl") == root / "records.parquet"
+    _no_json(monkeypatch)
+    assert read_frame(root, list(RECORD_SCHEMA)).equals(json_read)
+    sub = read_frame(root, ["step", "schema", "gap_hist"])  # any subset, in the JSON read's column order
+    assert sub.columns == ["schema", "step", "gap_hist", ROW]
+    assert sub.equals(json_read.select(sub.columns))
+    _assert_matches_read_records(read_frame(root, list(RECORD_SCHEMA)), root)
+
+
+def test_sidecar_not_written_while_running_or_without_run_json(tmp_path: Path) -> None:
+    lines = _lines([rec("a", 1, 0, 1.0)])
+    for name, status in (("running", "running"), ("bare", None)):
+        root = _write(tmp_path / name, lines)
+        if status:
+            _ended(root, status)
+        assert read_frame(root).height == 1
+        assert not list(root.glob("*.parquet")), name
+
+
+def test_stale_sidecar_is_ignored_and_rewritten(tmp_path: Path) -> None:
+    root = _ended(_write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0)])))
+    read_frame(root)
+    assert (root / "records.parquet").exists()
+    with open(root / "records.jsonl", "a") as f:  # appended after the sidecar was written
+        f.write(_lines([rec("b", 1, 1, 1.0)]))
+    assert read_frame(root).get_column("user").to_list() == ["a", "b"]
+    (root / "records.parquet").write_bytes(b"not parquet")  # unreadable: the JSON is the source
+    os.utime(root / "records.parquet", ns=(2 * 10**18, 2 * 10**18))
+    assert read_frame(root).get_column("user").to_list() == ["a", "b"]
+
+
+def test_sidecar_older_than_the_json_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _ended(_write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0)])))
+    read_frame(root)
+    st = (root / "records.jsonl").stat()
+    os.utime(root / "records.parquet", ns=(st.st_mtime_ns - 10**9, st.st_mtime_ns - 10**9))
+    calls: list[Path] = []
+    real = frame_mod._json_frames
+    monkeypatch.setattr(frame_mod, "_json_frames", lambda path, *a: calls.append(path) or real(path, *a))
+    assert read_frame(root).get_column("user").to_list() == ["a"]
+    assert calls == [root / "records.jsonl"]
+
+
+def test_sidecar_lacking_a_column_is_widened_not_flip_flopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _ended(_write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0), rec("b", 2, 1, 2.0)])))
+    read_frame(root, ["step"])
+    assert "ok" not in pl.read_parquet_schema(root / "records.parquet")
+    both = read_frame(root, ["ok"])  # not in the sidecar: parsed, the sidecar now holds step and ok
+    assert set(pl.read_parquet_schema(root / "records.parquet")) >= {"schema", "step", "ok"}
+    _no_json(monkeypatch)
+    assert read_frame(root, ["ok"]).equals(both)
+    assert read_frame(root, ["step"]).get_column("step").to_list() == [1, 2]
+
+
+def test_sidecar_of_another_reader_key_is_ignored(tmp_path: Path) -> None:
+    root = _ended(_write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0)])))
+    read_frame(root, ["step", "user"])
+    side = root / "records.parquet"
+    meta = json.loads(pl.read_parquet_metadata(side)["llmload_sidecar"])
+    assert meta["key"] == SIDECAR_KEY
+    forged = pl.DataFrame({"schema": [2], "step": [7], "user": ["forged"]})
+    forged.write_parquet(side, metadata={"llmload_sidecar": json.dumps({**meta, "key": "other"})})
+    assert read_frame(root, ["step", "user"]).get_column("user").to_list() == ["a"]
+    forged.write_parquet(side, metadata={"llmload_sidecar": json.dumps(meta)})  # same stamp: it is trusted
+    assert read_frame(root, ["step", "user"]).get_column("user").to_list() == ["forged"]
