@@ -19,6 +19,7 @@ import order (each imports only those before it): ``options``, ``setup``, ``drai
 ``listeners``.
 """
 
+from harness import webui  # noqa: F401  (the LLM view of the web UI: a no-op without one)
 from harness.locust import listeners, live, options
 
 __all__ = ["listeners", "live", "options"]
