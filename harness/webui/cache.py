@@ -1,9 +1,10 @@
 """The report of a run directory, recomputed at most every ``max(2 s, 3 × its last compute time)``.
 
 :class:`ReportCache` answers with the latest report it has (never blocking the caller longer than the first
-compute of a run) and starts a recompute in the background when the cached one is older than that interval. The
-report is ``harness.report.build.build_report`` run in a child process (:mod:`harness.webui.compute`); a finished
-run whose ``report.json`` is at least as new as its records is read from that file (the same function wrote it).
+compute of a run) and starts a recompute in the background when the cached one is older than that interval.
+The report is ``harness.report.build.build_report`` run in one long-lived child process
+(:mod:`harness.webui.compute`, :class:`ComputeChild`); a finished run whose ``report.json`` is at least as new
+as its records is read from that file (the same function wrote it).
 Every time a new report of a run in progress arrives, the figures of its step in progress are appended to that
 run's history (:attr:`Entry.history`), which the view's charts draw as the live trace.
 """
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import gevent
+import gevent.lock
 from gevent import subprocess as gsubprocess
 
-__all__ = ["HISTORY_KEYS", "MIN_INTERVAL_S", "SLOWDOWN", "Entry", "ReportCache", "current_row"]
+__all__ = ["HISTORY_KEYS", "MIN_INTERVAL_S", "SLOWDOWN", "ComputeChild", "Entry", "ReportCache", "current_row"]
 
 log = logging.getLogger("llmload")
 
@@ -93,16 +95,48 @@ def _report_file(run_dir: Path) -> dict[str, Any] | None:
     return rep if isinstance(rep, dict) else None
 
 
-def _compute(run_dir: Path) -> dict[str, Any]:
-    """The report of ``run_dir``, from a child process. Raises RuntimeError with its error text."""
-    cmd = [sys.executable, "-m", "harness.webui.compute", str(run_dir)]
-    proc = gsubprocess.run(cmd, capture_output=True, timeout=COMPUTE_TIMEOUT_S, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr.decode(errors="replace").strip()[-2000:] or f"exit {proc.returncode}")
-    rep = json.loads(proc.stdout)
-    if not isinstance(rep, dict):
-        raise RuntimeError("the report is not a JSON object")
-    return rep
+class ComputeChild:
+    """The child process that computes reports (:mod:`harness.webui.compute`), started on first use and again
+    after it died. One compute at a time (the cache runs one per run directory; a lock orders them)."""
+
+    def __init__(self) -> None:
+        self._proc: Any = None
+        self._lock = gevent.lock.Semaphore()
+
+    def report(self, run_dir: Path) -> dict[str, Any]:
+        """The report of ``run_dir``. Raises RuntimeError with the child's error text (or its death)."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = gsubprocess.Popen(
+                    [sys.executable, "-m", "harness.webui.compute"], stdin=gsubprocess.PIPE,
+                    stdout=gsubprocess.PIPE, stderr=gsubprocess.DEVNULL,
+                )
+            proc = self._proc
+            try:
+                with gevent.Timeout(COMPUTE_TIMEOUT_S):
+                    proc.stdin.write(str(run_dir).encode() + b"\n")
+                    proc.stdin.flush()
+                    line = proc.stdout.readline()
+            except (gevent.Timeout, OSError) as e:
+                self.stop()
+                raise RuntimeError(f"the report process failed: {type(e).__name__}") from None
+            if not line:
+                self.stop()
+                raise RuntimeError("the report process ended")
+        ans = json.loads(line)
+        if "error" in ans:
+            raise RuntimeError(str(ans["error"]))
+        rep = ans.get("report")
+        if not isinstance(rep, dict):
+            raise RuntimeError("the report is not a JSON object")
+        return rep
+
+    def stop(self) -> None:
+        """End the child (it is started again on the next compute)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 class ReportCache:
@@ -110,6 +144,7 @@ class ReportCache:
 
     def __init__(self) -> None:
         self._entries: dict[Path, Entry] = {}
+        self.child = ComputeChild()
 
     def entry(self, run_dir: Path) -> Entry:
         """The cache entry of ``run_dir`` (created empty)."""
@@ -137,7 +172,7 @@ class ReportCache:
     def _run(self, run_dir: Path, e: Entry) -> None:
         t0 = time.monotonic()
         try:
-            rep = _compute(run_dir)
+            rep = self.child.report(run_dir)
         except Exception as exc:  # shown on the page; the next poll retries after the interval
             e.error = str(exc) or type(exc).__name__
             log.debug("llmload: LLM view report failed for %s: %s", run_dir, e.error)

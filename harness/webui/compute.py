@@ -1,7 +1,10 @@
-"""Run the report engine over a run directory in a child process: ``python -m harness.webui.compute RUN_DIR``.
+"""Run the report engine over run directories in a child process: ``python -m harness.webui.compute``.
 
-Prints ``harness.report.build.build_report(RUN_DIR)`` as one JSON object on stdout (exit 0), or the error on
-stderr (exit 1). The LLM view runs it in a child process so the report's CPU-bound pass never holds the load
+It reads one run directory path per line on stdin and answers each with one line on stdout: ``{"report":
+harness.report.build.build_report(path)}`` or ``{"error": "<type>: <message>"}``; it exits at the end of stdin. One
+child serves every compute of the view, so the report's imports are paid once.
+
+The LLM view runs the report in a child process so the report's CPU-bound pass never holds the load
 generator's gevent loop (or its GIL): the requests being measured keep their timing while the view refreshes.
 """
 
@@ -10,24 +13,28 @@ from __future__ import annotations
 import json
 import sys
 
-__all__ = ["main"]
+__all__ = ["answer", "main"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point; ``argv`` = ``[RUN_DIR]`` (default ``sys.argv[1:]``). Returns the exit code."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        sys.stderr.write("usage: python -m harness.webui.compute RUN_DIR\n")
-        return 2
+def answer(path: str) -> str:
+    """The answer line (without its newline) for one run directory ``path``."""
     from harness.report.build import build_report
 
     try:
-        rep = build_report(args[0])
+        return json.dumps({"report": build_report(path)}, allow_nan=False)
     except Exception as e:  # reported to the view, which shows it
-        sys.stderr.write(f"{type(e).__name__}: {e}\n")
-        return 1
-    sys.stdout.write(json.dumps(rep, allow_nan=False))
-    sys.stdout.flush()
+        return json.dumps({"error": f"{type(e).__name__}: {e}"})
+
+
+def main() -> int:
+    """Serve stdin until it ends (see the module docstring). Returns the exit code (0)."""
+    import harness.report.build  # noqa: F401  (imported before the first request)
+
+    for line in sys.stdin:
+        path = line.rstrip("\n")
+        if path:
+            sys.stdout.write(answer(path) + "\n")
+            sys.stdout.flush()
     return 0
 
 

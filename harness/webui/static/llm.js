@@ -38,7 +38,7 @@
   }
 
   // [key, title, render(row) -> text]; key is also the cell's data-key (the row's own key where there is one)
-  function columns(hoursN) {
+  function columns(hoursN, priced) {
     const cols = [
       ["label", "step", (r) => r.label + (r.steady ? "" : " †") + (r.low_confidence ? " ‡" : "")],
       ["concurrency", "C", (r) => num(r.concurrency)],
@@ -62,7 +62,7 @@
     ];
     (hoursN || []).forEach((n, i) => {
       cols.push([`hours_${n}`, `hours to ${n.toLocaleString("en")} [95 %]`, (r) => hoursText((r.hours || [])[i])]);
-      cols.push([`usd_${n}`, `US$ to ${n.toLocaleString("en")} [95 %]`, (r) => usdText((r.hours || [])[i])]);
+      if (priced) cols.push([`usd_${n}`, `US$ to ${n.toLocaleString("en")} [95 %]`, (r) => usdText((r.hours || [])[i])]);
     });
     cols.push(["client_read_lag_p99_s", "client read lag p99 s", (r) => num(r.client_read_lag_p99_s)]);
     cols.push(["client_starved", "starved", (r) =>
@@ -83,7 +83,7 @@
 
   function renderTable(d) {
     const hoursN = (d.run && d.run.hours_to_n) || [];
-    const cols = columns(hoursN);
+    const cols = columns(hoursN, Boolean(d.run && d.run.cost_usd_per_hour));
     const head = document.querySelector("#steps thead");
     head.replaceChildren(el("tr"));
     for (const [, title] of cols) head.firstChild.appendChild(el("th", {}, title));
@@ -172,7 +172,7 @@
       tx.textContent = `${num(u, 3)} s`;
       svg.appendChild(tx);
     }
-    const yl = svgEl("text", { x: 4, y: T + 4 });
+    const yl = svgEl("text", { x: W - R + 8, y: H - B + 14 });
     yl.textContent = unit;
     svg.appendChild(yl);
     for (const r of rows) {  // step markers
