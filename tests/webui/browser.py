@@ -148,13 +148,18 @@ def set_form_field(page: Any, name: str, value: str) -> bool:
 
 
 def start_from_form(page: Any, base_url: str, fields: dict[str, str]) -> list[str]:
-    """Open Locust's UI, set ``fields`` that exist in the start form (Custom parameters expanded), press Start.
+    """Open Locust's UI, set ``fields`` that exist in the start form (its Custom parameters and Advanced options
+    expanded when a field is in them), press Start.
     Returns the names that were set."""
     page.goto(base_url + "/")
     page.wait_for_selector("form")
-    custom = page.get_by_role("button", name="Custom parameters")
-    if custom.count():
-        custom.first.click()
+    for section in ("Custom parameters", "Advanced options"):  # the form's collapsed accordions
+        hidden = [n for n in fields if page.locator(f'form [name="{n}"]').count()
+                  and not page.locator(f'form [name="{n}"]').first.is_visible()]
+        button = page.get_by_role("button", name=section)
+        if hidden and button.count():
+            button.first.click()
+            page.wait_for_timeout(400)  # the accordion's animation
     done = [n for n, v in fields.items() if set_form_field(page, n, v)]
     page.get_by_role("button", name="Start").first.click()
     return done

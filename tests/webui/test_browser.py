@@ -35,6 +35,8 @@ from tests.webui.browser import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 #: The start form's fields the test sets when the form offers them (Locust's camelCase names of the options).
+#: ``profile`` (the Profile field, a path) gets the test's profile: Locust is launched without ``--profile``, so
+#: the run measured is the one picked in the form.
 FORM = {"mode": "sweep"}
 #: (DOM data-key, report row key) compared within 1 %.
 COMPARED = (
@@ -99,7 +101,8 @@ def check_view_against_records(view: Any, run_dir: Path) -> dict[str, Any]:
             "c2_ttft_p50_s": ttft}
 
 
-def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Path, workers: int = 0) -> Any:
+def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Path, profile: Path,
+             workers: int = 0) -> Any:
     """Start from the form, wait for the view, Stop, check figures and counts, screenshot, download the report.
     Returns the LLM view's page (still open)."""
     browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
@@ -109,7 +112,7 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     if workers:
         wait_until(lambda: view.locator('#workers tbody tr[data-dead="0"]').count() == workers, 60,
                    f"{workers} live workers on the LLM view")
-    start_from_form(ui, base, FORM)
+    start_from_form(ui, base, {"profile": str(profile), **FORM})
     # the view shows the finished steps and the step in progress as the sweep goes on
     wait_until(lambda: dom_row(view, "single"), 60, "the single-stream row")
     wait_until(lambda: view.locator('#step-rows tr[data-step="C=2"]').count()
@@ -158,11 +161,11 @@ def test_llm_view_single_process(tmp_path: Path) -> None:
     out, prof, truth = _profile(tmp_path)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    args = ["--profile", str(prof), "--web-host", "127.0.0.1", "--web-port", str(port)]
+    args = ["--web-host", "127.0.0.1", "--web-port", str(port)]  # the profile is picked in the form
     with locust(args, tmp_path, tmp_path / "locust.log", {"LLMLOAD_SIM_ARGS": f"--truth-log {truth}"}), \
             sync_playwright() as pw:
         wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
-        run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view.png")
+        run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view.png", prof)
     assert "Traceback" not in (tmp_path / "locust.log").read_text()
 
 
@@ -173,7 +176,7 @@ def test_llm_view_master_and_two_workers(tmp_path: Path) -> None:
     out, prof, truth = _profile(tmp_path)
     port, mport = free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
-    margs = ["--profile", str(prof), "--web-host", "127.0.0.1", "--web-port", str(port), "--master",
+    margs = ["--web-host", "127.0.0.1", "--web-port", str(port), "--master",
              "--master-bind-host", "127.0.0.1", "--master-bind-port", str(mport)]
     wargs = ["--worker", "--master-host", "127.0.0.1", "--master-port", str(mport)]
     log = tmp_path / "locust.log"
@@ -181,7 +184,8 @@ def test_llm_view_master_and_two_workers(tmp_path: Path) -> None:
             locust(wargs, tmp_path, tmp_path / "worker1.log") as w1, \
             locust(wargs, tmp_path, tmp_path / "worker2.log"), sync_playwright() as pw:
         wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
-        view = run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view-workers.png", workers=2)
+        view = run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view-workers.png",
+                        prof, workers=2)
         # a worker that dies is shown
         w1.send_signal(signal.SIGKILL)
         w1.wait(timeout=10)
