@@ -1,8 +1,8 @@
 """Which run directories the LLM view shows, and the state of the workers: the ONE adapter onto the run state.
 
-:func:`run_dirs` is the only place the web UI reads the process's runs from. Today it reads
-``harness.runtime.current().ctx.run_dir`` (one run per process); when ``harness.runtime.runs()`` exists (each web-UI
-Start its own run directory, finished runs listed newest first) it reads that instead, so the switch is here only.
+:func:`run_dirs` and :func:`workers` are the only places the web UI reads the process's runs from. They read
+``harness.runtime.runs()`` (each web-UI Start its own run directory; ``current``, ``finished`` newest first,
+``state``, ``workers``) when it exists, else ``harness.runtime.current().ctx.run_dir`` (one run per process).
 """
 
 from __future__ import annotations
@@ -80,27 +80,36 @@ def run_dirs() -> RunDirs:
 
 
 def workers(runner: Any, seen: set[str]) -> list[WorkerInfo]:
-    """The master's workers: every client Locust knows, plus those seen before (``seen``, updated in place) and
-    no longer there (``gone``). Empty on a single process (no ``clients``)."""
+    """The master's workers: every client Locust knows (users and CPU from its last report), plus those seen
+    before and no longer there (``gone``). The harness's own list (``harness.runtime.runs().workers``: state,
+    in-flight count, gone ones) is used when it exists; otherwise ``seen`` (updated in place) remembers the ids.
+    Empty on a single process (no ``clients``)."""
     clients = getattr(runner, "clients", None)
     if clients is None:
         return []
+    nodes = {node.id: node for node in list(clients.values())}
+    statuses: dict[str, Any] = {}
+    runs_fn = getattr(runtime, "runs", None)
+    if callable(runs_fn):
+        try:
+            statuses = {str(w.id): w for w in (getattr(runs_fn(), "workers", None) or ())}
+        except Exception:
+            statuses = {}
     book = runtime.current().workers
+    seen |= set(nodes) | set(statuses)
     out: list[WorkerInfo] = []
-    now_ids = set()
-    for node in list(clients.values()):
-        now_ids.add(node.id)
-        state = str(node.state)
+    for wid in sorted(seen):
+        node, st = nodes.get(wid), statuses.get(wid)
+        state = str(node.state) if node is not None else (str(st.state) if st is not None else "gone")
+        in_flight = getattr(st, "in_flight", None) if st is not None else book.in_flight.get(wid)
         out.append(
             WorkerInfo(
-                id=node.id,
+                id=wid,
                 state=state,
-                users=int(node.user_count),
-                in_flight=book.in_flight.get(node.id),
-                cpu_pct=float(node.cpu_usage) if node.cpu_usage is not None else None,
-                dead=state == "missing",
+                users=int(node.user_count) if node is not None else 0,
+                in_flight=int(in_flight) if in_flight is not None else None,
+                cpu_pct=float(node.cpu_usage) if node is not None and node.cpu_usage is not None else None,
+                dead=state in ("missing", "gone"),
             )
         )
-    seen |= now_ids
-    out.extend(WorkerInfo(id=w, state="gone", dead=True) for w in sorted(seen - now_ids))
     return out
