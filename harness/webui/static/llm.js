@@ -149,7 +149,7 @@
     return e;
   }
   function chart(svg, t0, series, rows, unit) {
-    const W = 900, H = 260, L = 56, R = 150, T = 14, B = 30;
+    const W = 900, H = 260, L = 56, R = 150, T = 26, B = 30;
     svg.replaceChildren();
     const xs = [], ys = [];
     for (const s of series) for (const p of s.points) { xs.push(p[0], p[1]); ys.push(p[2]); }
@@ -172,7 +172,7 @@
       tx.textContent = `${num(u, 3)} s`;
       svg.appendChild(tx);
     }
-    const yl = svgEl("text", { x: W - R + 8, y: H - B + 14 });
+    const yl = svgEl("text", { x: 4, y: 12 });
     yl.textContent = unit;
     svg.appendChild(yl);
     for (const r of rows) {  // step markers
