@@ -128,8 +128,14 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     recs = records(run_dir)
     main_ok = sum(1 for r in recs if r["ok"] and r["phase"] != "warmup")
     # the view has caught up with every record
-    wait_until(lambda: number(view.locator("#meta-completed b").inner_text()) == main_ok, 30,
-               "the view's completed count = the records'")
+    try:
+        wait_until(lambda: number(view.locator("#meta-completed b").inner_text()) == main_ok, 30,
+                   "the view's completed count = the records'")
+    except AssertionError as e:
+        d = get_json(base + "/llm/data.json") or {}
+        seen = (d.get("run") or {}).get("totals", {}).get("completed")
+        raise AssertionError(f"{e}: page {view.locator('#run-meta').inner_text()!r}, data.json completed {seen}, "
+                             f"error {d.get('error')!r}, age {d.get('report_age_s')}, records {main_ok}") from None
     figures = check_view_against_records(view, run_dir)
     view.screenshot(path=str(shot), full_page=True)
     # the Locust UI: the LLM tab (the same rows) and the link to the view
