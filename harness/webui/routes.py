@@ -86,8 +86,7 @@ def install_routes(environment: Any, web_ui: Any) -> None:
         runs = run_dirs()
         known = runs.all()
         shown = find_run(known, run_id) if run_id else (known[0] if known else None)
-        entry = cache.get(shown, wait_s=60.0 if run_id is not None or request.path.endswith(".json") else 0.0
-                          ) if shown is not None else None
+        entry = cache.get(shown, wait_s=60.0) if shown is not None else None  # waits only for a run's first report
         return payload(runs, entry, shown, workers(environment.runner, seen), url)
 
     @bp.route("/")

@@ -120,12 +120,13 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     wait_until(lambda: number(cell(view, "C=4", "completed", current=True)), 30, "C=4 figures so far")
     ui.get_by_role("button", name="Stop").first.click()
     run_dir = wait_until(lambda: next(iter(p for p in out.iterdir() if p.is_dir()), None), 5, "the run directory")
-    # Stop: in-flight requests drain and are recorded; records settle at what the simulator completed
-    def settled() -> bool:
-        n = len(records(run_dir))
-        return n > 0 and n == truth_completed(truth)
-    wait_until(settled, 60, "records == requests the simulator completed", every=1.0)
+    # Stop: in-flight requests drain and are recorded, then the run is closed (run.json's status is final)
+    wait_until(lambda: json.loads((run_dir / "run.json").read_text()).get("status") != "running", 90,
+               "the run closed after Stop", every=0.5)
     recs = records(run_dir)
+    # every request the simulator completed is recorded (its truth line may trail the response by a moment)
+    wait_until(lambda: truth_completed(truth) >= len(recs), 10, "the simulator's truth log")
+    assert len(recs) == truth_completed(truth) > 0
     main_ok = sum(1 for r in recs if r["ok"] and r["phase"] != "warmup")
     # the view has caught up with every record
     try:
