@@ -2,7 +2,8 @@
 view's figures from the page and check them against the run's records, stop with Stop, download the report.
 
 Single process and master + 2 workers, each against the built-in simulator on 127.0.0.1 (a short, time-scaled
-profile; about a minute each). The screenshots of the LLM view go to ``docs/`` (the README shows the first).
+profile; about a minute each). Screenshots of the LLM view go to ``docs/``: ``webui-llm-view.png`` while the last
+step runs (the README shows it), ``webui-llm-view-workers.png`` after a worker was killed.
 """
 
 from __future__ import annotations
@@ -101,10 +102,10 @@ def check_view_against_records(view: Any, run_dir: Path) -> dict[str, Any]:
             "c2_ttft_p50_s": ttft}
 
 
-def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Path, profile: Path,
+def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Path | None, profile: Path,
              workers: int = 0) -> Any:
-    """Start from the form, wait for the view, Stop, check figures and counts, screenshot, download the report.
-    Returns the LLM view's page (still open)."""
+    """Start from the form, wait for the view (screenshot ``shot`` while the last step runs), Stop, check figures
+    and counts, download the report. Returns the LLM view's page (still open)."""
     browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
     ui = browser.new_page(viewport={"width": 1400, "height": 900})
     view = browser.new_page(viewport={"width": 1500, "height": 1250}, accept_downloads=True)
@@ -118,6 +119,8 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     wait_until(lambda: view.locator('#step-rows tr[data-step="C=2"]').count()
                and view.locator('#current-row tr[data-step="C=4"]').count(), 60, "C=2 done, C=4 in progress")
     wait_until(lambda: number(cell(view, "C=4", "completed", current=True)), 30, "C=4 figures so far")
+    if shot is not None:
+        view.screenshot(path=str(shot), full_page=True)
     ui.get_by_role("button", name="Stop").first.click()
     run_dir = wait_until(lambda: next(iter(p for p in out.iterdir() if p.is_dir()), None), 5, "the run directory")
     # Stop: in-flight requests drain and are recorded, then the run is closed (run.json's status is final)
@@ -138,7 +141,6 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
         raise AssertionError(f"{e}: page {view.locator('#run-meta').inner_text()!r}, data.json completed {seen}, "
                              f"error {d.get('error')!r}, age {d.get('report_age_s')}, records {main_ok}") from None
     figures = check_view_against_records(view, run_dir)
-    view.screenshot(path=str(shot), full_page=True)
     # the Locust UI: the LLM tab (the same rows) and the link to the view
     ui.goto(base + "/?tab=llm")
     wait_until(lambda: ui.get_by_text("C=2", exact=False).count() > 0, 20, "the LLM tab of Locust's UI")
@@ -191,14 +193,14 @@ def test_llm_view_master_and_two_workers(tmp_path: Path) -> None:
             locust(wargs, tmp_path, tmp_path / "worker1.log") as w1, \
             locust(wargs, tmp_path, tmp_path / "worker2.log"), sync_playwright() as pw:
         wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
-        view = run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view-workers.png",
-                        prof, workers=2)
+        view = run_flow(pw, chromium, base, out, truth, None, prof, workers=2)
         # a worker that dies is shown
         w1.send_signal(signal.SIGKILL)
         w1.wait(timeout=10)
         wait_until(lambda: view.locator('#workers tbody tr[data-dead="1"]').count() == 1, 30,
                    "the killed worker flagged dead on the LLM view")
         assert view.locator('#workers tbody tr[data-dead="0"]').count() == 1
+        view.screenshot(path=str(ROOT / "docs" / "webui-llm-view-workers.png"), full_page=True)
     for name in ("locust.log", "worker2.log"):
         assert "Traceback" not in (tmp_path / name).read_text(), name
 
