@@ -63,9 +63,11 @@ class Entry:
         report: the last report (None before the first compute finished, or when every compute failed).
         error: the last compute's error text (None when it succeeded).
         computed_at: ``time.time()`` when the last compute finished (0 before).
+        started_at: ``time.time()`` when the last compute started (the interval counts from it).
         compute_s: how long the last compute took (seconds).
         history: points of the step in progress, one per report of the running run (``t``: epoch s, plus
             :data:`HISTORY_KEYS`).
+        job: the greenlet of the compute in progress (None when none).
     """
 
     report: dict[str, Any] | None = None
