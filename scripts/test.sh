@@ -6,10 +6,12 @@
 # Installs the harness with its dev extras into .venv, the CPU build of vLLM into .venv-vllm
 # (scripts/setup_vllm.sh; skip with LLMLOAD_SKIP_VLLM=1, and the real-vLLM tests then skip unless
 # LLMLOAD_REQUIRE_VLLM=1), Debian's prometheus package when it is missing (scripts/setup_prometheus.sh; skip with
-# LLMLOAD_SKIP_PROMETHEUS=1, and the Prometheus tests then skip unless LLMLOAD_REQUIRE_PROMETHEUS=1), then runs
-# ruff, mypy (on harness/, configured in pyproject.toml) and pytest; the first that fails stops the script with its
-# exit code. --unit runs only the unit tier (pytest -m "not slow and not real_vllm", README "Test tiers") and skips
-# the vLLM install, which that tier does not use. Every server the tests use (the simulator, replay servers, vLLM,
+# LLMLOAD_SKIP_PROMETHEUS=1, and the Prometheus tests then skip unless LLMLOAD_REQUIRE_PROMETHEUS=1),
+# Debian's chromium when it is missing (scripts/setup_chromium.sh, for the browser tests; not with --unit; they
+# skip without it unless LLMLOAD_REQUIRE_BROWSER=1), then runs ruff, mypy (on harness/, configured in
+# pyproject.toml) and pytest; the first that fails stops the script with its exit code. --unit runs only the unit
+# tier (pytest -m "not slow and not real_vllm", README "Test tiers") and skips the vLLM and chromium installs, which
+# that tier does not use. Every server the tests use (the simulator, replay servers, vLLM,
 # Prometheus) is started and stopped by the tests themselves, on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,6 +30,9 @@ if [[ "$UNIT" != "1" && "${LLMLOAD_SKIP_VLLM:-0}" != "1" ]]; then
     bash scripts/setup_vllm.sh
 fi
 bash scripts/setup_prometheus.sh
+if [[ "$UNIT" != "1" ]]; then
+    bash scripts/setup_chromium.sh
+fi
 
 .venv/bin/ruff check .
 .venv/bin/mypy harness

@@ -22,6 +22,7 @@ import order (each imports only those before it): ``options``, ``form``, ``setup
 ``live``, ``webrun``, ``listeners``.
 """
 
+from harness import webui  # noqa: F401  (the LLM view of the web UI: a no-op without one)
 from harness.locust import listeners, live, options
 
 __all__ = ["listeners", "live", "options"]

@@ -1,0 +1,163 @@
+"""The LLM view's routes on Locust's Flask app, all under ``<web_base_path>/llm`` and behind ``--web-login`` when
+it is on (``web_ui.auth_required_if_enabled``):
+
+* ``/llm/`` the page (:file:`static/llm.html`, its script and style from ``/llm/static/<name>``: fixed names);
+* ``/llm/data.json[?run=<run_id>]`` the figures it polls every 2 s (:func:`harness.webui.view.payload`);
+* ``/llm/download/<run_id>/<name>`` a run's file (:mod:`harness.webui.downloads`: known runs, fixed names).
+
+Locust's own UI gets an "LLM" tab (a table of the headline figures per step, the same rows, injected into the
+polled ``/stats/requests`` answer as ``extended_stats``) and a link to the page in its "Download Data" tab
+(``extended_csv_files``, the one place Locust's UI renders a link of ours).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, Response, abort, jsonify, make_response, request
+
+from harness.webui.cache import ReportCache
+from harness.webui.downloads import FIGURES_ZIP, FILES, MIME, figures_zip, find_run
+from harness.webui.runs import run_dirs, workers
+from harness.webui.view import payload
+
+__all__ = ["STATIC", "TAB_COLUMNS", "install_routes", "tab_rows"]
+
+#: Files served from ``/llm/static/`` (nothing else is).
+STATIC = {"llm.js": "application/javascript", "llm.css": "text/css"}
+#: The Locust "LLM" tab's table: (key, title).
+TAB_COLUMNS = (
+    ("label", "step"), ("concurrency", "C"), ("completed", "completed"), ("errors", "errors"),
+    ("output_tps", "out tok/s"), ("ttft_p50", "TTFT p50 s"), ("ttft_p99", "TTFT p99 s"),
+    ("ttfat_p50", "TTFAT p50 s"), ("truncated_pct", "trunc %"), ("hours", "hours to N"),
+)
+
+
+def _static(name: str) -> str:
+    return resources.files("harness.webui").joinpath("static", name).read_text(encoding="utf-8")
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
+    """Rows of the Locust "LLM" tab from the view's JSON: finished steps, then the step in progress
+    (label ``… (so far)``), then a row pointing to the full page."""
+    rows = list(data.get("steps") or [])
+    cur = data.get("current")
+    out = []
+    for r in [*rows, *([cur] if cur else [])]:
+        h = (r.get("hours") or [{}])[0]
+        out.append({
+            "label": r["label"] + (" (so far)" if r is cur else "") + ("" if r.get("steady") else " †"),
+            "concurrency": _fmt(r.get("concurrency")),
+            "completed": _fmt(r.get("completed")),
+            "errors": _fmt(r.get("errors")),
+            "output_tps": _fmt(r.get("output_tps"), 4),
+            "ttft_p50": _fmt(r.get("ttft_p50_s")),
+            "ttft_p99": _fmt(r.get("ttft_p99_s")),
+            "ttfat_p50": _fmt(r.get("ttfat_p50_s")),
+            "truncated_pct": _fmt(r.get("truncated_pct")),
+            "hours": f"{_fmt(h.get('hours'))} h (N={h.get('n', '–')})" if h else "–",
+        })
+    out.append({"label": "all figures, charts and downloads: open 'LLM view' in the Download Data tab, or /llm/"})
+    return out
+
+
+def install_routes(environment: Any, web_ui: Any) -> None:
+    """Register the view's routes and Locust-UI hooks on ``web_ui`` (a ``locust.web.WebUI``)."""
+    opts = environment.parsed_options
+    base = (getattr(opts, "web_base_path", None) or "").rstrip("/")
+    url = f"{base}/llm"
+    cache = ReportCache()
+    seen: set[str] = set()
+    bp = Blueprint("llmload_view", __name__, url_prefix=url)
+    auth = web_ui.auth_required_if_enabled
+
+    def data_for(run_id: str | None) -> dict[str, Any]:
+        runs = run_dirs()
+        known = runs.all()
+        shown = find_run(known, run_id) if run_id else (known[0] if known else None)
+        entry = cache.get(shown, wait_s=60.0) if shown is not None else None  # waits only for a run's first report
+        return payload(runs, entry, shown, workers(environment.runner, seen), url)
+
+    @bp.route("/")
+    @auth
+    def page() -> Response:
+        html = _static("llm.html").replace("{{BASE}}", url)
+        resp = make_response(html)
+        resp.headers["Content-Type"] = "text/html; charset=utf-8"
+        return resp
+
+    @bp.route("/static/<name>")
+    @auth
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            abort(404)
+        resp = make_response(_static(name))
+        resp.headers["Content-Type"] = STATIC[name]
+        return resp
+
+    @bp.route("/data.json")
+    @auth
+    def data() -> Response:
+        resp = jsonify(data_for(request.args.get("run")))
+        resp.headers["Cache-Control"] = "no-store"
+        return resp
+
+    @bp.route("/download/<run_id>/<name>")
+    @auth
+    def download(run_id: str, name: str) -> Response:
+        if name not in FILES and name != FIGURES_ZIP:
+            abort(404)
+        run = find_run(run_dirs().all(), run_id)
+        if run is None:
+            abort(404)
+        if name == FIGURES_ZIP:
+            body = figures_zip(run)
+        else:
+            p = Path(run) / name
+            if not p.is_file():
+                abort(404)
+            body = p.read_bytes()
+        resp = make_response(body)
+        resp.headers["Content-Type"] = MIME[name]
+        resp.headers["Content-Disposition"] = f'attachment; filename="{run.name}-{name}"'
+        resp.headers["Cache-Control"] = "no-store"
+        return resp
+
+    web_ui.app.register_blueprint(bp)
+
+    stats_path = f"{base}/stats/requests"
+
+    @web_ui.app.after_request
+    def _extend_stats(response: Response) -> Response:
+        if request.path != stats_path or response.status_code != 200 or response.mimetype != "application/json":
+            return response
+        try:
+            body = json.loads(response.get_data())
+            runs = run_dirs()
+            known = runs.all()
+            entry = cache.get(known[0], wait_s=0.0) if known else None
+            view = payload(runs, entry, known[0] if known else None, [], url)
+            body["extended_stats"] = [{"key": "llm", "data": tab_rows(view)}]
+            response.set_data(json.dumps(body))
+        except Exception:  # never break Locust's own UI
+            return response
+        return response
+
+    web_ui.template_args["extended_tabs"] = [{"title": "LLM", "key": "llm"}]
+    web_ui.template_args["extended_tables"] = [
+        {"key": "llm", "structure": [{"key": k, "title": t} for k, t in TAB_COLUMNS]}
+    ]
+    web_ui.template_args["extended_csv_files"] = [
+        {"href": f"{url}/", "title": "LLM view (live per-step figures, charts; records and report downloads)"}
+    ]

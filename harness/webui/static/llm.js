@@ -1,0 +1,257 @@
+// llmload LLM view: polls <base>/data.json every 2 s and renders the report's figures (no external code).
+"use strict";
+(function () {
+  const BASE = document.body.dataset.base;
+  const POLL_MS = 2000;
+  const NS = "http://www.w3.org/2000/svg";
+  const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+
+  function num(v, digits) {
+    if (v === null || v === undefined || Number.isNaN(v)) return "–";
+    if (typeof v !== "number") return String(v);
+    if (Number.isInteger(v) && Math.abs(v) < 1e7) return String(v);
+    const a = Math.abs(v);
+    const d = digits === undefined ? 4 : digits;
+    if (a !== 0 && (a < 1e-3 || a >= 1e7)) return v.toExponential(d - 1);
+    return Number(v.toPrecision(d)).toString();
+  }
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function hoursText(h) {
+    if (!h || h.hours === null || h.hours === undefined) return "–";
+    const hi = h.hours_high === null || h.hours_high === undefined ? "∞" : num(h.hours_high, 3);
+    return `${num(h.hours, 4)} [${num(h.hours_low, 3)}–${hi}]`;
+  }
+  function usdText(h) {
+    if (!h || h.usd === null || h.usd === undefined) return "–";
+    const hi = h.usd_high === null || h.usd_high === undefined ? "∞" : num(h.usd_high, 3);
+    return `${num(h.usd, 4)} [${num(h.usd_low, 3)}–${hi}]`;
+  }
+  function errorsText(r) {
+    const by = r.errors_by_class || {};
+    const parts = Object.entries(by).map(([k, v]) => `${k} ${v}`);
+    return parts.length ? `${r.errors} (${parts.join(", ")})` : String(r.errors ?? "–");
+  }
+
+  // [key, title, render(row) -> text]; key is also the cell's data-key (the row's own key where there is one)
+  function columns(hoursN, priced) {
+    const cols = [
+      ["label", "step", (r) => r.label + (r.steady ? "" : " †") + (r.low_confidence ? " ‡" : "")],
+      ["concurrency", "C", (r) => num(r.concurrency)],
+      ["window_s", "window s", (r) => num(r.window_s, 4)],
+      ["completed", "completed", (r) => num(r.completed)],
+      ["errors", "errors (by class)", errorsText],
+      ["output_tps", "output tok/s", (r) => num(r.output_tps)],
+      ["mean_reasoning_tokens", "mean reasoning tok", (r) => num(r.mean_reasoning_tokens)],
+      ["mean_answer_tokens", "mean answer tok", (r) => num(r.mean_answer_tokens)],
+      ["per_stream_tps", "per-stream tok/s", (r) => num(r.per_stream_tps)],
+      ["ttft_p50_s", "TTFT p50 s", (r) => num(r.ttft_p50_s)],
+      ["ttft_p90_s", "TTFT p90 s", (r) => num(r.ttft_p90_s)],
+      ["ttft_p99_s", "TTFT p99 s", (r) => num(r.ttft_p99_s)],
+      ["ttfat_p50_s", "TTFAT p50 s", (r) => num(r.ttfat_p50_s)],
+      ["ttfat_p90_s", "TTFAT p90 s", (r) => num(r.ttfat_p90_s)],
+      ["ttfat_p99_s", "TTFAT p99 s", (r) => num(r.ttfat_p99_s)],
+      ["gap_p50_s", "inter-chunk p50 s", (r) => num(r.gap_p50_s)],
+      ["gap_p99_s", "inter-chunk p99 s", (r) => num(r.gap_p99_s)],
+      ["tpot_mean_s", "TPOT mean s", (r) => num(r.tpot_mean_s)],
+      ["truncated_pct", "truncated %", (r) => num(r.truncated_pct)],
+    ];
+    (hoursN || []).forEach((n, i) => {
+      cols.push([`hours_${n}`, `hours to ${n.toLocaleString("en")} [95 %]`, (r) => hoursText((r.hours || [])[i])]);
+      if (priced) cols.push([`usd_${n}`, `US$ to ${n.toLocaleString("en")} [95 %]`, (r) => usdText((r.hours || [])[i])]);
+    });
+    cols.push(["client_read_lag_p99_s", "client read lag p99 s", (r) => num(r.client_read_lag_p99_s)]);
+    cols.push(["client_starved", "starved", (r) =>
+      r.client_starved === null || r.client_starved === undefined ? "not measured" : (r.client_starved ? "STARVED" : "no")]);
+    return cols;
+  }
+
+  function rowEl(r, cols, current) {
+    const tr = el("tr", { "data-step": r.label, "data-current": current ? "1" : "0" });
+    for (const [key, , render] of cols) {
+      const td = el("td", { "data-key": key }, render(r));
+      if (key === "label" && current) td.textContent = `${td.textContent} (so far)`;
+      if (key === "client_starved" && r.client_starved) td.className = "starved";
+      tr.appendChild(td);
+    }
+    return tr;
+  }
+
+  function renderTable(d) {
+    const hoursN = (d.run && d.run.hours_to_n) || [];
+    const cols = columns(hoursN, Boolean(d.run && d.run.cost_usd_per_hour));
+    const head = document.querySelector("#steps thead");
+    head.replaceChildren(el("tr"));
+    for (const [, title] of cols) head.firstChild.appendChild(el("th", {}, title));
+    document.getElementById("step-rows").replaceChildren(...d.steps.map((r) => rowEl(r, cols, false)));
+    document.getElementById("current-row").replaceChildren(...(d.current ? [rowEl(d.current, cols, true)] : []));
+  }
+
+  function renderMeta(d) {
+    const m = document.getElementById("run-meta");
+    m.replaceChildren();
+    const add = (label, value, id) => {
+      const s = el("span", id ? { id } : {});
+      s.append(`${label} `, el("b", {}, value ?? "–"), "   ");
+      m.appendChild(s);
+    };
+    const run = d.run || {};
+    add("run", run.run_id || d.shown || "no run yet", "meta-run");
+    add("status", run.status || d.state, "meta-status");
+    add("profile", run.profile_name);
+    add("target", run.target);
+    add("model", run.model);
+    add("completed", run.totals ? num(run.totals.completed) : "–", "meta-completed");
+    add("report age", d.report_age_s === null ? "–" : `${num(d.report_age_s, 2)} s`);
+    const err = document.getElementById("error");
+    err.hidden = !d.error;
+    err.textContent = d.error ? `report: ${d.error}` : "";
+    document.getElementById("footer").textContent =
+      `report computed in ${num(d.compute_s, 3)} s; refreshed every ${POLL_MS / 1000} s (at most every max(2 s, 3 × compute time))`;
+  }
+
+  function renderWorkers(d) {
+    const sec = document.getElementById("workers-section");
+    sec.hidden = !d.workers.length;
+    const body = document.querySelector("#workers tbody");
+    body.replaceChildren(...d.workers.map((w) => {
+      const tr = el("tr", { "data-worker": w.id, "data-dead": w.dead ? "1" : "0" });
+      tr.append(el("td", {}, w.id), el("td", { class: w.dead ? "dead" : "" }, w.dead ? `${w.state} (DEAD)` : w.state),
+                el("td", {}, num(w.users)), el("td", {}, num(w.in_flight)), el("td", {}, num(w.cpu_pct, 3)));
+      return tr;
+    }));
+  }
+
+  function renderDownloads(d) {
+    const box = document.getElementById("downloads");
+    box.replaceChildren(...d.runs.map((run) => {
+      const div = el("div", { class: "downloads-run", "data-run": run.run_id });
+      div.appendChild(el("b", {}, `${run.run_id}${run.current ? " (current)" : ""}: `));
+      if (!run.files.length) div.append("no files yet");
+      for (const f of run.files) {
+        const a = el("a", { href: f.href, download: "", "data-file": f.name }, f.name);
+        div.appendChild(a);
+      }
+      return div;
+    }));
+    if (!d.runs.length) box.textContent = "no run yet: press Start in the Locust UI";
+    document.getElementById("notes").replaceChildren(...((d.run && d.run.notes) || []).map((n) => el("li", {}, n)));
+  }
+
+  // ---- charts (SVG) -----------------------------------------------------------------------------------------
+  function svgEl(tag, attrs) {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    return e;
+  }
+  function chart(svg, t0, series, rows, unit) {
+    const W = 900, H = 260, L = 56, R = 150, T = 26, B = 30;
+    svg.replaceChildren();
+    const xs = [], ys = [];
+    for (const s of series) for (const p of s.points) { xs.push(p[0], p[1]); ys.push(p[2]); }
+    for (const r of rows) xs.push(r.start_wall - t0, r.end_wall - t0);
+    if (!ys.length) {
+      const t = svgEl("text", { x: W / 2, y: H / 2, "text-anchor": "middle" });
+      t.textContent = "no data yet";
+      svg.appendChild(t);
+      return;
+    }
+    const x1 = Math.max(1, ...xs), y1 = Math.max(...ys) * 1.1 || 1;
+    const X = (v) => L + (W - L - R) * Math.max(0, v) / x1, Y = (v) => H - B - (H - T - B) * v / y1;
+    svg.appendChild(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888" }));
+    svg.appendChild(svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#888" }));
+    for (let i = 0; i <= 4; i++) {
+      const v = y1 * i / 4, t = svgEl("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" });
+      t.textContent = num(v, 3);
+      svg.appendChild(t);
+      const u = x1 * i / 4, tx = svgEl("text", { x: X(u), y: H - B + 14, "text-anchor": "middle" });
+      tx.textContent = `${num(u, 3)} s`;
+      svg.appendChild(tx);
+    }
+    const yl = svgEl("text", { x: 4, y: 12 });
+    yl.textContent = unit;
+    svg.appendChild(yl);
+    for (const r of rows) {  // step markers
+      svg.appendChild(svgEl("line", { x1: X(r.start_wall - t0), y1: T, x2: X(r.start_wall - t0), y2: H - B,
+                                      stroke: "#777", "stroke-dasharray": "4 3", class: "step-marker" }));
+      const t = svgEl("text", { x: X(r.start_wall - t0) + 2, y: T + 10 });
+      t.textContent = r.label;
+      svg.appendChild(t);
+    }
+    series.forEach((s, i) => {
+      const c = s.color || COLORS[i % COLORS.length];
+      for (const p of s.points) {
+        if (s.kind === "segment") {
+          svg.appendChild(svgEl("line", { x1: X(p[0]), y1: Y(p[2]), x2: X(p[1]), y2: Y(p[2]), stroke: c,
+                                          "stroke-width": 3 }));
+        } else if (s.kind === "dot") {
+          svg.appendChild(svgEl("circle", { cx: X((p[0] + p[1]) / 2), cy: Y(p[2]), r: 2.5, fill: c }));
+        }
+      }
+      if (s.kind === "line" && s.points.length) {
+        const d = s.points.map((p, j) => `${j ? "L" : "M"}${X(p[1]).toFixed(1)},${Y(p[2]).toFixed(1)}`).join("");
+        svg.appendChild(svgEl("path", { d, stroke: c, fill: "none", "stroke-width": 1.5 }));
+      }
+      const ly = T + 14 + 16 * i;
+      svg.appendChild(svgEl("rect", { x: W - R + 8, y: ly - 8, width: 12, height: 4, fill: c }));
+      const lt = svgEl("text", { x: W - R + 24, y: ly - 3 });
+      lt.textContent = s.name;
+      svg.appendChild(lt);
+    });
+  }
+  function seriesOf(rows, history, t0, key, name, color) {
+    const out = [];
+    const seg = rows.filter((r) => r[key] !== null && r[key] !== undefined)
+      .map((r) => [r.window_start_wall - t0, r.window_end_wall - t0, r[key]]);
+    out.push({ name, kind: "segment", points: seg, color });
+    const live = history.filter((h) => h[key] !== null && h[key] !== undefined).map((h) => [h.t - t0, h.t - t0, h[key]]);
+    if (live.length) out.push({ name: `${name} (live)`, kind: "line", points: live, color });
+    const sl = [];
+    for (const r of rows) for (const s of r.slices || []) if (s[key] !== null && s[key] !== undefined)
+      sl.push([s.start_wall - t0, s.end_wall - t0, s[key]]);
+    if (sl.length) out.push({ name: `${name} (slices)`, kind: "dot", points: sl, color });
+    return out;
+  }
+  function renderCharts(d) {
+    const rows = d.steps.concat(d.current ? [d.current] : []);
+    const t0 = (d.run && d.run.start_wall) || (rows[0] && rows[0].start_wall) || d.now;
+    const h = d.history || [];
+    chart(document.getElementById("chart-tps"), t0, seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
+          rows, "tok/s");
+    const lat = [
+      ...seriesOf(rows, h, t0, "ttft_p50_s", "TTFT p50", COLORS[0]),
+      ...seriesOf(rows, h, t0, "ttft_p99_s", "TTFT p99", COLORS[3]),
+      ...seriesOf(rows, h, t0, "ttfat_p50_s", "TTFAT p50", COLORS[2]),
+      ...seriesOf(rows, h, t0, "ttfat_p99_s", "TTFAT p99", COLORS[1]),
+    ].filter((s) => s.kind !== "dot" || s.points.length);
+    chart(document.getElementById("chart-lat"), t0, lat, rows, "seconds");
+  }
+
+  let runParam = new URLSearchParams(window.location.search).get("run");
+  async function poll() {
+    try {
+      const q = runParam ? `?run=${encodeURIComponent(runParam)}` : "";
+      const resp = await fetch(`${BASE}/data.json${q}`, { cache: "no-store", credentials: "same-origin" });
+      if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
+      const d = await resp.json();
+      renderMeta(d);
+      renderTable(d);
+      renderWorkers(d);
+      renderDownloads(d);
+      renderCharts(d);
+      document.body.dataset.updated = String(d.now);
+      document.body.dataset.status = (d.run && d.run.status) || d.state;
+    } catch (e) {
+      const err = document.getElementById("error");
+      err.hidden = false;
+      err.textContent = `view: ${e}`;
+    } finally {
+      setTimeout(poll, POLL_MS);
+    }
+  }
+  poll();
+})();

@@ -1,0 +1,206 @@
+"""The web UI in a real browser (Debian's chromium, Playwright): start a sweep from Locust's form, read the LLM
+view's figures from the page and check them against the run's records, stop with Stop, download the report.
+
+Single process and master + 2 workers, each against the built-in simulator on 127.0.0.1 (a short, time-scaled
+profile; about a minute each). Screenshots of the LLM view go to ``docs/``: ``webui-llm-view.png`` while the last
+step runs (the README shows it), ``webui-llm-view-workers.png`` after a worker was killed.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.report.build import build_report
+from tests.webui.browser import (
+    CHROMIUM_ARGS,
+    PROFILE,
+    ROOT,
+    cell,
+    free_port,
+    get_json,
+    locust,
+    number,
+    records,
+    require_browser,
+    start_from_form,
+    truth_completed,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+#: The start form's fields the test sets when the form offers them (Locust's camelCase names of the options).
+#: ``profile`` (the Profile field, a path) gets the test's profile: Locust is launched without ``--profile``, so
+#: the run measured is the one picked in the form.
+FORM = {"mode": "sweep"}
+#: (DOM data-key, report row key) compared within 1 %.
+COMPARED = (
+    ("completed", "completed"), ("output_tps", "output_tps"), ("per_stream_tps", "per_stream_tps"),
+    ("ttft_p50_s", "ttft_p50_s"), ("ttft_p90_s", "ttft_p90_s"), ("ttft_p99_s", "ttft_p99_s"),
+    ("ttfat_p50_s", "ttfat_p50_s"), ("ttfat_p99_s", "ttfat_p99_s"), ("gap_p50_s", "gap_p50_s"),
+    ("gap_p99_s", "gap_p99_s"), ("tpot_mean_s", "tpot_mean_s"), ("truncated_pct", "truncated_pct"),
+    ("window_s", "window_s"), ("mean_reasoning_tokens", None), ("mean_answer_tokens", None),
+)
+REL = 0.01
+
+
+def close(got: float | None, want: float | None) -> bool:
+    if want is None or got is None:
+        return got is None and want is None
+    return abs(got - want) <= REL * abs(want) + 1e-9
+
+
+def _token_means(row: dict[str, Any]) -> tuple[float | None, float | None]:
+    groups = [g for g in row["by_finish_reason"].values() if g["requests"]]
+    n = sum(g["requests"] for g in groups)
+    if not n:
+        return None, None
+    return (sum(g["requests"] * g["mean_reasoning_tokens"] for g in groups) / n,
+            sum(g["requests"] * g["mean_answer_tokens"] for g in groups) / n)
+
+
+def dom_row(view: Any, label: str) -> bool:
+    return bool(view.locator(f'tr[data-step="{label}"]').count())
+
+
+def check_view_against_records(view: Any, run_dir: Path) -> dict[str, Any]:
+    """Every compared figure of every step row on the page = the report engine's over the final records (1 %),
+    and one independent check straight from records.jsonl (C=2: completed count and TTFT p50 of its window)."""
+    rep = build_report(run_dir)
+    rows = rep["steps"]
+    assert [r["label"] for r in rows] == ["single", "C=2", "C=4"], [r["label"] for r in rows]
+    diffs = {}
+    for row in rows:
+        current = view.locator(f'#current-row tr[data-step="{row["label"]}"]').count() > 0
+        reasoning, answer = _token_means(row)
+        for key, rkey in COMPARED:
+            want = row[rkey] if rkey else (reasoning if key == "mean_reasoning_tokens" else answer)
+            got = number(cell(view, row["label"], key, current))
+            assert close(got, want), (row["label"], key, got, want)
+            if want:
+                diffs[f"{row['label']}.{key}"] = abs(got - want) / abs(want)
+        h = row["hours"][0]
+        got = number(cell(view, row["label"], f"hours_{h['n']}", current))
+        assert close(got, h["hours"]), (row["label"], "hours", got, h["hours"])
+    # independent of the report engine: the C=2 window straight from records.jsonl
+    c2 = rows[1]
+    w0, w1 = c2["window_start_wall"], c2["window_end_wall"]
+    assert c2["steady"], c2["not_steady_reason"]
+    ended = [r for r in records(run_dir) if r["phase"] != "warmup" and w0 < r["start_wall"] + r["e2e"] < w1]
+    ok = [r for r in ended if r["ok"]]
+    assert number(cell(view, "C=2", "completed")) == len(ok) > 0
+    ttft = float(np.percentile([r["ttft"] for r in ok], 50))
+    got = number(cell(view, "C=2", "ttft_p50_s"))
+    assert close(got, ttft), (got, ttft)
+    return {"max_rel_diff": max(diffs.values()), "compared": len(diffs), "c2_completed": len(ok),
+            "c2_ttft_p50_s": ttft}
+
+
+def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Path | None, profile: Path,
+             workers: int = 0) -> Any:
+    """Start from the form, wait for the view (screenshot ``shot`` while the last step runs), Stop, check figures
+    and counts, download the report. Returns the LLM view's page (still open)."""
+    browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+    ui = browser.new_page(viewport={"width": 1400, "height": 900})
+    view = browser.new_page(viewport={"width": 1500, "height": 1250}, accept_downloads=True)
+    view.goto(base + "/llm/")
+    if workers:
+        wait_until(lambda: view.locator('#workers tbody tr[data-dead="0"]').count() == workers, 60,
+                   f"{workers} live workers on the LLM view")
+    start_from_form(ui, base, {"profile": str(profile), **FORM})
+    # the view shows the finished steps and the step in progress as the sweep goes on
+    wait_until(lambda: dom_row(view, "single"), 60, "the single-stream row")
+    wait_until(lambda: view.locator('#step-rows tr[data-step="C=2"]').count()
+               and view.locator('#current-row tr[data-step="C=4"]').count(), 60, "C=2 done, C=4 in progress")
+    wait_until(lambda: number(cell(view, "C=4", "completed", current=True)), 30, "C=4 figures so far")
+    if shot is not None:
+        view.screenshot(path=str(shot), full_page=True)
+    ui.get_by_role("button", name="Stop").first.click()
+    run_dir = wait_until(lambda: next(iter(p for p in out.iterdir() if p.is_dir()), None), 5, "the run directory")
+    # Stop: in-flight requests drain and are recorded, then the run is closed (run.json's status is final)
+    wait_until(lambda: json.loads((run_dir / "run.json").read_text()).get("status") != "running", 90,
+               "the run closed after Stop", every=0.5)
+    recs = records(run_dir)
+    # every request the simulator completed is recorded (its truth line may trail the response by a moment)
+    wait_until(lambda: truth_completed(truth) >= len(recs), 10, "the simulator's truth log")
+    assert len(recs) == truth_completed(truth) > 0
+    main_ok = sum(1 for r in recs if r["ok"] and r["phase"] != "warmup")
+    # the view has caught up with every record
+    try:
+        wait_until(lambda: number(view.locator("#meta-completed b").inner_text()) == main_ok, 30,
+                   "the view's completed count = the records'")
+    except AssertionError as e:
+        d = get_json(base + "/llm/data.json") or {}
+        seen = (d.get("run") or {}).get("totals", {}).get("completed")
+        raise AssertionError(f"{e}: page {view.locator('#run-meta').inner_text()!r}, data.json completed {seen}, "
+                             f"error {d.get('error')!r}, age {d.get('report_age_s')}, records {main_ok}") from None
+    figures = check_view_against_records(view, run_dir)
+    # the Locust UI: the LLM tab (the same rows) and the link to the view
+    ui.goto(base + "/?tab=llm")
+    wait_until(lambda: ui.get_by_text("C=2", exact=False).count() > 0, 20, "the LLM tab of Locust's UI")
+    # the report, downloaded through the page's link once the run has ended and written it
+    link = view.locator(f'[data-run="{run_dir.name}"] a[data-file="report.md"]')
+    wait_until(lambda: link.count() > 0, 60, "the report.md download link (the report written at the run's end)")
+    with view.expect_download() as dl:
+        link.click()
+    text = Path(dl.value.path()).read_text()
+    assert text == (run_dir / "report.md").read_text() and "C=2" in text
+    figures["records"] = len(recs)
+    figures["truth_completed"] = truth_completed(truth)
+    print("LLM view vs records:", json.dumps(figures))
+    return view
+
+
+def _profile(tmp_path: Path) -> tuple[Path, Path, Path]:
+    out, prof, truth = tmp_path / "runs", tmp_path / "p.yaml", tmp_path / "truth.jsonl"
+    prof.write_text(PROFILE % {"out": out})
+    return out, prof, truth
+
+
+def test_llm_view_single_process(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    chromium = require_browser()
+    out, prof, truth = _profile(tmp_path)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    args = ["--web-host", "127.0.0.1", "--web-port", str(port)]  # the profile is picked in the form
+    with locust(args, tmp_path, tmp_path / "locust.log", {"LLMLOAD_SIM_ARGS": f"--truth-log {truth}"}), \
+            sync_playwright() as pw:
+        wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
+        run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view.png", prof)
+    assert "Traceback" not in (tmp_path / "locust.log").read_text()
+
+
+def test_llm_view_master_and_two_workers(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    chromium = require_browser()
+    out, prof, truth = _profile(tmp_path)
+    port, mport = free_port(), free_port()
+    base = f"http://127.0.0.1:{port}"
+    margs = ["--web-host", "127.0.0.1", "--web-port", str(port), "--master",
+             "--master-bind-host", "127.0.0.1", "--master-bind-port", str(mport)]
+    wargs = ["--worker", "--master-host", "127.0.0.1", "--master-port", str(mport)]
+    log = tmp_path / "locust.log"
+    with locust(margs, tmp_path, log, {"LLMLOAD_SIM_ARGS": f"--truth-log {truth}"}), \
+            locust(wargs, tmp_path, tmp_path / "worker1.log") as w1, \
+            locust(wargs, tmp_path, tmp_path / "worker2.log"), sync_playwright() as pw:
+        wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
+        view = run_flow(pw, chromium, base, out, truth, None, prof, workers=2)
+        # a worker that dies is shown
+        w1.send_signal(signal.SIGKILL)
+        w1.wait(timeout=10)
+        wait_until(lambda: view.locator('#workers tbody tr[data-dead="1"]').count() == 1, 30,
+                   "the killed worker flagged dead on the LLM view")
+        assert view.locator('#workers tbody tr[data-dead="0"]').count() == 1
+        view.screenshot(path=str(ROOT / "docs" / "webui-llm-view-workers.png"), full_page=True)
+    for name in ("locust.log", "worker2.log"):
+        assert "Traceback" not in (tmp_path / name).read_text(), name
+

@@ -1,0 +1,152 @@
+"""The LLM view's routes on a Flask app (no browser): its JSON is the report's, downloads only known files of
+known runs, every route goes through the web UI's auth decorator, Locust's stats answer gets the LLM tab rows."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from flask import Flask, jsonify
+
+from harness.records import read_records
+from harness.report.build import build_report
+from harness.report.figures import latency_sample
+from harness.report.stats import mean
+from harness.webui import routes
+from harness.webui.cache import ReportCache, current_row
+from harness.webui.downloads import FILES, figures_zip, files_of, find_run
+from harness.webui.runs import RunDirs
+from harness.webui.view import ROW_KEYS, row_view
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("runs") / "20260101-000000-demo"
+    d.mkdir()
+    for name in ("run.json", "phases.jsonl"):
+        shutil.copy(DEMO / name, d / name)
+    (d / "records.jsonl").write_bytes(gzip.decompress((DEMO / "records.jsonl.gz").read_bytes()))
+    (d / "figures").mkdir()
+    (d / "figures" / "throughput.png").write_bytes(b"\x89PNG fake")
+    return d
+
+
+class FakeWebUI:
+    """What the routes use of ``locust.web.WebUI``: the Flask app, the auth decorator, the template args."""
+
+    def __init__(self, deny: bool = False) -> None:
+        self.app = Flask("test")
+        self.template_args: dict[str, Any] = {}
+        self.deny = deny
+
+        @self.app.route("/stats/requests")
+        def stats() -> Any:
+            return jsonify({"stats": []})
+
+    def auth_required_if_enabled(self, view: Any) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            return ("login required", 401) if self.deny else view(*a, **k)
+
+        wrapper.__name__ = view.__name__
+        return wrapper
+
+
+def _client(run_dir: Path, monkeypatch: pytest.MonkeyPatch, deny: bool = False) -> Any:
+    monkeypatch.setattr(routes, "run_dirs", lambda: RunDirs(None, (run_dir,), "finished"))
+    ui = FakeWebUI(deny)
+    env = SimpleNamespace(parsed_options=SimpleNamespace(web_base_path=None), runner=None)
+    routes.install_routes(env, ui)
+    return ui, ui.app.test_client()
+
+
+def test_data_json_is_the_reports_rows(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _ui, c = _client(run_dir, monkeypatch)
+    d = c.get("/llm/data.json").get_json()
+    rep = build_report(run_dir)
+    assert d["error"] is None and d["run"]["run_id"] == rep["run_id"]
+    assert [r["label"] for r in d["steps"]] == [r["label"] for r in rep["steps"]]
+    for got, want in zip(d["steps"], rep["steps"], strict=True):
+        assert {k: got[k] for k in ROW_KEYS} == {k: want.get(k) for k in ROW_KEYS}
+    assert d["current"] is None  # a finished run has no step in progress
+    names = [f["name"] for f in d["runs"][0]["files"]]
+    assert names[:3] == ["records.jsonl", "phases.jsonl", "run.json"] and names[-1] == "figures.zip"
+
+
+def test_token_means_are_the_latency_samples(run_dir: Path) -> None:
+    """The one assembled value: the request-weighted mean over by_finish_reason = the mean over the row's sample."""
+    rep = build_report(run_dir)
+    recs = [r for r in read_records(run_dir) if r.phase != "warmup" and r.step >= 0]
+    for row in rep["steps"]:
+        sample = latency_sample(recs, row["step"], row["steady"], row["window_start_wall"], row["window_end_wall"])
+        v = row_view(row)
+        want_r = mean(float(r.reasoning_tokens) for r in sample)
+        want_a = mean(float(r.answer_tokens) for r in sample)
+        assert v["mean_reasoning_tokens"] == pytest.approx(want_r) and v["mean_answer_tokens"] == pytest.approx(want_a)
+
+
+def test_downloads_only_known_runs_and_names(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _ui, c = _client(run_dir, monkeypatch)
+    r = c.get(f"/llm/download/{run_dir.name}/records.jsonl")
+    assert r.status_code == 200 and r.data == (run_dir / "records.jsonl").read_bytes()
+    assert "attachment" in r.headers["Content-Disposition"]
+    z = zipfile.ZipFile(io.BytesIO(c.get(f"/llm/download/{run_dir.name}/figures.zip").data))
+    assert z.namelist() == ["figures/throughput.png"]
+    for bad in (f"/llm/download/{run_dir.name}/report.md",  # known name, not written
+                f"/llm/download/{run_dir.name}/secret.txt", f"/llm/download/{run_dir.name}/..%2Frun.json",
+                f"/llm/download/..%2F{run_dir.name}/run.json", "/llm/download/other-run/run.json",
+                "/llm/static/llm.html", "/llm/static/..%2F__init__.py"):
+        assert c.get(bad).status_code == 404, bad
+    assert find_run([run_dir], "..") is None and find_run([run_dir], run_dir.name) == run_dir
+    assert [f["name"] for f in files_of(run_dir, "/llm")][-1] == "figures.zip"
+    assert set(FILES) >= {"records.jsonl", "report.md", "report.json", "report.html"}
+    assert zipfile.ZipFile(io.BytesIO(figures_zip(run_dir))).namelist() == ["figures/throughput.png"]
+
+
+def test_every_route_is_behind_the_login(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ui, c = _client(run_dir, monkeypatch, deny=True)
+    rules = [r for r in ui.app.url_map.iter_rules() if r.rule.startswith("/llm")]
+    assert len(rules) == 4
+    for path in ("/llm/", "/llm/data.json", "/llm/static/llm.js", f"/llm/download/{run_dir.name}/run.json"):
+        assert c.get(path).status_code == 401, path
+
+
+def test_page_and_locust_tab(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ui, c = _client(run_dir, monkeypatch)
+    page = c.get("/llm/").data.decode()
+    assert 'data-base="/llm"' in page and "/llm/static/llm.js" in page and "http" not in page.split("<body")[1]
+    assert c.get("/llm/static/llm.js").status_code == 200
+    assert ui.template_args["extended_tabs"] == [{"title": "LLM", "key": "llm"}]
+    assert ui.template_args["extended_csv_files"][0]["href"] == "/llm/"
+    c.get("/llm/data.json")  # fills the cache
+    body = json.loads(c.get("/stats/requests").data)
+    rows = body["extended_stats"][0]["data"]
+    assert [r["label"].rstrip(" †") for r in rows[:-1]] == [r["label"] for r in build_report(run_dir)["steps"]]
+
+
+def test_current_row_is_the_running_last_step() -> None:
+    running = {"status": "running", "steps": [{"label": "C=2", "end_source": "next_phase"},
+                                              {"label": "C=4", "end_source": "last_record"}]}
+    assert current_row(running) == {"label": "C=4", "end_source": "last_record"}
+    assert current_row({**running, "status": "finished"}) is None
+    assert current_row({"status": "running", "steps": [{"label": "C=4", "end_source": "load_end"}]}) is None
+
+
+def test_cache_computes_in_the_child_and_rate_limits(run_dir: Path) -> None:
+    cache = ReportCache()
+    try:
+        e = cache.get(run_dir)
+        assert e.error is None and e.report is not None and e.report["run_dir"] == str(run_dir)
+        assert e.interval() >= 2.0 and e.compute_s > 0
+        first = e.computed_at
+        assert cache.get(run_dir).computed_at == first  # fresh: not recomputed
+    finally:
+        cache.child.stop()
