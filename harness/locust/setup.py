@@ -94,6 +94,7 @@ def setup_master(profile_arg: str | None, host: str | None, role: str, output_di
         "profile": profile.public_dict(),
         "target": {"base_url": shown, "model": model, "simulator": sim is not None},
         "simulator": sim_meta,
+        "prompt_source": ctx.prompt_source.describe(),
     }
     base = output_dir or profile.output.dir
     try:
@@ -116,8 +117,9 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
             profile = Profile.model_validate(data["profile"])
         except Exception as e:  # pragma: no cover - the master validated it already
             raise ProfileError(f"profile sent by the master: {e}") from None
-        ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
-        ctx.worker_id = worker_id
+        ctx = RunContext(
+            profile=profile, base_url=data["base_url"], model=data["model"], role="worker", worker_id=worker_id
+        )
         run.hold(ctx)
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
     return ctx
