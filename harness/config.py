@@ -385,6 +385,14 @@ class Profile(_Model):
             raise ValueError("nothing to measure: steps.concurrency is empty and single_stream.duration is 0")
         return self
 
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_mix_beside_a_source(cls, data: Any) -> Any:
+        # public_dict() of a dataset/synthetic profile holds prompts: [] (a worker validates it again)
+        if isinstance(data, dict) and data.get("prompts") == [] and (data.get("dataset") or data.get("synthetic")):
+            data = {k: v for k, v in data.items() if k != "prompts"}
+        return data
+
     @field_validator("prompts")
     @classmethod
     def _some_prompts(cls, v: list[PromptSpec]) -> list[PromptSpec]:
