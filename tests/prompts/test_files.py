@@ -145,7 +145,7 @@ def test_bad_csv_without_the_column(tmp_path: Path) -> None:
 
 def test_bad_csv_empty_prompt(tmp_path: Path) -> None:
     p = tmp_path / "p.csv"
-    p.write_text("prompt\nhello\n\"\"\nx\n")
+    p.write_text('prompt\nhello\n""\nx\n')
     _bad(p, "p.csv:3: empty prompt")
 
 

@@ -64,7 +64,7 @@ def test_histogram_bad_lines(tmp_path: Path, text: str, expect: str) -> None:
 
 
 def test_histogram_missing(tmp_path: Path) -> None:
-    with pytest.raises(DataFileError, match="h.txt: no such file"):
+    with pytest.raises(DataFileError, match=r"h\.txt: no such file"):
         LengthSpec(dist="histogram", file=str(tmp_path / "h.txt")).sampler()
 
 

@@ -100,8 +100,7 @@ def test_dataset_body_precedence_and_identity(tmp_path: Path) -> None:
     _data(tmp_path, 1, max_tokens=33, extra_body={"top_k": 5, "chat_template_kwargs": {"x": 1}})
     prof = _profile(
         tmp_path,
-        "request: {max_tokens: 100, thinking: true, temperature: 0.5}\n"
-        "dataset: {path: seeds.jsonl, class: seeds}\n",
+        "request: {max_tokens: 100, thinking: true, temperature: 0.5}\ndataset: {path: seeds.jsonl, class: seeds}\n",
     )
     src = build_source(prof, "mod")
     prompt, body = src.sample(random.Random(0))

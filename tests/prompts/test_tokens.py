@@ -43,9 +43,9 @@ def test_synthetic_text_estimate_length() -> None:
 
 
 def test_tokenizer_missing_or_not_a_tokenizer(tmp_path: Path) -> None:
-    with pytest.raises(DataFileError, match="tokenizer.json: no such file"):
+    with pytest.raises(DataFileError, match=r"tokenizer\.json: no such file"):
         TokenCounter(tmp_path / "tokenizer.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": "a tokenizer"}')
-    with pytest.raises(DataFileError, match="bad.json: not a tokenizer.json"):
+    with pytest.raises(DataFileError, match=r"bad\.json: not a tokenizer\.json"):
         TokenCounter(bad)
