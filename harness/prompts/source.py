@@ -106,7 +106,9 @@ def _own_rng(seed: int | None, stream: str) -> random.Random | None:
 class DatasetSource(PromptSource):
     """Rows of the profile's ``dataset:`` file. With replacement: weighted (bisect on cumulative weights) or
     uniform. Without: a seeded order of all rows (weighted: Efraimidis-Spirakis keys ``-ln(u)/w``, so heavier rows
-    come earlier; uniform: a shuffle), walked once, then a new pass in a new order. Memory: the index's arrays
+    come earlier; uniform: a shuffle), walked once, then a new pass in a new order. The order is per process: with
+    several workers each walks its own (seeded with the worker id), so two workers may send the same row within a
+    pass. Memory: the index's arrays
     plus 8 bytes a row for the cumulative weights or the order."""
 
     def __init__(self, profile: Profile, model: str, stream: str = "local") -> None:
@@ -120,6 +122,7 @@ class DatasetSource(PromptSource):
         self._n = len(self.index)
         self._stem = Path(spec.path).stem
         self._rng = _own_rng(spec.seed, stream)
+        self._stream = stream
         weights = self.index.weights if spec.sampling == "weighted" else None
         self._cum: array[float] | None = array("d", itertools.accumulate(weights)) if weights is not None else None
         self._order: Any = None
@@ -129,7 +132,8 @@ class DatasetSource(PromptSource):
     def _next_order(self) -> None:
         import polars as pl
 
-        seed = (self._spec.seed or 0) + self._pass
+        # per process (worker) and pass: workers walk different orders; the same seed and worker, the same order
+        seed = random.Random(f"{self._spec.seed or 0}:{self._stream}:{self._pass}").getrandbits(63)
         n = self._n
         if self.index.weights is not None and self._spec.sampling == "weighted":
             h = pl.int_range(0, n, eager=True).hash(seed)

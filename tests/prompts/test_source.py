@@ -77,6 +77,8 @@ def test_dataset_without_replacement_draws_each_row_once_per_pass(tmp_path: Path
     assert first != second  # a new pass, a new order
     again = build_source(prof, "m")
     assert [_content(again.sample(random.Random(9))[1]) for _ in range(50)] == first  # seeded
+    other = build_source(prof, "m", "w2")  # another worker: another order
+    assert [_content(other.sample(random.Random(9))[1]) for _ in range(50)] != first
 
 
 def test_weighted_without_replacement_puts_heavy_rows_first(tmp_path: Path) -> None:

@@ -64,3 +64,19 @@ def test_synthetic_data_profile_headless_on_the_simulator(tmp_path: Path) -> Non
     hours = report.split("## Hours to N usable samples", 1)[1].split("\n## ", 1)[0]
     assert "N=1,000,000" in hours and "$ / 1k usable" in hours  # hours and dollars per concurrency
     assert "| C=4 | 4 |" in hours and "| C=8 | 8 |" in hours
+
+
+def test_bad_data_file_stops_locust_before_any_load(tmp_path: Path) -> None:
+    (tmp_path / "bad.jsonl").write_text('{"messages": [{"role": "user", "content": "a"}]}\n{"prompt": "b"}\n')
+    (tmp_path / "p.yaml").write_text(f"name: bad\ndataset: {{path: bad.jsonl}}\noutput: {{dir: {tmp_path / 'runs'}}}\n")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run(
+        [*LOCUST, "--profile", "p.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("llmload:")]
+    assert lines == [
+        f"llmload: p.yaml: dataset.path: {tmp_path / 'bad.jsonl'}:2: no 'messages' " + "(a JSONL row is"
+        ' {"messages": [{role, content}], ...})'
+    ], proc.stderr[-2000:]
+    assert not (tmp_path / "runs").exists()  # no run directory: nothing was sent
