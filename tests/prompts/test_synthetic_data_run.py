@@ -80,3 +80,31 @@ def test_bad_data_file_stops_locust_before_any_load(tmp_path: Path) -> None:
         ' {"messages": [{role, content}], ...})'
     ], proc.stderr[-2000:]
     assert not (tmp_path / "runs").exists()  # no run directory: nothing was sent
+
+
+def test_dataset_in_master_worker_mode(tmp_path: Path) -> None:
+    """``--processes 2``: each worker rebuilds the data set from the master's phase message (absolute path) and
+    draws from it; the records of both workers name rows of the file."""
+    from tests.integration.test_prometheus import free_port
+
+    data = yaml.safe_load((PROFILES_DIR / "synthetic-data.yaml").read_text())
+    data["dataset"]["path"] = str(PROFILES_DIR / "data" / "seed-prompts.jsonl")
+    data["simulator"]["time_scale"] = 0.05
+    data["single_stream"]["duration"] = 1
+    data["steps"] = {"concurrency": [4], "duration": 4, "drain_timeout": 10}
+    out = tmp_path / "runs"
+    data["output"] = {"dir": str(out)}
+    prof = tmp_path / "p.yaml"
+    prof.write_text(yaml.safe_dump(data))
+    rpc = str(free_port())
+    cmd = [*LOCUST, "--processes", "2", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc]
+    cmd += ["--master-port", rpc, "--profile", str(prof), "--no-metrics"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = [p for p in out.iterdir() if p.is_dir()]
+    recs = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines() if x.strip()]
+    steps = [r for r in recs if r["phase"] == "step"]
+    workers = {r["user"].rsplit(":", 1)[0] for r in steps}
+    assert len(workers) == 2, workers
+    assert steps and all(r["prompt_id"].startswith("seed-prompts:") and r["prompt_class"] == "seeds" for r in steps)
