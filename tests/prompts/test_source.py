@@ -197,3 +197,18 @@ def test_public_dict_carries_absolute_paths_for_workers(tmp_path: Path) -> None:
     again = Profile.model_validate(prof.public_dict())  # what a worker rebuilds from the phase message
     assert again.dataset is not None and again.dataset.path == str(tmp_path / "seeds.jsonl")
     assert len(build_source(again, "m", "w").index) == 2  # type: ignore[attr-defined]
+
+
+def test_shipped_synthetic_data_profile_loads() -> None:
+    prof = load_profile(PROFILES_DIR / "synthetic-data.yaml")
+    assert prof.dataset is not None and prof.dataset.path == str(PROFILES_DIR / "data" / "seed-prompts.jsonl")
+    assert not prof.prompts and prof.cost is not None
+    src = build_source(prof, "m")
+    assert src.describe()["rows"] == 80 and src.describe()["replacement"] is False
+
+
+def test_shipped_output_length_histogram_reads() -> None:
+    from harness.prompts.lengths import LengthSpec
+
+    s = LengthSpec(dist="histogram", file=str(PROFILES_DIR / "data" / "output-lengths.txt")).sampler()
+    assert {s.draw(random.Random(i)) for i in range(200)} == {256, 768, 1024, 2048}

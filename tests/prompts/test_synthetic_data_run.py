@@ -13,18 +13,12 @@ import orjson
 import pytest
 import yaml
 
-from harness.config import PROFILES_DIR, load_profile
+from harness.config import PROFILES_DIR
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless"]
-
-
-def test_shipped_profile_loads() -> None:
-    prof = load_profile(PROFILES_DIR / "synthetic-data.yaml")
-    assert prof.dataset is not None and prof.dataset.path == str(PROFILES_DIR / "data" / "seed-prompts.jsonl")
-    assert not prof.prompts and prof.cost is not None
 
 
 def test_synthetic_data_profile_headless_on_the_simulator(tmp_path: Path) -> None:
