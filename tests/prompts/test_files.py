@@ -222,3 +222,9 @@ def test_profile_missing_data_file(tmp_path: Path) -> None:
     prof.write_text("name: t\ndataset: {path: none.jsonl}\n")
     with pytest.raises(ProfileError, match=r"p.yaml: dataset.path: .*none.jsonl: no such file$"):
         load_profile(prof)
+
+
+def test_bad_csv_without_the_named_weight_column(tmp_path: Path) -> None:
+    p = tmp_path / "p.csv"
+    p.write_text("prompt,weight\nhello,1\n")
+    _bad(p, "p.csv:1: no weight column 'w'", weight_column="w")
