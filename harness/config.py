@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.client import Timeouts
+from harness.prompts.spec import DatasetSpec, SyntheticSpec
 from harness.result import RESERVED_PROMPT_LABELS
 from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
 
@@ -364,7 +365,10 @@ class Profile(_Model):
     target: TargetSpec = Field(default_factory=TargetSpec)
     simulator: SimulatorSpec = Field(default_factory=SimulatorSpec)
     request: RequestDefaults = Field(default_factory=RequestDefaults)
-    prompts: list[PromptSpec] = Field(min_length=1)
+    prompts: list[PromptSpec] = Field(default_factory=list)
+    dataset: DatasetSpec | None = None
+    synthetic: SyntheticSpec | None = None
+    tokenizer: str | None = Field(None, min_length=1, description="a local tokenizer.json (synthetic token counts)")
     warmup: WarmupSpec = Field(default_factory=WarmupSpec)
     single_stream: SingleStreamSpec = Field(default_factory=SingleStreamSpec)
     steps: StepsSpec = Field(default_factory=StepsSpec)
@@ -379,6 +383,28 @@ class Profile(_Model):
     def _something_to_measure(self) -> Profile:
         if not self.steps.concurrency and self.single_stream.duration <= 0:
             raise ValueError("nothing to measure: steps.concurrency is empty and single_stream.duration is 0")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_mix_beside_a_source(cls, data: Any) -> Any:
+        # public_dict() of a dataset/synthetic profile holds prompts: [] (a worker validates it again)
+        if isinstance(data, dict) and data.get("prompts") == [] and (data.get("dataset") or data.get("synthetic")):
+            data = {k: v for k, v in data.items() if k != "prompts"}
+        return data
+
+    @field_validator("prompts")
+    @classmethod
+    def _some_prompts(cls, v: list[PromptSpec]) -> list[PromptSpec]:
+        if not v:
+            raise ValueError("List should have at least 1 item (or leave it out and give dataset: or synthetic:)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Profile:
+        given = [k for k in ("prompts", "dataset", "synthetic") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one prompt source of prompts, dataset, synthetic (got {given or 'none'})")
         return self
 
     @model_validator(mode="after")
@@ -449,10 +475,16 @@ def _format_errors(path: str, err: ValidationError) -> str:
 def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a profile YAML file.
 
+    Relative file paths in ``dataset:``, ``synthetic:`` and ``tokenizer:`` are taken from the profile's
+    directory; those files are read and checked here (:func:`harness.prompts.source.check_sources`).
+
     Raises:
         ProfileError: the file is missing, is not YAML, is not a mapping, or fails validation; the message
-            names the file, each bad key (dotted path, list indexes included) and the problem.
+            names the file, each bad key (dotted path, list indexes included) and the problem (a bad data file:
+            ``<profile>: dataset.path: <data file>:<line>: <problem>``, one line).
     """
+    from harness.prompts.source import check_sources, resolve_paths
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -467,10 +499,15 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     if not isinstance(data, dict):
         raise ProfileError(f"{p}: (top level): expected a mapping of keys (name, target, prompts, ...)")
     data.setdefault("name", p.stem)
+    resolve_paths(data, p.parent.absolute())
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as e:
         raise ProfileError(_format_errors(str(p), e)) from None
+    bad = check_sources(profile)  # data, histogram and tokenizer files: indexed / read now, before any load
+    if bad:
+        raise ProfileError("\n".join(f"{p}: {key}: {msg}" for key, msg in bad))
+    return profile
 
 
 #: The repository's ``profiles/`` directory: where ``--profile NAME`` is looked up when NAME is not a file here.

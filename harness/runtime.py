@@ -16,7 +16,6 @@ web UI's views (:class:`Runs`).
 
 from __future__ import annotations
 
-import itertools
 import logging
 import random
 import time
@@ -29,9 +28,10 @@ import gevent
 
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
-from harness.config import Profile, PromptSpec, TargetSpec
+from harness.config import Profile, TargetSpec
 from harness.exporter import Exporter
 from harness.metrics import RunMetrics
+from harness.prompts.source import PromptLike, PromptSource, build_source
 from harness.records import RunDir
 from harness.result import RequestResult
 from harness.usable import UsableRule
@@ -128,13 +128,12 @@ class RunContext:
     _pending: list[dict[str, Any]] = field(default_factory=list)
     _flusher: Any = None
     _user_seq: int = 0
-    _weights: list[float] = field(default_factory=list)
-    _bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
     _runner: Any = None
+    #: What the users draw requests from (the ``prompts:`` mix, a data set or synthetic prompts), one per process.
+    prompt_source: PromptSource = field(init=False)
 
     def __post_init__(self) -> None:
-        self._weights = list(itertools.accumulate(p.weight for p in self.profile.prompts))  # cumulative
-        self._bodies = {p.id: self.profile.build_body(p, self.model) for p in self.profile.prompts}
+        self.prompt_source = build_source(self.profile, self.model, self.worker_id)
 
     # -- requests -------------------------------------------------------------------------------------------
     def new_client(self, timeouts: Timeouts | None = None) -> ChatClient:
@@ -147,10 +146,9 @@ class RunContext:
         self._user_seq += 1
         return f"{self.worker_id}:{self._user_seq}"
 
-    def pick(self, rng: random.Random) -> tuple[PromptSpec, dict[str, Any]]:
-        """Draw a prompt from the weighted mix; return it with its prebuilt request body."""
-        prompt = rng.choices(self.profile.prompts, cum_weights=self._weights)[0]
-        return prompt, self._bodies[prompt.id]
+    def pick(self, rng: random.Random) -> tuple[PromptLike, dict[str, Any]]:
+        """Draw the next prompt (:meth:`PromptSource.sample`); return it with its request body."""
+        return self.prompt_source.sample(rng)
 
     # -- records --------------------------------------------------------------------------------------------
     def record(self, res: RequestResult) -> None:

@@ -63,7 +63,7 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
     """
     ctx = run.ctx
     assert ctx is not None and ctx.run_dir is not None
-    labels = prompt_labels((q.label, q.weight, q.prompt_class is not None) for q in ctx.profile.prompts)
+    labels = prompt_labels(ctx.prompt_source.label_rows())
     if len(labels) > len(set(labels.values())):
         log.warning(
             "llmload: %d prompt classes: the Prometheus 'prompt' label shows %s, the rest as 'other' "

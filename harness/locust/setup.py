@@ -182,6 +182,7 @@ def open_run(
         "profile": profile.public_dict(),
         "target": {"base_url": target.shown, "model": target.model, "simulator": target.sim_meta is not None},
         "simulator": target.sim_meta,
+        "prompt_source": ctx.prompt_source.describe(),
         **(extra_meta or {}),
     }
     base = output_dir or profile.output.dir
@@ -245,8 +246,9 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
         if ctx is not None:  # a new run (web UI): what the last one queued goes first
             ctx.stop_flusher()
             run.workers.stop = None
-        ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
-        ctx.worker_id = worker_id
+        ctx = RunContext(
+            profile=profile, base_url=data["base_url"], model=data["model"], role="worker", worker_id=worker_id
+        )
         ctx.run_id = run_id
         ctx.web = bool(data.get("web"))
         run.hold(ctx)

@@ -103,6 +103,11 @@ def _max_tokens_key(row: dict[str, Any], profile: dict[str, Any]) -> str:
                 own.append(f"prompts[{i}].max_tokens (id {p['id']})")
     if own:
         return ", ".join(own)
+    ds, syn = profile.get("dataset"), profile.get("synthetic")
+    if isinstance(ds, dict):  # a data set's rows carry their own max_tokens (harness/prompts)
+        return f"the rows' {ds.get('max_tokens_column', 'max_tokens')} in {ds.get('path')}, else request.max_tokens"
+    if isinstance(syn, dict):
+        return "synthetic.max_tokens" if syn.get("max_tokens") else "request.max_tokens (or synthetic.max_tokens)"
     return "request.max_tokens (or give the prompt its own prompts[].max_tokens)"
 
 

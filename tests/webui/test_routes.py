@@ -17,13 +17,13 @@ from flask import Flask, jsonify
 
 from harness.records import read_records
 from harness.report.build import build_report
-from harness.report.figures import latency_sample
 from harness.report.stats import mean
 from harness.webui import routes
 from harness.webui.cache import ReportCache, current_row
 from harness.webui.downloads import FILES, figures_zip, files_of, find_run
 from harness.webui.runs import RunDirs
 from harness.webui.view import ROW_KEYS, row_view
+from tests.report.oracle import latency_sample  # the per-record reference implementation (tests only)
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
 

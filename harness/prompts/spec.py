@@ -1,0 +1,66 @@
+"""The profile sections that name a prompt source other than the ``prompts:`` mix: ``dataset:``, ``synthetic:``
+(and the ``tokenizer:`` key used to count their tokens). Validated by :class:`harness.config.Profile`; the files
+they name are checked by :func:`harness.prompts.source.check_sources` when the profile is loaded."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from harness.prompts.lengths import LengthSpec
+
+__all__ = ["DatasetSpec", "SyntheticSpec"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+def _class_name(v: str) -> str:
+    from harness.result import RESERVED_PROMPT_LABELS
+
+    if not v.strip() or v != v.strip() or any(not c.isprintable() for c in v):
+        raise ValueError(f"{v!r}: a class is a non-blank name without surrounding spaces or control characters")
+    if v in RESERVED_PROMPT_LABELS:
+        raise ValueError(f"{v!r} is reserved (the Prometheus label of overflow prompts / of the warm-up)")
+    return v
+
+
+class DatasetSpec(_Model):
+    """Prompts drawn from a local data file (formats: :mod:`harness.prompts.files`).
+
+    ``path`` relative to the profile's directory. ``sampling`` ``weighted`` (by the weight key/column; rows without
+    one weigh 1) or ``uniform``; ``replacement`` False draws every row once (in a seeded shuffled order) before any
+    row is drawn again. ``seed`` makes the draws reproducible per process (None: each user's own random stream;
+    the without-replacement order then uses seed 0). ``class`` is the records' ``prompt_class`` / Locust name /
+    Prometheus ``prompt`` label of every row.
+    """
+
+    path: str = Field(min_length=1)
+    format: Literal["auto", "jsonl", "sharegpt", "text", "csv", "parquet"] = "auto"
+    column: str = Field("prompt", min_length=1, description="CSV/Parquet: the prompt text column")
+    weight_column: str = Field("weight", min_length=1, description="per-row weight key / column")
+    max_tokens_column: str = Field("max_tokens", min_length=1, description="per-row max_tokens key / column")
+    sampling: Literal["weighted", "uniform"] = "weighted"
+    replacement: bool = True
+    seed: int | None = None
+    prompt_class: str = Field("dataset", alias="class", min_length=1)
+
+    _class = field_validator("prompt_class")(_class_name)
+
+
+class SyntheticSpec(_Model):
+    """Synthetic prompts: ``input_tokens`` and ``max_tokens`` drawn per request from length distributions
+    (:class:`~harness.prompts.lengths.LengthSpec`, in tokens). Input tokens are counted with the profile's
+    ``tokenizer`` when given, else estimated at 4 characters a token (flagged: records' ``prompt_id`` ends in
+    ``est``, run.json's ``prompt_source.token_count`` says ``estimate``). ``max_tokens`` None leaves
+    ``request.max_tokens``. ``system``: an optional system message sent before each prompt."""
+
+    input_tokens: LengthSpec
+    max_tokens: LengthSpec | None = None
+    system: str | None = None
+    seed: int | None = None
+    prompt_class: str = Field("synthetic", alias="class", min_length=1)
+
+    _class = field_validator("prompt_class")(_class_name)
