@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import DEFAULT_SLICE_S, SloSpec
+from harness.report import fmt
 from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary
 from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
@@ -175,6 +176,12 @@ def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
     return (v if v > 0 and math.isfinite(v) else 1.0), True
 
 
+def _at_least_s(v_s: float) -> str:
+    """A least duration in whole seconds, rounded up (52.1 → ``53``: a shorter setting would fall short),
+    thousands separated (``1,613``)."""
+    return f"{math.ceil(v_s - 1e-9):,}"
+
+
 def _steady_notes(r: dict[str, Any]) -> list[str]:
     """Notes on one steady row's sample: Little's law, the hours interval's width and the token cross-check."""
     if not r["steady"]:
@@ -188,18 +195,20 @@ def _steady_notes(r: dict[str, Any]) -> list[str]:
                    "generator did not keep C requests in flight.")
     iv = r["hours_interval"]
     if iv["reason"]:
-        least = "" if iv["needed_duration_s"] is None else f" to ≥ {iv['needed_duration_s']:.0f} s"
+        least = "" if iv["needed_duration_s"] is None else f" to ≥ {_at_least_s(iv['needed_duration_s'])} s"
         out.append(f"{lab}: hours to N has no interval ({iv['reason']}); lengthen {iv['duration_key']}{least}.")
     elif iv["needed_window_s"] is not None:
         out.append(f"{lab}: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, "
                    f"{iv['batches']} × {iv['batch_s']:.1f} s); for ±10 % the window would need ~"
-                   f"{iv['needed_window_s']:.0f} s: set {iv['duration_key']} to ≥ {iv['needed_duration_s']:.0f} s.")
+                   f"{_at_least_s(iv['needed_window_s'])} s: set {iv['duration_key']} to ≥ "
+                   f"{_at_least_s(iv['needed_duration_s'])} s.")
     outside = [h for h in r["hours"] if h.get("token_check") == "outside"]
     if outside:
         h = outside[0]
-        hi = "∞" if h["hours_high"] is None else f"{h['hours_high']:.3g}"
-        out.append(f"{lab}: the token-based cross-check ({h['token_hours']:.3g} h for N={h['n']:,}) is OUTSIDE the "
-                   f"interval of the recommended figure ({h['hours']:.3g} h, {h['hours_low']:.3g}–{hi} h): output "
+        hi = fmt.hours(h["hours_high"])  # None: ∞
+        out.append(f"{lab}: the token-based cross-check ({fmt.hours(h['token_hours'])} h for N={h['n']:,}) is OUTSIDE "
+                   f"the interval of the recommended figure ({fmt.hours(h['hours'])} h, {fmt.sig3(h['hours_low'])}–"
+                   f"{hi} h): output "
                    "lengths or token counts of the window's requests differ from its completions' (see tokens_by).")
     return out
 

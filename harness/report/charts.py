@@ -357,7 +357,8 @@ def tokens_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
 
 def hours_chart(rep: dict[str, Any], real: bool = False) -> Figure:
     """Hours to N usable samples vs concurrency, one colour per N: request-based with its 95 % interval (bars;
-    an arrow when unbounded above), token-based dashed. ``real``: the real-time equivalents."""
+    an arrow when unbounded above; only the point when there is no interval), token-based dashed. ``real``: the
+    real-time equivalents."""
     rows = rep["steps"]
     fig = _figure(12, 4.0)
     ax = fig.subplots(1, 1)
@@ -382,7 +383,7 @@ def hours_chart(rep: dict[str, Any], real: bool = False) -> Figure:
                 lo = h["hours_low"] if h["hours_low"] is not None else h["hours"]
                 if h["hours_high"] is not None:
                     ax.vlines(c * dodge, lo, h["hours_high"], color=color, alpha=0.5, linewidth=3)
-                else:
+                elif h["hours_low"] is not None:  # bounded below only: an arrow up; no interval at all: the point
                     ax.annotate("", xy=(c * dodge, h["hours"] * 3), xytext=(c * dodge, lo),
                                 arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.6})
             drawn = True

@@ -2,7 +2,8 @@
 
 Writes ``report.json``, ``report.md`` and ``report.html`` into the run directory and prints, on a terminal, the
 compact summary (:func:`harness.report.summary.render_summary`, at most 120 columns) or with ``--full`` the whole
-Markdown rendered with rich; not on a terminal (a pipe, a file) the raw Markdown; with ``--json``, the JSON.
+Markdown as plain text (no width-limited table rendering, so no cell is ever cut); not on a terminal (a pipe, a
+file) the raw Markdown; with ``--json``, the JSON.
 Exit codes: 0 done, 2 bad input (missing run directory or records.jsonl, corrupt records).
 """
 
@@ -30,21 +31,19 @@ def build_parser(prog: str = "python -m harness.report") -> argparse.ArgumentPar
     p.add_argument("--n", type=int, nargs="+", metavar="N",
                    help="sample counts for the hours-to-N table (default: profile report.hours_to_n)")
     p.add_argument("--full", action="store_true",
-                   help="on a terminal, print the whole report (rendered Markdown) instead of the compact summary")
+                   help="on a terminal, print the whole report (its Markdown) instead of the compact summary")
     p.add_argument("--quiet", action="store_true", help="write the files but print nothing")
     return p
 
 
 def _print_markdown(md: str, summary: str | None = None) -> None:
-    """Print the report: ``summary`` on a terminal when given, else ``md`` rendered with rich on a terminal and raw
-    otherwise (a pipe or a file always gets the raw Markdown)."""
+    """Print the report: ``summary`` on a terminal when given, else ``md`` as it is (plain Markdown text).
+
+    The Markdown is never rendered into terminal-width tables (rich would elide cells, ``0.02…``): its tables are
+    printed as their rows, which a narrow terminal wraps but never cuts. A pipe or a file always gets ``md``.
+    """
     if summary is not None and sys.stdout.isatty():
         sys.stdout.write(summary)
-    elif sys.stdout.isatty():
-        from rich.console import Console
-        from rich.markdown import Markdown
-
-        Console().print(Markdown(md))
     else:
         sys.stdout.write(md)
 

@@ -65,7 +65,8 @@ DEFINITIONS: dict[str, str] = {
     "Steps missing from some run are listed as unmatched and get no ratio there.",
     "within_noise": "Within noise = the two runs' 95 % intervals overlap, which is the same as the ratio interval "
     "[low_X ÷ high_A, high_X ÷ low_A] containing 1 (a conservative test: overlap of two 95 % intervals). An "
-    "unbounded side of an interval (None) counts as 0 below or ∞ above. Otherwise the ratio is called better "
+    "unbounded side of an interval (None) counts as 0 below or ∞ above and leaves that side of the ratio "
+    "interval unbounded (None, shown as ≤ or ≥ the other bound). Otherwise the ratio is called better "
     "or worse. A figure without an interval in either run gets no flag ('no interval'). The intervals hold the "
     "sampling noise within each run only: run-to-run variation of the environment (other load on the host, "
     "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ.",
@@ -85,8 +86,10 @@ DEFINITIONS: dict[str, str] = {
     "interval_records": "Latency intervals are used only when the figure recomputed from the records equals the "
     "report's (relative 1e-9); otherwise (stale report.json, no records) the figure has no interval and no "
     "noise flag.",
-    "cost": "Cost to N: every numeric key starting with 'cost' in a row's hours entries (with optional "
-    "<key>_low / <key>_high bounds), when the reports have one; absent otherwise.",
+    "cost": "Cost (when at least two runs are priced, i.e. their profiles give US$ per hour): US$ to N (the "
+    "hours entry's usd with its interval usd_low .. usd_high = the hours interval × US$/h), US$ per 1M output "
+    "tokens (no interval) and US$ per 1,000 usable (with its interval), from each report; absent otherwise. "
+    "A run without a price has no cost figure (–).",
 }
 
 
@@ -99,12 +102,13 @@ class Metric:
     """One compared figure.
 
     Attributes:
-        key: identifier in ``compare.json`` (``output_tps``, ``ttft_p50_s``, ``hours@100000``, ``cost_usd@100000``).
+        key: identifier in ``compare.json`` (``output_tps``, ``ttft_p50_s``, ``hours@100000``, ``usd@100000``,
+            ``usd_per_1k_usable``).
         label: column title.
-        unit: display unit of the values ("tok/s", "s", "ms", "h", or the cost key).
+        unit: display unit of the values ("tok/s", "s", "ms", "h", "US$").
         better: "higher" or "lower".
         method: interval method (a :data:`DEFINITIONS` key), or None.
-        n: the N of hours / cost to N, else None.
+        n: the N of hours / US$ to N, else None.
     """
 
     key: str
@@ -228,18 +232,17 @@ def _hours_entry(row: dict[str, Any], n: int) -> dict[str, Any] | None:
     return None
 
 
-def _cost_keys(rep: dict[str, Any]) -> list[tuple[str, int]]:
-    """(cost key, N) pairs present in any hours entry of any row of a report."""
-    out: list[tuple[str, int]] = []
-    for row in rep.get("steps") or []:
-        for h in row.get("hours") or []:
-            if not isinstance(h, dict) or not isinstance(h.get("n"), int):
-                continue
-            for k, v in h.items():
-                if (k.startswith("cost") and not k.endswith(("_low", "_high")) and (v is None or _num(v) is not None)
-                        and (k, h["n"]) not in out):
-                    out.append((k, int(h["n"])))
-    return out
+def _priced(rep: dict[str, Any]) -> bool:
+    """Whether a report carries cost figures (a row with a ``cost`` dict: the profile had a price)."""
+    return any(isinstance(row.get("cost"), dict) for row in rep.get("steps") or [])
+
+
+#: Row-level cost figures (``row["cost"]``, :func:`harness.report.cost.cost_figures`) compared when priced:
+#: (key, label, has a ``_low`` / ``_high`` interval).
+ROW_COSTS: tuple[tuple[str, str, bool], ...] = (
+    ("usd_per_1m_output_tokens", "US$ per 1M output tokens", False),
+    ("usd_per_1k_usable", "US$ per 1,000 usable", True),
+)
 
 
 def _metrics(reports: list[dict[str, Any]]) -> list[Metric]:
@@ -250,10 +253,9 @@ def _metrics(reports: list[dict[str, Any]]) -> list[Metric]:
                 ns.append(n)
     out = list(BASE_METRICS)
     out += [Metric(f"hours@{n}", f"hours to {n:,}", "h", "lower", "interval_hours", n) for n in ns]
-    costs: list[tuple[str, int]] = []
-    for rep in reports:
-        costs += [c for c in _cost_keys(rep) if c not in costs]
-    out += [Metric(f"{k}@{n}", f"{k} to {n:,}", k, "lower", "cost", n) for k, n in costs]
+    if sum(_priced(rep) for rep in reports) >= 2:  # a cost ratio needs two priced runs
+        out += [Metric(f"usd@{n}", f"US$ to {n:,}", "US$", "lower", "cost", n) for n in ns]
+        out += [Metric(k, label, "US$", "lower", "cost" if iv else None) for k, label, iv in ROW_COSTS]
     return out
 
 
@@ -275,6 +277,8 @@ def _output_tps(row: dict[str, Any]) -> dict[str, Any] | None:
     if h is not None and _num(h.get("hours")):
         point = float(h["hours"])
         hi_h, lo_h = _num(h.get("hours_high")), _num(h.get("hours_low"))
+        if hi_h is None and lo_h is None:  # the hours have no interval (too few batches): nor has tok/s
+            return _estimate(v, None, None)
         lo = v * point / hi_h if hi_h else None
         hi = v * point / lo_h if lo_h else None
         return _estimate(v, (lo, hi), "interval_output_tps")
@@ -303,14 +307,21 @@ def _row_estimates(run: RunInput, row: dict[str, Any], metrics: list[Metric],
             out[m.key] = _estimate(_num(row.get(m.key)), lat.get(m.key), m.method)
         elif m.n is not None:
             h = _hours_entry(row, m.n)
-            name = "hours" if m.method == "interval_hours" else m.key.rsplit("@", 1)[0]
-            if h is None:
-                out[m.key] = None
-                continue
-            lo, hi = _num(h.get(f"{name}_low")), _num(h.get(f"{name}_high"))
-            has_iv = f"{name}_low" in h or f"{name}_high" in h
-            out[m.key] = _estimate(_num(h.get(name)), (lo, hi) if has_iv else None, m.method)
+            name = "hours" if m.method == "interval_hours" else "usd"
+            out[m.key] = None if h is None else _bounded(h, name, m.method)
+        else:  # a row-level cost figure
+            cost = row.get("cost")
+            out[m.key] = _bounded(cost, m.key, m.method) if isinstance(cost, dict) else None
     return out
+
+
+def _bounded(d: dict[str, Any], name: str, method: str | None) -> dict[str, Any] | None:
+    """The estimate of ``d[name]`` with its bounds ``d[name_low]``, ``d[name_high]``; no interval (method None)
+    when ``method`` is None or both bounds are missing (None): a figure with neither bound has no interval,
+    an unbounded upper side alone is a one-sided interval."""
+    lo, hi = _num(d.get(f"{name}_low")), _num(d.get(f"{name}_high"))
+    has_iv = method is not None and (lo is not None or hi is not None)
+    return _estimate(_num(d.get(name)), (lo, hi) if has_iv else None, method)
 
 
 def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> dict[str, Any]:
@@ -324,7 +335,7 @@ def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> d
     lo_a = a["low"] or 0.0
     hi_x = x["high"] if x["high"] is not None else math.inf
     hi_a = a["high"] if a["high"] is not None else math.inf
-    low = 0.0 if lo_x == 0 or hi_a == math.inf else lo_x / hi_a
+    low = None if lo_x == 0 or hi_a == math.inf else lo_x / hi_a  # None: unbounded below (not a bound of 0)
     high = None if hi_x == math.inf or lo_a == 0 else hi_x / lo_a
     noise = lo_x <= hi_a and lo_a <= hi_x
     if noise:

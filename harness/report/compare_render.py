@@ -1,6 +1,7 @@
 """Markdown and self-contained HTML of a comparison (:func:`harness.report.compare.build_comparison`).
 
-Display units: tok/s, TTFT/TTFAT/E2E in seconds, TPOT in milliseconds, hours; ratios are unitless with their
+Display units: tok/s, TTFT/TTFAT/E2E in seconds, TPOT in milliseconds, hours, US$ (3 significant digits,
+:mod:`harness.report.fmt`); ratios are unitless with their
 95 % interval. The HTML is one file with inline CSS and no script, image or link to anything outside it.
 Both are built from the same tables (:func:`tables`), so they always show the same numbers.
 """
@@ -11,6 +12,7 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
+from harness.report import fmt
 from harness.report.fmt import wall_time
 
 __all__ = ["Cell", "Table", "render_html", "render_markdown", "tables"]
@@ -28,7 +30,7 @@ VERDICT_MARKS: dict[str, tuple[str, str]] = {
 
 LEGEND = ("▲ better beyond noise, ▼ worse beyond noise, ≈ within noise (the 95 % intervals overlap), ? no interval "
           "for this figure (no noise flag), – not available. Ratios are X/A; for tok/s higher is better, for "
-          "latencies and hours lower is better.")
+          "latencies, hours and US$ lower is better.")
 
 
 @dataclass(frozen=True)
@@ -49,18 +51,15 @@ class Table:
 
 
 def _fmt(v: float | None, unit: str) -> str:
-    """A value in its display unit (``ms`` values are stored in seconds)."""
+    """A value in its display unit with the report's formatters (:mod:`harness.report.fmt`: 3 significant
+    digits; ``ms`` values are stored in seconds; ``US$`` as :func:`harness.report.fmt.usd`)."""
     if v is None:
         return _DASH
     if unit == "ms":
-        v *= 1000.0
-    if unit in ("s", "ms"):
-        if abs(v) < 1:
-            return f"{v:.3f}"
-        return f"{v:.2f}" if abs(v) < 100 else f"{v:,.0f}"
-    if unit in ("tok/s", "h"):
-        return f"{v:,.2f}" if abs(v) < 10 else f"{v:,.1f}"
-    return f"{v:,.2f}"
+        return fmt.millis(v)
+    if unit == "US$":
+        return fmt.usd(v)
+    return fmt.sig3(v)
 
 
 def _interval(low: float | None, high: float | None, unit: str, unbounded_low: str = "0") -> str:
@@ -84,15 +83,25 @@ def _ratio_text(r: dict[str, Any]) -> str:
     return f"{r['ratio']:.3f}"
 
 
+def _ratio_interval(low: float | None, high: float | None) -> str:
+    """A ratio's 95 % interval; an unbounded side (None) is said, not shown as 0 or ∞: ``≤ 1.234``,
+    ``≥ 0.567``, ``unbounded``."""
+    if low is None and high is None:
+        return "unbounded"
+    if low is None:
+        return f"≤ {high:.3f}"
+    if high is None:
+        return f"≥ {low:.3f}"
+    return f"{low:.3f}{_DASH}{high:.3f}"
+
+
 def _ratio_cell(r: dict[str, Any], detail: bool) -> Cell:
     mark, cls = VERDICT_MARKS.get(r["verdict"], ("", ""))
     if r["ratio"] is None:
         return Cell(_DASH, "na")
     text = _ratio_text(r)
     if detail and r["within_noise"] is not None:
-        lo = f"{r['low']:.3f}" if r["low"] else "0"
-        hi = f"{r['high']:.3f}" if r["high"] is not None else "∞"
-        text += f" ({lo}{_DASH}{hi})"
+        text += f" ({_ratio_interval(r['low'], r['high'])})"
     text += f" {mark}" if mark else ""
     if detail:
         text += f" {r['verdict']}"
@@ -129,7 +138,7 @@ def tables(cmp: dict[str, Any]) -> list[Table]:
     run_rows = []
     for r in runs:
         start = wall_time(r["start_wall"]) if r["start_wall"] else "?"
-        dur = f"{r['duration_s']:.0f} s" if r.get("duration_s") is not None else "?"
+        dur = f"{fmt.seconds(r['duration_s'])} s" if r.get("duration_s") is not None else "?"
         run_rows.append([Cell(r["tag"]), Cell(str(r["run_id"])), Cell(str(r.get("profile_name") or "?")),
                          Cell(str(r.get("model") or "?")), Cell(str(r.get("target_url") or "?")),
                          Cell(str(r.get("status") or "?")), Cell(start), Cell(dur), Cell(f"{r['time_scale']:g}"),

@@ -5,6 +5,7 @@ One helper per kind of value, so every column of a kind reads the same way:
 * :func:`sig3`: 3 significant digits, the integer part never rounded (0.194, 1.76, 17.6, 176, 1,764, 12,346); used
   for rates (req/s), throughputs (tok/s), latencies in seconds (TTFT, TTFAT, E2E), TPOT and gaps in milliseconds
   (:func:`seconds`, :func:`millis`, :func:`rate`, :func:`tps`) and hours to N (:func:`hours`).
+* :func:`usd`: US dollars, ``$`` and 3 significant digits like :func:`sig3` ($0.0123, $7.82, $782, $1,735).
 * :func:`pct`: percentages with one decimal (12.3); :func:`count`: integers with thousands separators (1,235).
 * :func:`wall_time`: a wall time with its UTC offset, in the local zone of the process that renders
   (``2026-12-01 14:37:07 UTC+00:00``), so a report rebuilt elsewhere still names its instant unambiguously.
@@ -20,7 +21,7 @@ import re
 from datetime import datetime
 
 __all__ = [
-    "DASH", "MAX_WIDTH", "count", "hours", "millis", "pct", "rate", "seconds", "sig3", "tps", "wall_time",
+    "DASH", "MAX_WIDTH", "count", "hours", "millis", "pct", "rate", "seconds", "sig3", "tps", "usd", "wall_time",
     "wrap_markdown",
 ]  # fmt: skip
 
@@ -73,6 +74,12 @@ def tps(v: float | None) -> str:
 def hours(v_h: float | None) -> str:
     """Hours (hours to N), 3 significant digits; None (no upper bound) renders as ``∞``."""
     return "∞" if v_h is None else sig3(v_h)
+
+
+def usd(v: float | None) -> str:
+    """US dollars with 3 significant digits (:func:`sig3`), thousands separated: 781.77 → ``$782``, 1735.2 →
+    ``$1,735``, 7.8249 → ``$7.82``, 0.012345 → ``$0.0123``; None → ``–``."""
+    return DASH if v is None else ("-$" if v < 0 else "$") + sig3(abs(v))
 
 
 def pct(v: float | None) -> str:

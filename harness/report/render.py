@@ -74,10 +74,8 @@ def _steps_table(rep: dict[str, Any]) -> list[str]:
 
 
 def _usd(v: float | None) -> str:
-    """US dollars: cents below 1,000, whole dollars with thousands separators above."""
-    if v is None:
-        return "∞"
-    return f"${v:,.2f}" if v < 1000 else f"${v:,.0f}"
+    """US dollars, 3 significant digits (:func:`harness.report.fmt.usd`); None (unbounded) → ``∞``."""
+    return "∞" if v is None else fmt.usd(v)
 
 
 def _usd_interval(v: float | None, lo: float | None, hi: float | None) -> str:
@@ -186,8 +184,8 @@ def _what_if_lines(rep: dict[str, Any], real: bool = False) -> list[str]:
         w = hours[0]["what_if"]
         per_k, ok = w["hours_per_1k_output_tokens"], w["usable_is_success"]["hours"]
         m = r.get("mean_output_tokens_usable")
-        parts.append(f"{r['label']}: {_num(per_k, 2)} h per 1,000 output tokens per sample (now {_num(m, 0)}), "
-                     f"{_num(ok)} h with usable = success")
+        parts.append(f"{r['label']}: {_hours(per_k)} h per 1,000 output tokens per sample (now {fmt.count(m)}), "
+                     f"{_hours(ok)} h with usable = success")
     if not parts:
         return []
     return [f"What-ifs for N={rep['hours_to_n'][0]:,} (hours scale with a sample's mean output length X as "
@@ -269,7 +267,7 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
         lines += [f"### Slices of {r['label']}", ""]
         header = ["slice from (s)", "tok/s", "req/s", "TTFT p50/p99 (s)", "TTFAT p50/p99 (s)", "ended",
                   "% errors", "% trunc"]
-        rows = [[f"+{s['start_s']:.0f}", _num(s["output_tps"]), _rate(s["request_rate"]),
+        rows = [[f"+{s['start_s']:.0f}", _tps(s["output_tps"]), _rate(s["request_rate"]),
                  f"{_s(s['ttft_p50_s'])} / {_s(s['ttft_p99_s'])}", f"{_s(s['ttfat_p50_s'])} / {_s(s['ttfat_p99_s'])}",
                  str(s["ended"]), _share_pct(s["error_rate"]), _share_pct(s["truncation_rate"])]
                 for s in r["slices"]]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from harness.cli import main as llmload_main
+from harness.report import fmt
 from harness.report.build import write_report
 from harness.report.compare import (
     BASE_METRICS,
@@ -27,8 +28,10 @@ from harness.report.compare import (
     main,
     write_comparison,
 )
-from harness.report.compare_render import render_html, render_markdown
+from harness.report.compare import _ratio as cmp_ratio
+from harness.report.compare_render import render_html, render_markdown, tables
 from harness.report.compare_stats import mean_interval, quantile_interval, ratio_of_sums_interval
+from harness.report.cost import add_cost
 from tests.report.rundir import phase, rec, run_end, write_run
 
 STEP_S = 420.0
@@ -86,8 +89,10 @@ def test_identical_runs_are_within_noise(tmp_path: Path) -> None:
             r = cell["ratios"][0]
             assert r["ratio"] == pytest.approx(1.0, rel=1e-12), (s["key"], key)
             assert r["within_noise"] is True and r["verdict"] == "within noise", (s["key"], key, r)
-            assert r["low"] is not None and r["low"] <= 1.0
-            assert r["high"] is None or r["high"] >= 1.0
+            va, vx = cell["values"]
+            unbounded_low = not vx["low"] or va["high"] is None  # then the ratio has no lower bound, not 0
+            assert (r["low"] is None) if unbounded_low else (r["low"] is not None and r["low"] <= 1.0), (key, r)
+            assert (r["high"] is None) if (vx["high"] is None or not va["low"]) else r["high"] >= 1.0
     assert cmp["notes"] == []
 
 
@@ -197,24 +202,65 @@ def test_stale_report_json_gets_no_interval(tmp_path: Path) -> None:
     assert _ratio(cmp, "C=2", "ttft_p99_s")["verdict"] == "within noise"
 
 
-def test_cost_compared_only_when_present(tmp_path: Path) -> None:
+def _price(run: Path, usd_h: float | None) -> None:
+    """Rewrite a run's report.json as if its profile had priced the deployment at ``usd_h`` US$/h."""
+    rep, _ = write_report(run)
+    for row in rep["steps"]:
+        add_cost(row, usd_h)
+    (run / "report.json").write_text(json.dumps(rep))
+
+
+def test_cost_compared_only_when_both_priced(tmp_path: Path) -> None:
     a, b = _run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)
     cmp = build_comparison([a, b])
-    assert not any(m["key"].startswith("cost") for m in cmp["metrics"])
+    assert not any(m["unit"] == "US$" for m in cmp["metrics"])
     assert [m["key"] for m in cmp["metrics"][: len(BASE_METRICS)]] == [m.key for m in BASE_METRICS]
-    for run, usd in ((a, 10.0), (b, 4.0)):
+    _price(a, 10.0)
+    assert not any(m["unit"] == "US$" for m in build_comparison([a, b])["metrics"])  # B has no price
+    _price(b, 8.0)
+    cmp = build_comparison([a, b])
+    keys = [m["key"] for m in cmp["metrics"] if m["unit"] == "US$"]
+    assert keys == ["usd@100000", "usd@200000", "usd@500000", "usd@900000", "usd_per_1m_output_tokens",
+                    "usd_per_1k_usable"]
+    r = _ratio(cmp, "C=2", "usd@200000")  # half the hours at 0.8 the price
+    assert r["ratio"] == pytest.approx(0.4) and r["verdict"] == "better"
+    hrs = _ratio(cmp, "C=2", "hours@200000")
+    assert r["low"] == pytest.approx(0.8 * hrs["low"]) and r["high"] == pytest.approx(0.8 * hrs["high"])
+    per_m = _ratio(cmp, "C=2", "usd_per_1m_output_tokens")  # twice the tok/s at 0.8 the price
+    assert per_m["ratio"] == pytest.approx(0.4) and per_m["verdict"] == "no interval"
+    assert _ratio(cmp, "C=2", "usd_per_1k_usable")["ratio"] == pytest.approx(0.4)
+    c2 = next(s for s in cmp["steps"] if s["key"] == "C=2")
+    v = c2["metrics"]["usd@200000"]["values"][0]
+    md = render_markdown(cmp)
+    assert "| US$ to 200,000 |" in md and "| US$ per 1M output tokens |" in md
+    assert f"{fmt.usd(v['value'])} ({fmt.usd(v['low'])}–{fmt.usd(v['high'])})" in md
+
+
+def test_no_interval_in_either_run_has_no_noise_flag(tmp_path: Path) -> None:
+    a, b = _run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)
+    for run in (a, b):
         rep, _ = write_report(run)
         for row in rep["steps"]:
             for h in row["hours"]:
-                h["cost_usd"] = usd * h["n"] / 100_000
-                h["cost_usd_low"], h["cost_usd_high"] = 0.9 * h["cost_usd"], 1.1 * h["cost_usd"]
+                h["hours_low"] = h["hours_high"] = None  # keys present, no bound: no interval at all
         (run / "report.json").write_text(json.dumps(rep))
     cmp = build_comparison([a, b])
-    keys = [m["key"] for m in cmp["metrics"] if m["key"].startswith("cost")]
-    assert keys == ["cost_usd@100000", "cost_usd@200000", "cost_usd@500000", "cost_usd@900000"]
-    r = _ratio(cmp, "C=2", "cost_usd@200000")
-    assert r["ratio"] == pytest.approx(0.4) and r["verdict"] == "better"
-    assert r["low"] == pytest.approx(0.4 * 0.9 / 1.1) and r["high"] == pytest.approx(0.4 * 1.1 / 0.9)
+    r = _ratio(cmp, "C=2", "hours@100000")
+    assert r["ratio"] == pytest.approx(0.5)
+    assert (r["low"], r["high"], r["within_noise"], r["verdict"]) == (None, None, None, "no interval")
+    assert "0.500 ? no interval" in render_markdown(cmp)
+
+
+def test_one_sided_interval_is_unbounded_not_zero() -> None:
+    a = {"value": 2.0, "low": 1.5, "high": None, "method": "interval_hours"}  # no upper bound
+    x = {"value": 1.0, "low": 0.9, "high": 1.6, "method": "interval_hours"}
+    r = cmp_ratio(a, x, "lower")
+    assert r["low"] is None and r["high"] == pytest.approx(1.6 / 1.5)  # not a silent 0.0
+    assert r["within_noise"] is True
+    assert cell_text(r) == f"0.500 (≤ {1.6 / 1.5:.3f}) ≈ within noise"
+    r = cmp_ratio(x, a, "lower")
+    assert r["low"] == pytest.approx(1.5 / 1.6) and r["high"] is None
+    assert cell_text(r) == f"2.000 (≥ {1.5 / 1.6:.3f}) ≈ within noise"
 
 
 def test_outputs_markdown_json_html(tmp_path: Path) -> None:
@@ -245,7 +291,7 @@ def test_markdown_values_carry_intervals(tmp_path: Path) -> None:
     c2 = next(s for s in cmp["steps"] if s["key"] == "C=2")
     tps = c2["metrics"]["output_tps"]["values"][0]
     md = render_markdown(cmp)
-    assert f"{tps['value']:,.1f} ({tps['low']:,.1f}–{tps['high']:,.1f})" in md
+    assert f"{fmt.tps(tps['value'])} ({fmt.tps(tps['low'])}–{fmt.tps(tps['high'])})" in md
     r = c2["metrics"]["output_tps"]["ratios"][0]
     assert f"2.000 ({r['low']:.3f}–{r['high']:.3f}) ▲ better" in md
 
@@ -348,3 +394,23 @@ def test_llmload_lists_and_dispatches_compare(capsys: pytest.CaptureFixture[str]
         llmload_main(["compare", "--help"])
     assert ei.value.code == 0
     assert capsys.readouterr().out.startswith("usage: llmload compare ")
+
+
+def cell_text(r: dict[str, Any]) -> str:
+    """The detail-table text of a ratio."""
+    from harness.report.compare_render import _ratio_cell
+
+    return _ratio_cell(r, detail=True).text
+
+
+def test_compare_values_use_the_report_formats(tmp_path: Path) -> None:
+    cmp = build_comparison([_run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)])
+    md = render_markdown(cmp)
+    c2 = next(s for s in cmp["steps"] if s["key"] == "C=2")
+    ttft = c2["metrics"]["ttft_p50_s"]["values"][0]["value"]
+    hrs = c2["metrics"]["hours@100000"]["values"][0]["value"]
+    assert f"| {fmt.seconds(ttft)} (" in md and f"| {fmt.hours(hrs)} (" in md
+    detail = [t for t in tables(cmp) if t.title.startswith("Step ")]
+    values = [row[i].text for t in detail for row in t.rows for i in (1, 2)]  # A's and B's values
+    numbers = [n for v in values for n in re.findall(r"\d[\d,]*\.\d+", v)]
+    assert numbers and all(len(n.replace(",", "").replace(".", "").lstrip("0")) <= 3 for n in numbers), numbers

@@ -301,3 +301,27 @@ def test_yield_figure_keeps_the_prompts_with_the_lowest_usable_share() -> None:
     assert any(f"the {charts_mod.MAX_PROMPTS} with the lowest usable share" in t for t in _texts(fig))
     empty = charts_mod.prompts_chart({"prompts": []})
     assert "no data" in _texts(empty)
+
+
+def test_hours_figure_draws_arrows_only_for_steps_bounded_below(tmp_path: Path) -> None:
+    from matplotlib.collections import LineCollection
+    from matplotlib.text import Annotation
+
+    rep = build_report(_scenario(tmp_path / "run"))
+    rep["hours_to_n"] = rep["hours_to_n"][:1]
+    rows = rep["steps"]
+    assert len(rows) >= 2
+    kinds = [(None, None), (0.5, None)] + [(0.5, 2.0)] * (len(rows) - 2)  # none, low only, both
+    for row, (lo, hi) in zip(rows, kinds, strict=True):
+        h = row["hours"][0]
+        h["hours"] = 1.0
+        h["hours_low"] = None if lo is None else lo * h["hours"]
+        h["hours_high"] = None if hi is None else hi * h["hours"]
+    with matplotlib.rc_context({"font.family": "DejaVu Sans"}):
+        fig = charts_mod.hours_chart(rep)
+    ax = fig.axes[0]
+    arrows = [a for a in ax.texts if isinstance(a, Annotation) and a.arrow_patch is not None]
+    assert len(arrows) == 1  # the step bounded below only; the step with no interval has just its point
+    assert arrows[0].xy[0] == pytest.approx(rows[1]["concurrency"], rel=0.1)
+    bars = [c for c in ax.collections if isinstance(c, LineCollection)]  # the interval bars (vlines)
+    assert sum(len(c.get_segments()) for c in bars) == len(rows) - 2

@@ -258,7 +258,7 @@ def test_hours_cells(report: dict[str, Any]) -> None:
         "3.00 h ⚠ outside",
     ]
     assert ("What-ifs for N=1,000 (hours scale with a sample's mean output length X as hours × X ÷ now): C=2: "
-            "617.28 h per 1,000 output tokens per sample (now 2,000), 1,100.0 h with usable = success.") in " ".join(
+            "617 h per 1,000 output tokens per sample (now 2,000), 1,100 h with usable = success.") in " ".join(
         md.split())  # prose is wrapped at 120 columns
     rep["steps"][0]["hours_interval"] = {"batches": 0}
     assert _tables(render_markdown(rep))[1][1][6] == "none"
@@ -330,21 +330,18 @@ def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
 # -- terminal ------------------------------------------------------------------------------------------------
 
 
-def test_terminal_output_is_rendered_by_rich(
+def test_full_on_a_narrow_terminal_never_elides_a_number(
     report: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    md = render_markdown(report)
-    monkeypatch.setenv("COLUMNS", "400")
+    md = render_markdown(_wide(report))
+    assert max(len(line) for line in md.splitlines()) > 120  # tables wider than the terminal
+    monkeypatch.setenv("COLUMNS", "120")
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     _print_markdown(md)
     out = capsys.readouterr().out
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
-    assert "\x1b[" in out  # styled for the terminal
-    assert "# Load report" not in plain and "Load report: run-1" in plain  # heading rendered, not raw
-    assert "|---|" not in plain and "**" not in plain
-    for cell in ("TTFT p50/p90/p99 (s)", "N=100,000", "single ‡", "C=2 ‡", "2.00 / 2.00 / 2.00"):
-        assert cell in plain
-    assert "Errors at C=2: timeout_idle ×1 of the requests started in the step" in plain
+    assert out == md and "…" not in out  # every cell whole: the Markdown as plain text, not a cut rich table
+    for cell in ("TTFT p50/p90/p99 (s)", "N=100,000", "12,346", "0.000123"):
+        assert cell in out
 
 
 def test_non_terminal_output_is_the_raw_markdown(
@@ -506,7 +503,7 @@ def test_report_command_prints_the_summary_on_a_terminal(
     assert out == render_summary(build_report(root), str(root))
     assert main([str(root), "--full"]) == 0
     full = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
-    assert "TTFT p50/p90/p99 (s)" in full and "Formulas" in full  # the whole report, rendered by rich
+    assert full == (root / "report.md").read_text()  # the whole report, as plain Markdown text
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     for args in ([str(root)], [str(root), "--full"]):
         assert main(args) == 0
@@ -520,3 +517,18 @@ def test_summary_shortens_long_step_labels_not_the_figures(report: dict[str, Any
     assert max(len(ln) for ln in lines) <= 120
     row = next(ln for ln in lines if ln.startswith("a-step-"))
     assert "…" in row.split()[0] and row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row
+
+
+def test_least_durations_round_up_with_separators() -> None:
+    from harness.report.build import _steady_notes
+
+    iv = {"reason": None, "needed_window_s": 1612.2, "needed_duration_s": 52.128, "rel_halfwidth": 0.3,
+          "batches": 10, "batch_s": 5.0, "duration_key": "steps.duration"}
+    row = {"steady": True, "label": "C=4", "concurrency": 4, "littles_law_c": None, "hours_interval": iv,
+           "hours": [{"n": 100_000, "token_check": "outside", "token_hours": 1234.5, "hours": 2000.4,
+                      "hours_low": 1500.2, "hours_high": None}]}
+    notes = _steady_notes(row)
+    assert "~1,613 s: set steps.duration to ≥ 53 s." in notes[0]
+    assert "(1,234 h for N=100,000)" in notes[1] and "(2,000 h, 1,500–∞ h)" in notes[1]
+    row["hours_interval"] = {**iv, "reason": "too few batches", "needed_duration_s": 52.0}
+    assert "lengthen steps.duration to ≥ 52 s." in _steady_notes(row)[0]

@@ -3,6 +3,7 @@ hours interval in a report row, and the notes that go with them: exact figures o
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -175,8 +176,8 @@ def test_wide_interval_names_the_duration_needed(tmp_path: Path) -> None:
     assert iv["needed_window_s"] == pytest.approx(need)
     assert iv["needed_duration_s"] == pytest.approx(need + row["window_start_s"])
     note = (f"single: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, {iv['batches']} × "
-            f"{iv['batch_s']:.1f} s); for ±10 % the window would need ~{need:.0f} s: set single_stream.duration to ≥ "
-            f"{need + row['window_start_s']:.0f} s.")
+            f"{iv['batch_s']:.1f} s); for ±10 % the window would need ~{math.ceil(need):,} s: set "
+            f"single_stream.duration to ≥ {math.ceil(need + row['window_start_s']):,} s.")  # least durations rounded up
     assert note in rep["notes"]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.report import build_report, render_markdown
+from harness.report import build_report, fmt, render_markdown
 from harness.report.diagnosis import low_confidence_fix
 from tests.report.rundir import phase, rec, run_end, write_run
 
@@ -204,8 +204,8 @@ def test_cost_per_million_tokens_per_usable_and_to_n(tmp_path: Path) -> None:
     k, w = c2["window_usable_completions"], c2["window_s"]
     assert cost["usd_per_1k_usable"] == pytest.approx(1000 / (k / w * 3600) * 20.0)
     row = _hours_row(render_markdown(rep))
-    assert row["$ / 1M out tok"] == f"${cost['usd_per_1m_output_tokens']:,.2f}"
-    assert row["$ / 1k usable"].startswith(f"${cost['usd_per_1k_usable']:,.2f} (")
+    assert row["$ / 1M out tok"] == fmt.usd(cost["usd_per_1m_output_tokens"])  # US$: 3 significant digits
+    assert row["$ / 1k usable"].startswith(f"{fmt.usd(cost['usd_per_1k_usable'])} (")
     # the hours cell carries the US$ with the same interval (or none when the step has no batch-means interval)
     assert re.search(r" · \$[\d,.]+ (\(\$[\d,.]+–(∞|\$[\d,.]+)\)|\(no interval\))$", row["N=100,000"])
     assert "cost" in rep["definitions"]
