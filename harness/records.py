@@ -14,7 +14,8 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     :func:`read_records` reads them back as :class:`~harness.result.RequestResult`.
 ``phases.jsonl``
     ``{"event": "phase_start", "phase", "step", "concurrency", "wall", "planned_duration"}`` at each phase
-    start, ``{"event": "load_end", "wall"}`` when the last step ends (in-flight requests then drain), and
+    start, ``{"event": "load_end", "wall"}`` when the last step ends or a stop begins (Ctrl-C, SIGTERM, the web
+    UI's Stop; once a run; in-flight requests then drain), and
     ``{"event": "run_end", "wall"}`` when the run directory is closed.
 ``report.md`` / ``report.json``
     Written by :mod:`harness.report`.

@@ -125,6 +125,10 @@ class RunContext:
     #: Requests of this run killed in flight when the stop timeout ran out (never recorded); on a master, its
     #: workers' counts added up from their MSG_STOPPED answers.
     cut_off: int = 0
+    #: ``load_end`` was written to ``phases.jsonl`` (the last step's window ends there; at most once a run).
+    load_ended: bool = False
+    #: Why the run stopped early: "sigint", "sigterm" or "stop" (web UI's Stop); "" when it was not stopped.
+    stop_cause: str = ""
     _pending: list[dict[str, Any]] = field(default_factory=list)
     _flusher: Any = None
     _user_seq: int = 0
@@ -134,6 +138,28 @@ class RunContext:
 
     def __post_init__(self) -> None:
         self.prompt_source = build_source(self.profile, self.model, self.worker_id)
+
+    # -- phases ---------------------------------------------------------------------------------------------
+    def end_load(self, cause: str = "", wall: float | None = None) -> bool:
+        """Write ``{"event": "load_end", "wall"}`` to ``phases.jsonl`` now, once a run: the last step's
+        measurement window ends at this instant, before in-flight requests drain (the shape's normal end, or the
+        moment a stop began: ``cause`` "sigint", "sigterm" or "stop", recorded in :attr:`stop_cause` and, for an
+        early stop, in ``run.json`` as ``stop_cause``).
+
+        ``wall``: the epoch seconds to write (default: now).
+
+        Returns True when this call wrote it; False when it was written already, or there is no open run
+        directory (a worker, a closed run)."""
+        if self.run_dir is None or self.run_dir.closed:
+            return False
+        if cause and not self.stop_cause and not self.finished:
+            self.stop_cause = cause
+            self.run_dir.meta["stop_cause"] = cause
+        if self.load_ended:
+            return False
+        self.load_ended = True
+        self.run_dir.write_phase({"event": "load_end", "wall": time.time() if wall is None else wall})
+        return True
 
     # -- requests -------------------------------------------------------------------------------------------
     def new_client(self, timeouts: Timeouts | None = None) -> ChatClient:

@@ -161,8 +161,7 @@ class ReasoningSweepShape(LoadTestShape):
         if idx < 0:
             if not ctx.finished:
                 ctx.finished = True
-                if ctx.run_dir is not None:  # the last step ends here; in-flight requests drain after it
-                    ctx.run_dir.write_phase({"event": "load_end", "wall": time.time()})
+                ctx.end_load(wall=time.time())  # the last step ends here; in-flight requests drain after it
                 stop_timeout = self.runner.environment.stop_timeout if self.runner else 0.0
                 log.info(
                     "llmload: last step done; letting in-flight requests finish (stop timeout %.0f s)", stop_timeout

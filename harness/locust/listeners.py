@@ -6,6 +6,7 @@
   installs its Ctrl-C handler and waits for the master's first ``llmload_phase`` message.
 * Record transport: a worker builds its context from each ``llmload_phase`` message and sends its records to the
   master in ``llmload_records`` batches (:class:`harness.runtime.RunContext`); the master writes them.
+* ``test_stopping`` (a stop begins): the master writes ``load_end`` (once a run) before in-flight requests drain.
 * ``test_stop``: a worker flushes its records; a master whose run stopped early drains its workers
   (:func:`harness.locust.drain.stop_workers`).
 * ``quitting``: the master (or the single process) closes the run directory with its status (finished,
@@ -159,6 +160,18 @@ def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any
         opts.host = ctx.base_url
     if exporter is not None and mo is not None:
         serve_run(run, exporter, runner, mo.linger)
+
+
+@events.test_stopping.add_listener
+def _on_test_stopping(environment: Environment, **_: Any) -> None:
+    """Master / single process, as a stop begins (web UI's Stop, Ctrl-C, SIGTERM, the shape's end): the last
+    step's window ends now, before in-flight requests drain (``load_end``, written once a run)."""
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    ctx = current().ctx
+    if ctx is None or getattr(environment.shape_class, "warmup_error", None):
+        return
+    ctx.end_load("" if ctx.finished else "stop")
 
 
 @events.test_stop.add_listener

@@ -33,6 +33,13 @@ def _interrupt_main() -> None:
     gevent.get_hub().handle_system_error(KeyboardInterrupt, KeyboardInterrupt())
 
 
+def _end_load(run: Run, cause: str) -> None:
+    """The stop begins now: the last step's window ends here, before in-flight requests drain (``load_end``,
+    once; :meth:`harness.runtime.RunContext.end_load`). No-op without an open run (e.g. web UI between runs)."""
+    if run.ctx is not None:
+        run.ctx.end_load(cause)
+
+
 def _echo(run: Run, now: float) -> bool:
     """True when a SIGINT at ``now`` is the first one delivered again (a terminal's Ctrl-C reaches the whole
     process group, and GNU ``timeout`` forwards the one it got to its child as well)."""
@@ -67,6 +74,7 @@ def install_master_signals(run: Run, runner: Any) -> None:
             os._exit(130)
         state.interrupted = True
         state.first_sigint = now
+        _end_load(run, "sigint")
         log.warning("llmload: Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
         _interrupt_main()
 
@@ -77,6 +85,7 @@ def install_master_signals(run: Run, runner: Any) -> None:
             env = runner.environment
             env.stop_timeout = min(env.stop_timeout or 0.0, TERM_DRAIN_S)  # a SIGKILL usually follows soon
             state.interrupted = True
+            _end_load(run, "sigterm")
             _interrupt_main()
 
     gevent.signal_handler(signal.SIGINT, on_int)

@@ -224,7 +224,7 @@ def end_run(run: Run, environment: Any) -> None:
     rd = ctx.run_dir
     if open_ended and not ctx.finished:
         ctx.finished = True
-        rd.write_phase({"event": "load_end", "wall": time.time()})
+    ctx.end_load()  # no-op: written when the stop began (Stop, Ctrl-C) or the load ended (the shape)
     if ctx.cut_off:
         rd.meta["cut_off"] = ctx.cut_off
         log.warning("llmload: %d request(s) cut off by the stop timeout (not recorded)", ctx.cut_off)

@@ -279,7 +279,11 @@ def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
     if unplaced:
         notes.append(f"{unplaced} non-warm-up records belong to no phase in phases.jsonl and were ignored in the "
                      "per-step counts (they still count in throughput when inside a window).")
-    if rows and rows[-1]["end_source"] in ("run_end", "last_record"):
+    cut = run.meta.get("cut_off")
+    cut_off = isinstance(cut, int) and not isinstance(cut, bool) and cut > 0
+    last_failed = bool(rows) and bool(rows[-1].get("errors") or rows[-1].get("step_errors"))
+    if rows and (cut_off or (last_failed and rows[-1]["end_source"] in ("run_end", "last_record"))):
+        # only when some were: a run whose records are every request sent (nothing cut off) has nothing missing
         notes.append("Requests cut off when the run stopped (or that failed) are not counted in tok/s: the last "
                      "step's throughput can be slightly low.")
     return notes

@@ -206,8 +206,10 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     meta = read_meta(root, problems)
     cut = meta.get("cut_off")
     if isinstance(cut, int) and not isinstance(cut, bool) and cut > 0:
+        fix = ("the run was stopped by SIGTERM, whose drain is a fixed 3 s: stop it with Ctrl-C (SIGINT) to let "
+               "them finish" if meta.get("stop_cause") == "sigterm" else "raise steps.drain_timeout or --stop-timeout")
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
-                        "ended unfinished and are not in the records (raise steps.drain_timeout or --stop-timeout).")
+                        f"ended unfinished and are not in the records ({fix}).")
     frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))
     events = read_phases(root)
     run = FrameRun(root, frame, [], False, False, meta, problems)

@@ -403,3 +403,51 @@ def test_a_ctrl_c_delivered_twice_is_one_ctrl_c(tmp_path: Path, env: dict[str, s
     run = run_dir_of(out)
     assert json.loads((run / "run.json").read_text())["status"] == "interrupted"
     assert (run / "report.md").exists()
+
+
+def test_ctrl_c_mid_step_ends_the_last_window_when_the_stop_begins(tmp_path: Path, env: dict[str, str]) -> None:
+    """A Ctrl-C mid-step writes ``load_end`` at once, before the drain: the last step's window ends there (not at
+    ``run_end``, after the drain, which counted the drain's falling concurrency: -8.6 % at C=8), so its aggregate
+    tok/s matches that of the same concurrency held uninterrupted (the step before it)."""
+    prof = tmp_path / "p.yaml"
+    out = tmp_path / "runs"
+    # two steps of C=4: the first runs its 8 s, the second is stopped about 4 s in; max_tokens 400 at time_scale
+    # 0.25 is ~1 s a request, so the drain is ~1 s: a window that ran to run_end would be ~10 % low.
+    prof.write_text((PROFILE % {"out": out, "step": 8}).replace("concurrency: [2, 4]", "concurrency: [4, 4]"))
+    proc = subprocess.Popen(
+        [*LOCUST, "--profile", str(prof)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        started = None
+        while time.monotonic() < deadline and started is None:
+            time.sleep(0.2)
+            if out.exists() and any(out.iterdir()) and (run_dir_of(out) / "phases.jsonl").exists():
+                evs = [json.loads(x) for x in (run_dir_of(out) / "phases.jsonl").read_text().splitlines() if x]
+                started = next((e["wall"] for e in evs if e.get("step") == 2), None)
+        assert started is not None, "the run did not reach step 2 in time"
+        time.sleep(max(0.0, started + 4.0 - time.time()))
+        t_sig = time.time()
+        proc.send_signal(signal.SIGINT)
+        _stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    run = run_dir_of(out)
+    events = [json.loads(x) for x in (run / "phases.jsonl").read_text().splitlines() if x]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("load_end") == 1 and kinds[-2:] == ["load_end", "run_end"], kinds
+    load_end, run_end = events[-2]["wall"], events[-1]["wall"]
+    assert t_sig - 0.1 <= load_end < t_sig + 0.5 and load_end < run_end  # at the signal
+    drained = [r for r in records(run) if r["start_wall"] < load_end < r["start_wall"] + r["e2e"]]
+    assert drained and all(r["ok"] for r in drained)  # ... before the drain: requests in flight then finished
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "interrupted" and meta["stop_cause"] == "sigint"
+    rep = json.loads((run / "report.json").read_text())
+    first, last = rep["steps"][-2], rep["steps"][-1]
+    assert (first["concurrency"], last["concurrency"]) == (4, 4)
+    assert first["end_source"] == "next_phase" and last["end_source"] == "load_end"
+    assert last["output_tps"] == pytest.approx(first["output_tps"], rel=0.05), (first["output_tps"],
+                                                                                  last["output_tps"])

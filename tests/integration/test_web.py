@@ -180,6 +180,19 @@ def assert_nothing_lost(dirs: list[Path], truth: Path) -> None:
     assert sum(meta(d)["records"] for d in dirs) == len(recs)
 
 
+def assert_window_ends_at_the_stop(run: Path, t_stop: float, t_answer: float) -> None:
+    """``load_end`` was written once, as the stop began (between ``t_stop`` and ``t_answer`` + 0.5 s), before
+    the requests then in flight drained, and the report's last step ends there (its tok/s excludes the drain)."""
+    ph = phases(run)
+    kinds = [p["event"] for p in ph]
+    assert kinds.count("load_end") == 1 and kinds[-2:] == ["load_end", "run_end"], kinds
+    load_end = ph[-2]["wall"]
+    assert t_stop - 0.1 <= load_end <= t_answer + 0.5, (t_stop, load_end, t_answer)
+    assert load_end < ph[-1]["wall"]  # (whether a request was in flight then depends on the machine's timing)
+    rep = json.loads((run / "report.json").read_text())
+    assert rep["steps"][-1]["end_source"] == "load_end"
+
+
 def test_each_start_is_a_run_sweep_then_fixed(tmp_path: Path, env: dict[str, str], launched: list[WebLocust]) -> None:
     """Two Starts -> two run directories, each with its report written at its end (not at exit) and a duration
     that is the run's; the fixed mode holds Locust's user count for its run time; bad form values and a
@@ -254,18 +267,24 @@ def test_stop_and_ctrl_c_lose_nothing(tmp_path: Path, env: dict[str, str], launc
     web.wait_ready()
     assert web.start(mode="sweep")["success"] is True
     time.sleep(5)  # in the first step: requests in flight
+    t_stop = time.time()
     assert web.post("/stop")["success"] is True
+    t_answer = time.time()
     [first] = wait_ended(out, 1)
-    assert meta(first)["status"] == "interrupted"
+    assert meta(first)["status"] == "interrupted" and meta(first)["stop_cause"] == "stop"
     assert_nothing_lost([first], truth)
+    assert_window_ends_at_the_stop(first, t_stop, t_answer)
 
     assert web.start(mode="fixed", user_count=4, spawn_rate=4, run_time="")["success"] is True
     time.sleep(4)
+    t_sig = time.time()
     web.proc.send_signal(signal.SIGINT)
     assert web.proc.wait(90) == 0, web.err()[-3000:]
     dirs = wait_ended(out, 2, timeout=5)
     assert meta(dirs[1])["status"] == "interrupted" and meta(dirs[1])["mode"] == "fixed"
+    assert meta(dirs[1])["stop_cause"] == "sigint"
     assert_nothing_lost(dirs, truth)
+    assert_window_ends_at_the_stop(dirs[1], t_sig, t_sig)
     err = web.err()
     assert "Traceback" not in err and "run directory is closed" not in err
 

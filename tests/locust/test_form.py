@@ -104,3 +104,29 @@ def test_parse_fixed_reads_locusts_fields() -> None:
     ]:
         with pytest.raises(StartError, match=message):
             parse_fixed(form)
+
+
+def test_a_launch_profile_outside_profiles_is_the_pickers_default_and_is_run(tmp_path: Path) -> None:
+    """``--profile PATH`` outside ``profiles/``: the picker lists PATH and selects it (Locust's UI selects its
+    first choice when the default is not one of them, and that choice replaced the launch profile), and a Start
+    with the form as shown runs the launch profile."""
+    from locust.argument_parser import ui_extra_args_dict
+
+    from harness.locust.form import set_form_defaults
+    from harness.locust.setup import SimHolder
+    from harness.locust.webrun import _profile_arg, launch_of
+
+    other = tmp_path / "mine.yaml"
+    other.write_text("name: mine\nprompts: [{id: a, text: hi, max_tokens: 7}]\n")
+    opts = Namespace(profile=str(other), web_profile="", mode="sweep", prompt_mix="", prompts_file="", max_tokens="",
+                     thinking="", steps="", step_duration="", output_dir=None, stop_timeout=None)
+    try:
+        launch = launch_of(opts, None, "local", other, load_profile(other), SimHolder())
+        picker = ui_extra_args_dict([])["web_profile"]
+        assert picker["default_value"] == str(other) and str(other) in picker["choices"]
+        assert picker["choices"][0] != str(other)  # the first choice is another profile: the default must be PATH
+        form = {"profile": str(other), "web_profile": picker["default_value"], "mode": "sweep"}
+        assert _profile_arg(form, launch) == str(other)
+        assert _profile_arg({**form, "web_profile": "demo"}, launch) == str(PROFILES_DIR / "demo.yaml")  # picked
+    finally:
+        set_form_defaults({})

@@ -138,3 +138,24 @@ def test_profile_simulator_section_does_not_mean_simulated(tmp_path: Path) -> No
     meta["simulator"] = {"preset": "demo", "time_scale": 0.25}
     rep = build_report(_simple(tmp_path / "run2", meta=meta))
     assert rep["time_scale"] == 0.25 and rep["simulated"] is True
+
+
+def _stopped_notes(root: Path, meta: dict[str, object] | None = None, failed: bool = False) -> list[str]:
+    """The notes of a run stopped in its single-stream phase with no load_end: the last step ends at run_end."""
+    records = [rec("u1", 0, 0, 10), rec("u1", 0, 10, 10), rec("u1", 0, 20, 10, ok=not failed)]
+    rep = build_report(write_run(root, records, [phase("single", 0, 1, 0), run_end(31)], meta=meta))
+    return [str(n) for n in rep["notes"]]
+
+
+def test_cut_off_note_only_when_something_was_cut_off_or_failed(tmp_path: Path) -> None:
+    note = "Requests cut off when the run stopped"
+    assert not any(note in n for n in _stopped_notes(tmp_path / "a"))  # records = every request sent
+    assert any(note in n for n in _stopped_notes(tmp_path / "b", failed=True))
+    cut = _stopped_notes(tmp_path / "c", meta={"cut_off": 2})
+    assert any(note in n for n in cut) and any("raise steps.drain_timeout" in n for n in cut)
+
+
+def test_cut_off_after_sigterm_says_its_drain_is_fixed(tmp_path: Path) -> None:
+    notes = _stopped_notes(tmp_path / "run", meta={"cut_off": 1, "stop_cause": "sigterm"})
+    (cut,) = [n for n in notes if n.startswith("CUT OFF")]
+    assert "SIGTERM" in cut and "fixed 3 s" in cut and "drain_timeout" not in cut

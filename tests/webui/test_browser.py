@@ -2,13 +2,15 @@
 view's figures from the page and check them against the run's records, stop with Stop, download the report.
 
 Single process and master + 2 workers, each against the built-in simulator on 127.0.0.1 (a short, time-scaled
-profile; about a minute each). Screenshots of the LLM view go to ``docs/``: ``webui-llm-view.png`` while the last
-step runs (the README shows it), ``webui-llm-view-workers.png`` after a worker was killed.
+profile; about a minute each). Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
+README shows it), ``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
+``LLMLOAD_UPDATE_SCREENSHOTS=1`` (CI sets it in ``.ci/run``), else under the test's ``tmp_path``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,12 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     return view
 
 
+def shot_dir(tmp_path: Path) -> Path:
+    """Where the screenshots go: ``docs/`` with ``LLMLOAD_UPDATE_SCREENSHOTS=1``, else ``tmp_path`` (a test run
+    does not rewrite the committed images)."""
+    return ROOT / "docs" if os.environ.get("LLMLOAD_UPDATE_SCREENSHOTS") == "1" else tmp_path
+
+
 def _profile(tmp_path: Path) -> tuple[Path, Path, Path]:
     out, prof, truth = tmp_path / "runs", tmp_path / "p.yaml", tmp_path / "truth.jsonl"
     prof.write_text(PROFILE % {"out": out})
@@ -174,7 +182,7 @@ def test_llm_view_single_process(tmp_path: Path) -> None:
     with locust(args, tmp_path, tmp_path / "locust.log", {"LLMLOAD_SIM_ARGS": f"--truth-log {truth}"}), \
             sync_playwright() as pw:
         wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
-        run_flow(pw, chromium, base, out, truth, ROOT / "docs" / "webui-llm-view.png", prof)
+        run_flow(pw, chromium, base, out, truth, shot_dir(tmp_path) / "webui-llm-view.png", prof)
     assert "Traceback" not in (tmp_path / "locust.log").read_text()
 
 
@@ -200,7 +208,7 @@ def test_llm_view_master_and_two_workers(tmp_path: Path) -> None:
         wait_until(lambda: view.locator('#workers tbody tr[data-dead="1"]').count() == 1, 30,
                    "the killed worker flagged dead on the LLM view")
         assert view.locator('#workers tbody tr[data-dead="0"]').count() == 1
-        view.screenshot(path=str(ROOT / "docs" / "webui-llm-view-workers.png"), full_page=True)
+        view.screenshot(path=str(shot_dir(tmp_path) / "webui-llm-view-workers.png"), full_page=True)
     for name in ("locust.log", "worker2.log"):
         assert "Traceback" not in (tmp_path / name).read_text(), name
 
