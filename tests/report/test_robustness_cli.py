@@ -138,3 +138,14 @@ def test_profile_simulator_section_does_not_mean_simulated(tmp_path: Path) -> No
     meta["simulator"] = {"preset": "demo", "time_scale": 0.25}
     rep = build_report(_simple(tmp_path / "run2", meta=meta))
     assert rep["time_scale"] == 0.25 and rep["simulated"] is True
+
+
+def test_an_object_that_is_not_a_record_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _simple(tmp_path / "run")
+    text = (root / "records.jsonl").read_text().splitlines()
+    text.insert(1, '{"schema": 2, "foo": 1}')
+    (root / "records.jsonl").write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match=r"records\.jsonl:2: not a request record \(missing step, start_wall, ok\)"):
+        build_report(root)
+    assert main([str(root), "--quiet"]) == 2
+    assert "records.jsonl:2: not a request record (missing step, start_wall, ok)" in capsys.readouterr().err
