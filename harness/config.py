@@ -40,8 +40,14 @@ class ProfileError(ValueError):
     """A profile that cannot be used. The message names the file, the key and the problem."""
 
 
+#: Every profile model: unknown keys refused, and numbers strict and finite: ``.inf`` / ``.nan`` are refused
+#: (a threshold or price that cannot be compared), and so are booleans where a number is meant
+#: (``max_tokens: true``) and strings where a number or boolean is meant (an int is accepted for a float).
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = _STRICT
 
 
 class TargetSpec(_Model):
@@ -105,7 +111,7 @@ class PromptSpec(_Model):
     ``long``) so both stay small. Without it the class is the prompt's ``id``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(**_STRICT, populate_by_name=True)
 
     id: str = Field(min_length=1)
     prompt_class: str | None = Field(None, alias="class", min_length=1)

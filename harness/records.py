@@ -40,7 +40,17 @@ import orjson
 from harness.jsonl import read_jsonl
 from harness.result import RequestResult
 
-__all__ = ["EventHook", "RunDir", "read_phases", "read_records", "redact_url", "versions"]
+__all__ = [
+    "REQUIRED_RECORD_FIELDS",
+    "EventHook",
+    "RunDir",
+    "missing_record_fields",
+    "not_a_record_message",
+    "read_phases",
+    "read_records",
+    "redact_url",
+    "versions",
+]
 
 _SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)")
 
@@ -252,18 +262,60 @@ class RunDir:
         self._records = self._phases = None
 
 
+#: Keys every request record carries (the client writes every field, and every layout so far had these: they
+#: place a record in a step and in time and say its outcome). A JSON object without one of them is not a request
+#: record: :func:`read_records` and :func:`harness.report.frame.read_frame` refuse it, naming the line. A key
+#: present with a null value is a record (null reads as the field's default, as for every non-nullable field).
+REQUIRED_RECORD_FIELDS: tuple[str, ...] = ("step", "start_wall", "ok")
+
+
+def missing_record_fields(rec: dict[str, Any]) -> list[str]:
+    """The :data:`REQUIRED_RECORD_FIELDS` that ``rec`` (one parsed line) has no key for, in that order."""
+    return [k for k in REQUIRED_RECORD_FIELDS if k not in rec]
+
+
+def not_a_record_message(path: str | os.PathLike[str], line: int, missing: list[str]) -> str:
+    """``<path>:<line>: not a request record (missing a, b)``: the message for a line without required fields."""
+    return f"{os.fspath(path)}:{line}: not a request record (missing {', '.join(missing)})"
+
+
+def _object_line(path: Path, k: int) -> int:
+    """1-based line number of the ``k``-th (0-based) non-blank line of ``path`` that is a JSON object."""
+    seen = -1
+    with open(path, "rb") as f:
+        for i, line in enumerate(f):
+            if not line.strip():
+                continue
+            try:
+                is_object = isinstance(orjson.loads(line), dict)
+            except orjson.JSONDecodeError:
+                is_object = False
+            if is_object:
+                seen += 1
+                if seen == k:
+                    return i + 1
+    return 0  # not reached: the object was read from this file
+
+
 def read_records(run_dir: str | os.PathLike[str]) -> list[RequestResult]:
     """All request records of a run directory (every ``records*.jsonl`` file), in file order, read with
-    :meth:`RequestResult.from_record`; lines that are not JSON objects are skipped, a torn last line too.
+    :meth:`RequestResult.from_record`; lines that are not JSON objects are skipped, a torn last line too. Keys
+    that are not record fields are kept (in ``extra``).
 
     Raises:
-        ValueError: a line before the last of a file is not valid JSON (names the file and line), or a record
-            has a schema version this harness cannot read.
+        ValueError: a line before the last of a file is not valid JSON (names the file and line), a JSON object
+            lacks a :data:`REQUIRED_RECORD_FIELDS` key (``<file>:<line>: not a request record (missing ...)``),
+            or a record has a schema version this harness cannot read.
     """
     from_record = RequestResult.from_record
     out: list[RequestResult] = []
     for p in sorted(Path(run_dir).glob("records*.jsonl")):
-        out.extend(from_record(r) for r in read_jsonl(p, missing_ok=True) if isinstance(r, dict))
+        for k, r in enumerate(r for r in read_jsonl(p, missing_ok=True) if isinstance(r, dict)):
+            res = from_record(r)  # first: a record of a newer schema is refused as such
+            missing = missing_record_fields(r)
+            if missing:
+                raise ValueError(not_a_record_message(p, _object_line(p, k), missing))
+            out.append(res)
     return out
 
 

@@ -201,3 +201,42 @@ def test_bad_slo_and_slice_name_file_and_key(tmp_path: Path, section: str, needl
     with pytest.raises(ProfileError) as e:
         load_profile(path)
     assert f"{path}: {needle}" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ("cost: {hour_usd: .inf}", "cost.hour_usd: Input should be a finite number"),
+        ("cost: {gpu_hour_usd: .nan, gpus: 2}", "cost.gpu_hour_usd: Input should be a finite number"),
+        ("slo: {ttft_s: .inf}", "slo.ttft_s: Input should be a finite number"),
+        ("slo: {e2e_s: 60, target_share: .nan}", "slo.target_share: Input should be a finite number"),
+        ("report: {slice_s: .inf}", "report.slice_s: Input should be a finite number"),
+        ("steps: {duration: .inf}", "steps.duration: Input should be a finite number"),
+        ("timeouts: {total: .inf}", "timeouts.total: Input should be a finite number"),
+        ("request: {temperature: .nan}", "request.temperature: Input should be a finite number"),
+        ("simulator: {time_scale: .inf}", "simulator.time_scale: Input should be a finite number"),
+        ("request: {max_tokens: true}", "request.max_tokens: Input should be a valid integer"),
+        ("steps: {concurrency: [8, true]}", "steps.concurrency.1: Input should be a valid integer"),
+        ("cost: {gpu_hour_usd: 2, gpus: true}", "cost.gpus: Input should be a valid integer"),
+        ("slo: {ttft_s: true}", "slo.ttft_s: Input should be a valid number"),
+        ("warmup: {timeout: false}", "warmup.timeout: Input should be a valid number"),
+        ("report: {hours_to_n: [1000, true]}", "report.hours_to_n.1: Input should be a valid integer"),
+        ("request: {max_tokens: '512'}", "request.max_tokens: Input should be a valid integer"),
+    ],
+)
+def test_numbers_must_be_finite_numbers_not_booleans(tmp_path: Path, section: str, needle: str) -> None:
+    path = write(tmp_path, f"prompts: [{{id: a, text: hi}}]\n{section}\n")
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    assert f"{path}: {needle}" in str(e.value)
+    assert "\n" not in str(e.value)  # one problem, one line
+
+
+def test_a_prompt_number_must_not_be_a_boolean_or_infinite(tmp_path: Path) -> None:
+    for field, value, needle in (("max_tokens", "true", "valid integer"), ("weight", ".inf", "finite number"),
+                                 ("weight", "true", "valid number")):
+        path = write(tmp_path, f"prompts: [{{id: a, text: hi, {field}: {value}}}]\n")
+        with pytest.raises(ProfileError, match=f"prompts.0.{field}: Input should be a {needle}"):
+            load_profile(path)
+    ok = load_profile(write(tmp_path, "prompts: [{id: a, text: hi, weight: 2, max_tokens: 64}]\nslo: {ttft_s: 2}\n"))
+    assert ok.prompts[0].weight == 2.0 and ok.slo is not None and ok.slo.ttft_s == 2.0  # an int is a float

@@ -35,9 +35,11 @@ def test_unique_directories(tmp_path: Path) -> None:
 
 
 def test_torn_last_line_is_skipped_but_a_bad_middle_line_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / "records.jsonl").write_text('{"prompt_id": "a"}\n{"prompt_id": "b"}\n{"prompt_id": "c", "b"')
+    r = '"step": 1, "start_wall": 0.0, "ok": true'  # the keys every request record has
+    (tmp_path / "records.jsonl").write_text(
+        f'{{"prompt_id": "a", {r}}}\n{{"prompt_id": "b", {r}}}\n{{"prompt_id": "c", "b"')
     assert [r.prompt_id for r in read_records(tmp_path)] == ["a", "b"]
-    (tmp_path / "records.jsonl").write_text('{"prompt_id": "a"}\nnot json\n{"prompt_id": "c"}\n')
+    (tmp_path / "records.jsonl").write_text(f'{{"prompt_id": "a", {r}}}\nnot json\n{{"prompt_id": "c", {r}}}\n')
     with pytest.raises(ValueError, match=r"records.jsonl:2"):
         read_records(tmp_path)
 

@@ -51,10 +51,13 @@ source: a sidecar is only a cache, deleting it is always safe, and a sidecar tha
 directory) is skipped silently.
 
 Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
-valid JSON (a run killed mid-write) is dropped, and a line that is valid JSON but not an object is ignored.
-Known differences: numbers are stored in their column's dtype (``from_record`` keeps a JSON ``12`` in a float
-field as an int), a field of the wrong JSON type for its dtype is an error, and ``"schema": null`` reads as
-schema 1 (``from_record`` refuses it).
+valid JSON (a run killed mid-write) is dropped, a line that is valid JSON but not an object is ignored, and keys
+that are not record fields are ignored (a newer writer's additions). Same refusal: a JSON object without a key
+of :data:`harness.records.REQUIRED_RECORD_FIELDS` is an error ``path:line: not a request record (missing step,
+start_wall, ok)`` (a JSON null there is a record: null reads as the default). Known differences: numbers are
+stored in their column's dtype (``from_record`` keeps a JSON ``12`` in a float field as an int), a field of the
+wrong JSON type for its dtype is an error (``path:line: field e2e: expected a number, got "abc"``), and
+``"schema": null`` reads as schema 1 (``from_record`` refuses it).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
 from harness.result import READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
@@ -183,9 +187,10 @@ DEFAULT_CHUNK_BYTES = 16 << 20
 _PARSERS = 2
 
 
-#: Changes whenever what a sidecar holds would change: the dtypes, the null defaults and the readable record
-#: schemas (a sidecar with another key is ignored and rewritten).
-SIDECAR_KEY: str = hashlib.sha256(repr((1, sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
+#: Changes whenever what a sidecar holds would change: the dtypes, the null defaults, the readable record
+#: schemas and the records refused (a sidecar with another key is ignored and rewritten).
+SIDECAR_KEY: str = hashlib.sha256(repr((2, REQUIRED_RECORD_FIELDS,
+                                        sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
                                         sorted((k, repr(v)) for k, v in NULL_READS_AS.items()),
                                         sorted(READABLE_SCHEMAS))).encode()).hexdigest()[:16]
 #: Key of the sidecar's Parquet metadata entry: JSON ``{"key", "source_bytes", "source_mtime_ns"}``.
@@ -250,36 +255,125 @@ def _parse(text: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     return pl.read_ndjson(io.BytesIO(text), schema=schema)
 
 
-def _as_read(df: pl.DataFrame, path: Path, keep_schema: bool) -> pl.DataFrame:
-    """``df`` (parsed with the ``schema`` column) with nulls of non-nullable fields read as their defaults.
+class _MaybeNotARecord(Exception):
+    """A parsed piece has nulls in a required field: the JSON of those rows decides (absent key: not a record;
+    a JSON null: a record). ``rows`` are their 0-based positions among the piece's JSON objects; ``df`` the
+    piece as parsed."""
 
-    Drops ``schema`` unless ``keep_schema``; rechunked (one compact chunk per column).
+    def __init__(self, rows: list[int], df: pl.DataFrame) -> None:
+        super().__init__(f"{len(rows)} rows with a null required field")
+        self.rows, self.df = rows, df
+
+
+def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = False) -> pl.DataFrame:
+    """``df`` (parsed with ``schema`` and :data:`~harness.records.REQUIRED_RECORD_FIELDS`) with nulls of
+    non-nullable fields read as their defaults, columns ``keep`` in that order, rechunked (one compact chunk per
+    column). ``checked``: the rows with a null required field were found to be records (see below).
 
     Raises:
+        _MaybeNotARecord: unless ``checked``, some row has a null in a required field (absent, or a JSON null).
         ValueError: a record's ``schema`` is not in :data:`harness.result.READABLE_SCHEMAS`.
     """
+    parsed = df
+    lacking = None
+    if df.height and not checked:
+        lacking = df.select(pl.any_horizontal(pl.col(c).is_null() for c in REQUIRED_RECORD_FIELDS)).to_series()
     df = df.with_columns(pl.col(c).fill_null(NULL_READS_AS[c]) for c in df.columns if c in NULL_READS_AS)
     version = df.get_column("schema")
     bad = version.filter(~version.is_in(sorted(READABLE_SCHEMAS)))
     if bad.len():
         raise ValueError(f"{path}: record schema {bad[0]!r} is not readable by this harness "
                          f"(reads {sorted(READABLE_SCHEMAS)})")
+    if lacking is not None and lacking.any():  # after the version: a newer layout is refused as such
+        raise _MaybeNotARecord(lacking.arg_true().to_list(), parsed)
     # One chunk per column, in buffers of the piece's size: the parser's chunks hold grown-by-doubling spare
     # capacity, kept (~2x the frame: 1.29 GB peak at 1M records instead of 1.0 GB) if the frame is not copied.
-    return (df if keep_schema else df.drop("schema")).rechunk()
+    return df.select(keep).rechunk()
 
 
-def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep_schema: bool) -> pl.DataFrame:
+def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str]) -> pl.DataFrame:
     """:func:`_parse` then :func:`_as_read`, in a parser thread."""
-    return _as_read(_parse(text, schema), path, keep_schema)
+    return _as_read(_parse(text, schema), path, keep)
+
+
+def _object_lines(text: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(0-based line index, object)`` of each line of ``text`` that is a JSON object (others skipped)."""
+    for i, line in enumerate(text.split(b"\n")):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict):
+            yield i, obj
+
+
+def _check_records(path: Path, at: int, text: bytes, rows: list[int]) -> None:
+    """Raise ``path:line: not a request record (missing ...)`` for the first of the ``rows``-th JSON objects of a
+    piece (0-based, starting at byte ``at``) that lacks a required key; return when all have them."""
+    wanted = set(rows)
+    for k, (i, obj) in enumerate(_object_lines(text)):
+        if k in wanted:
+            missing = missing_record_fields(obj)
+            if missing:
+                raise ValueError(not_a_record_message(path, _line_number(path, at) + i, missing))
+
+
+def _type_error(value: Any, dtype: Any, name: str) -> tuple[str, str, Any] | None:
+    """``(field path, expected, value)`` of the first part of ``value`` (a JSON value) the polars reader cannot
+    read as ``dtype`` (None when it can: null is always readable, and anything is readable as a String)."""
+    if isinstance(dtype, type):
+        dtype = dtype()  # a struct's or list's inner dtype may be given as its class
+    if value is None or isinstance(dtype, pl.String):
+        return None
+    if isinstance(dtype, pl.Struct):
+        if not isinstance(value, dict):
+            return name, "an object", value
+        for f in dtype.fields:
+            bad = _type_error(value.get(f.name), f.dtype, f"{name}.{f.name}")
+            if bad:
+                return bad
+        return None
+    if isinstance(dtype, pl.List):
+        if not isinstance(value, list):
+            return name, "a list", value
+        for j, v in enumerate(value):
+            bad = _type_error(v, dtype.inner, f"{name}[{j}]")
+            if bad:
+                return bad
+        return None
+    if isinstance(dtype, pl.Boolean):
+        return None if isinstance(value, bool) else (name, "a boolean", value)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(dtype, pl.Int64):
+        return None if number and isinstance(value, int) else (name, "an integer", value)
+    if isinstance(dtype, pl.Float64):
+        return None if number else (name, "a number", value)
+    return None  # a dtype the record schema does not use
+
+
+def _wrong_type(path: Path, at: int, text: bytes, schema: dict[str, pl.DataType]) -> str | None:
+    """``path:line: field F: expected a number, got "abc"`` for the first field of ``text`` (a piece starting at
+    byte ``at``) whose JSON type its column cannot take, None when none is found."""
+    for i, obj in _object_lines(text):
+        for name, dtype in schema.items():
+            bad = _type_error(obj.get(name), dtype, name)
+            if bad:
+                field, expected, value = bad
+                got = orjson.dumps(value).decode()
+                got = got if len(got) <= 60 else got[:57] + "..."
+                return f"{path}:{_line_number(path, at) + i}: field {field}: expected {expected}, got {got}"
+    return None
 
 
 def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Parse a piece polars refused, line by line: drop a torn last line and non-object lines, else raise.
 
     Raises:
-        ValueError: ``path:line: not valid JSON (reason)`` for a bad line before the last, or naming the file
-            when a field has the wrong JSON type for its column.
+        ValueError: ``path:line: not valid JSON (reason)`` for a bad line before the last, or
+            ``path:line: field F: expected a number, got "abc"`` when a field has the wrong JSON type for its
+            column (``path: a record field has the wrong JSON type (...)`` if that line cannot be found).
     """
     lines = text.split(b"\n")
     end = len(lines) - 1
@@ -302,7 +396,8 @@ def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[st
     try:
         return _parse(b"\n".join(keep) + b"\n", schema)
     except pl.exceptions.PolarsError as e:
-        raise ValueError(f"{path}: a record field has the wrong JSON type ({e})") from None
+        raise ValueError(_wrong_type(path, at, text, schema)
+                         or f"{path}: a record field has the wrong JSON type ({e})") from None
 
 
 def sidecar_path(records_file: Path) -> Path:
@@ -360,26 +455,37 @@ def _write_sidecar(path: Path, df: pl.DataFrame, stamp: dict[str, Any]) -> None:
         tmp.unlink(missing_ok=True)  # a cache: a run directory we cannot write to is read from its JSON
 
 
-def _json_frames(path: Path, schema: dict[str, pl.DataType], keep_schema: bool, chunk_bytes: int,
+def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
                  pool: ThreadPoolExecutor) -> Iterator[pl.DataFrame]:
-    """``path``'s records as frames of about ``chunk_bytes`` of JSON each (``_PARSERS`` parsed at a time)."""
+    """``path``'s records as frames of about ``chunk_bytes`` of JSON each (``_PARSERS`` parsed at a time),
+    parsed with ``schema`` (which holds ``schema`` and the required fields), columns ``keep``."""
     with open(path, "rb") as f:
         inflight: deque[tuple[int, bytes, bool, Future[pl.DataFrame]]] = deque()
         pieces = _pieces(f, chunk_bytes)
         while True:
             for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
-                inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep_schema)))
+                inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep)))
                 if len(inflight) > _PARSERS:
                     break
             if not inflight:
                 break
             at, text, last, fut = inflight.popleft()
             try:
-                df = fut.result()
-            except pl.exceptions.PolarsError:
-                df = _as_read(_parse_careful(path, at, text, last, schema), path, keep_schema)
+                try:
+                    df = fut.result()
+                except pl.exceptions.PolarsError:
+                    df = _as_read(_parse_careful(path, at, text, last, schema), path, keep)
+            except _MaybeNotARecord as e:
+                _check_records(path, at, text, e.rows)
+                df = _as_read(e.df, path, keep, checked=True)
             if df.height:
                 yield df
+
+
+def _parse_schema(asked: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """The columns parsed for ``asked``: ``schema`` (a record of another version is refused) and the required
+    fields (a JSON object without them is refused) always, then ``asked``."""
+    return {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in REQUIRED_RECORD_FIELDS}, **asked}
 
 
 def iter_frames(
@@ -395,17 +501,17 @@ def iter_frames(
 
     Raises:
         KeyError: a name in ``columns`` is not a record field.
-        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), a field has
-            the wrong JSON type for its dtype, or a record's ``schema`` is a version this harness cannot read.
+        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), a JSON object is
+            not a request record (lacks a required field), a field has the wrong JSON type for its dtype, or a
+            record's ``schema`` is a version this harness cannot read.
         OSError: a file cannot be read.
     """
-    schema = _schema(columns)
-    keep_schema = "schema" in schema
-    schema = {"schema": RECORD_SCHEMA["schema"], **schema}  # always read: a record of another version is refused
+    asked = _schema(columns)
+    schema, keep = _parse_schema(asked), _order(asked)
     row = 0
     with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
         for path in record_files(run_dir):
-            for df in _json_frames(path, schema, keep_schema, chunk_bytes, pool):
+            for df in _json_frames(path, schema, keep, chunk_bytes, pool):
                 yield df.with_columns(pl.int_range(row, row + df.height, dtype=pl.Int64).alias(ROW))
                 row += df.height
 
@@ -431,8 +537,9 @@ def read_frame(
 
     Raises:
         KeyError: a name in ``columns`` is not a record field.
-        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), a field has
-            the wrong JSON type for its dtype, or a record's ``schema`` is a version this harness cannot read.
+        ValueError: a line before a file's last is not valid JSON (message ``path:line: ...``), a JSON object is
+            not a request record (lacks a required field), a field has the wrong JSON type for its dtype, or a
+            record's ``schema`` is a version this harness cannot read.
         OSError: a file cannot be read.
     """
     asked = _schema(columns)
@@ -461,8 +568,7 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
     asking for different columns converge on one sidecar instead of taking turns rewriting it).
     """
     if not write_sidecar:
-        schema = {"schema": RECORD_SCHEMA["schema"], **asked}
-        parts = list(_json_frames(path, schema, "schema" in asked, chunk_bytes, pool))
+        parts = list(_json_frames(path, _parse_schema(asked), _order(asked), chunk_bytes, pool))
         return pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=asked)
     stamp = _stamp(path)
     try:
@@ -470,7 +576,7 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
     except (OSError, pl.exceptions.PolarsError):
         had = []
     wide = {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in had}, **asked}
-    parts = list(_json_frames(path, wide, True, chunk_bytes, pool))
+    parts = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool))
     whole = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=wide)
     del parts
     _write_sidecar(path, whole, stamp)

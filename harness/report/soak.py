@@ -1,11 +1,17 @@
 """Soak analysis: a step's steady window cut into time slices, and a drift test over them.
 
-Slices: the steady window ``[w0, w1)`` of a step is cut into ``floor((w1 - w0) / slice_s)`` consecutive slices of
+Slices: the steady window ``(w0, w1)`` of a step is cut into ``floor((w1 - w0) / slice_s)`` consecutive slices of
 ``slice_s`` seconds from ``w0`` (a remainder shorter than a slice at the end is left out); a step with fewer than
 :data:`MIN_SLICES` slices, or no steady window, gets none. Per slice (:func:`slice_figures`): output tok/s
 (:func:`harness.report.tokens.window_tokens` over the slice ÷ its length), req/s (usable completions ending in
 the slice ÷ its length), and over the requests *ending* in the slice: TTFT and TTFAT p50/p99 (successful requests),
 error rate (failed ÷ ended) and truncation rate (truncated ÷ successful).
+
+A request ends in slice ``(t0, t1]`` when ``t0 < end <= t1``, the step sample's rule
+(:func:`harness.report.exprs.in_sample`: ended after the window start ``w0``): the request ending exactly at ``w0``
+(the one that opened the window) is in no slice, one ending exactly on a boundary between two slices is in the
+earlier one, and one ending exactly at the window end ``w1`` (outside the step's sample) is in none; so the slices'
+requests are the step's sample, less those ending in a left-out remainder.
 
 Drift (:func:`drift_test`): ordinary least squares of a figure against slice mid-time (hours), slope per hour with
 its 95 % interval from the t distribution with n − 2 degrees of freedom (slope ± t₀.₉₇₅ × standard error, standard
@@ -71,10 +77,11 @@ def slice_bounds(w0: float, w1: float, slice_s: float) -> list[tuple[float, floa
     return [(w0 + i * slice_s, w0 + (i + 1) * slice_s) for i in range(n)]
 
 
-def slice_figures(main: pl.DataFrame, t0: float, t1: float) -> dict[str, Any]:
-    """Figures of one slice ``[t0, t1)`` (epoch seconds) over ``main`` (the run's non-warm-up records as a prepared
-    frame, :attr:`harness.report.columns.FrameRun.main`; any superset of the records that start before ``t1`` and
-    end at or after ``t0`` gives the same figures).
+def slice_figures(main: pl.DataFrame, t0: float, t1: float, window_end: float | None = None) -> dict[str, Any]:
+    """Figures of one slice ``(t0, t1]`` (epoch seconds; ``t1`` excluded too when it is ``window_end``, the steady
+    window's end) over ``main`` (the run's non-warm-up records as a prepared frame,
+    :attr:`harness.report.columns.FrameRun.main`; any superset of the records that start before ``t1`` and end at or
+    after ``t0`` gives the same figures).
 
     Returns ``start_wall``, ``end_wall``, ``output_tokens`` (tokens generated in the slice), ``output_tps``,
     ``usable_completions``, ``request_rate`` (usable ends ÷ slice length, req/s), ``ended`` (requests ending in
@@ -82,19 +89,21 @@ def slice_figures(main: pl.DataFrame, t0: float, t1: float) -> dict[str, Any]:
     successful ended), ``ttft_p50_s`` / ``ttft_p99_s`` / ``ttfat_p50_s`` / ``ttfat_p99_s`` (seconds, successful
     requests ending in the slice). Rates and percentiles are None without requests to compute them over.
     """
-    return slices_figures(main, [(t0, t1)])[0]
+    return slices_figures(main, [(t0, t1)], window_end)[0]
 
 
-def slices_figures(main: pl.DataFrame, bounds: Sequence[tuple[float, float]]) -> list[dict[str, Any]]:
+def slices_figures(main: pl.DataFrame, bounds: Sequence[tuple[float, float]], window_end: float | None = None
+                   ) -> list[dict[str, Any]]:
     """:func:`slice_figures` of each slice of ``bounds`` (one slice, or consecutive equal ones, epoch seconds), in
-    one pass over ``main``: each request is placed in the slice its end falls in (``t0 <= end < t1``: slices tile
-    the window half-open) and its tokens in the slices it reaches (:func:`harness.report.tokens.tokens_in_windows`).
+    one pass over ``main``: each request is placed in the slice its end falls in (``t0 < end <= t1``: slices tile
+    the window as the step sample does, module docstring; a request ending exactly at ``window_end``, the steady
+    window's end, is outside the sample and so in no slice) and its tokens in the slices it reaches
+    (:func:`harness.report.tokens.tokens_in_windows`).
     """
     if not bounds:
         return []
-    end = pl.col(END)
     ok = pl.col(OK)
-    ended = window_of(main.select(END, OK, USABLE, "truncated", "ttft", "ttfat"), end, end, pl.lit(0.0), bounds)
+    ended = _ended_in(main.select(END, OK, USABLE, "truncated", "ttft", "ttfat"), bounds, window_end)
     by = ended.group_by(WINDOW_INDEX).agg(
         pl.len().alias("ended"), ok.sum().alias("ok"), (ok & pl.col(USABLE)).sum().alias("usable"),
         (ok & flag("truncated")).sum().alias("truncated"),
@@ -137,7 +146,23 @@ def step_slices(row: dict[str, Any], main: pl.DataFrame, slice_s: float) -> list
     if not row["steady"]:
         return []
     bounds = slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s)
-    return [{"start_s": s["start_wall"] - row["start_wall"], **s} for s in slices_figures(main, bounds)]
+    figures = slices_figures(main, bounds, row["window_end_wall"])
+    return [{"start_s": s["start_wall"] - row["start_wall"], **s} for s in figures]
+
+
+def _ended_in(frame: pl.DataFrame, bounds: Sequence[tuple[float, float]], window_end: float | None
+              ) -> pl.DataFrame:
+    """``frame`` (with :data:`END`) with :data:`WINDOW_INDEX`, the slice of ``bounds`` each row ENDED in
+    (``t0 < end <= t1``), rows in none (or ending exactly at ``window_end``) dropped.
+
+    :func:`harness.report.tokens.window_of` places values in half-open ``[t0, t1)``; negated, ``-t1 <= -end < -t0``
+    is ``t0 < end <= t1`` exactly (negation is exact in floating point), over the slices in reverse order."""
+    if window_end is not None:
+        frame = frame.filter(pl.col(END) != window_end)
+    neg = -pl.col(END)
+    mirrored = [(-t1, -t0) for t0, t1 in reversed(bounds)]
+    got = window_of(frame, neg, neg, pl.lit(0.0), mirrored)
+    return got.with_columns((len(bounds) - 1 - pl.col(WINDOW_INDEX)).alias(WINDOW_INDEX))
 
 
 def _t_two_sided_cdf(t: float, dof: int) -> float:

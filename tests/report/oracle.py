@@ -475,8 +475,10 @@ def add_goodput(row: dict[str, Any], records: Sequence[RequestResult], slo: SloS
     })
 
 
-def slice_figures(records: Sequence[RequestResult], t0: float, t1: float) -> dict[str, Any]:
-    """Figures of one slice ``[t0, t1)`` (epoch seconds) over ``records`` (every non-warm-up record of the run).
+def slice_figures(records: Sequence[RequestResult], t0: float, t1: float, window_end: float | None = None
+                  ) -> dict[str, Any]:
+    """Figures of one slice ``(t0, t1]`` (epoch seconds; a request ending exactly at ``window_end``, the steady
+    window's end, is outside the step's sample and in no slice) over ``records`` (every non-warm-up record).
 
     Returns ``start_wall``, ``end_wall``, ``output_tokens`` (tokens generated in the slice), ``output_tps``,
     ``usable_completions``, ``request_rate`` (usable ends ÷ slice length, req/s), ``ended`` (requests ending in
@@ -485,10 +487,10 @@ def slice_figures(records: Sequence[RequestResult], t0: float, t1: float) -> dic
     requests ending in the slice). Rates and percentiles are None without requests to compute them over.
     """
     length = t1 - t0
-    ended = [r for r in records if t0 <= r.end_wall < t1]
+    ended = [r for r in records if t0 < r.end_wall <= t1 and r.end_wall != window_end]
     ok = [r for r in ended if r.ok]
     tokens = output_tokens_in(records, t0, t1)
-    usable = sum(1 for r in ok if r.usable)  # the slice's own set: slices tile the window half-open, [t0, t1)
+    usable = sum(1 for r in ok if r.usable)  # the slice's own set: slices tile the window as the sample, (t0, t1]
     ttft = [r.ttft for r in ok if r.ttft is not None]
     ttfat = [r.ttfat for r in ok if r.ttfat is not None]
     errors = len(ended) - len(ok)
@@ -521,7 +523,7 @@ def step_slices(row: dict[str, Any], records: Sequence[RequestResult], slice_s: 
     bounds = slice_bounds(row["window_start_wall"], row["window_end_wall"], slice_s)
     out = []
     for (t0, t1), recs in zip(bounds, _by_slice(records, bounds), strict=True):
-        out.append({"start_s": t0 - row["start_wall"], **slice_figures(recs, t0, t1)})
+        out.append({"start_s": t0 - row["start_wall"], **slice_figures(recs, t0, t1, row["window_end_wall"])})
     return out
 
 

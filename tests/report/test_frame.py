@@ -214,7 +214,7 @@ def test_corrupt_middle_line_names_file_and_line(tmp_path: Path) -> None:
 
 def test_wrong_json_type_is_a_value_error(tmp_path: Path) -> None:
     root = _write(tmp_path / "run", _lines([rec("u1", 1, 0, 1.0), {**rec("u1", 1, 0, 1.0), "step": "two"}]))
-    with pytest.raises(ValueError, match="wrong JSON type"):
+    with pytest.raises(ValueError, match=r"records.jsonl:2: field step: expected an integer, got \"two\""):
         read_frame(root)
 
 
@@ -338,3 +338,54 @@ def test_sidecar_of_another_reader_key_is_ignored(tmp_path: Path) -> None:
     assert read_frame(root, ["step", "user"]).get_column("user").to_list() == ["a"]
     forged.write_parquet(side, metadata={"llmload_sidecar": json.dumps(meta)})  # same stamp: it is trusted
     assert read_frame(root, ["step", "user"]).get_column("user").to_list() == ["forged"]
+
+
+def test_an_object_that_is_not_a_request_record_is_refused_by_line(tmp_path: Path) -> None:
+    good = [rec("u1", 1, i, 1.0) for i in range(30)]
+    text = _lines(good[:10]) + '{"schema": 2, "foo": 1}\n' + _lines(good[10:])
+    root = _write(tmp_path / "run", text)
+    lacks = r"records\.jsonl:11: not a request record \(missing step, start_wall, ok\)"
+    for kw in ({}, {"chunk_bytes": 700}, {"sidecar": False}):  # in a piece polars parsed, at any piece
+        with pytest.raises(ValueError, match=lacks):
+            read_frame(root, **kw)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"records\.jsonl:11: not a request record"):
+        list(iter_frames(root, ["ttft"]))  # columns asked do not matter: the rule is always checked
+    with pytest.raises(ValueError, match=lacks):
+        read_records(root)
+    # one key missing, in a piece that also needs the careful parse (a non-object line)
+    lacking_ok = {k: v for k, v in good[0].items() if k != "ok"}
+    root2 = _write(tmp_path / "run2", _lines(good[:3]) + "[1, 2]\n" + _lines([lacking_ok]) + _lines(good[3:5]))
+    with pytest.raises(ValueError, match=r"records\.jsonl:5: not a request record \(missing ok\)"):
+        read_frame(root2)
+    with pytest.raises(ValueError, match=r"records\.jsonl:5: not a request record \(missing ok\)"):
+        read_records(root2)
+
+
+def test_unknown_keys_and_a_torn_last_line_stay_tolerated(tmp_path: Path) -> None:
+    good = [{**rec("u1", 1, i, 1.0), "from_a_newer_writer": [1, 2]} for i in range(5)]
+    root = _write(tmp_path / "run", _lines(good) + '{"schema": 2, "foo"')
+    df = read_frame(root)
+    assert df.height == 5
+    _assert_matches_read_records(df, root)
+    assert read_records(root)[0].extra == {"from_a_newer_writer": [1, 2]}
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("e2e", "abc", 'field e2e: expected a number, got "abc"'),
+        ("ttft", True, "field ttft: expected a number, got true"),
+        ("output_tokens", 1.5, "field output_tokens: expected an integer, got 1.5"),
+        ("ok", 1, "field ok: expected a boolean, got 1"),
+        ("gap_hist", {"n": "x"}, 'field gap_hist.n: expected an integer, got "x"'),
+        ("gap_hist", [1], "field gap_hist: expected an object, got [1]"),
+    ],
+)
+def test_wrong_json_type_names_the_line_and_the_field(tmp_path: Path, field: str, value: Any, needle: str) -> None:
+    good = [rec("u1", 1, i, 1.0) for i in range(300)]
+    good[200] = {**good[200], field: value}
+    root = _write(tmp_path / "run", _lines(good))
+    for kw in ({}, {"chunk_bytes": 5000}):
+        with pytest.raises(ValueError) as e:
+            read_frame(root, **kw)  # type: ignore[arg-type]
+        assert str(e.value) == f"{root / 'records.jsonl'}:201: {needle}"

@@ -159,3 +159,14 @@ def test_cut_off_after_sigterm_says_its_drain_is_fixed(tmp_path: Path) -> None:
     notes = _stopped_notes(tmp_path / "run", meta={"cut_off": 1, "stop_cause": "sigterm"})
     (cut,) = [n for n in notes if n.startswith("CUT OFF")]
     assert "SIGTERM" in cut and "fixed 3 s" in cut and "drain_timeout" not in cut
+
+
+def test_an_object_that_is_not_a_record_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _simple(tmp_path / "run")
+    text = (root / "records.jsonl").read_text().splitlines()
+    text.insert(1, '{"schema": 2, "foo": 1}')
+    (root / "records.jsonl").write_text("\n".join(text) + "\n")
+    with pytest.raises(ValueError, match=r"records\.jsonl:2: not a request record \(missing step, start_wall, ok\)"):
+        build_report(root)
+    assert main([str(root), "--quiet"]) == 2
+    assert "records.jsonl:2: not a request record (missing step, start_wall, ok)" in capsys.readouterr().err

@@ -147,12 +147,15 @@ def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
     rep = build_report(run)
     records = [RequestResult.from_record(r) for r in soak_records(declining)]
     main = frame_of(records)
-    slices = rep["steps"][0]["slices"]
-    w0 = T0 + CYCLE
+    row = rep["steps"][0]
+    slices = row["slices"]
+    w0, w1 = T0 + CYCLE, T0 + STEP_S
+    assert row["window_end_wall"] == w1 == slices[-1]["end_wall"]  # 12 whole slices: the last ends at w1
     for i, s in enumerate(slices):
         t0, t1 = w0 + i * SLICE_S, w0 + (i + 1) * SLICE_S
         assert (s["start_wall"], s["end_wall"], s["start_s"]) == (t0, t1, CYCLE + i * SLICE_S)
-        ended = [r for r in records if t0 <= r.start_wall + (r.e2e or 0.0) < t1]
+        # the step sample's rule: ended after t0, at or before t1, never at the window end w1
+        ended = [r for r in records if t0 < r.start_wall + (r.e2e or 0.0) <= t1 and r.start_wall + (r.e2e or 0.0) < w1]
         ok = [r for r in ended if r.ok]
         assert (s["ended"], s["errors"], s["truncated"]) == (len(ended), len(ended) - len(ok),
                                                               sum(r.truncated for r in ok))
@@ -166,12 +169,16 @@ def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
             assert s[key] == pytest.approx(np.percentile([r.ttft for r in ok], q))
         for key, q in (("ttfat_p50_s", 50), ("ttfat_p99_s", 99)):
             assert s[key] == pytest.approx(np.percentile([r.ttfat for r in ok], q))
-    # 10 s cycles: 30 requests of each user end in each 300 s slice
-    assert all(s["ended"] == C * SLICE_S / CYCLE for s in slices)
+    # 10 s cycles ending on every slice boundary: 30 requests of each user end in each 300 s slice (the ones
+    # ending at a boundary in the earlier slice), none of the ones ending at w0 (they opened the window), and the
+    # last slice lacks those ending at w1 (outside the step's sample)
+    assert [s["ended"] for s in slices] == [C * 30] * 11 + [C * 29]
+    assert sum(s["ended"] for s in slices) == row["sample_requests"]  # the slices tile the step's sample
     for s in slices:  # exactly what slice_figures gives over every record of the run
-        assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(main, s["start_wall"], s["end_wall"])
-        assert_same(oracle.slice_figures(records, s["start_wall"], s["end_wall"]),
-                    slice_figures(main, s["start_wall"], s["end_wall"]))
+        got = slice_figures(main, s["start_wall"], s["end_wall"], w1)
+        assert {k: v for k, v in s.items() if k != "start_s"} == got
+        assert_same(oracle.slice_figures(records, s["start_wall"], s["end_wall"], w1), got)
+    assert slice_figures(main, slices[-1]["start_wall"], w1)["ended"] == C * 30  # w1 counts without window_end
 
 
 def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
@@ -190,8 +197,10 @@ def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
                     slice_figures(main, s["start_wall"], s["end_wall"]))
     # decode at 7000 tokens / 650 s: every slice fully inside a decode interval has 300 s of it
     assert slices[1]["output_tps"] == pytest.approx(7000 / 650.0)
-    # ends at 700 (the window start: slice 0), 1400, 2100, 2800
-    assert [s["ended"] for s in slices] == [1, 0, 1, 0, 1, 0, 0, 1, 0]
+    # ends at 700 (the window start: in no slice, as in no step sample), 1400, 2100, and 2800 (the boundary of
+    # slices 6 and 7: in the earlier one, (2500, 2800])
+    assert [s["ended"] for s in slices] == [0, 0, 1, 0, 1, 0, 1, 0, 0]
+    assert sum(s["ended"] for s in slices) == rep["steps"][0]["sample_requests"] == 3
 
 
 def test_short_steps_get_no_slices_and_no_section(tmp_path: Path) -> None:
