@@ -245,6 +245,9 @@ class StreamInterpreter:
             r.output_tokens, r.token_source = est, "estimate"
         pt = usage.get("prompt_tokens")
         r.prompt_tokens = pt if isinstance(pt, int) else None
+        prompt_details = usage.get("prompt_tokens_details")
+        cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
+        r.cached_tokens = cached if isinstance(cached, int) and not isinstance(cached, bool) else None
         details = usage.get("completion_tokens_details") or {}
         rt = details.get("reasoning_tokens") if isinstance(details, dict) else None
         if isinstance(rt, int) and 0 < rt <= r.output_tokens:
