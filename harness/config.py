@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.axes import Setting, settings
 from harness.client import Timeouts
 from harness.result import RESERVED_PROMPT_LABELS
 from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_SLICE_S",
     "DEFAULT_SLO_TARGET_SHARE",
     "PROFILES_DIR",
+    "AxesSpec",
     "CostSpec",
     "Profile",
     "ProfileError",
@@ -212,6 +214,49 @@ class StepsSpec(_Model):
         return v
 
 
+class AxesSpec(_Model):
+    """Sweep axes crossed with the concurrency steps (:mod:`harness.axes`): every setting runs every step.
+
+    ``thinking`` values are booleans (YAML ``on`` / ``off`` / ``true`` / ``false``); ``reasoning_effort`` values
+    ``low`` | ``medium`` | ``high``, sent as ``effort_param`` says; ``max_tokens`` values are tokens (> 0). Each
+    list, when given, is non-empty without repeats.
+    """
+
+    thinking: list[bool] | None = None
+    reasoning_effort: list[Literal["low", "medium", "high"]] | None = None
+    max_tokens: list[int] | None = None
+    effort_param: Literal["reasoning_effort", "chat_template_kwargs"] = "reasoning_effort"
+
+    @field_validator("thinking", "reasoning_effort", "max_tokens")
+    @classmethod
+    def _non_empty_unique(cls, v: list[Any] | None) -> list[Any] | None:
+        if v is not None and not v:
+            raise ValueError("give at least one value, or leave the axis out")
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError(f"a value appears twice: {v}")
+        return v
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _positive(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(m <= 0 for m in v):
+            raise ValueError("every max_tokens must be a positive integer")
+        return v
+
+    @model_validator(mode="after")
+    def _some_axis(self) -> AxesSpec:
+        if not (self.thinking or self.reasoning_effort or self.max_tokens):
+            raise ValueError("no axis: give thinking, reasoning_effort or max_tokens")
+        return self
+
+    def settings(self) -> list[Setting]:
+        """The settings of the sweep, in run order (:func:`harness.axes.settings`)."""
+        return settings(
+            self.thinking, list(self.reasoning_effort) if self.reasoning_effort else None, self.max_tokens,
+            self.effort_param,
+        )
+
+
 _DEFAULT_TIMEOUTS = Timeouts()
 
 
@@ -374,6 +419,7 @@ class Profile(_Model):
     usable: UsableSpec | None = None
     cost: CostSpec | None = None
     slo: SloSpec | None = None
+    axes: AxesSpec | None = None
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:
@@ -389,6 +435,10 @@ class Profile(_Model):
                 raise ValueError(f"prompt id {p.id!r} appears twice")
             seen.add(p.id)
         return self
+
+    def settings(self) -> list[Setting]:
+        """The sweep-axes settings in run order (``[]`` without ``axes:``)."""
+        return self.axes.settings() if self.axes is not None else []
 
     def usable_rule(self) -> UsableRule | None:
         """The ``usable:`` section as the interpreter's rule (a fresh one, regex compiled), None without it."""

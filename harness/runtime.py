@@ -74,6 +74,8 @@ class PhaseState:
     phase: str = "warmup"
     step: int = -1
     concurrency: int = 0
+    #: The sweep-axes setting's label (:attr:`harness.axes.Setting.label`); None without ``axes:``.
+    setting: str | None = None
 
 
 @dataclass
@@ -94,11 +96,15 @@ class RunContext:
     _user_seq: int = 0
     _weights: list[float] = field(default_factory=list)
     _bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _setting_bodies: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     _runner: Any = None
 
     def __post_init__(self) -> None:
         self._weights = list(itertools.accumulate(p.weight for p in self.profile.prompts))  # cumulative
         self._bodies = {p.id: self.profile.build_body(p, self.model) for p in self.profile.prompts}
+        self._setting_bodies = {
+            s.label: {pid: s.apply(body) for pid, body in self._bodies.items()} for s in self.profile.settings()
+        }
 
     # -- requests -------------------------------------------------------------------------------------------
     def new_client(self, timeouts: Timeouts | None = None) -> ChatClient:
@@ -112,9 +118,12 @@ class RunContext:
         return f"{self.worker_id}:{self._user_seq}"
 
     def pick(self, rng: random.Random) -> tuple[PromptSpec, dict[str, Any]]:
-        """Draw a prompt from the weighted mix; return it with its prebuilt request body."""
+        """Draw a prompt from the weighted mix; return it with its prebuilt request body (with the current
+        phase's sweep-axes setting applied, when it has one)."""
         prompt = rng.choices(self.profile.prompts, cum_weights=self._weights)[0]
-        return prompt, self._bodies[prompt.id]
+        setting = self.state.setting
+        bodies = self._setting_bodies[setting] if setting is not None else self._bodies
+        return prompt, bodies[prompt.id]
 
     # -- records --------------------------------------------------------------------------------------------
     def record(self, res: RequestResult) -> None:
@@ -151,6 +160,7 @@ class RunContext:
             "phase": self.state.phase,
             "step": self.state.step,
             "concurrency": self.state.concurrency,
+            "setting": self.state.setting,
         }
 
 

@@ -68,6 +68,7 @@ class ReasoningChatUser(User):
             res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times)
         finally:
             IN_FLIGHT.dec()
+        res.setting = st.setting
         ctx.record(res)
         exc = None
         if not res.ok:

@@ -48,7 +48,7 @@ def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
     fired: list[dict[str, object]] = []
     monkeypatch.setattr(users.gevent, "sleep", lambda s: None)
     prompt = types.SimpleNamespace(id="p", label="cls")
-    state = types.SimpleNamespace(phase="step", step=1, concurrency=2)
+    state = types.SimpleNamespace(phase="step", step=1, concurrency=2, setting=None)
     ctx = types.SimpleNamespace(
         state=state,
         pick=lambda rng: (prompt, {"messages": []}),

@@ -119,6 +119,6 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
         ctx = RunContext(profile=profile, base_url=data["base_url"], model=data["model"], role="worker")
         ctx.worker_id = worker_id
         run.hold(ctx)
-    ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
+    ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"], data.get("setting"))
     return ctx
 
