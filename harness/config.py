@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_SLO_TARGET_SHARE",
     "PROFILES_DIR",
     "AxesSpec",
+    "ConversationSpec",
     "CostSpec",
     "Profile",
     "ProfileError",
@@ -257,6 +258,48 @@ class AxesSpec(_Model):
         )
 
 
+#: Follow-up user messages of turns 1.. when the profile gives none (cycled by turn index).
+DEFAULT_FOLLOW_UPS = (
+    "Thanks. Now go deeper into the most important point of your answer, with a concrete example.",
+    "Good. What are the main objections to that, and how would you answer them?",
+    "Summarise everything we discussed so far in a short list.",
+)
+
+
+class ConversationSpec(_Model):
+    """Multi-turn conversations (:mod:`harness.conversation`): each user runs conversations of ``turns`` turns.
+
+    Turn 0 is a prompt drawn from the mix; turn k > 0 appends the previous reply (``carry``: ``answer`` = its
+    answer text, ``answer_and_reasoning`` = ``<think>reasoning</think>`` then the answer, as the assistant
+    message's content) and the follow-up ``follow_ups[(k - 1) % len]``. ``think_time`` (seconds) is waited
+    between turns: a number, or ``[low, high]`` for a uniform draw. ``system``, when given, is the system message
+    of every conversation (a shared prefix; it replaces a prompt's own system message).
+    """
+
+    turns: int = Field(3, ge=1, description="turns per conversation")
+    carry: Literal["answer", "answer_and_reasoning"] = "answer"
+    think_time: float | list[float] = Field(0.0, description="seconds between turns: a number or [low, high]")
+    system: str | None = None
+    follow_ups: list[str] = Field(default_factory=lambda: list(DEFAULT_FOLLOW_UPS), min_length=1)
+
+    @field_validator("think_time")
+    @classmethod
+    def _think_time(cls, v: float | list[float]) -> float | list[float]:
+        if isinstance(v, list):
+            if len(v) != 2 or not 0 <= v[0] <= v[1]:
+                raise ValueError(f"a range is [low, high] with 0 <= low <= high (seconds), got {v}")
+        elif v < 0:
+            raise ValueError(f"must be >= 0 seconds, got {v}")
+        return v
+
+    @field_validator("follow_ups")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not f.strip() for f in v):
+            raise ValueError("a follow-up message is blank")
+        return v
+
+
 _DEFAULT_TIMEOUTS = Timeouts()
 
 
@@ -420,6 +463,7 @@ class Profile(_Model):
     cost: CostSpec | None = None
     slo: SloSpec | None = None
     axes: AxesSpec | None = None
+    conversation: ConversationSpec | None = None
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:

@@ -125,6 +125,15 @@ class RunContext:
         bodies = self._setting_bodies[setting] if setting is not None else self._bodies
         return prompt, bodies[prompt.id]
 
+    def body(self, prompt_id: str) -> dict[str, Any]:
+        """The prebuilt request body of prompt ``prompt_id`` under the current phase's setting (as :meth:`pick`).
+
+        Raises:
+            KeyError: no prompt has that id.
+        """
+        setting = self.state.setting
+        return (self._setting_bodies[setting] if setting is not None else self._bodies)[prompt_id]
+
     # -- records --------------------------------------------------------------------------------------------
     def record(self, res: RequestResult) -> None:
         """Keep one request's result: write it (local/master) or queue its record for the master (worker)."""

@@ -59,6 +59,7 @@ def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:
         ctx=ctx,
         rng=None,
         user_id="u1",
+        conversation=None,
         client=types.SimpleNamespace(stream_chat=lambda body, identity, **kw: res),
         environment=types.SimpleNamespace(
             events=types.SimpleNamespace(request=types.SimpleNamespace(fire=lambda **kw: fired.append(kw)))

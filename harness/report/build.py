@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import DEFAULT_SLICE_S
+from harness.report.axes import setting_rows
 from harness.report.cost import add_cost, usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.figures import step_row
@@ -24,6 +25,7 @@ from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
 from harness.report.stats import percentile
 from harness.report.steady import steady_window
+from harness.report.turns import turn_rows
 from harness.result import RequestResult
 
 __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "build_report", "write_report"]
@@ -306,15 +308,17 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Returns:
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
-        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, definitions, notes``. ``steps`` holds one row per
-        single-stream phase / load step (:func:`harness.report.figures.step_row`, with ``cost``:
+        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, settings, turns, definitions, notes``. ``steps``
+        holds one row per single-stream phase / load step (:func:`harness.report.figures.step_row`, with ``cost``:
         :func:`harness.report.cost.add_cost`);
         ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
         class (:func:`harness.report.diagnosis.prompt_rows`). Each row also has the goodput keys
         (:func:`harness.report.goodput.add_goodput`; None without ``slo``), ``slices`` (soak slices,
         :func:`harness.report.soak.step_slices`) and ``drift`` (:func:`harness.report.soak.step_drift`). Also
         ``slice_s`` (seconds per slice), ``slo`` (the profile's SLOs, None without) and ``slo_capacity``
-        (:func:`harness.report.goodput.slo_capacity`).
+        (:func:`harness.report.goodput.slo_capacity`). ``settings``: one row per (sweep-axes setting, load step),
+        :func:`harness.report.axes.setting_rows` (``[]`` without ``axes:``); ``turns``: one row per conversation
+        turn index, :func:`harness.report.turns.turn_rows` (``[]`` without ``conversation:``).
 
     Raises:
         NoRecordsError: the directory or its records.jsonl is missing.
@@ -387,6 +391,8 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         "slo": slo.model_dump() if slo is not None else None,
         "slo_capacity": slo_capacity(rows, slo),
         "prompts": prompts,
+        "settings": setting_rows(rows, main),
+        "turns": turn_rows(main),
         "definitions": dict(DEFINITIONS),
     }
     rep["notes"] = _notes(run, rep, rows, unplaced)
