@@ -11,7 +11,10 @@ used, and the least recently used blocks are evicted beyond ``capacity_tokens``.
 always computed, as in vLLM). The engine prefills only the uncached tokens
 (``prefill_base + prefill_per_token × (prompt_tokens - cached_tokens)``) and the usage reports
 ``prompt_tokens_details.cached_tokens``. Blocks are inserted at admission, not at the end of the prefill (a
-simplification: two identical prompts arriving together both hit on the second).
+simplification: two identical prompts arriving together both hit on the second). When a request finishes, the
+server also inserts the blocks of its prompt followed by an assistant message holding the answer text it streamed
+(:meth:`PrefixCache.insert`), as vLLM keeps the generated tokens' blocks: the next turn of a conversation that
+carries the answer then hits on everything but its new user message.
 """
 
 from __future__ import annotations
@@ -77,6 +80,20 @@ class PrefixCache:
             keys.append(prev)
         return keys
 
+    def insert(self, messages: Iterable[Any]) -> None:
+        """Hold the full blocks of ``messages`` as most recently used (evicting beyond the capacity)."""
+        self._hold(self._block_keys(messages))
+
+    def _hold(self, keys: list[bytes]) -> None:
+        blocks = self._blocks
+        for key in keys:
+            if key in blocks:
+                blocks.move_to_end(key)
+            else:
+                blocks[key] = None
+        while len(blocks) > self.capacity_blocks:
+            blocks.popitem(last=False)
+
     def lookup_insert(self, messages: Iterable[Any], prompt_tokens: int) -> int:
         """Cached tokens of this prompt (see the module docstring), then hold its blocks as most recently used.
 
@@ -97,11 +114,5 @@ class PrefixCache:
         self.lookups += 1
         if matched:
             self.hits += 1
-        for key in keys:
-            if key in blocks:
-                blocks.move_to_end(key)
-            else:
-                blocks[key] = None
-        while len(blocks) > self.capacity_blocks:
-            blocks.popitem(last=False)
+        self._hold(keys)
         return max(0, min(matched * self.block_tokens, prompt_tokens - 1))

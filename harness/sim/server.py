@@ -423,6 +423,13 @@ class SimServer:
             seq.cached_tokens = self.prefix_cache.lookup_insert(chat.messages, prompt_tokens)
         return seq
 
+    def _cache_reply(self, chat: ChatRequest, seq: Sequence) -> None:
+        """Hold the finished reply's blocks too (vLLM caches the generated tokens' blocks): the prompt plus an
+        assistant message with the answer text streamed, as a client carrying the answer sends it next turn."""
+        answer = "".join(protocol.token_text("a", i) for i in range(seq.plan.answer_tokens))
+        assert self.prefix_cache is not None
+        self.prefix_cache.insert([*chat.messages, {"role": "assistant", "content": answer}])
+
     def _cached(self, seq: Sequence) -> int | None:
         """The ``cached_tokens`` the usage reports: the sequence's, or None without a prefix cache."""
         return seq.cached_tokens if self.prefix_cache is not None else None
@@ -503,6 +510,8 @@ class SimServer:
         finally:
             if seq is not None and not seq.finished:
                 engine.abort(seq)
+            if seq is not None and self.prefix_cache is not None and seq.finished and not seq.aborted:
+                self._cache_reply(chat, seq)
             if fault is not None and fault.type == "stall_chunk" and seq is not None:
                 fault.fired = seq.stalled_at is not None
             if rt is not None and self.truth is not None:

@@ -157,3 +157,24 @@ def test_prefix_cache_over_http_cuts_prefill(launch_sim: Callable[..., SimProces
     assert ttft_cold > 0.8 and ttft_warm < 0.4, (ttft_cold, ttft_warm)
     plain = chat(launch_sim(time_scale=1.0).url, {**body, "max_tokens": 1})
     assert "prompt_tokens_details" not in _usage(plain)  # no cache: the field is not sent (as vLLM by default)
+
+
+def test_insert_holds_a_reply_so_the_next_turn_hits_all_but_its_new_message() -> None:
+    cache = PrefixCache(100_000)
+    turn0 = _conv(2000)
+    cache.lookup_insert(turn0, 502)
+    answer = "".join(f" a{i}" for i in range(300))
+    cache.insert([*turn0, {"role": "assistant", "content": answer}])
+    turn1 = [*turn0, {"role": "assistant", "content": answer}, {"role": "user", "content": "go on"}]
+    prompt = 502 + len(answer) // 4 + 2
+    assert cache.lookup_insert(turn1, prompt) >= prompt - 2 * 16  # only the last partial blocks are computed
+
+
+def test_over_http_the_reply_is_cached_for_the_next_turn(launch_sim: Callable[..., SimProcess]) -> None:
+    proc = launch_sim(extra_args=["--prefix-cache-tokens", "100000"])
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Tell me about the history of the printing press."}]
+    body = {"stream": True, "stream_options": {"include_usage": True}}
+    first = chat(proc.url, {**body, "messages": msgs})
+    msgs += [{"role": "assistant", "content": first.text("content")}, {"role": "user", "content": "and then?"}]
+    second = _usage(chat(proc.url, {**body, "messages": msgs}))
+    assert second["prompt_tokens_details"]["cached_tokens"] >= second["prompt_tokens"] - 2 * 16
