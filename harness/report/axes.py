@@ -24,7 +24,8 @@ __all__ = ["SETTING_ROW_KEYS", "setting_rows", "step_settings"]
 SETTING_ROW_KEYS = (
     "setting", "step", "concurrency", "steady", "completed", "ttft_p50_s", "ttfat_p50_s", "tpot_p50_s",
     "e2e_p50_s", "mean_reasoning_tokens", "mean_answer_tokens", "mean_output_tokens", "usable_share",
-    "truncated_pct", "output_tps", "request_rate", "n", "hours", "hours_low", "hours_high", "usd",
+    "truncated_pct", "output_tps", "request_rate", "n", "hours", "hours_low", "hours_high", "usd", "real_hours",
+    "real_usd",
 )
 
 
@@ -51,8 +52,9 @@ def setting_rows(rows: Sequence[dict[str, Any]], records: Sequence[RequestResult
     Returns:
         Rows with :data:`SETTING_ROW_KEYS`: the step row's figures, the mean reasoning / answer tokens of the
         sample's successful requests, and the first hours-to-N entry (``n``, ``hours`` with its 95 % prediction
-        interval ``hours_low`` / ``hours_high``, ``usd`` its cost or None without a price). ``[]`` when no step
-        has a setting (a run without ``axes:``).
+        interval ``hours_low`` / ``hours_high``, ``usd`` its cost or None without a price; ``real_hours`` /
+        ``real_usd`` the same in real time when the run was time-compressed, else None). ``[]`` when no step has
+        a setting (a run without ``axes:``).
     """
     settings = step_settings(records)
     order: list[str] = []
@@ -66,6 +68,7 @@ def setting_rows(rows: Sequence[dict[str, Any]], records: Sequence[RequestResult
             continue
         ok = latency_sample(records, row["step"], row["steady"], row["window_start_wall"], row["window_end_wall"])
         first = (row.get("hours") or [{}])[0]
+        real = ((row.get("real_time") or {}).get("hours") or [{}])[0]
         out.append({
             "setting": setting,
             "step": row["step"],
@@ -88,6 +91,8 @@ def setting_rows(rows: Sequence[dict[str, Any]], records: Sequence[RequestResult
             "hours_low": first.get("hours_low"),
             "hours_high": first.get("hours_high"),
             "usd": first.get("usd"),
+            "real_hours": real.get("hours"),
+            "real_usd": real.get("usd"),
         })
     out.sort(key=lambda r: (order.index(r["setting"]), r["step"]))
     return out
