@@ -41,7 +41,7 @@ from harness.http import (
     WriteTimeout,
     parse_retry_after,
 )
-from harness.interpret import StreamInterpreter
+from harness.interpret import StreamInterpreter, Transcript
 from harness.result import RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
 from harness.usable import UsableRule
@@ -230,6 +230,7 @@ class ChatClient:
         *,
         keep_chunk_times: bool = False,
         timeouts: Timeouts | None = None,
+        transcript: Transcript | None = None,
     ) -> RequestResult:
         """Send one streamed chat completion and measure it. Never raises for server or network failures.
 
@@ -240,6 +241,8 @@ class ChatClient:
                 the payload's ``max_tokens``, else ``max_completion_tokens``).
             keep_chunk_times: keep every token-bearing chunk's arrival time in the result.
             timeouts: override the client's timeouts for this request (e.g. the warm-up's).
+            transcript: when given, the reply's reasoning and answer text is appended to it (multi-turn
+                conversations carry the answer into the next turn); the result never holds text.
 
         Returns:
             The classified result; ``ok`` False with ``error_class`` set when anything failed.
@@ -247,7 +250,7 @@ class ChatClient:
         to = timeouts or self.timeouts
         req, max_tokens = self._request_bytes(payload)
         res = RequestResult.for_request(identity, max_tokens)
-        interp = StreamInterpreter(max_tokens, keep_chunk_times, self.usable)
+        interp = StreamInterpreter(max_tokens, keep_chunk_times, self.usable, transcript)
         try:
             res.connect = self._ensure_open(to.connect)
         except TransportError as e:

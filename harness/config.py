@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harness.axes import Setting, settings
 from harness.client import Timeouts
 from harness.prompts.spec import DatasetSpec, SyntheticSpec
 from harness.result import RESERVED_PROMPT_LABELS
@@ -24,6 +25,8 @@ __all__ = [
     "DEFAULT_SLICE_S",
     "DEFAULT_SLO_TARGET_SHARE",
     "PROFILES_DIR",
+    "AxesSpec",
+    "ConversationSpec",
     "CostSpec",
     "Profile",
     "ProfileError",
@@ -219,6 +222,91 @@ class StepsSpec(_Model):
         return v
 
 
+class AxesSpec(_Model):
+    """Sweep axes crossed with the concurrency steps (:mod:`harness.axes`): every setting runs every step.
+
+    ``thinking`` values are booleans (YAML ``on`` / ``off`` / ``true`` / ``false``); ``reasoning_effort`` values
+    ``low`` | ``medium`` | ``high``, sent as ``effort_param`` says; ``max_tokens`` values are tokens (> 0). Each
+    list, when given, is non-empty without repeats.
+    """
+
+    thinking: list[bool] | None = None
+    reasoning_effort: list[Literal["low", "medium", "high"]] | None = None
+    max_tokens: list[int] | None = None
+    effort_param: Literal["reasoning_effort", "chat_template_kwargs"] = "reasoning_effort"
+
+    @field_validator("thinking", "reasoning_effort", "max_tokens")
+    @classmethod
+    def _non_empty_unique(cls, v: list[Any] | None) -> list[Any] | None:
+        if v is not None and not v:
+            raise ValueError("give at least one value, or leave the axis out")
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError(f"a value appears twice: {v}")
+        return v
+
+    @field_validator("max_tokens")
+    @classmethod
+    def _positive(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(m <= 0 for m in v):
+            raise ValueError("every max_tokens must be a positive integer")
+        return v
+
+    @model_validator(mode="after")
+    def _some_axis(self) -> AxesSpec:
+        if not (self.thinking or self.reasoning_effort or self.max_tokens):
+            raise ValueError("no axis: give thinking, reasoning_effort or max_tokens")
+        return self
+
+    def settings(self) -> list[Setting]:
+        """The settings of the sweep, in run order (:func:`harness.axes.settings`)."""
+        return settings(
+            self.thinking, list(self.reasoning_effort) if self.reasoning_effort else None, self.max_tokens,
+            self.effort_param,
+        )
+
+
+#: Follow-up user messages of turns 1.. when the profile gives none (cycled by turn index).
+DEFAULT_FOLLOW_UPS = (
+    "Thanks. Now go deeper into the most important point of your answer, with a concrete example.",
+    "Good. What are the main objections to that, and how would you answer them?",
+    "Summarise everything we discussed so far in a short list.",
+)
+
+
+class ConversationSpec(_Model):
+    """Multi-turn conversations (:mod:`harness.conversation`): each user runs conversations of ``turns`` turns.
+
+    Turn 0 is a prompt drawn from the mix; turn k > 0 appends the previous reply (``carry``: ``answer`` = its
+    answer text, ``answer_and_reasoning`` = ``<think>reasoning</think>`` then the answer, as the assistant
+    message's content) and the follow-up ``follow_ups[(k - 1) % len]``. ``think_time`` (seconds) is waited
+    between turns: a number, or ``[low, high]`` for a uniform draw. ``system``, when given, is the system message
+    of every conversation (a shared prefix; it replaces a prompt's own system message).
+    """
+
+    turns: int = Field(3, ge=1, description="turns per conversation")
+    carry: Literal["answer", "answer_and_reasoning"] = "answer"
+    think_time: float | list[float] = Field(0.0, description="seconds between turns: a number or [low, high]")
+    system: str | None = None
+    follow_ups: list[str] = Field(default_factory=lambda: list(DEFAULT_FOLLOW_UPS), min_length=1)
+
+    @field_validator("think_time")
+    @classmethod
+    def _think_time(cls, v: float | list[float]) -> float | list[float]:
+        if isinstance(v, list):
+            if len(v) != 2 or not 0 <= v[0] <= v[1]:
+                raise ValueError(f"a range is [low, high] with 0 <= low <= high (seconds), got {v}")
+        elif v < 0:
+            raise ValueError(f"must be >= 0 seconds, got {v}")
+        return v
+
+    @field_validator("follow_ups")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not f.strip() for f in v):
+            raise ValueError("a follow-up message is blank")
+        return v
+
+
 _DEFAULT_TIMEOUTS = Timeouts()
 
 
@@ -384,6 +472,8 @@ class Profile(_Model):
     usable: UsableSpec | None = None
     cost: CostSpec | None = None
     slo: SloSpec | None = None
+    axes: AxesSpec | None = None
+    conversation: ConversationSpec | None = None
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:
@@ -421,6 +511,10 @@ class Profile(_Model):
                 raise ValueError(f"prompt id {p.id!r} appears twice")
             seen.add(p.id)
         return self
+
+    def settings(self) -> list[Setting]:
+        """The sweep-axes settings in run order (``[]`` without ``axes:``)."""
+        return self.axes.settings() if self.axes is not None else []
 
     def usable_rule(self) -> UsableRule | None:
         """The ``usable:`` section as the interpreter's rule (a fresh one, regex compiled), None without it."""

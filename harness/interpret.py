@@ -8,6 +8,7 @@ here, and the stream-case tests in ``tests/test_interpret.py`` say whether the t
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from orjson import JSONDecodeError as _JSONError
@@ -17,7 +18,7 @@ from harness.histogram import LogHistogram
 from harness.result import SUCCESS_FINISH_REASONS, RequestResult
 from harness.usable import UsableRule, usable_reason
 
-__all__ = ["StreamInterpreter", "estimate_tokens"]
+__all__ = ["StreamInterpreter", "Transcript", "estimate_tokens"]
 
 _DONE = b"[DONE]"
 
@@ -48,6 +49,29 @@ def _reasoning_text(delta: dict[str, Any]) -> str | None:
     return None
 
 
+@dataclass
+class Transcript:
+    """The text of one streamed reply, kept only when the caller asks (a conversation carrying its answers).
+
+    Attributes:
+        answer: the answer (``content``) text pieces, in arrival order.
+        reasoning: the reasoning text pieces, in arrival order.
+    """
+
+    answer: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+
+    @property
+    def answer_text(self) -> str:
+        """The whole answer text."""
+        return "".join(self.answer)
+
+    @property
+    def reasoning_text(self) -> str:
+        """The whole reasoning text."""
+        return "".join(self.reasoning)
+
+
 class StreamInterpreter:
     """Accumulates one streamed chat completion, chunk by chunk.
 
@@ -61,12 +85,16 @@ class StreamInterpreter:
         usable: the profile's usable-sample rule (:class:`harness.usable.UsableRule`), or None (usable = ok and
             not truncated). Only when it has a text check is answer text kept, at most ``usable.buffer_chars``
             characters; otherwise the interpreter keeps counts only, never text.
+        transcript: when given, every reasoning and answer text piece is appended to it (the whole reply, no
+            bound: for multi-turn conversations, :mod:`harness.conversation`); never written to the records.
     """
 
     def __init__(
-        self, max_tokens: int | None = None, keep_chunk_times: bool = False, usable: UsableRule | None = None
+        self, max_tokens: int | None = None, keep_chunk_times: bool = False, usable: UsableRule | None = None,
+        transcript: Transcript | None = None,
     ) -> None:
         self.max_tokens = max_tokens
+        self.transcript = transcript
         self.keep = keep_chunk_times
         self.ttft: float | None = None
         self.ttfat: float | None = None
@@ -144,6 +172,8 @@ class StreamInterpreter:
                     self.reasoning_chars += len(reasoning)
                     self.text_bytes += len(reasoning) if reasoning.isascii() else len(reasoning.encode("utf-8"))
                     self.reasoning_chunks += 1
+                    if self.transcript is not None:
+                        self.transcript.reasoning.append(reasoning)
                     if self.t_first_reasoning is None:
                         self.t_first_reasoning = t
                 if content:
@@ -157,6 +187,8 @@ class StreamInterpreter:
                         part = content[: self.answer_room]
                         self.answer_buf.append(part)
                         self.answer_room -= len(part)
+                    if self.transcript is not None:
+                        self.transcript.answer.append(content)
                     self.answer_chunks += 1
                     if self.ttfat is None:
                         self.ttfat = t
@@ -245,6 +277,9 @@ class StreamInterpreter:
             r.output_tokens, r.token_source = est, "estimate"
         pt = usage.get("prompt_tokens")
         r.prompt_tokens = pt if isinstance(pt, int) else None
+        prompt_details = usage.get("prompt_tokens_details")
+        cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
+        r.cached_tokens = cached if isinstance(cached, int) and not isinstance(cached, bool) else None
         details = usage.get("completion_tokens_details") or {}
         rt = details.get("reasoning_tokens") if isinstance(details, dict) else None
         if isinstance(rt, int) and 0 < rt <= r.output_tokens:

@@ -115,7 +115,8 @@ class RequestResult:
     otherwise; a timing is None when its event never happened.
 
     The fields (with unit and meaning in their metadata, rendered as ``docs/records.md``) are, in record order:
-    identity (:class:`RequestIdentity`'s fields), ``max_tokens``, ``start_wall``, timings, chunk counts and
+    identity (:class:`RequestIdentity`'s fields), ``max_tokens``, the sweep setting and conversation turn (set by
+    the caller after the request: ``setting``, ``conversation``, ``turn``), ``start_wall``, timings, chunk counts and
     histograms, token counts, outcome, derived rates and ``extra``.
 
     Create one with :meth:`for_request` (the client does, with the caller's identity); write it with
@@ -137,6 +138,18 @@ class RequestResult:
     concurrency: int = field(default=1, metadata=_doc("users", "target concurrency of that step"))
     max_tokens: int | None = field(
         default=None, metadata=_doc("tokens", "the request's output cap (`max_tokens` / `max_completion_tokens`)")
+    )
+    setting: str | None = field(
+        default=None,
+        metadata=_doc("", "the sweep-axes setting it was sent with (profile `axes:`, e.g. `thinking=off,effort=low`); "
+                          "null without axes"),
+    )
+    conversation: str | None = field(
+        default=None, metadata=_doc("", "id of the conversation it is a turn of, unique in the run; null for single "
+                                        "requests")
+    )
+    turn: int | None = field(
+        default=None, metadata=_doc("", "0-based index of the turn in its conversation; null for single requests")
     )
     start_wall: float = field(
         default=0.0, metadata=_doc("epoch s", "wall-clock time the request was sent (timeline placement only)")
@@ -216,6 +229,11 @@ class RequestResult:
     )
     prompt_tokens: int | None = field(
         default=None, metadata=_doc("tokens", "`usage.prompt_tokens`; null when not sent")
+    )
+    cached_tokens: int | None = field(
+        default=None,
+        metadata=_doc("tokens", "`usage.prompt_tokens_details.cached_tokens` (prompt tokens served from the "
+                                "server's prefix cache); null when not sent"),
     )
     reasoning_chars: int = field(default=0, metadata=_doc("characters", "length of the reasoning text streamed"))
     answer_chars: int = field(default=0, metadata=_doc("characters", "length of the answer text streamed"))

@@ -26,12 +26,13 @@ from typing import Any
 
 import gevent
 
+from harness.axes import Setting
 from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
 from harness.config import Profile, TargetSpec
 from harness.exporter import Exporter
 from harness.metrics import RunMetrics
-from harness.prompts.source import PromptLike, PromptSource, build_source
+from harness.prompts.source import MixSource, PromptLike, PromptSource, build_source
 from harness.records import RunDir
 from harness.result import RequestResult
 from harness.usable import UsableRule
@@ -86,6 +87,8 @@ class PhaseState:
     phase: str = "warmup"
     step: int = -1
     concurrency: int = 0
+    #: The sweep-axes setting's label (:attr:`harness.axes.Setting.label`); None without ``axes:``.
+    setting: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,12 +135,15 @@ class RunContext:
     _pending: list[dict[str, Any]] = field(default_factory=list)
     _flusher: Any = None
     _user_seq: int = 0
+    _settings: dict[str, Setting] = field(default_factory=dict)
+    _setting_bodies: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     _runner: Any = None
     #: What the users draw requests from (the ``prompts:`` mix, a data set or synthetic prompts), one per process.
     prompt_source: PromptSource = field(init=False)
 
     def __post_init__(self) -> None:
         self.prompt_source = build_source(self.profile, self.model, self.worker_id)
+        self._settings = {s.label: s for s in self.profile.settings()}
 
     # -- phases ---------------------------------------------------------------------------------------------
     def end_load(self, cause: str = "", wall: float | None = None) -> bool:
@@ -173,8 +179,31 @@ class RunContext:
         return f"{self.worker_id}:{self._user_seq}"
 
     def pick(self, rng: random.Random) -> tuple[PromptLike, dict[str, Any]]:
-        """Draw the next prompt (:meth:`PromptSource.sample`); return it with its request body."""
+        """Draw the next prompt (:meth:`PromptSource.sample`); return it with its request body, the current
+        phase's sweep-axes setting applied when it has one (:meth:`settle`)."""
+        prompt, body = self.prompt_source.sample(rng)
+        return prompt, self.settle(prompt, body)
+
+    def pick_base(self, rng: random.Random) -> tuple[PromptLike, dict[str, Any]]:
+        """Draw the next prompt as :meth:`pick` does, its body without any setting applied (a conversation keeps
+        it and settles each turn under that turn's setting)."""
         return self.prompt_source.sample(rng)
+
+    def settle(self, prompt: PromptLike, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` with the current phase's sweep-axes setting applied (:meth:`harness.axes.Setting.apply`, a
+        copy); ``body`` itself without a setting. The mix's bodies are built once per setting and prompt (a data
+        set's or synthetic prompt's body is new per draw, so it is settled per request)."""
+        label = self.state.setting
+        if label is None:
+            return body
+        setting = self._settings[label]
+        if not isinstance(self.prompt_source, MixSource):
+            return setting.apply(body)
+        key = (label, prompt.id)
+        settled = self._setting_bodies.get(key)
+        if settled is None:
+            settled = self._setting_bodies[key] = setting.apply(body)
+        return settled
 
     # -- records --------------------------------------------------------------------------------------------
     def record(self, res: RequestResult) -> None:
@@ -224,6 +253,7 @@ class RunContext:
             "concurrency": self.state.concurrency,
             "run_id": self.run_id,
             "web": self.web,
+            "setting": self.state.setting,
         }
 
 

@@ -42,26 +42,34 @@ _DRAIN_MARGIN_S = 15.0
 
 @dataclass(frozen=True)
 class Stage:
-    """One phase after the warm-up: ``users`` held for ``duration`` seconds."""
+    """One phase after the warm-up: ``users`` held for ``duration`` seconds, with the sweep-axes ``setting``
+    (its label; None without ``axes:``)."""
 
     phase: str
     step: int
     users: int
     duration: float
+    setting: str | None = None
 
 
 def plan_stages(ctx: RunContext) -> list[Stage]:
     """The stages of a run: the single-stream phase (if its duration > 0), then each step; in fixed mode one step
-    of the fixed users for the run time (``inf`` without one)."""
+    of the fixed users for the run time (``inf`` without one), with no setting (the sweep axes are the sweep's).
+
+    With sweep axes (``axes:``) the steps run once per setting, in setting order, numbered on (setting 1 has
+    steps 1..k, setting 2 steps k+1..2k...); the single-stream phase runs once, with the first setting.
+    """
     p = ctx.profile
     f = getattr(ctx, "fixed", None)  # (a context-like object without one: the sweep)
     if f is not None:
         return [Stage("step", 1, f.users, f.run_time if f.run_time is not None else math.inf)]
+    labels: list[str | None] = [s.label for s in p.settings()] or [None]
     stages = []
     if p.single_stream.duration > 0:
-        stages.append(Stage("single", 0, 1, p.single_stream.duration))
-    for i, c in enumerate(p.steps.concurrency, start=1):
-        stages.append(Stage("step", i, c, p.steps.duration))
+        stages.append(Stage("single", 0, 1, p.single_stream.duration, labels[0]))
+    steps = [(label, c) for label in labels for c in p.steps.concurrency]
+    for i, (label, c) in enumerate(steps, start=1):
+        stages.append(Stage("step", i, c, p.steps.duration, label))
     return stages
 
 
@@ -172,19 +180,21 @@ class ReasoningSweepShape(LoadTestShape):
         st = self._stages[idx]
         if idx != self._current:
             self._current = idx
-            ctx.state = PhaseState(st.phase, st.step, st.users)
+            ctx.state = PhaseState(st.phase, st.step, st.users, st.setting)
             if ctx.run_dir is not None:
-                ctx.run_dir.write_phase(
-                    {
-                        "event": "phase_start",
-                        "phase": st.phase,
-                        "step": st.step,
-                        "concurrency": st.users,
-                        "wall": time.time(),
-                        "planned_duration": st.duration if math.isfinite(st.duration) else None,
-                    }
-                )
-            log.info("llmload: phase %s step %d: %d users for %.0f s", st.phase, st.step, st.users, st.duration)
+                event: dict[str, object] = {
+                    "event": "phase_start",
+                    "phase": st.phase,
+                    "step": st.step,
+                    "concurrency": st.users,
+                    "wall": time.time(),
+                    "planned_duration": st.duration if math.isfinite(st.duration) else None,
+                }
+                if st.setting is not None:
+                    event["setting"] = st.setting
+                ctx.run_dir.write_phase(event)
+            log.info("llmload: phase %s step %d: %d users for %.0f s%s", st.phase, st.step, st.users, st.duration,
+                     f" ({st.setting})" if st.setting else "")
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message())
         rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)

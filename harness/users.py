@@ -9,6 +9,7 @@ import time
 
 import gevent
 
+from harness.conversation import Conversation
 from harness.metrics import IN_FLIGHT
 from harness.result import RequestIdentity, RequestResult
 from harness.runtime import context
@@ -41,7 +42,8 @@ class ReasoningChatUser(User):
     truncated in the records and report.
     Every request is also written as one record (see :mod:`harness.records`) carrying the phase it started in.
     After a failed request the user pauses (0.25 s doubling to 10 s, at least ``Retry-After``) before its next
-    one; a success resets the pause.
+    one; a success resets the pause. With the profile's ``conversation:`` section each request is the next turn of
+    the user's conversation (:mod:`harness.conversation`), followed by its think time.
     """
 
     wait_time = constant(0)
@@ -52,6 +54,8 @@ class ReasoningChatUser(User):
         self.client = ctx.new_client()
         self.user_id = ctx.next_user_id()
         self.rng = random.Random(f"{self.user_id}:{time.time_ns()}")
+        spec = ctx.profile.conversation
+        self.conversation = Conversation(spec, self.user_id, self.rng) if spec is not None else None
 
     def on_stop(self) -> None:
         self.client.close()
@@ -63,19 +67,26 @@ class ReasoningChatUser(User):
         """Send one request from the mix and report it."""
         ctx = self.ctx
         st = ctx.state
-        prompt, body = ctx.pick(self.rng)
+        conv = self.conversation
+        if conv is None:
+            prompt, body = ctx.pick(self.rng)
+        else:
+            prompt, body = conv.next_request(lambda: ctx.pick_base(self.rng), ctx.settle)
         identity = RequestIdentity(prompt.id, prompt.label, self.user_id, st.phase, st.step, st.concurrency)
         conn = self.client.conn
         rx0 = conn.rx_bytes
         IN_FLIGHT.inc()
         try:
-            res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times)
+            res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times,
+                                          transcript=conv.transcript if conv is not None else None)
         except gevent.GreenletExit:  # killed when the stop timeout ran out: counted, never recorded
             ctx.cut_off += 1
             raise
         finally:
             IN_FLIGHT.dec()
         size = conn.rx_bytes - rx0
+        res.setting = st.setting
+        think = conv.after(res) if conv is not None else 0.0
         ctx.record(res)
         exc = None
         if not res.ok:
@@ -93,6 +104,8 @@ class ReasoningChatUser(User):
             start_time=res.start_wall,
         )
         self._backoff_after(res)
+        if think > 0:
+            gevent.sleep(think)
 
     def _backoff_after(self, res: RequestResult) -> None:
         """After a failure, pause before the next request so a dead or throttling server is not hammered.

@@ -343,3 +343,21 @@ def test_no_answer_text_is_kept_without_a_text_check() -> None:
     it.on_payload(0.1, _chunk({"content": "secret"}))
     assert it.answer_buf is None and it.answer_text is None
     assert StreamInterpreter(100).answer_text is None
+
+
+@pytest.mark.parametrize(
+    ("details", "cached"),
+    [({"cached_tokens": 48}, 48), ({"cached_tokens": 0}, 0), (None, None), ({}, None), ({"cached_tokens": True}, None),
+     ("x", None)],
+)
+def test_cached_tokens_from_prompt_tokens_details(details: object, cached: int | None) -> None:
+    import json
+
+    usage: dict = {"prompt_tokens": 64, "completion_tokens": 1}
+    if details is not None:
+        usage["prompt_tokens_details"] = details
+    it = StreamInterpreter(100)
+    it.on_payload(0.1, _chunk({"content": "A"}, finish="stop"))
+    it.on_payload(0.1, json.dumps({"choices": [], "usage": usage}).encode())
+    r = it.finish(RequestResult(prompt_id="p", http_status=200), 0.1)
+    assert r.ok and r.prompt_tokens == 64 and r.cached_tokens == cached

@@ -30,13 +30,14 @@ def _every_field_set() -> RequestResult:
     """A result whose every field differs from its default (optional lists, histograms and extra included)."""
     return RequestResult(
         prompt_id="quicksort", prompt_class="code", user="w1:3", phase="single", step=2, concurrency=16,
-        max_tokens=2048, start_wall=1_796_133_184.75, connect=0.0004, time_source="kernel", read_lag_max=0.002,
+        max_tokens=2048, setting="thinking=off", conversation="w1:3/2", turn=1,
+        start_wall=1_796_133_184.75, connect=0.0004, time_source="kernel", read_lag_max=0.002,
         t_headers=0.003, ttft=0.025, ttfat=1.5, t_first_reasoning=0.025, t_last_token=6.5, e2e=6.6,
         chunks=3, reasoning_chunks=2, answer_chunks=1, sse_comments=4,
         gap_hist=LogHistogram.of([0.01, 0.02]).to_json(), itl_hist=LogHistogram.of([0.005, 0.01]).to_json(),
         chunk_times=[0.025, 0.035, 0.055], chunk_tokens=[1, 2, 2],
         output_tokens=5, token_source="usage", estimated_output_tokens=6, reasoning_tokens=3, answer_tokens=2,
-        reasoning_source="chunk_usage", prompt_tokens=14, reasoning_chars=11, answer_chars=7,
+        reasoning_source="chunk_usage", prompt_tokens=14, cached_tokens=12, reasoning_chars=11, answer_chars=7,
         ok=True, error_class="aborted", error_detail="detail", retry_after_s=2.5, error_code="500", http_status=200,
         finish_reason="length",
         done_seen=True, truncated=True, truncated_in_reasoning=True, suspect_truncation=True, usable=True,
@@ -91,7 +92,8 @@ def test_schema_1_record_reads_with_the_right_values() -> None:
     assert r.usable_reason is None and r.hidden_reasoning is False  # nor these (read as their defaults)
     # written again it is the same line plus the schema version and the newer fields (null / their defaults)
     assert r.to_record() == {"schema": 2, **raw, "retry_after_s": None, "error_code": None, "usable_reason": None,
-                             "hidden_reasoning": False}
+                             "hidden_reasoning": False, "setting": None, "conversation": None, "turn": None,
+                             "cached_tokens": None}
     assert r.end_wall == pytest.approx(1796133184.7719069 + 6.623747553445071)
 
 

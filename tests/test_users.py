@@ -55,7 +55,7 @@ def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0) ->
         return res
 
     client = types.SimpleNamespace(stream_chat=stream_chat, conn=conn)
-    state = types.SimpleNamespace(phase="step", step=1, concurrency=2)
+    state = types.SimpleNamespace(phase="step", step=1, concurrency=2, setting=None)
     ctx = types.SimpleNamespace(
         state=state,
         pick=lambda rng: (prompt, {"messages": []}),
@@ -66,6 +66,7 @@ def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0) ->
         ctx=ctx,
         rng=None,
         user_id="u1",
+        conversation=None,
         client=client,
         environment=types.SimpleNamespace(
             events=types.SimpleNamespace(request=types.SimpleNamespace(fire=lambda **kw: fired.append(kw)))

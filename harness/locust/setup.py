@@ -252,6 +252,6 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
         ctx.run_id = run_id
         ctx.web = bool(data.get("web"))
         run.hold(ctx)
-    ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"])
+    ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"], data.get("setting"))
     return ctx
 

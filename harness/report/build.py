@@ -17,12 +17,14 @@ from typing import Any, Protocol
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import DEFAULT_SLICE_S, SloSpec
 from harness.report import fmt
+from harness.report.axes import setting_rows
 from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary
 from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
+from harness.report.turns import turn_rows
 
 __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunInfo", "Settings", "assemble_report",
            "build_report", "report_settings", "run_figures", "write_report"]
@@ -341,6 +343,7 @@ class RunFigures:
         warmup: the ``warmup`` block; totals: the ``totals`` block; prompts: the per-prompt rows.
         unplaced: non-warm-up records of no phase.
         last_end: the latest record end (epoch s; None without records).
+        turns: the per-conversation-turn rows (:func:`harness.report.turns.turn_rows`; ``[]`` without turns).
     """
 
     rows: list[dict[str, Any]]
@@ -349,6 +352,7 @@ class RunFigures:
     prompts: list[dict[str, Any]]
     unplaced: int
     last_end: float | None
+    turns: list[dict[str, Any]]
 
 
 def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
@@ -361,7 +365,7 @@ def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
         row["drift"] = step_drift(row["slices"])
     totals = run_totals(run)
     unplaced = int(totals.pop("unplaced"))
-    return RunFigures(rows, warmup_summary(run), totals, prompt_rows(main), unplaced, run.last_end)
+    return RunFigures(rows, warmup_summary(run), totals, prompt_rows(main), unplaced, run.last_end, turn_rows(main))
 
 
 def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
@@ -375,15 +379,17 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Returns:
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
-        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, definitions, notes``. ``steps`` holds one row per
-        single-stream phase / load step (:func:`harness.report.columns.step_rows`, with ``cost``:
+        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, settings, turns, definitions, notes``. ``steps``
+        holds one row per single-stream phase / load step (:func:`harness.report.columns.step_rows`, with ``cost``:
         :func:`harness.report.cost.add_cost`);
         ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
         class (:func:`harness.report.diagnosis.prompt_rows`). Each row also has the goodput keys
         (:func:`harness.report.goodput.add_goodput`; None without ``slo``), ``slices`` (soak slices,
         :func:`harness.report.soak.step_slices`) and ``drift`` (:func:`harness.report.soak.step_drift`). Also
         ``slice_s`` (seconds per slice), ``slo`` (the profile's SLOs, None without) and ``slo_capacity``
-        (:func:`harness.report.goodput.slo_capacity`).
+        (:func:`harness.report.goodput.slo_capacity`). ``settings``: one row per (sweep-axes setting, load step),
+        :func:`harness.report.axes.setting_rows` (``[]`` without ``axes:``); ``turns``: one row per conversation
+        turn index, :func:`harness.report.turns.turn_rows` (``[]`` without ``conversation:``).
 
     Raises:
         NoRecordsError: the directory or its records.jsonl is missing.
@@ -435,6 +441,8 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[
         "slo": slo.model_dump() if slo is not None else None,
         "slo_capacity": slo_capacity(rows, slo),
         "prompts": figs.prompts,
+        "settings": setting_rows(rows),
+        "turns": figs.turns,
         "definitions": dict(DEFINITIONS),
     }
     rep["notes"] = _notes(run, rep, rows, figs.unplaced)

@@ -109,6 +109,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "t_headers", "ttft", "ttfat", "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source",
     "reasoning_tokens", "answer_tokens", "ok", "error_class", "finish_reason", "truncated", "truncated_in_reasoning",
     "suspect_truncation", "usable", "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
+    "setting", "turn", "prompt_tokens", "cached_tokens",
 )
 
 def prepare(frame: pl.DataFrame) -> pl.DataFrame:
@@ -136,7 +137,8 @@ def prepare(frame: pl.DataFrame) -> pl.DataFrame:
 def phases_from_frame(frame: pl.DataFrame) -> list[Phase]:
     """Phases inferred from the records alone: [first request sent, last request ended] per step.
 
-    Phase name and concurrency come from the step's first record in file order; consecutive steps are cut so
+    Phase name and concurrency come from the step's first record in file order, the setting from its first record
+    that has one; consecutive steps are cut so
     they do not overlap. ``frame`` must be :func:`prepare`-d.
     """
     if frame.height == 0:
@@ -145,13 +147,14 @@ def phases_from_frame(frame: pl.DataFrame) -> list[Phase]:
         frame.sort(ROW)
         .group_by(STEP, maintain_order=True)
         .agg(pl.col(START).min().alias("s"), pl.col(END).max().alias("e"),
-             pl.col("phase").first().alias("p"), pl.col("concurrency").first().alias("c"))
+             pl.col("phase").first().alias("p"), pl.col("concurrency").first().alias("c"),
+             pl.col("setting").drop_nulls().first().alias("z"))
         .sort(STEP)
     )
     out: list[Phase] = []
-    for step, s, e, p, c in agg.iter_rows():
+    for step, s, e, p, c, z in agg.iter_rows():
         name = str(p or ("warmup" if step < 0 else "single" if step == 0 else "step"))
-        out.append(Phase(name, int(step), int(c or 1), float(s), float(e), None, "records"))
+        out.append(Phase(name, int(step), int(c or 1), float(s), float(e), None, "records", z))
     for a, b in pairwise(out):
         a.end = max(a.start, min(a.end, b.start))
     return out
@@ -355,7 +358,7 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 25_000) -> LogHistogra
 def _latency(sample: pl.DataFrame) -> dict[str, Any]:
     """Latency and per-request figures over ``sample`` (successful requests): TTFT / TTFAT p50/p90/p99, inter-chunk
     gap p50/p99 (merged log histograms), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and
-    of the usable ones), usable share. Seconds and tokens."""
+    of the usable ones), mean reasoning and answer tokens, usable share. Seconds and tokens."""
     n = sample.height
     v = sample.select(
         pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 90).alias("ttft_p90_s"),
@@ -368,6 +371,8 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
         *per_stream_parts(),
         mean_tokens("output_tokens").alias("mean_output_tokens"),
         mean_tokens("output_tokens", pl.col(USABLE)).alias("mean_output_tokens_usable"),
+        mean_tokens("reasoning_tokens").alias("mean_reasoning_tokens"),
+        mean_tokens("answer_tokens").alias("mean_answer_tokens"),
         pl.col(USABLE).sum().alias("_usable"),
     ).row(0, named=True) if n else {}
     gaps = gap_histogram(sample)
@@ -390,6 +395,8 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
         "per_stream_tps": float(v["_tok"]) / sec if sec > 0 else None,
         "mean_output_tokens": v.get("mean_output_tokens"),
         "mean_output_tokens_usable": v.get("mean_output_tokens_usable"),
+        "mean_reasoning_tokens": v.get("mean_reasoning_tokens"),
+        "mean_answer_tokens": v.get("mean_answer_tokens"),
         "usable_share": int(v["_usable"]) / n if n else None,
     }
 

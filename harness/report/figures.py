@@ -95,14 +95,15 @@ def hours_entry(n: int, bm: BatchMeans, bm_ok: BatchMeans, lat: dict[str, Any], 
 
 def row_header(phase: Phase, window: Window, w0: float, w1: float) -> dict[str, Any]:
     """The identity and window keys that open a step row (times: epoch s; ``*_s``: seconds from the step start):
-    label, phase, step, concurrency, the step's interval and end source, steadiness, the first wave, the
-    measurement window ``[w0, w1)`` and which sample the row is over. Used by the columnar engine
-    (:mod:`harness.report.columns`)."""
+    label, phase, step, concurrency, sweep-axes setting (None without ``axes:``), the step's interval and end
+    source, steadiness, the first wave, the measurement window ``[w0, w1)`` and which sample the row is over. Used
+    by the columnar engine (:mod:`harness.report.columns`)."""
     return {
         "label": phase.label,
         "phase": phase.phase,
         "step": phase.step,
         "concurrency": phase.concurrency,
+        "setting": phase.setting,
         "start_wall": phase.start,
         "end_wall": phase.end,
         "duration_s": phase.duration,

@@ -44,6 +44,8 @@ class Phase:
         planned_duration: the planned length in seconds, when the phase event gave one.
         end_source: "next_phase" | "load_end" (last step; in-flight requests drained after it) | "run_end" |
             "last_record" (interrupted run without run_end) | "records" (no phases.jsonl).
+        setting: the sweep-axes setting's label the phase ran with (:attr:`harness.axes.Setting.label`; from its
+            ``phase_start`` event, or its records' ``setting`` when phases are inferred); None without ``axes:``.
     """
 
     phase: str
@@ -53,6 +55,7 @@ class Phase:
     end: float
     planned_duration: float | None = None
     end_source: str = "next_phase"
+    setting: str | None = None
 
     @property
     def label(self) -> str:
@@ -132,6 +135,7 @@ def phases_from_events(events: Sequence[dict[str, Any]], last_end: float | None)
                 end=max(start, end),
                 planned_duration=float(pd) if pd is not None else None,
                 end_source=src,
+                setting=str(ev["setting"]) if ev.get("setting") is not None else None,
             )
         )
     return phases, run_end is not None

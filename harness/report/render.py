@@ -276,6 +276,64 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _settings_hours(r: dict[str, Any]) -> str:
+    if r["hours"] is None:
+        return "∞"
+    if r["hours_low"] is None and r["hours_high"] is None:
+        return f"{_hours(r['hours'])} (no interval)"
+    hi = "∞" if r["hours_high"] is None else fmt.sig3(r["hours_high"])
+    return f"{_hours(r['hours'])} ({fmt.sig3(r['hours_low'])}{_DASH}{hi})"
+
+
+def _settings_section(rep: dict[str, Any]) -> list[str]:
+    """The sweep-axes comparison (``rep["settings"]``): one line per setting and step, settings side by side."""
+    rows = rep.get("settings") or []
+    if not rows:
+        return []
+    priced = rep.get("cost_usd_per_hour") is not None
+    real = any(r.get("real_hours") is not None for r in rows)
+    n = rows[0].get("n")
+    at = f" N={n:,}" if n else ""
+    header = ["setting", "C", "completed", "TTFT p50 (s)", "TPOT p50 (ms)", "E2E p50 (s)", "mean reasoning tok",
+              "mean answer tok", "usable/ok", "% trunc", "output tok/s", f"hours{at}"]
+    header += [f"${at}"] if priced else []
+    header += [f"real-time hours{at}"] + ([f"real-time ${at}"] if priced else []) if real else []
+    table = []
+    for r in rows:
+        share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
+        cells = [r["setting"], str(r["concurrency"]) + ("" if r["steady"] else " †"), str(r["completed"]),
+                 _s(r["ttft_p50_s"]), _ms(r["tpot_p50_s"]), _s(r["e2e_p50_s"]), _num(r["mean_reasoning_tokens"], 0),
+                 _num(r["mean_answer_tokens"], 0), share, _pct(r["truncated_pct"]), _tps(r["output_tps"]),
+                 _settings_hours(r)]
+        cells += [_usd(r["usd"])] if priced else []
+        cells += [_hours(r["real_hours"])] + ([_usd(r["real_usd"])] if priced else []) if real else []
+        table.append(cells)
+    return ["## Settings (sweep axes)", "",
+            "Each setting of the profile's `axes:` ran every concurrency step; the figures are the step rows' (over "
+            "the requests that ended in the steady window), the mean reasoning and answer tokens over its "
+            "successful requests; hours to N usable samples with the 95 % prediction interval (as measured; the "
+            "real-time columns convert a time-compressed simulator run). † = not steady.",
+            "", *_table(header, table), ""]
+
+
+def _turns_section(rep: dict[str, Any]) -> list[str]:
+    """Per-turn figures of a multi-turn run (``rep["turns"]``)."""
+    rows = rep.get("turns") or []
+    if not rows:
+        return []
+    header = ["turn", "requests", "completed", "TTFT p50 (s)", "TTFT p90 (s)", "TTFT mean (s)", "E2E p50 (s)",
+              "mean prompt tok", "mean cached tok", "cached share", "mean out tok"]
+    table = [[str(r["turn"]), str(r["requests"]), str(r["completed"]), _s(r["ttft_p50_s"]), _s(r["ttft_p90_s"]),
+              _s(r["ttft_mean_s"]), _s(r["e2e_p50_s"]), _num(r["mean_prompt_tokens"], 0),
+              _num(r["mean_cached_tokens"], 0), _DASH if r["cached_share"] is None else f"{r['cached_share']:.3f}",
+              _num(r["mean_output_tokens"], 0)] for r in rows]
+    return ["## By conversation turn", "",
+            "Every successful non-warm-up request of each turn index (0 = a conversation's first), all steps "
+            "together: the prompt grows with the turn; cached tokens are the server's "
+            "`usage.prompt_tokens_details.cached_tokens` (— when it did not send them).", "",
+            *_table(header, table), ""]
+
+
 def _warmup_line(w: dict[str, Any]) -> str:
     if not w["requests"]:
         return "Warm-up: none recorded."
@@ -371,6 +429,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _prompt_table(rep)
         lines.append("")
 
+    lines += _settings_section(rep)
+    lines += _turns_section(rep)
     lines += _goodput_section(rep)
     lines += _soak_section(rep)
     lines += ["## Formulas", ""]

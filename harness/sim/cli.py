@@ -66,6 +66,10 @@ def build_parser(prog: str = "python -m harness.sim") -> argparse.ArgumentParser
     serve.add_argument("--truth-log", default=None, metavar="PATH",
                        help="append the ground truth (per request: receipt, headers and every chunk's write time "
                             "and tokens, finish, injected fault) to PATH as JSON lines")
+    serve.add_argument("--prefix-cache-tokens", type=int, default=0, metavar="N",
+                       help="prefix cache of N tokens (LRU of 16-token prompt blocks): a prompt's cached prefix is "
+                            "not prefilled again and the usage reports prompt_tokens_details.cached_tokens "
+                            "(0 = off)")
     spec = serve.add_argument_group("speculative decoding")
     spec.add_argument("--spec-tokens", type=int, default=0, metavar="K",
                       help="draft tokens per engine step (0 = off); a chunk then carries 1 + accepted tokens")
@@ -198,7 +202,7 @@ def serve(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
         tokens_per_chunk=args.tokens_per_chunk, max_lag=args.max_lag, spec_tokens=args.spec_tokens,
         spec_acceptance=args.spec_acceptance, spec_overhead=args.spec_overhead,
         sse_ping_interval=args.sse_ping_interval, truth_log=args.truth_log, faults=fault_config(args),
-        argv=_mask_secrets(argv),
+        prefix_cache_tokens=args.prefix_cache_tokens, argv=_mask_secrets(argv),
     )
     server = SimServer(config)
     server.start()
@@ -240,6 +244,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m harness.sim")
             parser.error("--tokens-per-chunk must be >= 1")
         if args.spec_tokens < 0 or not 0.0 <= args.spec_acceptance <= 1.0:
             parser.error("--spec-tokens must be >= 0 and --spec-acceptance in [0, 1]")
+        if args.prefix_cache_tokens != 0 and args.prefix_cache_tokens < 16:
+            parser.error("--prefix-cache-tokens must be 0 (off) or >= 16 (one block)")
         try:
             fault_config(args)
         except FaultError as e:

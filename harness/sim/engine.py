@@ -3,7 +3,8 @@
 Model (all durations are simulated seconds multiplied by ``time_scale``):
 
 1. A submitted :class:`Sequence` waits in a FIFO queue while ``running >= max_num_seqs``.
-2. Once admitted it prefills for ``preset.prefill_seconds(prompt_tokens)`` (plus the sequence's own
+2. Once admitted it prefills for ``preset.prefill_seconds(prompt_tokens - cached_tokens)`` (the tokens not
+   served from the prefix cache, :mod:`harness.sim.prefix`; plus the sequence's own
    ``extra_prefill``, real seconds, used by the "stall before first token" fault); the prefill produces
    its first token (emitted when the prefill ends).
 3. It then joins the decode batch at the next step boundary.  Each engine step lasts
@@ -61,6 +62,7 @@ class Sequence:
         "aborted",
         "admitted_at",
         "arrival",
+        "cached_tokens",
         "event",
         "extra_prefill",
         "finished",
@@ -81,6 +83,8 @@ class Sequence:
     def __init__(self, request_id: str, prompt_tokens: int, plan: LengthPlan) -> None:
         self.request_id = request_id
         self.prompt_tokens = prompt_tokens
+        #: Prompt tokens served from the prefix cache (not prefilled), 0 without one.
+        self.cached_tokens = 0
         self.plan = plan
         self.generated = 0
         self.finished = False
@@ -254,7 +258,8 @@ class Engine:
         while self._waiting and self.num_running < self.max_num_seqs:
             seq = self._waiting.popleft()
             seq.admitted_at = now
-            seq.ready_at = now + self.preset.prefill_seconds(seq.prompt_tokens) * scale + seq.extra_prefill
+            prefill = self.preset.prefill_seconds(seq.prompt_tokens - seq.cached_tokens)
+            seq.ready_at = now + prefill * scale + seq.extra_prefill
             heapq.heappush(self._prefilling, seq)
 
     def _complete_prefills(self, now: float) -> None:

@@ -24,6 +24,8 @@ _SHORT_RE = re.compile(r"\bsay\s+(?:just|only)\b", re.IGNORECASE)
 _LONG_RE = re.compile(r"guide|comprehensive", re.IGNORECASE)
 #: Last user message shorter than this many characters counts as a short prompt.
 SHORT_PROMPT_CHARS = 20
+#: Factor applied to the natural reasoning length per ``reasoning_effort`` (no effort given = ``medium``).
+EFFORT_FACTORS: dict[str, float] = {"low": 0.3, "medium": 1.0, "high": 1.6}
 
 
 class PromptClass(enum.StrEnum):
@@ -164,14 +166,21 @@ class LengthModel:
         request_seed: int | None = None,
         ignore_eos: bool = False,
         min_tokens: int = 0,
+        effort: str | None = None,
     ) -> LengthPlan:
         """Plan one request's output, capped at ``max_tokens`` tokens.
 
-        ``thinking=False`` drops the reasoning phase.  ``ignore_eos`` makes the output exactly
+        ``thinking=False`` drops the reasoning phase. ``effort`` (a key of :data:`EFFORT_FACTORS`, None =
+        ``medium``) scales the natural reasoning length by its factor (rounded, at least 1 token when there was
+        any reasoning), before the cap; the answer length is unchanged. Raises ``KeyError`` for another effort.
+        ``ignore_eos`` makes the output exactly
         ``max_tokens`` long (the answer is extended).  ``min_tokens`` extends the answer to at least
         that many completion tokens.
         """
         cls, reasoning, answer = self.natural(messages, request_seed)
+        factor = EFFORT_FACTORS[effort] if effort is not None else 1.0
+        if reasoning > 0 and factor != 1.0:
+            reasoning = max(1, round(reasoning * factor))
         if not thinking:
             reasoning = 0
         if ignore_eos:

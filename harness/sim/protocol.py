@@ -34,6 +34,8 @@ from typing import Any
 
 import orjson
 
+from harness.sim.lengths import EFFORT_FACTORS
+
 FLAVOURS = ("vllm", "vllm-old", "sglang", "openai", "llamacpp")
 #: Other spellings accepted for ``--flavour``.
 FLAVOUR_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "vllm-reasoning-content": "vllm-old"}
@@ -93,6 +95,8 @@ class ChatRequest:
     ignore_eos: bool
     min_tokens: int
     sim_fault: Any = None
+    #: ``reasoning_effort`` (top-level, else ``chat_template_kwargs.reasoning_effort``): low | medium | high, or None.
+    effort: str | None = None
 
 
 def _bool(value: Any, name: str) -> bool:
@@ -110,6 +114,15 @@ def _opt_int(value: Any, name: str, minimum: int) -> int | None:
         raise ApiError(400, f"'{name}' must be an integer", param=name)
     if value < minimum:
         raise ApiError(400, f"'{name}' must be at least {minimum}, got {value}.", param=name)
+    return value
+
+
+def _effort(value: Any, name: str) -> str | None:
+    """A ``reasoning_effort`` value: None, or one of :data:`~harness.sim.lengths.EFFORT_FACTORS` (else 400)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in EFFORT_FACTORS:
+        raise ApiError(400, f"'{name}' must be one of {sorted(EFFORT_FACTORS)}, got {value!r}", param=name)
     return value
 
 
@@ -152,6 +165,9 @@ def parse_chat_request(body: bytes, served_model: str) -> ChatRequest:
         for key in ("thinking", "enable_thinking"):
             if key in kwargs and kwargs[key] is not None:
                 thinking = bool(kwargs[key])
+    effort = _effort(data.get("reasoning_effort"), "reasoning_effort")
+    if effort is None and isinstance(kwargs, dict):
+        effort = _effort(kwargs.get("reasoning_effort"), "chat_template_kwargs.reasoning_effort")
     seed = data.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ApiError(400, "'seed' must be an integer", param="seed")
@@ -168,6 +184,7 @@ def parse_chat_request(body: bytes, served_model: str) -> ChatRequest:
         ignore_eos=_bool(data.get("ignore_eos"), "ignore_eos"),
         min_tokens=min_tokens,
         sim_fault=data.get("sim_fault"),
+        effort=effort,
     )
 
 
@@ -184,8 +201,10 @@ def token_text(kind: str, index: int) -> str:
     return f" {kind}{index}"
 
 
-def _usage_json(prompt: int, completion: int, reasoning: int | None = None) -> bytes:
+def _usage_json(prompt: int, completion: int, reasoning: int | None = None, cached: int | None = None) -> bytes:
     usage = b'{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d' % (prompt, prompt + completion, completion)
+    if cached is not None:
+        usage += b',"prompt_tokens_details":{"cached_tokens":%d}' % cached
     if reasoning is not None:
         usage += b',"completion_tokens_details":{"reasoning_tokens":%d}' % reasoning
     return usage + b"}"
@@ -218,6 +237,9 @@ class StreamFormatter:
         created: ``created`` epoch seconds (default: now).
         include_usage: whether the client asked for usage (the openai flavour then sends ``"usage": null``
             on every chunk).
+        cached_tokens: prompt tokens served from the prefix cache, sent in the final usage as
+            ``prompt_tokens_details.cached_tokens`` (None: no prefix cache, the field is left out; the openai
+            flavour then sends 0, the llama.cpp flavour never sends it).
     """
 
     def __init__(
@@ -229,11 +251,13 @@ class StreamFormatter:
         continuous_usage: bool,
         created: int | None = None,
         include_usage: bool = False,
+        cached_tokens: int | None = None,
     ) -> None:
         flavour = canonical_flavour(flavour)
         self.flavour = flavour
         self.request_id = request_id
         self.prompt_tokens = prompt_tokens
+        self.cached_tokens = cached_tokens
         self.continuous_usage = continuous_usage and flavour in ("vllm", "vllm-old", "sglang")
         created = int(time.time()) if created is None else created
         self.hidden_reasoning = flavour == "openai"
@@ -350,13 +374,14 @@ class StreamFormatter:
         if self._openai:
             usage = (
                 b'{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,'
-                b'"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},'
+                b'"prompt_tokens_details":{"cached_tokens":%d,"audio_tokens":0},'
                 b'"completion_tokens_details":{"reasoning_tokens":%d,"audio_tokens":0,'
                 b'"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}' % (p, completion, p + completion,
+                                                                                      self.cached_tokens or 0,
                                                                                       reasoning)
             )
             return self._head + b'[],"usage":' + usage + b"}\n\n"
-        return self._head + b'[],"usage":' + _usage_json(p, completion, reasoning) + b"}\n\n"
+        return self._head + b'[],"usage":' + _usage_json(p, completion, reasoning, self.cached_tokens) + b"}\n\n"
 
     def error_event(self, message: str = "simulated engine failure", code: int = 500) -> bytes:
         """An in-band error object (then the server sends ``[DONE]``), in the flavour's shape."""
@@ -387,8 +412,10 @@ def completion_body(
     finish_reason: str,
     created: int | None = None,
     timings: dict[str, Any] | None = None,
+    cached_tokens: int | None = None,
 ) -> bytes:
-    """Non-streaming ``chat.completion`` JSON body in the flavour's shape."""
+    """Non-streaming ``chat.completion`` JSON body in the flavour's shape (``cached_tokens``: as for
+    :class:`StreamFormatter`)."""
     flavour = canonical_flavour(flavour)
     reasoning_text = "".join(token_text("r", i) for i in range(reasoning_tokens)) or None
     answer_text = "".join(token_text("a", i) for i in range(answer_tokens)) or None
@@ -427,7 +454,7 @@ def completion_body(
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion,
                 "total_tokens": prompt_tokens + completion,
-                "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                "prompt_tokens_details": {"cached_tokens": cached_tokens or 0, "audio_tokens": 0},
                 "completion_tokens_details": {"reasoning_tokens": reasoning_tokens, "audio_tokens": 0,
                                               "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0},
             },
@@ -446,17 +473,20 @@ def completion_body(
         choice["matched_stop"] = _SGLANG_EOS_ID if finish_reason == "stop" else None
     else:
         choice["stop_reason"] = None
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "total_tokens": prompt_tokens + completion,
+        "completion_tokens": completion,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     body = {
         "id": request_id,
         "object": "chat.completion",
         "created": created,
         "model": model,
         "choices": [choice],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "total_tokens": prompt_tokens + completion,
-            "completion_tokens": completion,
-            "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
-        },
+        "usage": usage,
     }
     return orjson.dumps(body)

@@ -29,6 +29,7 @@ from harness.sim.httpwire import Connection, HttpError, Request, enable_rx_times
 from harness.sim.lengths import LengthModel, estimate_prompt_tokens
 from harness.sim.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from harness.sim.metrics import SimMetrics
+from harness.sim.prefix import PrefixCache
 from harness.sim.presets import Preset, get_preset
 from harness.sim.protocol import ApiError, ChatRequest, StreamFormatter
 from harness.sim.truth import RequestTruth, TruthLog, prompt_hash
@@ -78,6 +79,8 @@ class SimConfig:
     truth_log: str | None = None
     #: Fault injection (None = no rate-based faults; per-request faults always work).
     faults: FaultConfig | None = None
+    #: Prefix cache capacity, tokens (0 = no prefix cache; see :mod:`harness.sim.prefix`).
+    prefix_cache_tokens: int = 0
     #: Command line, recorded in the truth log.
     argv: list[str] = field(default_factory=list)
 
@@ -124,6 +127,7 @@ class SimServer:
         self.engine: Engine
         self._build_engine()
         self.lengths = LengthModel(self.preset, config.seed)
+        self.prefix_cache = PrefixCache(config.prefix_cache_tokens) if config.prefix_cache_tokens > 0 else None
         self.faults = FaultPlanner(config.faults or FaultConfig(rates={}, seed=config.seed))
         self._auth = f"Bearer {config.api_key}" if config.api_key else None
         self._scale_hdr = format(config.time_scale, "g")
@@ -412,8 +416,23 @@ class SimServer:
             request_seed=chat.seed,
             ignore_eos=chat.ignore_eos,
             min_tokens=min(chat.min_tokens, max_tokens),
+            effort=chat.effort,
         )
-        return Sequence(protocol.new_request_id(self.flavour), prompt_tokens, plan)
+        seq = Sequence(protocol.new_request_id(self.flavour), prompt_tokens, plan)
+        if self.prefix_cache is not None:
+            seq.cached_tokens = self.prefix_cache.lookup_insert(chat.messages, prompt_tokens)
+        return seq
+
+    def _cache_reply(self, chat: ChatRequest, seq: Sequence) -> None:
+        """Hold the finished reply's blocks too (vLLM caches the generated tokens' blocks): the prompt plus an
+        assistant message with the answer text streamed, as a client carrying the answer sends it next turn."""
+        answer = "".join(protocol.token_text("a", i) for i in range(seq.plan.answer_tokens))
+        assert self.prefix_cache is not None
+        self.prefix_cache.insert([*chat.messages, {"role": "assistant", "content": answer}])
+
+    def _cached(self, seq: Sequence) -> int | None:
+        """The ``cached_tokens`` the usage reports: the sequence's, or None without a prefix cache."""
+        return seq.cached_tokens if self.prefix_cache is not None else None
 
     @staticmethod
     def _requested_fault(chat: ChatRequest, req: Request) -> tuple[Fault | None, bool]:
@@ -491,6 +510,8 @@ class SimServer:
         finally:
             if seq is not None and not seq.finished:
                 engine.abort(seq)
+            if seq is not None and self.prefix_cache is not None and seq.finished and not seq.aborted:
+                self._cache_reply(chat, seq)
             if fault is not None and fault.type == "stall_chunk" and seq is not None:
                 fault.fired = seq.stalled_at is not None
             if rt is not None and self.truth is not None:
@@ -576,6 +597,7 @@ class SimServer:
         body = protocol.completion_body(
             self.flavour, seq.request_id, cfg.model, seq.prompt_tokens, reasoning, generated - reasoning, finish,
             timings=self._timings(seq, generated) if self.flavour == "llamacpp" else None,
+            cached_tokens=self._cached(seq),
         )
         if fault is not None and fault.type == "malformed" and fault.fired:
             body = body[: len(body) // 2]
@@ -618,7 +640,7 @@ class SimServer:
     ) -> bool:
         cfg = self.config
         fmt = StreamFormatter(self.flavour, seq.request_id, cfg.model, seq.prompt_tokens, chat.continuous_usage,
-                              include_usage=chat.include_usage)
+                              include_usage=chat.include_usage, cached_tokens=self._cached(seq))
         send_usage = chat.include_usage or self.flavour == "llamacpp"
         hidden = fmt.hidden_reasoning
         t_write = clock()

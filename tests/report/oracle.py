@@ -88,7 +88,8 @@ def _phases_from_records(records: list[RequestResult]) -> list[Phase]:
         end = max(r.end_wall for r in recs)
         phase = recs[0].phase or ("warmup" if step < 0 else "single" if step == 0 else "step")
         conc = recs[0].concurrency or 1
-        out.append(Phase(phase, step, conc, start, end, None, "records"))
+        setting = next((r.setting for r in recs if r.setting is not None), None)
+        out.append(Phase(phase, step, conc, start, end, None, "records", setting))
     # consecutive steps must not overlap: a step ends where the next one starts
     for a, b in pairwise(out):
         a.end = max(a.start, min(a.end, b.start))
@@ -248,6 +249,8 @@ def _latency(sample: Sequence[RequestResult]) -> dict[str, Any]:
         "per_stream_tps": _per_stream_tps(sample),
         "mean_output_tokens": mean(float(r.output_tokens) for r in sample),
         "mean_output_tokens_usable": mean(float(r.output_tokens) for r in usable),
+        "mean_reasoning_tokens": mean(float(r.reasoning_tokens) for r in sample),
+        "mean_answer_tokens": mean(float(r.answer_tokens) for r in sample),
         "usable_share": len(usable) / len(sample) if sample else None,
     }
 
@@ -647,6 +650,39 @@ def totals_block(main: list[RequestResult]) -> dict[str, Any]:
     }
 
 
+def turn_rows(records: Sequence[RequestResult]) -> list[dict[str, Any]]:
+    """One row per conversation turn index over every request with a ``turn`` (``harness.report.turns``)."""
+    by_turn: dict[int, list[RequestResult]] = {}
+    for r in records:
+        if r.turn is not None:
+            by_turn.setdefault(r.turn, []).append(r)
+    out = []
+    for turn in sorted(by_turn):
+        rs = by_turn[turn]
+        ok = [r for r in rs if r.ok]
+        ttft = [r.ttft for r in ok if r.ttft is not None]
+        e2e = [r.e2e for r in ok if r.e2e is not None]
+        prompt = [float(r.prompt_tokens) for r in ok if r.prompt_tokens is not None]
+        cached = [float(r.cached_tokens) for r in ok if r.cached_tokens is not None]
+        both = [(r.cached_tokens, r.prompt_tokens) for r in ok if r.cached_tokens is not None and r.prompt_tokens]
+        total_prompt = sum(p for _, p in both if p)
+        out.append({
+            "turn": turn,
+            "requests": len(rs),
+            "completed": len(ok),
+            "ttft_p50_s": percentile(ttft, 50),
+            "ttft_p90_s": percentile(ttft, 90),
+            "ttft_mean_s": mean(ttft),
+            "e2e_p50_s": percentile(e2e, 50),
+            "mean_prompt_tokens": mean(prompt),
+            "mean_cached_tokens": mean(cached),
+            "cached_share": sum(c for c, _ in both if c is not None) / total_prompt if total_prompt else None,
+            "cached_sent": len(cached),
+            "mean_output_tokens": mean(float(r.output_tokens) for r in ok),
+        })
+    return out
+
+
 def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
     """Every record-derived part of the report of ``run``, over its records one by one."""
     settings = report_settings(run.meta, n)
@@ -662,7 +698,7 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
     unplaced = sum(1 for r in main if r.step not in placed)
     last_end = max((r.end_wall for r in run.records), default=None)
     return RunFigures(rows, warmup_block([r for r in run.records if is_warmup(r)]), totals_block(main),
-                      prompt_rows(main), unplaced, last_end)
+                      prompt_rows(main), unplaced, last_end, turn_rows(main))
 
 
 def oracle_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
