@@ -17,13 +17,13 @@ from flask import Flask, jsonify
 
 from harness.records import read_records
 from harness.report.build import build_report
-from harness.report.figures import latency_sample
 from harness.report.stats import mean
 from harness.webui import routes
 from harness.webui.cache import ReportCache, current_row
 from harness.webui.downloads import FILES, figures_zip, files_of, find_run
 from harness.webui.runs import RunDirs
 from harness.webui.view import ROW_KEYS, row_view
+from tests.report.oracle import latency_sample
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
 
@@ -79,6 +79,18 @@ def test_data_json_is_the_reports_rows(run_dir: Path, monkeypatch: pytest.Monkey
     assert d["current"] is None  # a finished run has no step in progress
     names = [f["name"] for f in d["runs"][0]["files"]]
     assert names[:3] == ["records.jsonl", "phases.jsonl", "run.json"] and names[-1] == "figures.zip"
+
+
+def test_data_json_carries_the_phase_tok_s_as_report_json(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reasoning and answer tok/s of every step: in the view's JSON as in report.json, summing to output tok/s."""
+    _ui, c = _client(run_dir, monkeypatch)
+    d = c.get("/llm/data.json").get_json()
+    rep = json.loads(json.dumps(build_report(run_dir)))  # as report.json holds it
+    assert d["steps"]
+    for got, want in zip(d["steps"], rep["steps"], strict=True):
+        for k in ("output_tps", "output_tps_reasoning", "output_tps_answer"):
+            assert got[k] == want[k] and want[k] is not None, k
+        assert got["output_tps_reasoning"] + got["output_tps_answer"] == pytest.approx(got["output_tps"], rel=1e-12)
 
 
 def test_token_means_are_the_latency_samples(run_dir: Path) -> None:

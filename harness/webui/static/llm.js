@@ -46,6 +46,8 @@
       ["completed", "completed", (r) => num(r.completed)],
       ["errors", "errors (by class)", errorsText],
       ["output_tps", "output tok/s", (r) => num(r.output_tps)],
+      ["output_tps_reasoning", "reasoning tok/s", (r) => num(r.output_tps_reasoning)],
+      ["output_tps_answer", "answer tok/s", (r) => num(r.output_tps_answer)],
       ["mean_reasoning_tokens", "mean reasoning tok", (r) => num(r.mean_reasoning_tokens)],
       ["mean_answer_tokens", "mean answer tok", (r) => num(r.mean_answer_tokens)],
       ["per_stream_tps", "per-stream tok/s", (r) => num(r.per_stream_tps)],
@@ -220,8 +222,12 @@
     const rows = d.steps.concat(d.current ? [d.current] : []);
     const t0 = (d.run && d.run.start_wall) || (rows[0] && rows[0].start_wall) || d.now;
     const h = d.history || [];
-    chart(document.getElementById("chart-tps"), t0, seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
-          rows, "tok/s");
+    const tps = [
+      ...seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
+      ...seriesOf(rows, h, t0, "output_tps_reasoning", "reasoning tok/s", COLORS[4]),
+      ...seriesOf(rows, h, t0, "output_tps_answer", "answer tok/s", COLORS[2]),
+    ];
+    chart(document.getElementById("chart-tps"), t0, tps, rows, "tok/s");
     const lat = [
       ...seriesOf(rows, h, t0, "ttft_p50_s", "TTFT p50", COLORS[0]),
       ...seriesOf(rows, h, t0, "ttft_p99_s", "TTFT p99", COLORS[3]),
