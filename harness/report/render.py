@@ -49,6 +49,17 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _phase_tps_lines(rep: dict[str, Any]) -> list[str]:
+    """Output tok/s of each step by phase, one line per step: reasoning + answer = output tok/s
+    (``output_tps_phase``); a list, not a table, so the report's tables keep their order."""
+    out = ["## Output tok/s by phase", "",
+           "Tokens that arrived in the steady window before (reasoning) and from (answer) each request's first "
+           "answer token, ÷ window length; reasoning + answer = output tok/s (see Formulas).", ""]
+    out += [f"- {r['label']}: {_tps(r['output_tps'])} tok/s = reasoning {_tps(r.get('output_tps_reasoning'))} + "
+            f"answer {_tps(r.get('output_tps_answer'))}" for r in rep["steps"]]
+    return [*out, ""]
+
+
 def _triple(row: dict[str, Any], key: str) -> str:
     return " / ".join(_s(row[f"{key}_p{q}_s"]) for q in (50, 90, 99))
 
@@ -394,6 +405,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     if foot or errs or starved or any(r.get("low_confidence") for r in rep["steps"]):
         lines.append("")
 
+    if rep["steps"]:
+        lines += _phase_tps_lines(rep)
     lines += ["## Hours to N usable samples", ""]
     lines.append("Each cell: hours to N usable samples (usable = success, not truncated, passing the profile's "
                  "usable checks) from the usable completions per second in the steady window, with its 95 % "
