@@ -86,7 +86,13 @@ def test_exact_counts_and_throughput_rising_with_concurrency(vllm_server, tmp_pa
         assert not row["client_starved"], (c, row["client_lagged_pct"], row["client_read_lag_max_s"])
     tps = {c: rows[c]["output_tps"] for c in rows}
     assert tps[1] < tps[2] < tps[4], tps
-    assert rows[4]["per_stream_tps"] < rows[1]["per_stream_tps"]
+    # Not asserted: per-stream tok/s falling with C. On this CPU-run toy model a decode step is overhead-bound, so
+    # one stream or four decode at about the same rate and noise orders them either way (CI saw 250.7 at C=4 vs
+    # 210.8 at C=1); that ordering is the server's physics, not the harness's. What the harness owns is that each
+    # step's window held C requests in flight: Little's law, completions/s × mean E2E ≈ C. The band is wider than
+    # the report's 10 % flag because a 10 s step of ~0.7 s requests holds ~14 completions (one more or less is 7 %).
+    for c, row in rows.items():
+        assert row["littles_law_c"] == pytest.approx(c, rel=0.25), (c, row["littles_law_c"])
 
 
 def test_max_tokens_below_reasoning_is_truncated_in_reasoning(vllm_server, tmp_path: Path) -> None:
