@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -27,6 +27,7 @@ __all__ = [
     "Profile",
     "ProfileError",
     "PromptSpec",
+    "RateSpec",
     "SloSpec",
     "UsableSpec",
     "default_profile_path",
@@ -212,6 +213,36 @@ class StepsSpec(_Model):
         return v
 
 
+class RateSpec(_Model):
+    """Open-loop rate steps (README "Open-loop rates"): in place of ``steps.concurrency``, each step sends requests
+    at ``rates[i]`` requests/s on a seeded ``arrival`` process, for ``steps.duration`` seconds.
+
+    ``arrival``: ``constant`` | ``poisson`` | ``gamma`` (:mod:`harness.arrivals`); ``burstiness`` is the gamma
+    process's coefficient of variation of inter-arrival gaps (1 = Poisson, > 1 burstier). ``max_concurrency``
+    caps requests in flight (an arrival waits for a free slot, and is timed from its scheduled time); without it
+    the step holds ``pool`` users, which is then the cap (the report warns when requests waited for it).
+    """
+
+    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    burstiness: float = Field(1.0, gt=0, description="gamma: coefficient of variation of the gaps")
+    rates: list[float] = Field(min_length=1, description="requests/s per step")
+    max_concurrency: int | None = Field(None, ge=1, description="requests in flight at most (users)")
+    pool: int = Field(256, ge=1, description="users per step without max_concurrency")
+    seed: int = 0
+
+    @field_validator("rates")
+    @classmethod
+    def _positive_rates(cls, v: list[float]) -> list[float]:
+        if any(not r > 0 for r in v):
+            raise ValueError("every rate must be > 0 requests/s")
+        return v
+
+    @property
+    def users(self) -> int:
+        """Users a rate step holds: ``max_concurrency`` when given, else ``pool``."""
+        return self.max_concurrency if self.max_concurrency is not None else self.pool
+
+
 _DEFAULT_TIMEOUTS = Timeouts()
 
 
@@ -374,10 +405,17 @@ class Profile(_Model):
     usable: UsableSpec | None = None
     cost: CostSpec | None = None
     slo: SloSpec | None = None
+    rate: RateSpec | None = None
+
+    @model_validator(mode="after")
+    def _rate_or_concurrency(self) -> Profile:
+        if self.rate is not None and "concurrency" in self.steps.model_fields_set:
+            raise ValueError("give either rate.rates or steps.concurrency, not both (rate steps replace them)")
+        return self
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:
-        if not self.steps.concurrency and self.single_stream.duration <= 0:
+        if self.rate is None and not self.steps.concurrency and self.single_stream.duration <= 0:
             raise ValueError("nothing to measure: steps.concurrency is empty and single_stream.duration is 0")
         return self
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import gevent
 
+from harness import rate as rate_mode
 from harness.client import Timeouts
 from harness.result import RequestIdentity
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
@@ -42,12 +43,14 @@ _DRAIN_MARGIN_S = 15.0
 
 @dataclass(frozen=True)
 class Stage:
-    """One phase after the warm-up: ``users`` held for ``duration`` seconds."""
+    """One phase after the warm-up: ``users`` held for ``duration`` seconds; a rate step (``rate`` requests/s, None
+    in a closed-loop phase) sends on its arrival schedule with at most ``users`` in flight."""
 
     phase: str
     step: int
     users: int
     duration: float
+    rate: float | None = None
 
 
 def plan_stages(ctx: RunContext) -> list[Stage]:
@@ -60,9 +63,28 @@ def plan_stages(ctx: RunContext) -> list[Stage]:
     stages = []
     if p.single_stream.duration > 0:
         stages.append(Stage("single", 0, 1, p.single_stream.duration))
+    if p.rate is not None:
+        return stages + rate_stages(ctx)
     for i, c in enumerate(p.steps.concurrency, start=1):
         stages.append(Stage("step", i, c, p.steps.duration))
     return stages
+
+
+def rate_stages(ctx: RunContext) -> list[Stage]:
+    """The rate steps of a profile with ``rate:``: one per rate, ``rate.users`` users, ``steps.duration`` s each."""
+    p = ctx.profile
+    assert p.rate is not None
+    return [Stage("step", i, p.rate.users, p.steps.duration, float(r)) for i, r in enumerate(p.rate.rates, start=1)]
+
+
+def _rate_phase_fields(st: Stage, ctx: RunContext) -> dict[str, object]:
+    """Extra ``phase_start`` keys of a rate step: ``rate`` (target requests/s), ``arrival``, ``burstiness``,
+    ``max_concurrency`` (None: uncapped but for the pool of ``concurrency`` users)."""
+    spec = ctx.profile.rate
+    if st.rate is None or spec is None:
+        return {}
+    return {"rate": st.rate, "arrival": spec.arrival, "burstiness": spec.burstiness,
+            "max_concurrency": spec.max_concurrency}
 
 
 class WarmupFailed(RuntimeError):
@@ -161,6 +183,8 @@ class ReasoningSweepShape(LoadTestShape):
         if idx < 0:
             if not ctx.finished:
                 ctx.finished = True
+                if ctx.profile.rate is not None:  # no arrival after the last step
+                    rate_mode.broadcast_step(self.runner, -1, None, ctx.profile.rate, time.time(), ctx.run_id)
                 if ctx.run_dir is not None:  # the last step ends here; in-flight requests drain after it
                     ctx.run_dir.write_phase({"event": "load_end", "wall": time.time()})
                 stop_timeout = self.runner.environment.stop_timeout if self.runner else 0.0
@@ -174,6 +198,7 @@ class ReasoningSweepShape(LoadTestShape):
         if idx != self._current:
             self._current = idx
             ctx.state = PhaseState(st.phase, st.step, st.users)
+            wall = time.time()
             if ctx.run_dir is not None:
                 ctx.run_dir.write_phase(
                     {
@@ -181,13 +206,17 @@ class ReasoningSweepShape(LoadTestShape):
                         "phase": st.phase,
                         "step": st.step,
                         "concurrency": st.users,
-                        "wall": time.time(),
+                        "wall": wall,
                         "planned_duration": st.duration if math.isfinite(st.duration) else None,
+                        **_rate_phase_fields(st, ctx),
                     }
                 )
-            log.info("llmload: phase %s step %d: %d users for %.0f s", st.phase, st.step, st.users, st.duration)
+            log.info("llmload: phase %s step %d: %d users for %.0f s%s", st.phase, st.step, st.users, st.duration,
+                     f" at {st.rate:g} req/s" if st.rate is not None else "")
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message())
+            if ctx.profile.rate is not None:
+                rate_mode.broadcast_step(self.runner, st.step, st.rate, ctx.profile.rate, wall, ctx.run_id)
         rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)
         return st.users, rate
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from locust import User, constant, task
+from locust import User, task
 
 import random
 import time
 
 import gevent
 
+from harness import rate
 from harness.metrics import IN_FLIGHT
 from harness.result import RequestIdentity, RequestResult
 from harness.runtime import context
@@ -42,9 +43,13 @@ class ReasoningChatUser(User):
     Every request is also written as one record (see :mod:`harness.records`) carrying the phase it started in.
     After a failed request the user pauses (0.25 s doubling to 10 s, at least ``Retry-After``) before its next
     one; a success resets the pause.
+
+    In a rate step (profile ``rate:``) the user is open-loop instead: it sends at the scheduled times of the
+    process's arrival schedule (:mod:`harness.rate`), each record carrying its ``scheduled_wall``.
     """
 
-    wait_time = constant(0)
+    #: 0 between requests in closed-loop phases; in rate steps the wait until the next scheduled arrival.
+    wait_time = rate.arrival_wait
 
     def on_start(self) -> None:
         ctx = context()
@@ -60,7 +65,10 @@ class ReasoningChatUser(User):
 
     @task
     def chat(self) -> None:
-        """Send one request from the mix and report it."""
+        """Send one request from the mix and report it (in a rate step: only when an arrival of it is due)."""
+        send, arrival = rate.take_arrival(self)
+        if not send:
+            return
         ctx = self.ctx
         st = ctx.state
         prompt, body = ctx.pick(self.rng)
@@ -76,6 +84,8 @@ class ReasoningChatUser(User):
         finally:
             IN_FLIGHT.dec()
         size = conn.rx_bytes - rx0
+        if arrival is not None:
+            res.scheduled_wall = arrival.wall
         ctx.record(res)
         exc = None
         if not res.ok:

@@ -16,11 +16,13 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import DEFAULT_SLICE_S
+from harness.records import read_phases
 from harness.report.cost import add_cost, usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.figures import step_row
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
+from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
 from harness.report.stats import percentile
 from harness.report.steady import steady_window
@@ -126,12 +128,14 @@ DEFINITIONS: dict[str, str] = {
     "slice mid-time (per hour), 95 % interval slope ± t(0.975, n − 2) × standard error, standard error = "
     "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
     f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
+    **RATE_DEFINITIONS,
 }
 
 
-#: Keys :func:`build_report` adds to each step row after ``step_row`` / ``add_cost`` (goodput, soak slices, drift);
-#: the columnar engine (:mod:`harness.report.columns`) does not compute them.
-SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift")
+#: Keys :func:`build_report` adds to each step row after ``step_row`` / ``add_cost`` (goodput, soak slices, drift,
+#: the rate figures of :mod:`harness.report.rate`); the columnar engine (:mod:`harness.report.columns`) does not
+#: compute them.
+SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift", "rate")
 
 
 def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -177,6 +181,11 @@ def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
     return (v if v > 0 and math.isfinite(v) else 1.0), True
 
 
+def profile_of(meta: dict[str, Any]) -> dict[str, Any]:
+    """The profile dict of run.json (empty when absent)."""
+    return _sub(meta, "profile")
+
+
 def _warmup(records: list[RequestResult]) -> dict[str, Any]:
     ok = [r for r in records if r.ok]
     e2e = [float(r.e2e) for r in records if r.e2e is not None]
@@ -202,7 +211,8 @@ def _steady_notes(r: dict[str, Any]) -> list[str]:
     out: list[str] = []
     lab, c = r["label"], r["concurrency"]
     little = r.get("littles_law_c")
-    if little is not None and r.get("littles_law_ok") is False and not r.get("low_confidence"):
+    open_loop = bool(r.get("rate"))  # a rate step's C is its cap / pool, not the requests kept in flight
+    if little is not None and r.get("littles_law_ok") is False and not r.get("low_confidence") and not open_loop:
         out.append(f"{lab}: Little's law does not hold: completions/s × mean E2E = {little:.2f} in flight, target "
                    f"C={c} ({100 * (little / c - 1):+.0f} %): the window is not steady at C={c} or the load "
                    "generator did not keep C requests in flight.")
@@ -276,7 +286,8 @@ def _notes(run: RunData, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
             )
         notes.extend(_steady_notes(r))
         users = r.get("users_seen") or 0
-        if r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]:
+        if (r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]
+                and not r.get("rate")):
             notes.append(f"{r['label']}: only {users} distinct users sent requests in this step (target "
                          f"{r['concurrency']}): a worker may have died or users failed to start; its figures are for "
                          f"about C={users}.")
@@ -337,6 +348,7 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         add_goodput(row, main, slo)
         row["slices"] = step_slices(row, main, slice_s)
         row["drift"] = step_drift(row["slices"])
+    add_rate(rows, read_phases(run.path), main, profile_of(meta))
     prompts = prompt_rows(main)
     placed = {p.step for p in steps}
     unplaced = sum(1 for r in main if r.step not in placed)
@@ -389,7 +401,7 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         "prompts": prompts,
         "definitions": dict(DEFINITIONS),
     }
-    rep["notes"] = _notes(run, rep, rows, unplaced)
+    rep["notes"] = _notes(run, rep, rows, unplaced) + rate_notes(rows)
     rep["notes"] += prompt_notes(prompts, _sub(meta, "profile")) + hidden_reasoning_notes(rows)
     if cost_problem:
         rep["notes"].append(cost_problem)

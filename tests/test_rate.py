@@ -1,0 +1,221 @@
+"""The rate mode at run time (:mod:`harness.rate`), its profile section and its stages in the shape."""
+
+from __future__ import annotations
+
+from locust.runners import MasterRunner
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import gevent
+import pytest
+
+from harness import rate
+from harness.config import Profile, ProfileError, load_profile
+from harness.rate import Arrival, ArrivalSchedule
+from harness.shapes import Stage, plan_stages
+from tests.test_shapes import FakeRunner, install, make_profile, new_shape
+
+PROFILES = Path(__file__).resolve().parent.parent / "profiles"
+
+
+@pytest.fixture(autouse=True)
+def _no_schedule_left() -> Iterator[None]:
+    yield
+    rate.end_schedule()
+    rate._DISPATCH.sched = None
+    rate._DISPATCH.idle.clear()
+
+
+def user(run_id: str = "r") -> Any:
+    return SimpleNamespace(ctx=SimpleNamespace(run_id=run_id))
+
+
+# -- the schedule ------------------------------------------------------------------------------------------
+
+
+def test_schedule_takes_this_process_share_in_order() -> None:
+    s = ArrivalSchedule(2, 4.0, "constant", 1.0, 0, t0_wall=100.0, slot=1, slots=2, run_id="r")
+    got = [s.take() for _ in range(3)]
+    assert got == [Arrival(2, 1, 100.25), Arrival(2, 3, 100.75), Arrival(2, 5, 101.25)]
+    assert s.taken == 3
+
+
+def test_each_step_has_its_own_sequence_and_every_worker_the_same_one() -> None:
+    a = [ArrivalSchedule(1, 5.0, "poisson", 1.0, 9, 0.0).take().wall for _ in range(1)]
+    s1, s2 = ArrivalSchedule(1, 5.0, "poisson", 1.0, 9, 0.0), ArrivalSchedule(2, 5.0, "poisson", 1.0, 9, 0.0)
+    w1 = [s1.take().wall for _ in range(5)]
+    assert w1 != [s2.take().wall for _ in range(5)]
+    assert a[0] == w1[0] == 0.0
+    again = ArrivalSchedule(1, 5.0, "poisson", 1.0, 9, 0.0)
+    assert [again.take().wall for _ in range(5)] == w1
+
+
+def test_dispatcher_hands_arrivals_at_their_time_to_the_last_idle_user() -> None:
+    t0 = time.time() + 0.05
+    rate.begin_step(ArrivalSchedule(1, 20.0, "constant", 1.0, 0, t0, run_id="r"))
+    u1, u2 = user(), user()
+    g1 = gevent.spawn(rate.arrival_wait, u1)
+    gevent.sleep(0.001)
+    g2 = gevent.spawn(rate.arrival_wait, u2)  # idle after u1: it gets the first arrival
+    g2.join(timeout=2)
+    assert g2.value == 0.0 and u2._llmload_arrival == Arrival(1, 0, t0)
+    assert time.time() >= t0 - 1e-3
+    g1.join(timeout=2)
+    assert u1._llmload_arrival == Arrival(1, 1, t0 + 0.05)
+    assert rate.take_arrival(u1) == (True, Arrival(1, 1, t0 + 0.05))
+    assert u1._llmload_arrival is None
+
+
+def test_arrivals_no_user_was_idle_for_wait_and_go_oldest_first() -> None:
+    t0 = time.time()
+    rate.begin_step(ArrivalSchedule(1, 100.0, "constant", 1.0, 0, t0, run_id="r"))
+    gevent.sleep(0.1)  # ~10 arrivals due, no user idle (all busy: the cap)
+    assert rate.pending() >= 5
+    u = user()
+    before = time.time()
+    rate.arrival_wait(u)
+    assert time.time() - before < 0.01  # taken at once, late
+    assert u._llmload_arrival == Arrival(1, 0, t0)
+    rate.end_schedule()
+    assert rate.pending() == 0
+
+
+def test_take_arrival_outside_and_inside_a_rate_step() -> None:
+    u = user()
+    assert rate.arrival_wait(u) == 0.0 and rate.take_arrival(u) == (True, None)  # closed loop: send now
+    rate.begin_step(ArrivalSchedule(3, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    assert rate.take_arrival(u) == (False, None)  # the first task of a rate step: wait for an arrival first
+    u._llmload_arrival = Arrival(2, 7, 0.0)  # an arrival of an ended step is dropped
+    assert rate.take_arrival(u) == (False, None)
+    other = user("another-run")  # a schedule of another run is no schedule
+    assert rate.schedule("another-run") is None and rate.take_arrival(other) == (True, None)
+
+
+def test_a_user_killed_while_waiting_leaves_no_idle_slot() -> None:
+    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    g = gevent.spawn(rate.arrival_wait, user())
+    gevent.sleep(0.01)
+    assert len(rate._DISPATCH.idle) == 1
+    g.kill()
+    assert rate._DISPATCH.idle == []
+
+
+def test_after_the_load_ends_waiting_users_get_nothing() -> None:
+    t0 = time.time() + 0.05
+    rate.begin_step(ArrivalSchedule(1, 100.0, "constant", 1.0, 0, t0, run_id="r"))
+    rate.end_schedule()
+    g = gevent.spawn(rate.arrival_wait, user())
+    g.join(timeout=0.2)
+    assert not g.dead  # still waiting (Locust kills it when it stops the user)
+    g.kill()
+
+
+# -- master / worker ---------------------------------------------------------------------------------------
+
+
+class _Node(SimpleNamespace):
+    pass
+
+
+def _fake_master(ids: list[str]) -> Any:
+    m = MasterRunner.__new__(MasterRunner)
+    m.greenlet = None  # (Runner.__del__ reads it)
+    m.clients = {i: _Node(id=i, state="running") for i in ids}  # type: ignore[assignment]
+    sent: list[tuple[str, Any]] = []
+    m.send_message = lambda t, d, client_id=None: sent.append((t, d))  # type: ignore[method-assign]
+    m.sent = sent  # type: ignore[attr-defined]
+    return m
+
+
+def test_master_sends_the_schedule_with_the_workers_in_slot_order_and_dispatches_nothing() -> None:
+    spec = SimpleNamespace(arrival="gamma", burstiness=2.0, seed=5)
+    m = _fake_master(["w-b", "w-a"])
+    rate.broadcast_step(m, 2, 7.5, spec, 1000.0, "run1")
+    assert m.sent == [(rate.MSG_RATE, {"step": 2, "rate": 7.5, "arrival": "gamma", "burstiness": 2.0, "seed": 5,
+                                       "t0_wall": 1000.0 + rate.LEAD_S, "workers": ["w-a", "w-b"],
+                                       "run_id": "run1"})]
+    assert rate.schedule("run1") is None
+    rate.broadcast_step(m, -1, None, spec, 1010.0, "run1")
+    assert m.sent[-1] == (rate.MSG_RATE, {"step": -1, "rate": None})
+
+
+def test_each_worker_takes_its_slot_and_together_they_take_every_arrival_once() -> None:
+    spec = SimpleNamespace(arrival="poisson", burstiness=1.0, seed=5)
+    m = _fake_master(["w-0", "w-1", "w-2"])
+    rate.broadcast_step(m, 1, 9.0, spec, 1000.0, "run1")
+    data = m.sent[0][1]
+    taken = []
+    for wid in ("w-0", "w-1", "w-2"):
+        env = SimpleNamespace(runner=SimpleNamespace(client_id=wid))
+        rate._on_rate(env, SimpleNamespace(data=data))
+        s = rate.schedule("run1")
+        assert s is not None and s.slots == 3 and s.slot == int(wid[-1])
+        rate.end_schedule()
+        taken += [s.take() for _ in range(20)]
+    whole = ArrivalSchedule(1, 9.0, "poisson", 1.0, 5, 1000.0 + rate.LEAD_S)
+    assert sorted(taken, key=lambda a: a.index) == [whole.take() for _ in range(60)]
+
+
+def test_a_worker_missing_from_the_split_sends_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    env = SimpleNamespace(runner=SimpleNamespace(client_id="late-joiner"))
+    data = {"step": 1, "rate": 2.0, "arrival": "poisson", "burstiness": 1.0, "seed": 0, "t0_wall": 0.0,
+            "workers": ["w-0"], "run_id": "r"}
+    rate._on_rate(env, SimpleNamespace(data=data))
+    assert rate._DISPATCH.greenlet is None and "not in the master's rate split" in caplog.text
+
+
+# -- profile and stages ------------------------------------------------------------------------------------
+
+
+def rate_profile(**rate_over: Any) -> Profile:
+    r = {"rates": [2, 5.5], "max_concurrency": 3, **rate_over}
+    return make_profile(steps={"duration": 10, "drain_timeout": 5}, rate=r)
+
+
+def test_rate_stages_follow_the_single_stream_phase() -> None:
+    p = rate_profile()
+    assert plan_stages(SimpleNamespace(profile=p)) == [  # type: ignore[arg-type]
+        Stage("single", 0, 1, 5.0), Stage("step", 1, 3, 10.0, 2.0), Stage("step", 2, 3, 10.0, 5.5)]
+    assert rate_profile(max_concurrency=None, pool=40).rate.users == 40  # type: ignore[union-attr]
+
+
+def test_rate_profile_errors_name_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("prompts: [{id: p, text: hi}]\nsteps: {concurrency: [2]}\nrate: {rates: [1]}\n")
+    with pytest.raises(ProfileError, match=r"give either rate\.rates or steps\.concurrency"):
+        load_profile(bad)
+    bad.write_text("prompts: [{id: p, text: hi}]\nrate: {rates: [1, 0], arrival: bursty}\n")
+    with pytest.raises(ProfileError) as e:
+        load_profile(bad)
+    assert "rate.rates: every rate must be > 0" in str(e.value) and "rate.arrival:" in str(e.value)
+
+
+def test_shipped_rate_sweep_profile_loads() -> None:
+    p = load_profile(PROFILES / "rate-sweep.yaml")
+    assert p.rate is not None and len(p.rate.rates) >= 2
+
+
+def test_tick_writes_the_rate_and_starts_the_local_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import shapes
+    from tests.test_shapes import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(shapes, "time", clock)
+    ctx, run_dir = install(rate_profile())
+    ctx.run_id = "r"
+    shape = new_shape(FakeRunner(stop_timeout=5))
+    assert shape.tick() == (1, 1.0)  # single stream: closed loop
+    assert rate.schedule("r") is None
+    clock.at(5.0)
+    assert shape.tick() == (3, 3.0)
+    ev = run_dir.phases[-1]
+    assert (ev["step"], ev["rate"], ev["arrival"], ev["max_concurrency"]) == (1, 2.0, "poisson", 3)
+    s = rate.schedule("r")
+    assert s is not None and (s.step, s.rate, s.t0_wall) == (1, 2.0, ev["wall"] + rate.LEAD_S)
+    clock.at(25.0)
+    assert shape.tick() == (0, 3.0)  # load end: the dispatcher stops
+    assert rate._DISPATCH.greenlet is None
