@@ -409,7 +409,8 @@ class Profile(_Model):
 
     @model_validator(mode="after")
     def _rate_or_concurrency(self) -> Profile:
-        if self.rate is not None and "concurrency" in self.steps.model_fields_set:
+        # (compared with the default, not "was it set": the profile a master sends its workers has every key set)
+        if self.rate is not None and self.steps.concurrency != StepsSpec().concurrency:
             raise ValueError("give either rate.rates or steps.concurrency, not both (rate steps replace them)")
         return self
 

@@ -230,19 +230,29 @@ def _on_init(environment: Any, runner: Any, **_: Any) -> None:
         runner.register_message(MSG_RATE, _on_rate)
 
 
-def _active(user: Any) -> ArrivalSchedule | None:
-    """The schedule ``user`` (of the run ``user.ctx.run_id``) follows, None in a closed-loop phase."""
+def _in_rate_step(user: Any) -> bool:
+    """``user``'s process is in a rate step: its profile has ``rate:`` and its phase is a load step."""
+    ctx = getattr(user, "ctx", None)
+    profile = getattr(ctx, "profile", None)
+    state = getattr(ctx, "state", None)
+    return getattr(profile, "rate", None) is not None and getattr(state, "phase", None) == "step"
+
+
+def _schedule_of(user: Any) -> ArrivalSchedule | None:
+    """The schedule of ``user``'s run and current step, None when there is none (yet)."""
     sched = _DISPATCH.sched
-    if sched is None:
+    ctx = user.ctx
+    if sched is None or sched.run_id != ctx.run_id or sched.step != ctx.state.step:
         return None
-    return sched if getattr(getattr(user, "ctx", None), "run_id", "") == sched.run_id else None
+    return sched
 
 
 def arrival_wait(user: Any) -> float:
     """A user's Locust ``wait_time``: 0 in a closed-loop phase; in a rate step, block until the dispatcher hands
-    this user an arrival (kept on the user as ``_llmload_arrival``), then 0. Locust kills a user stopping while
-    it waits here at once."""
-    if _active(user) is None:
+    this user an arrival (kept on the user as ``_llmload_arrival``), then 0. A user that enters a rate step before
+    its schedule arrived (a worker gets the phase message, then the rate message) waits for it likewise. Locust
+    kills a user stopping while it waits here at once."""
+    if not _in_rate_step(user):
         user._llmload_arrival = None
         return 0.0
     user._llmload_arrival = _DISPATCH.wait()
@@ -253,15 +263,16 @@ def take_arrival(user: Any) -> tuple[bool, Arrival | None]:
     """In a user's task, before it sends: ``(send, arrival)``.
 
     ``(True, None)``: a closed-loop phase, send now. ``(True, arrival)``: a rate step and the arrival handed to
-    the user in :func:`arrival_wait` is this step's: send it now (record ``scheduled_wall = arrival.wall``).
-    ``(False, None)``: a rate step but no arrival of this step in hand (the user's first task, or its arrival
-    belongs to an ended step): send nothing this time, the next wait takes one.
+    the user in :func:`arrival_wait` belongs to this step's schedule: send it now (record
+    ``scheduled_wall = arrival.wall``). ``(False, None)``: a rate step but no arrival of this step's schedule in
+    hand (the user's first task, its arrival belongs to an ended step, or the schedule has not arrived yet): send
+    nothing this time, the next wait takes one.
     """
     a: Arrival | None = getattr(user, "_llmload_arrival", None)
     user._llmload_arrival = None
-    sched = _active(user)
-    if sched is None:
+    if not _in_rate_step(user):
         return True, None
-    if a is None or a.step != sched.step:
+    sched = _schedule_of(user)
+    if a is None or sched is None or a.step != sched.step:
         return False, None
     return True, a

@@ -30,8 +30,11 @@ def _no_schedule_left() -> Iterator[None]:
     rate._DISPATCH.idle.clear()
 
 
-def user(run_id: str = "r") -> Any:
-    return SimpleNamespace(ctx=SimpleNamespace(run_id=run_id))
+def user(run_id: str = "r", step: int = 1, phase: str = "step", rate_mode: bool = True) -> Any:
+    """A stand-in user: its context's run id, phase state and whether the profile has ``rate:``."""
+    profile = SimpleNamespace(rate=object() if rate_mode else None)
+    state = SimpleNamespace(phase=phase, step=step)
+    return SimpleNamespace(ctx=SimpleNamespace(run_id=run_id, profile=profile, state=state))
 
 
 # -- the schedule ------------------------------------------------------------------------------------------
@@ -85,14 +88,34 @@ def test_arrivals_no_user_was_idle_for_wait_and_go_oldest_first() -> None:
 
 
 def test_take_arrival_outside_and_inside_a_rate_step() -> None:
-    u = user()
-    assert rate.arrival_wait(u) == 0.0 and rate.take_arrival(u) == (True, None)  # closed loop: send now
+    for closed in (user(rate_mode=False), user(phase="single", step=0)):  # closed loop: send now, no wait
+        assert rate.arrival_wait(closed) == 0.0 and rate.take_arrival(closed) == (True, None)
+    u = user(step=3)
     rate.begin_step(ArrivalSchedule(3, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
     assert rate.take_arrival(u) == (False, None)  # the first task of a rate step: wait for an arrival first
     u._llmload_arrival = Arrival(2, 7, 0.0)  # an arrival of an ended step is dropped
     assert rate.take_arrival(u) == (False, None)
-    other = user("another-run")  # a schedule of another run is no schedule
-    assert rate.schedule("another-run") is None and rate.take_arrival(other) == (True, None)
+    u._llmload_arrival = Arrival(3, 0, 0.0)
+    assert rate.take_arrival(u) == (True, Arrival(3, 0, 0.0))
+    other = user("another-run", step=3)  # a schedule of another run is not its schedule: it waits for its own
+    other._llmload_arrival = Arrival(3, 0, 0.0)
+    assert rate.schedule("another-run") is None and rate.take_arrival(other) == (False, None)
+
+
+def test_a_user_in_a_rate_step_before_its_schedule_waits_for_it() -> None:
+    """A worker gets the phase message, then the rate message: a user finishing a closed-loop request in between
+    must not send closed-loop in the rate step; it waits and gets the step's first arrival."""
+    rate.begin_step(ArrivalSchedule(1, 50.0, "constant", 1.0, 0, time.time() - 10, run_id="r"))
+    rate.end_schedule()  # step 1 over
+    u = user(step=2)
+    assert rate.take_arrival(u) == (False, None)
+    g = gevent.spawn(rate.arrival_wait, u)
+    gevent.sleep(0.05)
+    assert not g.dead  # no schedule of step 2 yet
+    t0 = time.time()
+    rate.begin_step(ArrivalSchedule(2, 50.0, "constant", 1.0, 0, t0, run_id="r"))
+    g.join(timeout=1)
+    assert u._llmload_arrival == Arrival(2, 0, t0) and rate.take_arrival(u) == (True, Arrival(2, 0, t0))
 
 
 def test_a_user_killed_while_waiting_leaves_no_idle_slot() -> None:
