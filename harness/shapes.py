@@ -28,8 +28,9 @@ import gevent
 
 from harness import rate as rate_mode
 from harness.client import Timeouts
-from harness.result import RequestIdentity
+from harness.result import RequestIdentity, RequestResult
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
+from harness.search import CapacitySearch, measure_step
 
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
 
@@ -63,6 +64,8 @@ def plan_stages(ctx: RunContext) -> list[Stage]:
     stages = []
     if p.single_stream.duration > 0:
         stages.append(Stage("single", 0, 1, p.single_stream.duration))
+    if p.search is not None:  # the search appends its steps as it goes (SearchDriver)
+        return stages
     if p.rate is not None:
         return stages + rate_stages(ctx)
     for i, c in enumerate(p.steps.concurrency, start=1):
@@ -87,6 +90,67 @@ def _rate_phase_fields(st: Stage, ctx: RunContext) -> dict[str, object]:
             "max_concurrency": spec.max_concurrency}
 
 
+#: Seconds a search step is held past its end before it is measured: the workers' last records of its window
+#: arrive (they send every 0.5 s). The next step starts after it.
+SEARCH_SETTLE_S = 1.0
+
+
+class SearchDriver:
+    """The SLO capacity search on the master (:mod:`harness.search`): collects the records written to the run
+    directory and, when a search step's time is up (plus :data:`SEARCH_SETTLE_S`), measures it and picks the next
+    setting. Its outcome is written to ``phases.jsonl`` as a ``search`` event (``result``:
+    :meth:`harness.search.CapacitySearch.result`) before the load ends."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        spec = ctx.profile.search
+        assert spec is not None
+        self.ctx = ctx
+        self.spec = spec
+        self.search = CapacitySearch(spec.axis, spec.low, spec.high, spec.tolerance, spec.max_steps)
+        self.records: list[RequestResult] = []
+        if ctx.run_dir is not None:
+            ctx.run_dir.on_record.add_listener(self.records.append)
+        self.settle_until: float | None = None
+        self.measured: set[int] = set()
+
+    def stage(self, setting: float, step: int) -> Stage:
+        """The step probing ``setting``: ``setting`` users, or the rate section's users at ``setting`` req/s."""
+        d = self.ctx.profile.steps.duration
+        if self.spec.axis == "rate":
+            spec = self.ctx.profile.rate
+            assert spec is not None
+            return Stage("step", step, spec.users, d, float(setting))
+        return Stage("step", step, int(setting), d)
+
+    def next_stage(self, last: Stage | None, phase_wall: float | None) -> Stage | bool | None:
+        """After ``last`` (None: no stage yet) ran out: True to hold it (settling), else the next step, or None when
+        the search is done (its ``search`` event written)."""
+        if last is not None and last.phase == "step" and last.step not in self.measured:
+            now = time.perf_counter()
+            if self.settle_until is None:
+                self.settle_until = now + SEARCH_SETTLE_S
+            if now < self.settle_until:
+                return True
+            self.settle_until = None
+            self.measured.add(last.step)
+            setting = float(last.rate if last.rate is not None else last.users)
+            probe = measure_step(setting, last.step, float(phase_wall or 0.0), time.time(), self.records,
+                                 dict(self.spec.slo), schedule_relative=self.spec.axis == "rate")
+            self.search.observe(probe)
+            log.info("llmload: search step %d at %g: %s (%s)", last.step, setting, "meets the SLOs" if probe.passed
+                     else "FAILS the SLOs", ", ".join(f"{k} {v['value']}" for k, v in probe.figures.items())
+                     or probe.reason)
+        nxt = self.search.next_setting()
+        if nxt is None:
+            result = self.search.result()
+            log.info("llmload: search done: %s", result["verdict"])
+            if self.ctx.run_dir is not None:
+                self.ctx.run_dir.write_phase({"event": "search", "wall": time.time(), "result": result})
+            return None
+        step = (last.step if last is not None and last.phase == "step" else 0) + 1
+        return self.stage(nxt, step)
+
+
 class WarmupFailed(RuntimeError):
     """Every warm-up request failed: the server is not ready, and no figure would be meaningful."""
 
@@ -106,6 +170,8 @@ class ReasoningSweepShape(LoadTestShape):
         self._drain: tuple[float, int] | None = None  # (deadline, users of the last stage) while draining
         self._idle_since: float | None = None
         self.warmup_error: str | None = None
+        self._search: SearchDriver | None = None
+        self._phase_wall: float | None = None
 
     def _warmup(self, ctx: RunContext) -> None:
         w = ctx.profile.warmup
@@ -163,6 +229,8 @@ class ReasoningSweepShape(LoadTestShape):
             self._ctx = ctx
         if self._stages is None:
             self._stages = plan_stages(ctx)
+            if ctx.profile.search is not None and ctx.fixed is None:
+                self._search = SearchDriver(ctx)
             self._warmup(ctx)
             if self.warmup_error:
                 return None
@@ -180,6 +248,15 @@ class ReasoningSweepShape(LoadTestShape):
             if elapsed < acc:
                 idx = i
                 break
+        if idx < 0 and self._search is not None and not ctx.finished:
+            ran = self._stages[self._current] if self._current >= 0 else None
+            nxt = self._search.next_stage(ran, self._phase_wall)
+            if nxt is True and ran is not None:  # settling: hold the last step a little longer
+                return ran.users, float(ran.users)
+            if isinstance(nxt, Stage):
+                self._stages.append(nxt)
+                self._t0 += elapsed - acc  # the new step starts now, not when the last one's time ran out
+                elapsed, idx = acc, len(self._stages) - 1
         if idx < 0:
             if not ctx.finished:
                 ctx.finished = True
@@ -199,6 +276,7 @@ class ReasoningSweepShape(LoadTestShape):
             self._current = idx
             ctx.state = PhaseState(st.phase, st.step, st.users)
             wall = time.time()
+            self._phase_wall = wall
             if ctx.run_dir is not None:
                 ctx.run_dir.write_phase(
                     {

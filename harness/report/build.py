@@ -23,6 +23,7 @@ from harness.report.figures import step_row
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, RunData, load_run
 from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
+from harness.report.search import SEARCH_DEFINITIONS, search_result
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
 from harness.report.stats import percentile
 from harness.report.steady import steady_window
@@ -129,6 +130,7 @@ DEFINITIONS: dict[str, str] = {
     "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
     f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
     **RATE_DEFINITIONS,
+    **SEARCH_DEFINITIONS,
 }
 
 
@@ -317,9 +319,10 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Returns:
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
-        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, definitions, notes``. ``steps`` holds one row per
-        single-stream phase / load step (:func:`harness.report.figures.step_row`, with ``cost``:
-        :func:`harness.report.cost.add_cost`);
+        cost_usd_per_hour, slice_s, slo, slo_capacity, search, prompts, definitions, notes``. ``search``: the SLO
+        capacity search's outcome (:func:`harness.report.search.search_result`; None without one). ``steps`` holds
+        one row per single-stream phase / load step (:func:`harness.report.figures.step_row`, with ``cost``:
+        :func:`harness.report.cost.add_cost`; ``rate``: :func:`harness.report.rate.add_rate`);
         ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
         class (:func:`harness.report.diagnosis.prompt_rows`). Each row also has the goodput keys
         (:func:`harness.report.goodput.add_goodput`; None without ``slo``), ``slices`` (soak slices,
@@ -348,7 +351,8 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         add_goodput(row, main, slo)
         row["slices"] = step_slices(row, main, slice_s)
         row["drift"] = step_drift(row["slices"])
-    add_rate(rows, read_phases(run.path), main, profile_of(meta))
+    events = read_phases(run.path)
+    add_rate(rows, events, main, profile_of(meta))
     prompts = prompt_rows(main)
     placed = {p.step for p in steps}
     unplaced = sum(1 for r in main if r.step not in placed)
@@ -398,6 +402,7 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         "slice_s": slice_s,
         "slo": slo.model_dump() if slo is not None else None,
         "slo_capacity": slo_capacity(rows, slo),
+        "search": search_result(events),
         "prompts": prompts,
         "definitions": dict(DEFINITIONS),
     }

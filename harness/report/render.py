@@ -14,6 +14,7 @@ from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.report import fmt
 from harness.report.fmt import DASH, wrap_markdown
 from harness.report.rate import RATE_TABLE_HEADER, rate_table_rows
+from harness.report.search import search_lines
 
 __all__ = ["render_markdown"]
 
@@ -339,6 +340,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     if foot or errs or starved or any(r.get("low_confidence") for r in rep["steps"]):
         lines.append("")
 
+    lines += search_lines(rep.get("search"))
     rate_rows = rate_table_rows(rep["steps"])
     if rate_rows:
         lines += ["## Open-loop rates", "",
