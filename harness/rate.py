@@ -124,6 +124,8 @@ class _Dispatcher:
         self.idle: list[AsyncResult] = []
         self.pending: deque[Arrival] = deque()
         self.greenlet: Any = None
+        #: (run id, step) of a load step announced closed-loop (the web UI's fixed mode of a rate profile).
+        self.closed: tuple[str, int] | None = None
 
     def halt(self) -> None:
         """Stop dispatching: no more arrivals; users waiting for one keep waiting (until Locust stops them)."""
@@ -135,7 +137,17 @@ class _Dispatcher:
     def begin(self, sched: ArrivalSchedule) -> None:
         self.halt()
         self.sched = sched
+        self.closed = None
         self.greenlet = gevent.spawn(self._run, sched)
+
+    def close_loop(self, run_id: str, step: int) -> None:
+        """Step ``step`` of run ``run_id`` is closed-loop: no schedule, and every waiting user is released."""
+        self.halt()
+        self.sched = None
+        self.closed = (run_id, step)
+        idle, self.idle = self.idle, []
+        for ev in idle:
+            ev.set(None)
 
     def _run(self, sched: ArrivalSchedule) -> None:
         while True:
@@ -148,8 +160,8 @@ class _Dispatcher:
             else:
                 self.pending.append(a)
 
-    def wait(self) -> Arrival:
-        """Block until an arrival is handed to the caller."""
+    def wait(self) -> Arrival | None:
+        """Block until an arrival is handed to the caller (None: released, the step is closed-loop)."""
         if self.pending:
             return self.pending.popleft()
         ev: AsyncResult = AsyncResult()
@@ -186,16 +198,24 @@ def pending() -> int:
     return len(_DISPATCH.pending)
 
 
-def broadcast_step(runner: Any, step: int, rate: float | None, spec: Any, start_wall: float, run_id: str) -> None:
-    """Master / single process, at a rate step's start: set up the step's schedule everywhere.
+def broadcast_step(runner: Any, step: int, rate: float | None, spec: Any, start_wall: float, run_id: str,
+                   closed: bool = False) -> None:
+    """Master / single process, at a phase start of a profile with ``rate:``: set up the step's schedule
+    everywhere.
 
-    ``rate`` None (the load ended) stops every schedule. ``spec`` is the profile's :class:`harness.config.RateSpec`;
-    ``run_id`` the run's id. On a master the workers' slots are their client ids, sorted.
+    ``rate`` None: with ``closed``, the phase ``step`` is closed-loop (the single stream, or the web UI's fixed
+    mode): users waiting for an arrival are released and send closed-loop; without it (the load ended) every
+    schedule stops and waiting users keep waiting until Locust stops them. ``spec`` is the profile's
+    :class:`harness.config.RateSpec`; ``run_id`` the run's id. On a master the workers' slots are their client ids,
+    sorted.
     """
     if rate is None:
-        end_schedule()
+        if closed:
+            _DISPATCH.close_loop(run_id, step)
+        else:
+            end_schedule()
         if isinstance(runner, MasterRunner):
-            runner.send_message(MSG_RATE, {"step": step, "rate": None})
+            runner.send_message(MSG_RATE, {"step": step, "rate": None, "closed": closed, "run_id": run_id})
         return
     sched = ArrivalSchedule(step, rate, spec.arrival, spec.burstiness, spec.seed, start_wall + LEAD_S,
                             run_id=run_id)
@@ -210,7 +230,10 @@ def _on_rate(environment: Any, msg: Any, **_: Any) -> None:
     """Worker: a ``llmload_rate`` message: hold this worker's share of the step's schedule."""
     data = msg.data
     if data.get("rate") is None:
-        end_schedule()
+        if data.get("closed"):
+            _DISPATCH.close_loop(str(data.get("run_id") or ""), int(data["step"]))
+        else:
+            end_schedule()
         return
     runner = environment.runner
     ids = list(data.get("workers") or [])
@@ -231,11 +254,14 @@ def _on_init(environment: Any, runner: Any, **_: Any) -> None:
 
 
 def _in_rate_step(user: Any) -> bool:
-    """``user``'s process is in a rate step: its profile has ``rate:`` and its phase is a load step."""
+    """``user``'s process is in a rate step: its profile has ``rate:``, its phase is a load step, and that step was
+    not announced closed-loop."""
     ctx = getattr(user, "ctx", None)
     profile = getattr(ctx, "profile", None)
     state = getattr(ctx, "state", None)
-    return getattr(profile, "rate", None) is not None and getattr(state, "phase", None) == "step"
+    if getattr(profile, "rate", None) is None or getattr(state, "phase", None) != "step":
+        return False
+    return _DISPATCH.closed != (getattr(ctx, "run_id", ""), getattr(state, "step", None))
 
 
 def _schedule_of(user: Any) -> ArrivalSchedule | None:

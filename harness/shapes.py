@@ -294,7 +294,8 @@ class ReasoningSweepShape(LoadTestShape):
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message())
             if ctx.profile.rate is not None:
-                rate_mode.broadcast_step(self.runner, st.step, st.rate, ctx.profile.rate, wall, ctx.run_id)
+                rate_mode.broadcast_step(self.runner, st.step, st.rate, ctx.profile.rate, wall, ctx.run_id,
+                                         closed=st.rate is None)
         rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)
         return st.users, rate
 

@@ -137,6 +137,32 @@ def test_after_the_load_ends_waiting_users_get_nothing() -> None:
     g.kill()
 
 
+def test_a_step_announced_closed_loop_releases_waiting_users_and_sends_closed_loop() -> None:
+    """The web UI's fixed mode of a rate profile: the phase message, then a closed-loop rate message. A worker's
+    user that entered the step in between waits, then is released and sends closed-loop."""
+    u = user(step=1)
+    g = gevent.spawn(rate.arrival_wait, u)
+    gevent.sleep(0.01)
+    assert not g.dead  # a rate profile's load step, no schedule yet: it waits
+    env = SimpleNamespace(runner=SimpleNamespace(client_id="w"))
+    rate._on_rate(env, SimpleNamespace(data={"step": 1, "rate": None, "closed": True, "run_id": "r"}))
+    g.join(timeout=1)
+    assert g.value == 0.0 and u._llmload_arrival is None
+    assert rate.take_arrival(u) == (True, None) and rate.arrival_wait(u) == 0.0
+    assert rate.take_arrival(user(step=2)) == (False, None)  # another step of the run is not closed-loop
+
+
+def test_the_load_end_does_not_release_waiting_users() -> None:
+    u = user(step=1)
+    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    g = gevent.spawn(rate.arrival_wait, u)
+    gevent.sleep(0.01)
+    rate.broadcast_step(None, -1, None, None, time.time(), "r")
+    g.join(timeout=0.1)
+    assert not g.dead  # Locust stops it; no closed-loop request after the load end
+    g.kill()
+
+
 # -- master / worker ---------------------------------------------------------------------------------------
 
 
@@ -163,7 +189,7 @@ def test_master_sends_the_schedule_with_the_workers_in_slot_order_and_dispatches
                                        "run_id": "run1"})]
     assert rate.schedule("run1") is None
     rate.broadcast_step(m, -1, None, spec, 1010.0, "run1")
-    assert m.sent[-1] == (rate.MSG_RATE, {"step": -1, "rate": None})
+    assert m.sent[-1] == (rate.MSG_RATE, {"step": -1, "rate": None, "closed": False, "run_id": "run1"})
 
 
 def test_each_worker_takes_its_slot_and_together_they_take_every_arrival_once() -> None:

@@ -145,3 +145,77 @@ def test_a_search_profile_round_trips_to_the_workers() -> None:
 def test_shipped_slo_search_profile_loads() -> None:
     p = load_profile(PROFILES / "slo-search.yaml")
     assert p.search is not None and p.search.slo
+
+
+# -- the shape's search driver --------------------------------------------------------------------------------
+
+
+def test_the_shape_runs_the_search_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ticks through a concurrency search (fake clock): each step is held 1 s past its time, measured from the
+    records written so far, and the next one chosen; the outcome is a ``search`` event before ``load_end``."""
+    from dataclasses import dataclass, field
+
+    from harness import shapes
+    from harness.records import EventHook
+    from harness.runtime import RunContext, current
+    from tests.test_shapes import WALL0, FakeClock, FakeRunDir, FakeRunner, new_shape
+
+    @dataclass
+    class HookedRunDir(FakeRunDir):
+        on_record: Any = field(default_factory=EventHook)
+
+        def write_record(self, record: RequestResult) -> None:
+            super().write_record(record)
+            self.on_record.fire(record)
+
+    clock = FakeClock()
+    monkeypatch.setattr(shapes, "time", clock)
+    profile = Profile.model_validate({
+        "name": "s", "prompts": [{"id": "p", "text": "hi"}], "warmup": {"enabled": False},
+        "single_stream": {"duration": 0}, "steps": {"duration": 10, "drain_timeout": 5},
+        "search": {"low": 2, "high": 8, "tolerance": 2, "slo": {"ttft_p99_s": 0.5}},
+    })
+    run_dir = HookedRunDir()
+    ctx = RunContext(profile, "http://127.0.0.1:9/v1", "m", "local", run_dir=run_dir)  # type: ignore[arg-type]
+    current().ctx = ctx
+    try:
+        shape = new_shape(FakeRunner(stop_timeout=5))
+
+        def serve(users: int, t0: float, ttft: float) -> None:
+            """Closed-loop records of ``users`` users over 10 s from ``t0`` (1 s requests)."""
+            for u in range(users):
+                for k in range(10):
+                    start = WALL0 + t0 + k + 0.001 * u
+                    run_dir.write_record(RequestResult("p", "p", f"u{u}", "step", ctx.state.step, users, None,
+                                                       start_wall=start, ttft=ttft, e2e=0.999, ok=True))
+
+        assert shape.tick() == (2, 2.0)  # low first
+        serve(2, 0.0, ttft=0.1)
+        clock.at(10.2)
+        assert shape.tick() == (2, 2.0)  # held while the last records arrive
+        clock.at(11.3)
+        assert shape.tick() == (8, 8.0)  # 2 passed: high next
+        serve(8, 11.3, ttft=0.9)
+        clock.at(22.5)
+        assert shape.tick() == (8, 8.0)
+        clock.at(23.6)
+        assert shape.tick() == (5, 5.0)  # 8 failed: bisect
+        serve(5, 23.6, ttft=0.2)
+        clock.at(34.7)
+        shape.tick()
+        clock.at(35.8)
+        assert shape.tick() == (6, 6.0)  # 5 passed, 8 failed: 6
+        serve(6, 35.8, ttft=0.8)
+        clock.at(46.9)
+        shape.tick()
+        clock.at(48.0)
+        assert shape.tick() == (0, 6.0)  # 6 failed: 5..6 within the tolerance: done, load ends
+        kinds = [e["event"] for e in run_dir.phases]
+        assert kinds == ["phase_start"] * 4 + ["search", "load_end"]
+        res = run_dir.phases[4]["result"]
+        assert [p["setting"] for p in res["probes"]] == [2, 8, 5, 6]
+        assert res["highest_pass"]["setting"] == 5 and res["lowest_fail"]["setting"] == 6 and res["converged"]
+        assert [e["concurrency"] for e in run_dir.phases[:4]] == [2, 8, 5, 6]
+        assert run_dir.phases[1]["wall"] == pytest.approx(WALL0 + 11.3)  # each step starts when it is chosen
+    finally:
+        current().ctx = None
