@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-__all__ = ["ARRIVAL_KINDS", "arrival_offsets", "interarrival_gaps"]
+__all__ = ["ARRIVAL_KINDS", "arrival_offsets", "arrivals_before", "interarrival_gaps"]
 
 #: The arrival processes :func:`interarrival_gaps` draws.
 ARRIVAL_KINDS = ("constant", "poisson", "gamma")
@@ -76,6 +76,22 @@ def arrival_offsets(
         raise ValueError(f"slot {slot} not in range(slots={slots})")
     gaps = interarrival_gaps(kind, rate, burstiness, seed)
     return _share(gaps, slot, slots)
+
+
+def arrivals_before(kind: str, rate: float, burstiness: float, seed: int | str, span: float) -> int:
+    """How many arrivals of the whole sequence (all slots) fall at offsets < ``span`` seconds.
+
+    Raises:
+        ValueError: as :func:`interarrival_gaps`.
+    """
+    if span <= 0:
+        return 0
+    gaps = interarrival_gaps(kind, rate, burstiness, seed)
+    n, t = 0, 0.0
+    while t < span:
+        n += 1
+        t += next(gaps)
+    return n
 
 
 def _share(gaps: Iterator[float], slot: int, slots: int) -> Iterator[tuple[int, float]]:

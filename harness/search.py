@@ -12,11 +12,16 @@ setting from the records measured so far (:class:`CapacitySearch`):
 Each step is measured over its steady window (:func:`harness.report.steady.steady_window`: requests that ended
 after the first wave was replaced, up to the step's end) by :func:`measure_step`: each SLO ``<metric>_p<q>_s``
 (metric ``ttft`` | ``ttfat`` | ``tpot`` | ``e2e``, percentile ``q``, seconds; TPOT seconds per token) holds when
-the ``q``-th percentile of the metric over the window's successful requests is ≤ its threshold. In a rate search
-TTFT, TTFAT and E2E are schedule-relative (from the scheduled send time, :mod:`harness.report.rate`), the latency
-the arrival stream sees. A step with no steady window, or with fewer than :data:`MIN_SAMPLE` requests in it,
-fails (it cannot show that it meets them). Each figure carries a distribution-free 95 % interval of its
-percentile (:func:`percentile_interval`).
+the ``q``-th percentile of the metric over the window's successful requests is ≤ its threshold. A step with no
+steady window, or with fewer than :data:`MIN_SAMPLE` requests in it, fails (it cannot show that it meets them).
+
+In a rate search the sample is instead the step's successful requests *scheduled* in its schedule window ``[start +
+LEAD_S, end)`` (:mod:`harness.report.rate`; the closed-loop first-wave rule does not apply to an arrival stream)
+that ended by the time the step is measured (requests still in flight then are left out), and TTFT, TTFAT and E2E
+are schedule-relative (from the scheduled send time): the latency the arrival stream sees. A rate step also fails
+when it sent more than :data:`harness.report.rate.SHORTFALL_WARN` fewer requests in the window than its schedule
+holds (the cap held them back: the missing requests' latencies are not in the sample). Each figure carries a
+distribution-free 95 % interval of its percentile (:func:`percentile_interval`).
 """
 
 from __future__ import annotations
@@ -114,21 +119,35 @@ def _metric(r: RequestResult, name: str, schedule_relative: bool) -> float | Non
 
 
 def measure_step(setting: float, step: int, start: float, end: float, records: Sequence[RequestResult],
-                 slos: dict[str, float], schedule_relative: bool = False) -> Probe:
+                 slos: dict[str, float], schedule_relative: bool = False, scheduled: int | None = None) -> Probe:
     """Measure one step ``[start, end)`` (epoch s) against ``slos`` (:data:`SLO_KEY` -> seconds).
 
     ``records``: every record of the run so far (warm-up included; the steady window needs the requests in flight
-    at the step's start). See the module docstring for the rule.
+    at the step's start). ``schedule_relative``: a rate step (module docstring), ``scheduled`` the arrivals its
+    schedule holds in the schedule window (None: not checked). See the module docstring for the rule.
     """
+    from harness.rate import LEAD_S
     from harness.report.load import Phase  # the report package only when a search runs (master)
+    from harness.report.rate import SHORTFALL_WARN
     from harness.report.steady import steady_window
 
-    phase = Phase("step", step, int(setting) if setting == int(setting) else 1, start, end)
-    w = steady_window(phase, records)
-    if not w.steady:
-        return Probe(setting, step, False, reason=f"no steady window ({w.reason})")
-    sample = [r for r in records if r.step == step and r.ok and w.start <= r.end_wall < w.end]
-    probe = Probe(setting, step, True, sample=len(sample), window_s=w.end - w.start)
+    short: str | None = None
+    if schedule_relative:
+        a = start + LEAD_S
+        timed = [r for r in records if r.step == step and r.scheduled_wall is not None and a <= r.scheduled_wall < end]
+        sample = [r for r in timed if r.ok]
+        w0, w1 = a, end
+        sent = sum(1 for r in timed if r.start_wall < end)
+        if scheduled and 1 - sent / scheduled > SHORTFALL_WARN:
+            short = f"sent {sent} of {scheduled} scheduled requests ({100 * (1 - sent / scheduled):.0f} % short)"
+    else:
+        phase = Phase("step", step, int(setting) if setting == int(setting) else 1, start, end)
+        w = steady_window(phase, records)
+        if not w.steady:
+            return Probe(setting, step, False, reason=f"no steady window ({w.reason})")
+        sample = [r for r in records if r.step == step and r.ok and w.start <= r.end_wall < w.end]
+        w0, w1 = w.start, w.end
+    probe = Probe(setting, step, True, sample=len(sample), window_s=max(0.0, w1 - w0))
     for key, threshold in slos.items():
         m = SLO_KEY.match(key)
         assert m is not None, key  # validated by the profile
@@ -141,7 +160,10 @@ def measure_step(setting: float, step: int, start: float, end: float, records: S
         probe.passed = probe.passed and ok
     if len(sample) < MIN_SAMPLE:
         probe.passed = False
-        probe.reason = f"only {len(sample)} successful requests in the steady window (< {MIN_SAMPLE})"
+        probe.reason = f"only {len(sample)} successful requests in the window (< {MIN_SAMPLE})"
+    if short is not None:
+        probe.passed = False
+        probe.reason = short
     return probe
 
 

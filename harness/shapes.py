@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import gevent
 
 from harness import rate as rate_mode
+from harness.arrivals import arrivals_before
 from harness.client import Timeouts
 from harness.result import RequestIdentity, RequestResult
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
@@ -111,6 +112,7 @@ class SearchDriver:
         if ctx.run_dir is not None:
             ctx.run_dir.on_record.add_listener(self.records.append)
         self.settle_until: float | None = None
+        self.settle_s = SEARCH_SETTLE_S
         self.measured: set[int] = set()
 
     def stage(self, setting: float, step: int) -> Stage:
@@ -134,8 +136,17 @@ class SearchDriver:
             self.settle_until = None
             self.measured.add(last.step)
             setting = float(last.rate if last.rate is not None else last.users)
-            probe = measure_step(setting, last.step, float(phase_wall or 0.0), time.time(), self.records,
-                                 dict(self.spec.slo), schedule_relative=self.spec.axis == "rate")
+            # a concurrency step ends now (as the report's step: at the next phase start); a rate step's sample is
+            # its arrivals until its time ran out, each with the settle time to finish
+            start, end = float(phase_wall or 0.0), time.time()
+            scheduled = None
+            rspec = self.ctx.profile.rate
+            if self.spec.axis == "rate" and rspec is not None:
+                end -= self.settle_s
+                span = end - (start + rate_mode.LEAD_S)
+                scheduled = arrivals_before(rspec.arrival, setting, rspec.burstiness, f"{rspec.seed}:{last.step}", span)
+            probe = measure_step(setting, last.step, start, end, self.records, dict(self.spec.slo),
+                                 schedule_relative=self.spec.axis == "rate", scheduled=scheduled)
             self.search.observe(probe)
             log.info("llmload: search step %d at %g: %s (%s)", last.step, setting, "meets the SLOs" if probe.passed
                      else "FAILS the SLOs", ", ".join(f"{k} {v['value']}" for k, v in probe.figures.items())

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import takewhile
 from typing import Any
 
-from harness.arrivals import arrival_offsets
+from harness.arrivals import arrivals_before
 from harness.rate import LEAD_S
 from harness.report.stats import percentile
 from harness.result import RequestResult
@@ -74,13 +73,10 @@ def _scheduled_count(ev: dict[str, Any], seed: int, span: float) -> int | None:
     """Arrivals of the step's schedule (all processes) with offset < ``span`` seconds; None when it cannot be
     re-drawn (unknown process)."""
     try:
-        it = arrival_offsets(str(ev.get("arrival") or "poisson"), float(ev["rate"]), float(ev.get("burstiness") or 1),
-                             f"{seed}:{int(ev['step'])}")
+        return arrivals_before(str(ev.get("arrival") or "poisson"), float(ev["rate"]),
+                               float(ev.get("burstiness") or 1), f"{seed}:{int(ev['step'])}", span)
     except (KeyError, TypeError, ValueError):
         return None
-    if span <= 0:
-        return 0
-    return sum(1 for _ in takewhile(lambda ko: ko[1] < span, it))
 
 
 def _p(values: list[float], q: float) -> float | None:

@@ -56,15 +56,13 @@ def search_lines(search: dict[str, Any] | None) -> list[str]:
             if k not in keys:
                 keys.append(k)
     thr = {k: f["threshold"] for p in search.get("probes", []) for k, f in p.get("figures", {}).items()}
-    header = ["side", "setting", "step", "sample", *(f"{k} ≤ {thr.get(k, 0):g}" for k in keys)]
+    header = ["side", "setting", "step", "sample", *(f"{k} ≤ {thr.get(k, 0):g}" for k in keys), "failed because"]
     rows = []
-    for side, p in (("highest passing", best), ("lowest failing", fail)):
+    sides = [("highest passing", best), ("lowest failing", fail)]
+    for side, p in [*sides, *(("probe", p) for p in search.get("probes", []))]:
         if p:
             rows.append([side, f"{p['setting']:g}", str(p["step"]), str(p["sample"]),
-                         *(_figure(p["figures"].get(k)) for k in keys)])
-    for p in search.get("probes", []):
-        rows.append(["probe", f"{p['setting']:g}", str(p["step"]), str(p["sample"]),
-                     *(_figure(p["figures"].get(k)) if p["figures"] else (p.get("reason") or "–") for k in keys)])
+                         *(_figure(p["figures"].get(k)) for k in keys), p.get("reason") or "–"])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return [*lines, ""]
