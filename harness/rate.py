@@ -47,6 +47,7 @@ __all__ = [
     "begin_step",
     "broadcast_step",
     "end_schedule",
+    "give_back",
     "pending",
     "schedule",
     "take_arrival",
@@ -166,11 +167,24 @@ class _Dispatcher:
             return self.pending.popleft()
         ev: AsyncResult = AsyncResult()
         self.idle.append(ev)
+        got = False
         try:
-            return ev.get()  # type: ignore[no-any-return]
+            a: Arrival | None = ev.get()
+            got = True
+            return a
         finally:
             if ev in self.idle:  # killed while waiting (the user stopped): no arrival is handed to it
                 self.idle.remove(ev)
+            elif not got and ev.ready():  # killed just after one was handed to it: the next user sends it
+                self.give_back(ev.value)
+
+    def give_back(self, a: Arrival | None) -> None:
+        """An arrival taken but not sent (its user stopped): first in the queue, while its step is dispatched."""
+        if a is not None and self.greenlet is not None and self.sched is not None and a.step == self.sched.step:
+            if self.idle:
+                self.idle.pop().set(a)
+            else:
+                self.pending.appendleft(a)
 
 
 _DISPATCH = _Dispatcher()
@@ -191,6 +205,14 @@ def begin_step(sched: ArrivalSchedule) -> None:
 def end_schedule() -> None:
     """The load ended: no more arrivals (waiting users wait until Locust stops them)."""
     _DISPATCH.halt()
+
+
+def give_back(user: Any) -> None:
+    """A stopping user's arrival taken but not sent goes back to the head of the queue (call from ``on_stop``;
+    Locust can stop a user between its wait and its task, e.g. when it rebalances users over workers)."""
+    a = getattr(user, "_llmload_arrival", None)
+    user._llmload_arrival = None
+    _DISPATCH.give_back(a)
 
 
 def pending() -> int:

@@ -59,6 +59,7 @@ class ReasoningChatUser(User):
         self.rng = random.Random(f"{self.user_id}:{time.time_ns()}")
 
     def on_stop(self) -> None:
+        rate.give_back(self)  # an arrival it took but did not send is sent by another user
         self.client.close()
         # On a worker: send this user's last record now, before Locust reports the user gone to the master.
         self.ctx.flush()

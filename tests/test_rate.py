@@ -268,3 +268,32 @@ def test_tick_writes_the_rate_and_starts_the_local_schedule(monkeypatch: pytest.
     clock.at(25.0)
     assert shape.tick() == (0, 3.0)  # load end: the dispatcher stops
     assert rate._DISPATCH.greenlet is None
+
+
+def test_an_arrival_taken_but_not_sent_goes_back_to_the_queue() -> None:
+    t0 = time.time()
+    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, t0, run_id="r"))
+    gevent.sleep(0.01)  # arrival 0 due, nobody idle: queued
+    u = user()
+    rate.arrival_wait(u)
+    assert u._llmload_arrival == Arrival(1, 0, t0)
+    rate.give_back(u)  # the user stops before sending it (on_stop)
+    assert u._llmload_arrival is None and rate.pending() == 1
+    other = user()
+    rate.arrival_wait(other)
+    assert other._llmload_arrival == Arrival(1, 0, t0)
+    rate.end_schedule()
+    rate.give_back(other)  # after the load end nothing is queued again
+    assert rate.pending() == 0
+
+
+def test_a_user_killed_right_after_an_arrival_was_handed_to_it_gives_it_back() -> None:
+    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    u = user()
+    g = gevent.spawn(rate.arrival_wait, u)
+    gevent.sleep(0.01)
+    ev = rate._DISPATCH.idle.pop()
+    ev.set(Arrival(1, 0, 1.0))  # handed over (as the dispatcher does) ...
+    g.kill()  # ... and the user is stopped before its task sends it
+    rate.give_back(u)  # what its on_stop does (Locust calls on_stop when it kills a user)
+    assert rate.pending() == 1 and rate._DISPATCH.pending[0] == Arrival(1, 0, 1.0)

@@ -18,8 +18,10 @@ SEARCH_DEFINITIONS: dict[str, str] = {
     "setting that met every SLO and the lowest that failed one until they are at most search.tolerance apart (or "
     "search.max_steps steps ran; concurrency midpoints are whole users). Each step is measured by the master at "
     "its end over its steady window (successful requests that ended in it; fewer than 10: the step fails): SLO "
-    "<metric>_p<q>_s holds when the q-th percentile ≤ the threshold; in a rate search TTFT, TTFAT and E2E are "
-    "schedule-relative. Intervals: distribution-free 95 % confidence intervals of the percentile (order "
+    "<metric>_p<q>_s holds when the q-th percentile ≤ the threshold. In a rate search the sample is the step's "
+    "successful requests scheduled in its schedule window that ended by the measurement (1 s after its time), TTFT, "
+    "TTFAT and E2E are schedule-relative, and a step that sent more than 5 % fewer requests than scheduled fails. "
+    "Intervals: distribution-free 95 % confidence intervals of the percentile (order "
     "statistics of ranks n·p ∓ 1.96·√(n·p·(1−p)); a side with too few requests is unbounded).",
 }
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.rate import LEAD_S, ArrivalSchedule
 from tests.integration.test_locust_run import LOCUST, records, run_dir_of
 
 pytestmark = pytest.mark.slow
@@ -109,14 +110,23 @@ def test_two_workers_split_one_schedule_exactly(tmp_path: Path, arrival: str) ->
     assert len(workers) == 2, workers
     events = [json.loads(x) for x in (run / "phases.jsonl").read_text().splitlines()]
     (load_end,) = [e["wall"] for e in events if e["event"] == "load_end"]
-    # (after the step each worker stops at the master's message: an arrival or two past its end may differ)
-    by_time = sorted((r for r in recs if r["scheduled_wall"] < load_end), key=lambda r: r["scheduled_wall"])
-    # consecutive arrivals alternate between the two workers: every n-th arrival of one schedule each
-    owners = [r["user"].split(":")[0] for r in by_time]
-    assert all(a != b for a, b in itertools.pairwise(owners)), owners
+    (start,) = [e for e in events if e["event"] == "phase_start" and e.get("rate")]
+    # each worker sent exactly its share (every 2nd arrival) of the one schedule, re-drawn here from the seed
+    # (until the load end: after it each worker stops at the master's message, an arrival or two may differ)
+    t0 = start["wall"] + LEAD_S
+    shares = []
+    for slot in (0, 1):
+        sched = ArrivalSchedule(1, 20.0, arrival, 2.0, 3, t0, slot, 2)
+        walls = []
+        while (a := sched.take()).wall < load_end:
+            walls.append(a.wall)
+        shares.append(sorted(walls))
+    sent = {w: sorted(r["scheduled_wall"] for r in recs if r["user"].startswith(w + ":")
+                      and r["scheduled_wall"] < load_end) for w in workers}
+    assert sorted(sent.values()) == sorted(shares), (sent, shares)
     if arrival == "constant":
-        gaps = [b["scheduled_wall"] - a["scheduled_wall"] for a, b in itertools.pairwise(by_time)]
-        assert all(g == pytest.approx(0.05, abs=1e-6) for g in gaps)
+        merged = sorted(shares[0] + shares[1])
+        assert all(b - a == pytest.approx(0.05, abs=1e-6) for a, b in itertools.pairwise(merged))
     rep = json.loads((run / "report.json").read_text())
     (row,) = [s for s in rep["steps"] if s["phase"] == "step"]
     f = row["rate"]
