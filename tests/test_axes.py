@@ -54,11 +54,13 @@ def test_setting_apply_overrides_the_prompt_and_copies() -> None:
 
 
 def test_axes_section_validation(tmp_path: Any) -> None:
-    p = _profile({"thinking": ["on", "off"], "reasoning_effort": ["low"], "effort_param": "chat_template_kwargs"})
+    # booleans (YAML's on/off become booleans: test_yaml_on_off_are_thinking_values); the strings are refused
+    p = _profile({"thinking": [True, False], "reasoning_effort": ["low"], "effort_param": "chat_template_kwargs"})
     assert [s.label for s in p.settings()] == ["thinking=on,effort=low", "thinking=off"]
     assert _profile(None).settings() == []
     for bad in ({}, {"thinking": []}, {"reasoning_effort": ["extreme"]}, {"max_tokens": [0]},
-                {"max_tokens": [5, 5]}, {"effort_param": "header", "thinking": [True]}, {"other": [1]}):
+                {"max_tokens": [5, 5]}, {"effort_param": "header", "thinking": [True]}, {"other": [1]},
+                {"thinking": ["on", "off"]}):
         with pytest.raises(ValueError):
             _profile(bad)
 

@@ -13,12 +13,14 @@ a window in :mod:`harness.report.tokens`. Here:
   steady window ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the
   ``step_*`` counts, client lag and users seen over the step's own requests;
 * aggregate output tok/s (tokens by chunk arrival when a record has ``chunk_times``, with its ``chunk_tokens``
-  when they match; else spread uniformly over its decode interval, from the request start when its reasoning
-  was hidden, and counted pro rata inside the window; ``tokens_by`` says which), usable req/s, completion rate
-  and Little's law, hours to N by batch means (``hours.batch_means`` over the usable end times, then the
-  report's ``interval_info`` / ``hours_entry``), per-stream tok/s (a ratio of sums over streamed
-  tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99 (merged log
-  histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
+  when they match; else each phase spread uniformly over its interval, the reasoning over ``[start + ttft,
+  start + ttfat]`` (``[start, start + ttft]`` when it was hidden), the answer over ``[start + ttfat, end]``, and
+  counted pro rata inside the window; ``tokens_by`` says which) and its split by phase, reasoning and answer
+  tok/s (``output_tps_reasoning`` + ``output_tps_answer`` = ``output_tps``; :mod:`harness.report.tokens`),
+  usable req/s, completion rate and Little's law, hours to N by batch means (``hours.batch_means`` over the
+  usable end times, then the report's ``interval_info`` / ``hours_entry``), per-stream tok/s (a ratio of sums
+  over streamed tokens: answer tokens with hidden reasoning), TTFT / TTFAT p50/p90/p99, inter-chunk gap p50/p99
+  (merged log histograms), TPOT mean/p50, E2E p50, mean output tokens, usable share, why not usable
   (``usable_reasons``), % truncated, hidden-reasoning count and share, error counts by class, the split by
   finish reason, client read lag, low-confidence (with its fix), real-time and cost figures (the last three by
   the report's own helpers, which take plain numbers).
@@ -87,7 +89,7 @@ from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.steady import Window, close_window
-from harness.report.tokens import window_tokens
+from harness.report.tokens import window_phase_tokens
 
 __all__ = [
     "REPORT_COLUMNS",
@@ -358,16 +360,16 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 25_000) -> LogHistogra
 
 
 def _latency(sample: pl.DataFrame) -> dict[str, Any]:
-    """Latency and per-request figures over ``sample`` (successful requests): TTFT / TTFAT p50/p90/p99, inter-chunk
-    gap p50/p99 (merged log histograms), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and
+    """Latency and per-request figures over ``sample`` (successful requests): TTFT / TTFAT p50/p90/p95/p99, inter-chunk
+    gap p50/p95/p99 (merged log histograms), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and
     of the usable ones), mean reasoning and answer tokens, usable share. Seconds and tokens."""
     n = sample.height
     v = sample.select(
         pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 90).alias("ttft_p90_s"),
-        pctl("ttft", 99).alias("ttft_p99_s"),
+        pctl("ttft", 95).alias("ttft_p95_s"), pctl("ttft", 99).alias("ttft_p99_s"),
         pl.col("ttfat").is_not_null().sum().alias("ttfat_n"),
         pctl("ttfat", 50).alias("ttfat_p50_s"), pctl("ttfat", 90).alias("ttfat_p90_s"),
-        pctl("ttfat", 99).alias("ttfat_p99_s"),
+        pctl("ttfat", 95).alias("ttfat_p95_s"), pctl("ttfat", 99).alias("ttfat_p99_s"),
         pl.col("tpot").drop_nulls().mean().alias("tpot_mean_s"), pctl("tpot", 50).alias("tpot_p50_s"),
         pctl("e2e", 50).alias("e2e_p50_s"),
         *per_stream_parts(),
@@ -383,13 +385,16 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
         "latency_n": n,
         "ttft_p50_s": v.get("ttft_p50_s"),
         "ttft_p90_s": v.get("ttft_p90_s"),
+        "ttft_p95_s": v.get("ttft_p95_s"),
         "ttft_p99_s": v.get("ttft_p99_s"),
         "ttfat_n": int(v.get("ttfat_n") or 0),
         "ttfat_p50_s": v.get("ttfat_p50_s"),
         "ttfat_p90_s": v.get("ttfat_p90_s"),
+        "ttfat_p95_s": v.get("ttfat_p95_s"),
         "ttfat_p99_s": v.get("ttfat_p99_s"),
         "gap_n": gaps.n,
         "gap_p50_s": gaps.quantile(0.50),
+        "gap_p95_s": gaps.quantile(0.95),
         "gap_p99_s": gaps.quantile(0.99),
         "tpot_mean_s": v.get("tpot_mean_s"),
         "tpot_p50_s": v.get("tpot_p50_s"),
@@ -499,7 +504,8 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
     n_sample, n_ok = sample.height, c["ok"]
     step_ok = counts(step_recs, ok=pl.col(OK))["ok"]
     length = max(0.0, w1 - w0)
-    tokens, tokens_by = window_tokens(main, w0, w1)
+    tokens_r, tokens_a, tokens_by = window_phase_tokens(main, w0, w1)
+    tokens = tokens_r + tokens_a
     usable_ends = ends_in(main, USABLE, w0, w1)
     ok_ends = ends_in(main, OK, w0, w1)
     k = len(usable_ends)
@@ -537,6 +543,8 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "hidden_reasoning_share": share(c["hidden"], n_ok),
         "window_output_tokens": tokens,
         "output_tps": output_tps,
+        "output_tps_reasoning": tokens_r / length if length > 0 else None,
+        "output_tps_answer": tokens_a / length if length > 0 else None,
         "tokens_by": tokens_by,
         "window_usable_completions": k,
         "request_rate": k / length if length > 0 else None,

@@ -51,6 +51,17 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
+def _phase_tps_lines(rep: dict[str, Any]) -> list[str]:
+    """Output tok/s of each step by phase, one line per step: reasoning + answer = output tok/s
+    (``output_tps_phase``); a list, not a table, so the report's tables keep their order."""
+    out = ["## Output tok/s by phase", "",
+           "Tokens that arrived in the steady window before (reasoning) and from (answer) each request's first "
+           "answer token, ÷ window length; reasoning + answer = output tok/s (see Formulas).", ""]
+    out += [f"- {r['label']}: {_tps(r['output_tps'])} tok/s = reasoning {_tps(r.get('output_tps_reasoning'))} + "
+            f"answer {_tps(r.get('output_tps_answer'))}" for r in rep["steps"]]
+    return [*out, ""]
+
+
 def _triple(row: dict[str, Any], key: str) -> str:
     return " / ".join(_s(row[f"{key}_p{q}_s"]) for q in (50, 90, 99))
 
@@ -396,6 +407,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     if foot or errs or starved or any(r.get("low_confidence") for r in rep["steps"]):
         lines.append("")
 
+    if rep["steps"]:
+        lines += _phase_tps_lines(rep)
     lines += search_lines(rep.get("search"))
     rate_rows = rate_table_rows(rep["steps"])
     if rate_rows:

@@ -7,8 +7,8 @@ windows at once instead of one:
   that ended inside the steady window ``(w0, w1)``, or every request of a step that is NOT steady), and its
   successful requests (what the latency, per-stream and token figures are over);
 * :func:`output_tokens_binned`: output tokens per time bin in ONE pass over the records, by the aggregate tok/s
-  rule of ``tokens.window_tokens`` (tokens by chunk arrival when a record has ``chunk_times``, else spread pro
-  rata over the decode interval): bin ``i`` holds exactly what ``_window_tokens`` gives for the window
+  rule of ``tokens.window_tokens`` (tokens by chunk arrival when a record has ``chunk_times``, else each phase
+  spread pro rata over its interval): bin ``i`` holds exactly what ``_window_tokens`` gives for the window
   ``[t0 + i*width, t0 + (i+1)*width)``, so no token is lost or counted twice across bins;
 * :func:`ttft_by_start_bin`: p50 TTFT of the successful requests per start-time bin;
 * :func:`time_bin_s`: the bin width for a run's span.
@@ -93,8 +93,8 @@ def output_tokens_binned(main: pl.DataFrame, t0: float, width: float, n: int) ->
     Bin ``i`` is the report's aggregate tok/s rule over that bin: :func:`harness.report.tokens.tokens_in_windows`
     itself, over the bins as consecutive equal windows (one pass; no second definition): successful
     requests with output tokens; by chunk arrival when a record has ``chunk_times`` (with its ``chunk_tokens`` when
-    they match), else spread uniformly over the decode interval (from the request start with hidden reasoning) and
-    counted pro rata. Tokens outside ``[t0, t0 + n*width)`` are not counted.
+    they match), else reasoning and answer tokens each spread uniformly over their phase's interval and counted pro rata
+    (:func:`harness.report.tokens.phase_tokens_in_windows`). Tokens outside ``[t0, t0 + n*width)`` are not counted.
 
     Args:
         main: prepared records (:func:`main_frame`: warm-up excluded by the caller).

@@ -21,9 +21,11 @@ __all__ = [
     "WINDOW_INDEX",
     "has_chunk_times",
     "overlap",
+    "phase_tokens_in_windows",
     "token_spread_start",
     "tokens_in_windows",
     "window_of",
+    "window_phase_tokens",
     "window_tokens",
 ]
 
@@ -106,68 +108,109 @@ def _pair_reach() -> pl.Expr:
 _EDGE_S = 1e-6
 
 
+def _phase_counts() -> tuple[pl.Expr, pl.Expr]:
+    """(reasoning, answer) output tokens of a record (tokens, Float64): ``reasoning_tokens`` clipped to
+    ``[0, output_tokens]`` (null as 0), and the rest of ``output_tokens`` (``answer_tokens`` by its definition),
+    so the two always sum to ``output_tokens``."""
+    out = pl.col("output_tokens").cast(pl.Float64)
+    r = pl.min_horizontal(pl.max_horizontal(pl.col("reasoning_tokens").cast(pl.Float64).fill_null(0.0),
+                                            pl.lit(0.0)), out)
+    return r, out - r
+
+
 def _pro_rata_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
-    """(window, tokens) of records without chunk times: output tokens spread uniformly over
-    [:func:`token_spread_start`, end], counted pro rata to the part inside each window (``[t0, t1)``)."""
-    value = pl.col("output_tokens").cast(pl.Float64) * overlap(token_spread_start(), pl.col(END), pl.col(_T0),
-                                                               pl.col(_T1))
+    """(window, reasoning, answer) tokens of records without chunk times, each phase spread uniformly over its
+    interval and counted pro rata to the part inside each window (``[t0, t1)``): reasoning tokens over
+    ``[start + ttft, start + ttfat]`` (from the start without TTFT; ``[start, start + ttft]`` with hidden
+    reasoning, generated unseen before the first visible chunk), answer tokens over ``[start + ttfat, end]``
+    (``start + ttft``, else the start, without TTFAT); without TTFAT reasoning over the whole decode interval
+    ``[token_spread_start, end]``. Every bound is clipped into ``[start, end]`` (``[r0, end]`` for the reasoning
+    end), so a TTFAT past the request's end puts its answer tokens at the end."""
+    s, ttft, ttfat = pl.col(START), pl.col("ttft"), pl.col("ttfat")
+    hidden_ttft = flag("hidden_reasoning") & ttft.is_not_null()
+    end = pl.col(END)
+    r0 = pl.min_horizontal(pl.when(flag("hidden_reasoning")).then(s).otherwise(token_spread_start()), end)
+    r1 = pl.when(hidden_ttft).then(s + ttft).otherwise(pl.coalesce(s + ttfat, end)).clip(r0, end)
+    a0 = pl.coalesce(s + ttfat, s + ttft, s).clip(s, end)
+    reasoning, answer = _phase_counts()
+    t0, t1 = pl.col(_T0), pl.col(_T1)
+    values = (reasoning * overlap(r0, r1, t0, t1)).alias("_reasoning"), \
+        (answer * overlap(a0, pl.col(END), t0, t1)).alias("_answer")
     n = len(windows)
     if n == 1:
-        (t0, t1), = windows
-        one = recs.with_columns(pl.lit(t0, pl.Float64).alias(_T0), pl.lit(t1, pl.Float64).alias(_T1))
-        return one.filter(_pair_reach()).select(pl.lit(0, pl.Int64).alias(_W), value.alias("_tokens"))
-    w0, width = windows[0][0], windows[0][1] - windows[0][0]
-    lo = ((pl.min_horizontal(START, END) - w0 - _EDGE_S) / width).floor().clip(0, n - 1).cast(pl.Int64)
-    hi = ((pl.col(END) - w0 + _EDGE_S) / width).floor().clip(0, n - 1).cast(pl.Int64)
+        (w0, w1), = windows
+        one = recs.with_columns(pl.lit(w0, pl.Float64).alias(_T0), pl.lit(w1, pl.Float64).alias(_T1))
+        return one.filter(_pair_reach()).select(pl.lit(0, pl.Int64).alias(_W), *values)
+    g0, width = windows[0][0], windows[0][1] - windows[0][0]
+    lo = ((pl.min_horizontal(START, END) - g0 - _EDGE_S) / width).floor().clip(0, n - 1).cast(pl.Int64)
+    hi = ((pl.col(END) - g0 + _EDGE_S) / width).floor().clip(0, n - 1).cast(pl.Int64)
     pairs = (recs.with_columns(pl.int_ranges(lo, hi + 1).alias(_W)).explode(_W).drop_nulls(_W)
              .join(_bounds_frame(windows), on=_W))
-    return pairs.filter(_pair_reach()).select(_W, value.alias("_tokens"))
+    return pairs.filter(_pair_reach()).select(_W, *values)
 
 
 def _chunk_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
-    """(window, tokens) of records with chunk times: each chunk's tokens at its arrival.
+    """(window, reasoning, answer) tokens of records with chunk times: each chunk's tokens at its arrival.
 
     A chunk ``i`` is inside ``[t0, t1)`` when ``t0 - start <= chunk_times[i] < t1 - start`` (``bisect_left`` over
-    the sorted arrival times). With per-chunk usage (``chunk_tokens`` as long as ``chunk_times``, summing to
-    ``shown > 0``): the tokens of the chunks inside, plus ``output_tokens - shown`` in the window the request
-    ended in (those arrive at the end), or, when the usage counts fewer tokens than the chunks, the chunks' tokens
-    scaled by ``output_tokens / shown``. Otherwise ``output_tokens`` split evenly over the chunks.
+    the sorted arrival times); it is a reasoning chunk when it arrived before the first answer token
+    (``chunk_times[i] < ttfat``; every chunk without TTFAT), else an answer chunk. With per-chunk usage
+    (``chunk_tokens`` as long as ``chunk_times``, summing to ``shown > 0``): the tokens of the chunks inside, in
+    their chunk's phase, plus ``output_tokens - shown`` (answer) in the window the request ended in (those arrive
+    at the end), or, when the usage counts fewer tokens than the chunks, the chunks' tokens scaled by
+    ``output_tokens / shown``. Otherwise the record's reasoning tokens (:func:`_phase_counts`) split evenly over
+    its reasoning chunks and its answer tokens over its answer chunks (a phase without chunks: over all chunks).
     """
-    ct, toks = pl.col("chunk_times"), pl.col("chunk_tokens")
+    ct, toks, ttfat = pl.col("chunk_times"), pl.col("chunk_tokens"), pl.col("ttfat")
     usage = (toks.is_not_null() & (toks.list.len() == ct.list.len()) & (toks.list.sum() > 0)).fill_null(False)
+    reasoning, answer = _phase_counts()
     rows = recs.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias(_R), START, END, "output_tokens", "chunk_times",
-        usage.alias("_usage"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias(_R), START, END, "output_tokens", "chunk_times", "ttfat",
+        usage.alias("_usage"), reasoning.alias("_rt"), answer.alias("_at"),
         # without usable per-chunk usage: zeros as long as the chunks (so both lists explode together; unused)
         pl.when(usage).then(toks).otherwise(ct.list.eval(pl.element().cast(pl.Int64) * 0)).alias("chunk_tokens"),
     )
-    chunks = rows.select(_R, START, "chunk_times", "chunk_tokens").explode(["chunk_times", "chunk_tokens"])
+    chunks = rows.select(_R, START, "ttfat", "chunk_times", "chunk_tokens").explode(["chunk_times", "chunk_tokens"])
+    chunks = chunks.with_columns((ttfat.is_null() | (ct < ttfat)).fill_null(True).alias("_is_r"))
+    n_r = chunks.group_by(_R).agg(pl.col("_is_r").sum().cast(pl.Int64).alias("_n_r"))
+    rows = rows.join(n_r, on=_R, how="left").with_columns(pl.col("_n_r").fill_null(0))
     start = pl.col(START)
     inside = window_of(chunks, start + ct, ct, start, windows)
-    per_chunk = inside.group_by(_R, _W).agg(pl.len().alias("_n_in"), toks.sum().alias("_t_in"))
+    is_r = pl.col("_is_r")
+    per_chunk = inside.group_by(_R, _W).agg(
+        pl.len().alias("_n_in"), is_r.sum().alias("_n_in_r"),
+        toks.filter(is_r).sum().alias("_t_in_r"), toks.filter(~is_r).sum().alias("_t_in_a"))
     ends = window_of(rows.select(_R, END), pl.col(END), pl.col(END), pl.lit(0.0), windows)
     per = (per_chunk.join(ends.select(_R, _W, pl.lit(True).alias("_ends")), on=[_R, _W], how="full", coalesce=True)
-           .join(rows, on=_R).join(_bounds_frame(windows), on=_W).filter(_pair_reach()))
-    out = pl.col("output_tokens")
-    shown = toks.list.sum()
+           .join(rows.drop("ttfat"), on=_R).join(_bounds_frame(windows), on=_W).filter(_pair_reach()))
+    out = pl.col("output_tokens").cast(pl.Float64)
+    shown = toks.list.sum().cast(pl.Float64)
     rest = out - shown
-    t_in = pl.col("_t_in").fill_null(0)
-    value = (
-        pl.when(~pl.col("_usage")).then(out * pl.col("_n_in").fill_null(0) / ct.list.len())
-        .when(rest >= 0).then(t_in.cast(pl.Float64) + pl.when(pl.col("_ends").fill_null(False)).then(rest)
-                              .otherwise(0))
-        .otherwise(t_in * out / shown)
-    )
-    return per.select(_W, value.cast(pl.Float64).alias("_tokens"))
+    n = ct.list.len().cast(pl.Float64)
+    n_r_all = pl.col("_n_r").cast(pl.Float64)
+    n_a_all = n - n_r_all
+    n_in = pl.col("_n_in").fill_null(0).cast(pl.Float64)
+    n_in_r = pl.col("_n_in_r").fill_null(0).cast(pl.Float64)
+    n_in_a = n_in - n_in_r
+    t_in_r = pl.col("_t_in_r").fill_null(0).cast(pl.Float64)
+    t_in_a = pl.col("_t_in_a").fill_null(0).cast(pl.Float64)
+    even_r = pl.col("_rt") * pl.when(n_r_all > 0).then(n_in_r / n_r_all).otherwise(n_in / n)
+    even_a = pl.col("_at") * pl.when(n_a_all > 0).then(n_in_a / n_a_all).otherwise(n_in / n)
+    at_end = pl.when(pl.col("_ends").fill_null(False)).then(rest).otherwise(0.0)
+    usage_on = pl.col("_usage")
+    r_value = pl.when(~usage_on).then(even_r).when(rest >= 0).then(t_in_r).otherwise(t_in_r * out / shown)
+    a_value = pl.when(~usage_on).then(even_a).when(rest >= 0).then(t_in_a + at_end).otherwise(t_in_a * out / shown)
+    return per.select(_W, r_value.alias("_reasoning"), a_value.alias("_answer"))
 
 
-def tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[float]:
-    """Output tokens of successful requests that arrived inside each window ``[t0, t1)`` of ``windows`` (epoch s;
-    one window, or consecutive equal ones: the slices of a soak), in tokens, over ``main`` (prepared records,
-    :func:`harness.report.columns.prepare`; any superset of those overlapping the windows gives the same result):
-    by chunk arrival for a record with chunk times (:func:`_chunk_pairs`), else pro rata over its decode interval
-    (:func:`_pro_rata_pairs`). Each record is paired only with the windows it can reach, so a soak's hundreds of
-    slices cost one pass, not one per slice."""
+def phase_tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[tuple[float, float]]:
+    """(reasoning, answer) output tokens of successful requests that arrived inside each window ``[t0, t1)`` of
+    ``windows`` (epoch s; one window, or consecutive equal ones: the slices of a soak), in tokens, over ``main``
+    (prepared records, :func:`harness.report.columns.prepare`; any superset of those overlapping the windows gives
+    the same result): by chunk arrival for a record with chunk times (:func:`_chunk_pairs`), else pro rata over
+    each phase's interval (:func:`_pro_rata_pairs`). Their sum is :func:`tokens_in_windows` (the one definition of
+    the aggregate). Each record is paired only with the windows it can reach, so a soak's hundreds of slices cost
+    one pass, not one per slice."""
     if not windows:
         return []
     lo, hi = min(w[0] for w in windows), max(w[1] for w in windows)
@@ -177,21 +220,34 @@ def tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[flo
     with_chunks = reach.filter(chunked)
     if with_chunks.height:
         parts.append(_chunk_pairs(with_chunks, windows))
-    sums = pl.concat(parts).group_by(_W).agg(pl.col("_tokens").sum())
-    got = dict(zip(sums.get_column(_W).to_list(), sums.get_column("_tokens").to_list(), strict=True))
-    return [float(got.get(i) or 0.0) for i in range(len(windows))]
+    sums = pl.concat(parts).group_by(_W).agg(pl.col("_reasoning").sum(), pl.col("_answer").sum())
+    got = {w: (float(r or 0.0), float(a or 0.0)) for w, r, a in sums.iter_rows()}
+    return [got.get(i, (0.0, 0.0)) for i in range(len(windows))]
+
+
+def tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[float]:
+    """Output tokens of successful requests that arrived inside each window ``[t0, t1)`` of ``windows`` (epoch s),
+    in tokens: reasoning + answer of :func:`phase_tokens_in_windows` (same arguments)."""
+    return [r + a for r, a in phase_tokens_in_windows(main, windows)]
+
+
+def window_phase_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, float, str]:
+    """(reasoning, answer, basis) of :func:`window_tokens`: the window's output tokens by phase
+    (:func:`phase_tokens_in_windows`; they sum to :func:`window_tokens`' total) and how they were placed."""
+    reach = main.filter(_counted() & (pl.col(END) >= w0) & (pl.col(START) < w1))
+    v = reach.select(has_chunk_times().sum().alias("by_chunks"), pl.len().alias("n")).row(0, named=True)
+    by_chunks = int(v["by_chunks"] or 0)
+    by_rate = int(v["n"]) - by_chunks
+    r, a = phase_tokens_in_windows(reach, [(w0, w1)])[0] if reach.height else (0.0, 0.0)
+    basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
+    return r, a, basis
 
 
 def window_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, str]:
     """Output tokens of successful requests that arrived inside ``[w0, w1)`` (epoch s) over ``main`` (prepared
     records, :func:`harness.report.columns.prepare`; any superset of those overlapping the window gives the same
-    result), in tokens (:func:`tokens_in_windows`); and how they were placed: ``chunks`` (every contributing
-    request had chunk times), ``pro_rata`` (none had), ``mixed``, or ``none`` (no successful request with output
-    tokens overlaps the window)."""
-    reach = main.filter(_counted() & (pl.col(END) >= w0) & (pl.col(START) < w1))
-    v = reach.select(has_chunk_times().sum().alias("by_chunks"), pl.len().alias("n")).row(0, named=True)
-    by_chunks = int(v["by_chunks"] or 0)
-    by_rate = int(v["n"]) - by_chunks
-    total = tokens_in_windows(reach, [(w0, w1)])[0] if reach.height else 0.0
-    basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
-    return total, basis
+    result), in tokens (reasoning + answer of :func:`window_phase_tokens`); and how they were placed: ``chunks``
+    (every contributing request had chunk times), ``pro_rata`` (none had), ``mixed``, or ``none`` (no successful
+    request with output tokens overlaps the window)."""
+    r, a, basis = window_phase_tokens(main, w0, w1)
+    return r + a, basis

@@ -34,7 +34,8 @@ SLOWDOWN = 3.0
 COMPUTE_TIMEOUT_S = 300.0
 #: Row keys kept per point of a run's live history (the charts' trace of the step in progress).
 HISTORY_KEYS = (
-    "label", "step", "concurrency", "output_tps", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
+    "label", "step", "concurrency", "output_tps", "output_tps_reasoning", "output_tps_answer",
+    "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
     "ttfat_p50_s", "ttfat_p90_s", "ttfat_p99_s", "completed", "window_s",
 )
 _HISTORY_MAX = 3000

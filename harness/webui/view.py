@@ -23,9 +23,11 @@ __all__ = ["ROW_KEYS", "payload", "row_view"]
 ROW_KEYS = (
     "label", "phase", "step", "concurrency", "start_wall", "end_wall", "end_source", "steady", "not_steady_reason",
     "window_start_wall", "window_end_wall", "window_s", "sample_requests", "requests", "completed", "errors",
-    "errors_by_class", "error_rate", "output_tps", "tokens_by", "per_stream_tps", "request_rate",
-    "ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p90_s", "ttfat_p99_s", "gap_p50_s",
-    "gap_p99_s", "tpot_mean_s", "tpot_p50_s", "e2e_p50_s", "mean_output_tokens", "truncated", "truncated_pct",
+    "errors_by_class", "error_rate", "output_tps", "output_tps_reasoning", "output_tps_answer", "tokens_by",
+    "per_stream_tps", "request_rate",
+    "ttft_p50_s", "ttft_p90_s", "ttft_p95_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p90_s", "ttfat_p95_s",
+    "ttfat_p99_s", "gap_p50_s", "gap_p95_s", "gap_p99_s", "tpot_mean_s", "tpot_p50_s", "e2e_p50_s",
+    "mean_output_tokens", "truncated", "truncated_pct",
     "hours", "hours_interval", "cost", "client_read_lag_p50_s", "client_read_lag_p99_s", "client_read_lag_max_s",
     "client_lagged_pct", "client_starved", "low_confidence", "users_seen",
 )

@@ -164,35 +164,67 @@ def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
     return close_window(phase, ws, bool(step_recs), n_users, method)
 
 
-def record_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, bool]:
-    """Output tokens of one request that arrived inside ``[w0, w1)``, and whether chunk arrivals were used.
+def record_phase_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, float, bool]:
+    """(reasoning, answer) output tokens of one request that arrived inside ``[w0, w1)``, and whether chunk
+    arrivals were used.
 
-    With ``chunk_times`` (``output.chunk_times: true``): each token-bearing chunk's tokens count at its arrival
-    ``start_wall + chunk_times[i]``: ``chunk_tokens[i]`` when the server sent per-chunk usage (tokens the usage
-    counts beyond the chunks, e.g. the EOS token, arrive at the request's end), else ``output_tokens`` split
-    evenly over the chunks. Without them: ``output_tokens`` spread uniformly over the decode interval
-    ``[start_wall + ttft, start_wall + e2e]`` and counted pro rata to the part inside the window. Failed requests
-    and requests without output tokens give 0 (and True when they carry chunk times).
+    Reasoning tokens are ``reasoning_tokens`` clipped to ``[0, output_tokens]``, answer tokens the rest. With
+    ``chunk_times``: a chunk arriving before ``ttfat`` (every chunk without it) is a reasoning chunk, else an answer
+    chunk; each chunk's tokens count at its arrival ``start_wall + chunk_times[i]`` in its phase:
+    ``chunk_tokens[i]`` when the server sent per-chunk usage (tokens the usage counts beyond the chunks, e.g. the
+    EOS token, arrive at the request's end, as answer), else reasoning tokens split evenly over the reasoning
+    chunks and answer tokens over the answer chunks (a phase without chunks: over all of them). Without them: each
+    phase spread uniformly over its interval and counted pro rata to the part inside the window: reasoning over
+    ``[start + ttft, start + ttfat]`` (``[start, start + ttft]`` with hidden reasoning; from the start without
+    TTFT; to the end without TTFAT), answer over ``[start + ttfat, end]`` (from ``start + ttft``, else the start,
+    without TTFAT); every bound clipped into ``[start, end]``. Failed requests and requests without output tokens
+    give 0 (and True when they carry chunk times).
     """
     ct = r.chunk_times
     has_chunks = bool(ct)
     if not r.ok or not r.output_tokens or r.end_wall < w0 or r.start_wall >= w1:
-        return 0.0, has_chunks
-    s = r.start_wall
+        return 0.0, 0.0, has_chunks
+    out = float(r.output_tokens)
+    rt = min(max(float(r.reasoning_tokens or 0), 0.0), out)
+    at = out - rt
+    s, end = r.start_wall, r.end_wall
     if ct:
         lo, hi = bisect_left(ct, w0 - s), bisect_left(ct, w1 - s)
+        is_r = [r.ttfat is None or t < r.ttfat for t in ct]
+        in_r = sum(1 for i in range(lo, hi) if is_r[i])
+        in_a = (hi - lo) - in_r
         toks = r.chunk_tokens
         if toks and len(toks) == len(ct) and (shown := sum(toks)) > 0:
-            rest = r.output_tokens - shown
+            tr = float(sum(toks[i] for i in range(lo, hi) if is_r[i]))
+            ta = float(sum(toks[i] for i in range(lo, hi) if not is_r[i]))
+            rest = out - shown
             if rest >= 0:
-                inside = float(sum(toks[lo:hi]))
-                return inside + (rest if w0 <= r.end_wall < w1 else 0.0), True
-            return sum(toks[lo:hi]) * r.output_tokens / shown, True
-        return r.output_tokens * (hi - lo) / len(ct), True
-    ttft = r.ttft
-    # hidden reasoning was generated before the first visible chunk, unseen: spread from the request's start
-    a0 = s + ttft if ttft is not None and not r.hidden_reasoning else s
-    return r.output_tokens * overlap_fraction(a0, r.end_wall, w0, w1), False
+                return tr, ta + (rest if w0 <= end < w1 else 0.0), True
+            return tr * out / shown, ta * out / shown, True
+        n, n_r = len(ct), sum(is_r)
+        n_a = n - n_r
+        er = rt * (in_r / n_r if n_r else (hi - lo) / n)
+        ea = at * (in_a / n_a if n_a else (hi - lo) / n)
+        return er, ea, True
+    ttft, ttfat = r.ttft, r.ttfat
+    if r.hidden_reasoning:
+        r0 = s
+        r1 = s + ttft if ttft is not None else (s + ttfat if ttfat is not None else end)
+    else:
+        r0 = s + ttft if ttft is not None else s
+        r1 = s + ttfat if ttfat is not None else end
+    r0 = min(r0, end)
+    r1 = min(max(r1, r0), end)
+    a0 = s + ttfat if ttfat is not None else s + ttft if ttft is not None else s
+    a0 = min(max(a0, s), end)
+    return rt * overlap_fraction(r0, r1, w0, w1), at * overlap_fraction(a0, end, w0, w1), False
+
+
+def record_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, bool]:
+    """Output tokens of one request that arrived inside ``[w0, w1)`` (reasoning + answer of
+    :func:`record_phase_tokens_in`), and whether chunk arrivals were used."""
+    rt, at, has_chunks = record_phase_tokens_in(r, w0, w1)
+    return rt + at, has_chunks
 
 
 def window_tokens(records: Sequence[RequestResult], w0: float, w1: float) -> tuple[float, str]:
@@ -212,6 +244,13 @@ def window_tokens(records: Sequence[RequestResult], w0: float, w1: float) -> tup
             by_rate += 1
     basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
     return total, basis
+
+
+def window_phase_tokens(records: Sequence[RequestResult], w0: float, w1: float) -> tuple[float, float]:
+    """(reasoning, answer) output tokens of successful requests that arrived inside ``[w0, w1)``
+    (:func:`record_phase_tokens_in`); they sum to :func:`window_tokens`' total."""
+    parts = [record_phase_tokens_in(r, w0, w1) for r in records]
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
 def output_tokens_in(records: Sequence[RequestResult], w0: float, w1: float) -> float:
@@ -241,13 +280,16 @@ def _latency(sample: Sequence[RequestResult]) -> dict[str, Any]:
         "latency_n": len(sample),
         "ttft_p50_s": percentile(ttft, 50),
         "ttft_p90_s": percentile(ttft, 90),
+        "ttft_p95_s": percentile(ttft, 95),
         "ttft_p99_s": percentile(ttft, 99),
         "ttfat_n": len(ttfat),
         "ttfat_p50_s": percentile(ttfat, 50),
         "ttfat_p90_s": percentile(ttfat, 90),
+        "ttfat_p95_s": percentile(ttfat, 95),
         "ttfat_p99_s": percentile(ttfat, 99),
         "gap_n": gaps.n,
         "gap_p50_s": gaps.quantile(0.50),
+        "gap_p95_s": gaps.quantile(0.95),
         "gap_p99_s": gaps.quantile(0.99),
         "tpot_mean_s": mean(tpot),
         "tpot_p50_s": percentile(tpot, 50),
@@ -374,6 +416,7 @@ def step_row(
         else None
     )
     output_tps = tokens / length if length > 0 else None
+    tokens_r, tokens_a = window_phase_tokens(records, w0, w1)
     completions_rate = len(sample) / length if length > 0 else None
     little = completions_rate * e2e_mean if completions_rate is not None and e2e_mean is not None else None
     step_ok = sum(1 for r in step_recs if r.ok)
@@ -401,6 +444,8 @@ def step_row(
         "hidden_reasoning_share": hidden / len(ok) if ok else None,
         "window_output_tokens": tokens,
         "output_tps": output_tps,
+        "output_tps_reasoning": tokens_r / length if length > 0 else None,
+        "output_tps_answer": tokens_a / length if length > 0 else None,
         "tokens_by": tokens_by,
         "window_usable_completions": k,
         "request_rate": k / length if length > 0 else None,

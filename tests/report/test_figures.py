@@ -57,14 +57,22 @@ def test_steps_and_windows(report: dict[str, Any]) -> None:
     assert c2["end_source"] == "run_end" and single["end_source"] == "next_phase"
 
 
+#: Tokens of the C=2 window [61, 100). Each record has half its tokens reasoning, over [ttft, ttfat = ttft + 0.5],
+#: and half answer, over [ttfat, end] (rundir.rec): D's answer 90 * 4/17.5, E 180, F's reasoning 90 and answer
+#: 90 * 12.5/17.5, G 0, H 180 (truncated in reasoning: no TTFAT, all over [62, 80]), J 60, I (error) not counted.
+C2_TOKENS = 90 * 4 / 17.5 + 180 + 90 + 90 * 12.5 / 17.5 + 180 + 60
+
+
 def test_pro_rata_tokens_at_window_edges(report: dict[str, Any]) -> None:
     single, c2 = report["steps"]
-    # single [20, 40): A 0, B 90, C 140 * 9/14 = 90 -> 180 tokens / 20 s
-    assert single["window_output_tokens"] == pytest.approx(180.0)
-    assert single["output_tps"] == pytest.approx(9.0)
-    # C=2 [61, 100): D 180*4/18=40, E 180, F 180*13/18=130, G 0, H 180, J 60, I (error) not counted
-    assert c2["window_output_tokens"] == pytest.approx(590.0)
-    assert c2["output_tps"] == pytest.approx(590.0 / 39)
+    # single [20, 40): A 0, B 90, C's reasoning 70 over [31, 31.5] and answer 70 * 8.5/13.5 over [31.5, 45]
+    single_tokens = 90 + 70 + 70 * 8.5 / 13.5
+    assert single["window_output_tokens"] == pytest.approx(single_tokens)
+    assert single["output_tps"] == pytest.approx(single_tokens / 20)
+    assert single["output_tps_reasoning"] == pytest.approx((45 + 70) / 20)
+    assert single["output_tps_answer"] == pytest.approx((45 + 70 * 8.5 / 13.5) / 20)
+    assert c2["window_output_tokens"] == pytest.approx(C2_TOKENS)
+    assert c2["output_tps"] == pytest.approx(C2_TOKENS / 39)
 
 
 def test_request_rate_counts_usable_ends_in_window(report: dict[str, Any]) -> None:
@@ -134,7 +142,7 @@ def test_hours_rows(report: dict[str, Any]) -> None:
     assert iv["needed_window_s"] == pytest.approx(154) and iv["needed_duration_s"] == pytest.approx(175)
     assert any(n.startswith("C=2: hours to N has no interval (window 39.0 s < 5 batches")
                and n.endswith("lengthen steps.duration to ≥ 175 s.") for n in report["notes"])
-    assert h["token_hours"] == pytest.approx(100_000 * 150 / 0.5 / (590 / 39) / 3600)
+    assert h["token_hours"] == pytest.approx(100_000 * 150 / 0.5 / (C2_TOKENS / 39) / 3600)
     # what-ifs: hours per 1,000 output tokens per usable sample (usable mean 180), usable = success (4 in 39 s)
     assert h["what_if"]["hours_per_1k_output_tokens"] == pytest.approx(h["hours"] * 1000 / 180)
     assert h["what_if"]["usable_is_success"]["hours"] == pytest.approx(100_000 * 39 / 4 / 3600)

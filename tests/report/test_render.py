@@ -120,7 +120,8 @@ def test_title_meta_line_and_section_order(report: dict[str, Any]) -> None:
     assert lines[3].endswith("started 2023-11-14 22:13:20 UTC+00:00, 95 s") and lines[4] == ""
     assert "Warm-up (excluded from every figure): 1 request, 1 ok, E2E p50 3.00 s (max 3.00 s), errors: none." in md
     heads = [ln for ln in lines if ln.startswith("## ")]
-    assert heads == ["## Per step", "## Hours to N usable samples", "## By finish reason", "## Per prompt",
+    assert heads == ["## Per step", "## Output tok/s by phase", "## Hours to N usable samples",
+                     "## By finish reason", "## Per prompt",
                      "## Formulas", "## Notes"]
     assert "Interrupted run" not in md and "COMPRESSED TIME" not in md
     assert md.endswith("\n")

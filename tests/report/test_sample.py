@@ -193,8 +193,9 @@ def test_token_cross_check_outside_the_interval_is_a_note(tmp_path: Path) -> Non
     assert row["steady"] and row["window_start_s"] == pytest.approx(10)
     h = row["hours"][0]
     assert row["window_usable_completions"] == 196 and row["hours_interval"]["batches"] == 10
-    # a's and b's 99 requests each, decoding inside [10, 1000), and c's 20,000 tokens pro rata
-    assert row["window_output_tokens"] == pytest.approx(198 * 100 + 20_000 * 990 / 1090)
+    # a's and b's 99 requests each, decoding inside [10, 1000), and c's 20,000 tokens pro rata: 10,000 reasoning
+    # over [10, 10.5], 10,000 answer over [10.5, 1100]
+    assert row["window_output_tokens"] == pytest.approx(198 * 100 + 10_000 + 10_000 * 989.5 / 1089.5)
     assert h["token_hours"] < h["hours_low"] and h["token_check"] == "outside"
     assert any(n.startswith("C=3: the token-based cross-check") and "OUTSIDE" in n for n in rep["notes"])
     assert "⚠ outside" in render_markdown(rep)

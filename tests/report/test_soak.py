@@ -195,8 +195,9 @@ def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
         assert {k: v for k, v in s.items() if k != "start_s"} == slice_figures(main, s["start_wall"], s["end_wall"])
         assert_same(oracle.slice_figures(recs, s["start_wall"], s["end_wall"]),
                     slice_figures(main, s["start_wall"], s["end_wall"]))
-    # decode at 7000 tokens / 650 s: every slice fully inside a decode interval has 300 s of it
-    assert slices[1]["output_tps"] == pytest.approx(7000 / 650.0)
+    # 3500 reasoning tokens over [50, 50.5], then 3500 answer tokens over [50.5, 700]: a slice fully inside the
+    # answer phase has 300 s of it
+    assert slices[1]["output_tps"] == pytest.approx(3500 / 649.5)
     # ends at 700 (the window start: in no slice, as in no step sample), 1400, 2100, and 2800 (the boundary of
     # slices 6 and 7: in the earlier one, (2500, 2800])
     assert [s["ended"] for s in slices] == [0, 0, 1, 0, 1, 0, 1, 0, 0]

@@ -66,9 +66,10 @@ def test_step_too_short_is_flagged_with_burst_figures(tmp_path: Path) -> None:
     assert row["not_steady_reason"] == (
         "step too short for steady state: first wave ended at +40.0 s, step lasted 30.0 s"
     )
-    # burst figures over the whole step: 400 tokens over [0, 40], 30 s of it inside [0, 30)
+    # burst figures over the whole step: 200 reasoning tokens over [0, 0.5] and 200 answer tokens over [0.5, 40],
+    # 29.5 s of it inside [0, 30)
     assert row["window_s"] == pytest.approx(30.0)
-    assert row["output_tps"] == pytest.approx(10.0)
+    assert row["output_tps"] == pytest.approx((200 + 200 * 29.5 / 39.5) / 30)
     assert row["latency_n"] == 1
     assert any("NOT steady" in n for n in rep["notes"])
     from harness.report import render_markdown

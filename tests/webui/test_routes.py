@@ -81,6 +81,18 @@ def test_data_json_is_the_reports_rows(run_dir: Path, monkeypatch: pytest.Monkey
     assert names[:3] == ["records.jsonl", "phases.jsonl", "run.json"] and names[-1] == "figures.zip"
 
 
+def test_data_json_carries_the_phase_tok_s_as_report_json(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reasoning and answer tok/s of every step: in the view's JSON as in report.json, summing to output tok/s."""
+    _ui, c = _client(run_dir, monkeypatch)
+    d = c.get("/llm/data.json").get_json()
+    rep = json.loads(json.dumps(build_report(run_dir)))  # as report.json holds it
+    assert d["steps"]
+    for got, want in zip(d["steps"], rep["steps"], strict=True):
+        for k in ("output_tps", "output_tps_reasoning", "output_tps_answer"):
+            assert got[k] == want[k] and want[k] is not None, k
+        assert got["output_tps_reasoning"] + got["output_tps_answer"] == pytest.approx(got["output_tps"], rel=1e-12)
+
+
 def test_token_means_are_the_latency_samples(run_dir: Path) -> None:
     """The one assembled value: the request-weighted mean over by_finish_reason = the mean over the row's sample."""
     rep = build_report(run_dir)

@@ -46,16 +46,21 @@
       ["completed", "completed", (r) => num(r.completed)],
       ["errors", "errors (by class)", errorsText],
       ["output_tps", "output tok/s", (r) => num(r.output_tps)],
+      ["output_tps_reasoning", "reasoning tok/s", (r) => num(r.output_tps_reasoning)],
+      ["output_tps_answer", "answer tok/s", (r) => num(r.output_tps_answer)],
       ["mean_reasoning_tokens", "mean reasoning tok", (r) => num(r.mean_reasoning_tokens)],
       ["mean_answer_tokens", "mean answer tok", (r) => num(r.mean_answer_tokens)],
       ["per_stream_tps", "per-stream tok/s", (r) => num(r.per_stream_tps)],
       ["ttft_p50_s", "TTFT p50 s", (r) => num(r.ttft_p50_s)],
       ["ttft_p90_s", "TTFT p90 s", (r) => num(r.ttft_p90_s)],
+      ["ttft_p95_s", "TTFT p95 s", (r) => num(r.ttft_p95_s)],
       ["ttft_p99_s", "TTFT p99 s", (r) => num(r.ttft_p99_s)],
       ["ttfat_p50_s", "TTFAT p50 s", (r) => num(r.ttfat_p50_s)],
       ["ttfat_p90_s", "TTFAT p90 s", (r) => num(r.ttfat_p90_s)],
+      ["ttfat_p95_s", "TTFAT p95 s", (r) => num(r.ttfat_p95_s)],
       ["ttfat_p99_s", "TTFAT p99 s", (r) => num(r.ttfat_p99_s)],
       ["gap_p50_s", "inter-chunk p50 s", (r) => num(r.gap_p50_s)],
+      ["gap_p95_s", "inter-chunk p95 s", (r) => num(r.gap_p95_s)],
       ["gap_p99_s", "inter-chunk p99 s", (r) => num(r.gap_p99_s)],
       ["tpot_mean_s", "TPOT mean s", (r) => num(r.tpot_mean_s)],
       ["truncated_pct", "truncated %", (r) => num(r.truncated_pct)],
@@ -220,8 +225,12 @@
     const rows = d.steps.concat(d.current ? [d.current] : []);
     const t0 = (d.run && d.run.start_wall) || (rows[0] && rows[0].start_wall) || d.now;
     const h = d.history || [];
-    chart(document.getElementById("chart-tps"), t0, seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
-          rows, "tok/s");
+    const tps = [
+      ...seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
+      ...seriesOf(rows, h, t0, "output_tps_reasoning", "reasoning tok/s", COLORS[4]),
+      ...seriesOf(rows, h, t0, "output_tps_answer", "answer tok/s", COLORS[2]),
+    ];
+    chart(document.getElementById("chart-tps"), t0, tps, rows, "tok/s");
     const lat = [
       ...seriesOf(rows, h, t0, "ttft_p50_s", "TTFT p50", COLORS[0]),
       ...seriesOf(rows, h, t0, "ttft_p99_s", "TTFT p99", COLORS[3]),
