@@ -31,6 +31,8 @@ __all__ = [
     "Profile",
     "ProfileError",
     "PromptSpec",
+    "RateSpec",
+    "SearchSpec",
     "SloSpec",
     "UsableSpec",
     "default_profile_path",
@@ -306,6 +308,73 @@ class ConversationSpec(_Model):
             raise ValueError("a follow-up message is blank")
         return v
 
+class RateSpec(_Model):
+    """Open-loop rate steps (README "Open-loop rates"): in place of ``steps.concurrency``, each step sends requests
+    at ``rates[i]`` requests/s on a seeded ``arrival`` process, for ``steps.duration`` seconds.
+
+    ``arrival``: ``constant`` | ``poisson`` | ``gamma`` (:mod:`harness.arrivals`); ``burstiness`` is the gamma
+    process's coefficient of variation of inter-arrival gaps (1 = Poisson, > 1 burstier). ``max_concurrency``
+    caps requests in flight (an arrival waits for a free slot, and is timed from its scheduled time); without it
+    the step holds ``pool`` users, which is then the cap (the report warns when requests waited for it).
+    """
+
+    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    burstiness: float = Field(1.0, gt=0, description="gamma: coefficient of variation of the gaps")
+    rates: list[float] = Field(default_factory=list, description="requests/s per step (a rate search: none)")
+    max_concurrency: int | None = Field(None, ge=1, description="requests in flight at most (users)")
+    pool: int = Field(256, ge=1, description="users per step without max_concurrency")
+    seed: int = 0
+
+    @field_validator("rates")
+    @classmethod
+    def _positive_rates(cls, v: list[float]) -> list[float]:
+        if any(not r > 0 for r in v):
+            raise ValueError("every rate must be > 0 requests/s")
+        return v
+
+    @property
+    def users(self) -> int:
+        """Users a rate step holds: ``max_concurrency`` when given, else ``pool``."""
+        return self.max_concurrency if self.max_concurrency is not None else self.pool
+
+
+class SearchSpec(_Model):
+    """SLO capacity search (README "SLO capacity search", :mod:`harness.search`): bisection over ``axis``
+    (``concurrency``: users; ``rate``: requests/s with the ``rate:`` section's process and cap) between ``low`` and
+    ``high`` until the highest passing and lowest failing settings are at most ``tolerance`` apart (axis units),
+    at most ``max_steps`` steps of ``steps.duration`` seconds. ``slo``: ``<metric>_p<q>_s`` -> seconds (metric
+    ``ttft`` | ``ttfat`` | ``tpot`` | ``e2e``; q 50, 75, 90, 95, 99 or 99.9; TPOT in seconds per token)."""
+
+    axis: Literal["concurrency", "rate"] = "concurrency"
+    low: float = Field(gt=0)
+    high: float = Field(gt=0)
+    tolerance: float = Field(gt=0, description="axis units (users or requests/s)")
+    max_steps: int = Field(8, ge=2)
+    slo: dict[str, float] = Field(min_length=1)
+
+    @field_validator("slo")
+    @classmethod
+    def _slo_keys(cls, v: dict[str, float]) -> dict[str, float]:
+        from harness.search import SLO_KEY
+
+        for k, t in v.items():
+            if not SLO_KEY.match(k):
+                raise ValueError(f"{k!r}: an SLO is <ttft|ttfat|tpot|e2e>_p<50|75|90|95|99|99.9>_s (e.g. ttft_p99_s)")
+            if not t > 0:
+                raise ValueError(f"{k}: the threshold must be > 0 seconds")
+        return v
+
+    @model_validator(mode="after")
+    def _bounds(self) -> SearchSpec:
+        if self.low >= self.high:
+            raise ValueError("low must be below high")
+        if self.axis == "concurrency":
+            if self.low != int(self.low) or self.high != int(self.high):
+                raise ValueError("a concurrency search's low and high are whole numbers of users")
+            if self.tolerance < 1:
+                raise ValueError("a concurrency search's tolerance is at least 1 user")
+        return self
+
 
 _DEFAULT_TIMEOUTS = Timeouts()
 
@@ -474,10 +543,46 @@ class Profile(_Model):
     slo: SloSpec | None = None
     axes: AxesSpec | None = None
     conversation: ConversationSpec | None = None
+    rate: RateSpec | None = None
+    search: SearchSpec | None = None
+
+    @model_validator(mode="after")
+    def _search_or_steps(self) -> Profile:
+        if self.search is None:
+            if self.rate is not None and not self.rate.rates:
+                raise ValueError("rate.rates: give at least one rate (requests/s), or a search: section")
+            return self
+        if self.steps.concurrency != StepsSpec().concurrency:
+            raise ValueError("search: the search picks the steps; leave out steps.concurrency")
+        if self.search.axis == "rate" and self.rate is None:
+            raise ValueError("search.axis rate needs a rate: section (arrival, max_concurrency or pool, seed)")
+        if self.search.axis == "rate" and self.rate is not None and self.rate.rates:
+            raise ValueError("search: the search picks the rates; leave out rate.rates")
+        if self.search.axis == "concurrency" and self.rate is not None:
+            raise ValueError("search.axis concurrency: leave out the rate: section (or search over rate)")
+        return self
+
+    @model_validator(mode="after")
+    def _open_loop_combinations(self) -> Profile:
+        if self.search is not None and self.axes is not None:
+            raise ValueError("search: a capacity search runs one setting; leave out axes: (or run one search per "
+                             "setting)")
+        if self.rate is not None and self.conversation is not None:
+            raise ValueError("rate: open-loop arrivals are single requests; leave out conversation: (multi-turn "
+                             "conversations run closed-loop, with steps.concurrency)")
+        return self
+
+    @model_validator(mode="after")
+    def _rate_or_concurrency(self) -> Profile:
+        # (compared with the default, not "was it set": the profile a master sends its workers has every key set)
+        if self.rate is not None and self.steps.concurrency != StepsSpec().concurrency:
+            raise ValueError("give either rate.rates or steps.concurrency, not both (rate steps replace them)")
+        return self
 
     @model_validator(mode="after")
     def _something_to_measure(self) -> Profile:
-        if not self.steps.concurrency and self.single_stream.duration <= 0:
+        if (self.rate is None and self.search is None and not self.steps.concurrency
+                and self.single_stream.duration <= 0):
             raise ValueError("nothing to measure: steps.concurrency is empty and single_stream.duration is 0")
         return self
 

@@ -116,8 +116,8 @@ class RequestResult:
 
     The fields (with unit and meaning in their metadata, rendered as ``docs/records.md``) are, in record order:
     identity (:class:`RequestIdentity`'s fields), ``max_tokens``, the sweep setting and conversation turn (set by
-    the caller after the request: ``setting``, ``conversation``, ``turn``), ``start_wall``, timings, chunk counts and
-    histograms, token counts, outcome, derived rates and ``extra``.
+    the caller after the request: ``setting``, ``conversation``, ``turn``), ``start_wall``, ``scheduled_wall``,
+    timings, chunk counts and histograms, token counts, outcome, derived rates and ``extra``.
 
     Create one with :meth:`for_request` (the client does, with the caller's identity); write it with
     :meth:`to_record`; read a record back with :meth:`from_record`.
@@ -153,6 +153,15 @@ class RequestResult:
     )
     start_wall: float = field(
         default=0.0, metadata=_doc("epoch s", "wall-clock time the request was sent (timeline placement only)")
+    )
+    scheduled_wall: float | None = field(
+        default=None,
+        metadata=_doc(
+            "epoch s",
+            "rate mode: wall-clock time the arrival schedule said to send it (dispatch delay = start_wall - this); "
+            "null in closed-loop phases",
+            omit_empty=True,
+        ),
     )
     # timings, seconds from request sent
     connect: float = field(

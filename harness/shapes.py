@@ -26,9 +26,12 @@ from dataclasses import dataclass
 
 import gevent
 
+from harness import rate as rate_mode
+from harness.arrivals import arrivals_before
 from harness.client import Timeouts
-from harness.result import RequestIdentity
+from harness.result import RequestIdentity, RequestResult
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
+from harness.search import CapacitySearch, measure_step
 
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
 
@@ -43,13 +46,15 @@ _DRAIN_MARGIN_S = 15.0
 @dataclass(frozen=True)
 class Stage:
     """One phase after the warm-up: ``users`` held for ``duration`` seconds, with the sweep-axes ``setting``
-    (its label; None without ``axes:``)."""
+    (its label; None without ``axes:``); a rate step (``rate`` requests/s, None in a closed-loop phase) sends on
+    its arrival schedule with at most ``users`` in flight."""
 
     phase: str
     step: int
     users: int
     duration: float
     setting: str | None = None
+    rate: float | None = None
 
 
 def plan_stages(ctx: RunContext) -> list[Stage]:
@@ -67,10 +72,105 @@ def plan_stages(ctx: RunContext) -> list[Stage]:
     stages = []
     if p.single_stream.duration > 0:
         stages.append(Stage("single", 0, 1, p.single_stream.duration, labels[0]))
+    if p.search is not None:  # the search appends its steps as it goes (SearchDriver)
+        return stages
+    if p.rate is not None:
+        return stages + rate_stages(ctx)
     steps = [(label, c) for label in labels for c in p.steps.concurrency]
     for i, (label, c) in enumerate(steps, start=1):
         stages.append(Stage("step", i, c, p.steps.duration, label))
     return stages
+
+
+def rate_stages(ctx: RunContext) -> list[Stage]:
+    """The rate steps of a profile with ``rate:``: one per (sweep-axes setting, rate), settings outermost as in
+    :func:`plan_stages`, ``rate.users`` users, ``steps.duration`` s each."""
+    p = ctx.profile
+    assert p.rate is not None
+    labels: list[str | None] = [s.label for s in p.settings()] or [None]
+    steps = [(label, float(r)) for label in labels for r in p.rate.rates]
+    return [Stage("step", i, p.rate.users, p.steps.duration, label, r) for i, (label, r) in enumerate(steps, start=1)]
+
+
+def _rate_phase_fields(st: Stage, ctx: RunContext) -> dict[str, object]:
+    """Extra ``phase_start`` keys of a rate step: ``rate`` (target requests/s), ``arrival``, ``burstiness``,
+    ``max_concurrency`` (None: uncapped but for the pool of ``concurrency`` users)."""
+    spec = ctx.profile.rate
+    if st.rate is None or spec is None:
+        return {}
+    return {"rate": st.rate, "arrival": spec.arrival, "burstiness": spec.burstiness,
+            "max_concurrency": spec.max_concurrency}
+
+
+#: Seconds a search step is held past its end before it is measured: the workers' last records of its window
+#: arrive (they send every 0.5 s). The next step starts after it.
+SEARCH_SETTLE_S = 1.0
+
+
+class SearchDriver:
+    """The SLO capacity search on the master (:mod:`harness.search`): collects the records written to the run
+    directory and, when a search step's time is up (plus :data:`SEARCH_SETTLE_S`), measures it and picks the next
+    setting. Its outcome is written to ``phases.jsonl`` as a ``search`` event (``result``:
+    :meth:`harness.search.CapacitySearch.result`) before the load ends."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        spec = ctx.profile.search
+        assert spec is not None
+        self.ctx = ctx
+        self.spec = spec
+        self.search = CapacitySearch(spec.axis, spec.low, spec.high, spec.tolerance, spec.max_steps)
+        self.records: list[RequestResult] = []
+        if ctx.run_dir is not None:
+            ctx.run_dir.on_record.add_listener(self.records.append)
+        self.settle_until: float | None = None
+        self.settle_s = SEARCH_SETTLE_S
+        self.measured: set[int] = set()
+
+    def stage(self, setting: float, step: int) -> Stage:
+        """The step probing ``setting``: ``setting`` users, or the rate section's users at ``setting`` req/s."""
+        d = self.ctx.profile.steps.duration
+        if self.spec.axis == "rate":
+            spec = self.ctx.profile.rate
+            assert spec is not None
+            return Stage("step", step, spec.users, d, rate=float(setting))
+        return Stage("step", step, int(setting), d)
+
+    def next_stage(self, last: Stage | None, phase_wall: float | None) -> Stage | bool | None:
+        """After ``last`` (None: no stage yet) ran out: True to hold it (settling), else the next step, or None when
+        the search is done (its ``search`` event written)."""
+        if last is not None and last.phase == "step" and last.step not in self.measured:
+            now = time.perf_counter()
+            if self.settle_until is None:
+                self.settle_until = now + SEARCH_SETTLE_S
+            if now < self.settle_until:
+                return True
+            self.settle_until = None
+            self.measured.add(last.step)
+            setting = float(last.rate if last.rate is not None else last.users)
+            # a concurrency step ends now (as the report's step: at the next phase start); a rate step's sample is
+            # its arrivals until its time ran out, each with the settle time to finish
+            start, end = float(phase_wall or 0.0), time.time()
+            scheduled = None
+            rspec = self.ctx.profile.rate
+            if self.spec.axis == "rate" and rspec is not None:
+                end -= self.settle_s
+                span = end - (start + rate_mode.LEAD_S)
+                scheduled = arrivals_before(rspec.arrival, setting, rspec.burstiness, f"{rspec.seed}:{last.step}", span)
+            probe = measure_step(setting, last.step, start, end, self.records, dict(self.spec.slo),
+                                 schedule_relative=self.spec.axis == "rate", scheduled=scheduled)
+            self.search.observe(probe)
+            log.info("llmload: search step %d at %g: %s (%s)", last.step, setting, "meets the SLOs" if probe.passed
+                     else "FAILS the SLOs", ", ".join(f"{k} {v['value']}" for k, v in probe.figures.items())
+                     or probe.reason)
+        nxt = self.search.next_setting()
+        if nxt is None:
+            result = self.search.result()
+            log.info("llmload: search done: %s", result["verdict"])
+            if self.ctx.run_dir is not None:
+                self.ctx.run_dir.write_phase({"event": "search", "wall": time.time(), "result": result})
+            return None
+        step = (last.step if last is not None and last.phase == "step" else 0) + 1
+        return self.stage(nxt, step)
 
 
 class WarmupFailed(RuntimeError):
@@ -92,6 +192,8 @@ class ReasoningSweepShape(LoadTestShape):
         self._drain: tuple[float, int] | None = None  # (deadline, users of the last stage) while draining
         self._idle_since: float | None = None
         self.warmup_error: str | None = None
+        self._search: SearchDriver | None = None
+        self._phase_wall: float | None = None
 
     def _warmup(self, ctx: RunContext) -> None:
         w = ctx.profile.warmup
@@ -149,6 +251,8 @@ class ReasoningSweepShape(LoadTestShape):
             self._ctx = ctx
         if self._stages is None:
             self._stages = plan_stages(ctx)
+            if ctx.profile.search is not None and ctx.fixed is None:
+                self._search = SearchDriver(ctx)
             self._warmup(ctx)
             if self.warmup_error:
                 return None
@@ -166,9 +270,20 @@ class ReasoningSweepShape(LoadTestShape):
             if elapsed < acc:
                 idx = i
                 break
+        if idx < 0 and self._search is not None and not ctx.finished:
+            ran = self._stages[self._current] if self._current >= 0 else None
+            nxt = self._search.next_stage(ran, self._phase_wall)
+            if nxt is True and ran is not None:  # settling: hold the last step a little longer
+                return ran.users, float(ran.users)
+            if isinstance(nxt, Stage):
+                self._stages.append(nxt)
+                self._t0 += elapsed - acc  # the new step starts now, not when the last one's time ran out
+                elapsed, idx = acc, len(self._stages) - 1
         if idx < 0:
             if not ctx.finished:
                 ctx.finished = True
+                if ctx.profile.rate is not None:  # no arrival after the last step
+                    rate_mode.broadcast_step(self.runner, -1, None, ctx.profile.rate, time.time(), ctx.run_id)
                 ctx.end_load(wall=time.time())  # the last step ends here; in-flight requests drain after it
                 stop_timeout = self.runner.environment.stop_timeout if self.runner else 0.0
                 log.info(
@@ -181,22 +296,28 @@ class ReasoningSweepShape(LoadTestShape):
         if idx != self._current:
             self._current = idx
             ctx.state = PhaseState(st.phase, st.step, st.users, st.setting)
+            wall = time.time()
+            self._phase_wall = wall
             if ctx.run_dir is not None:
                 event: dict[str, object] = {
                     "event": "phase_start",
                     "phase": st.phase,
                     "step": st.step,
                     "concurrency": st.users,
-                    "wall": time.time(),
+                    "wall": wall,
                     "planned_duration": st.duration if math.isfinite(st.duration) else None,
+                    **_rate_phase_fields(st, ctx),
                 }
                 if st.setting is not None:
                     event["setting"] = st.setting
                 ctx.run_dir.write_phase(event)
-            log.info("llmload: phase %s step %d: %d users for %.0f s%s", st.phase, st.step, st.users, st.duration,
-                     f" ({st.setting})" if st.setting else "")
+            log.info("llmload: phase %s step %d: %d users for %.0f s%s%s", st.phase, st.step, st.users, st.duration,
+                     f" at {st.rate:g} req/s" if st.rate is not None else "", f" ({st.setting})" if st.setting else "")
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message())
+            if ctx.profile.rate is not None:
+                rate_mode.broadcast_step(self.runner, st.step, st.rate, ctx.profile.rate, wall, ctx.run_id,
+                                         closed=st.rate is None)
         rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)
         return st.users, rate
 

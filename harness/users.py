@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from locust import User, constant, task
+from locust import User, task
 
 import random
 import time
 
 import gevent
 
+from harness import rate
 from harness.conversation import Conversation
 from harness.metrics import IN_FLIGHT
 from harness.result import RequestIdentity, RequestResult
@@ -44,9 +45,13 @@ class ReasoningChatUser(User):
     After a failed request the user pauses (0.25 s doubling to 10 s, at least ``Retry-After``) before its next
     one; a success resets the pause. With the profile's ``conversation:`` section each request is the next turn of
     the user's conversation (:mod:`harness.conversation`), followed by its think time.
+
+    In a rate step (profile ``rate:``) the user is open-loop instead: it sends at the scheduled times of the
+    process's arrival schedule (:mod:`harness.rate`), each record carrying its ``scheduled_wall``.
     """
 
-    wait_time = constant(0)
+    #: 0 between requests in closed-loop phases; in rate steps the wait until the next scheduled arrival.
+    wait_time = rate.arrival_wait
 
     def on_start(self) -> None:
         ctx = context()
@@ -58,13 +63,17 @@ class ReasoningChatUser(User):
         self.conversation = Conversation(spec, self.user_id, self.rng) if spec is not None else None
 
     def on_stop(self) -> None:
+        rate.give_back(self)  # an arrival it took but did not send is sent by another user
         self.client.close()
         # On a worker: send this user's last record now, before Locust reports the user gone to the master.
         self.ctx.flush()
 
     @task
     def chat(self) -> None:
-        """Send one request from the mix and report it."""
+        """Send one request from the mix and report it (in a rate step: only when an arrival of it is due)."""
+        send, arrival = rate.take_arrival(self)
+        if not send:
+            return
         ctx = self.ctx
         st = ctx.state
         conv = self.conversation
@@ -86,6 +95,8 @@ class ReasoningChatUser(User):
             IN_FLIGHT.dec()
         size = conn.rx_bytes - rx0
         res.setting = st.setting
+        if arrival is not None:
+            res.scheduled_wall = arrival.wall
         think = conv.after(res) if conv is not None else 0.0
         ctx.record(res)
         exc = None

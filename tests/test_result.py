@@ -31,7 +31,8 @@ def _every_field_set() -> RequestResult:
     return RequestResult(
         prompt_id="quicksort", prompt_class="code", user="w1:3", phase="single", step=2, concurrency=16,
         max_tokens=2048, setting="thinking=off", conversation="w1:3/2", turn=1,
-        start_wall=1_796_133_184.75, connect=0.0004, time_source="kernel", read_lag_max=0.002,
+        start_wall=1_796_133_184.75, scheduled_wall=1_796_133_184.5, connect=0.0004, time_source="kernel",
+        read_lag_max=0.002,
         t_headers=0.003, ttft=0.025, ttfat=1.5, t_first_reasoning=0.025, t_last_token=6.5, e2e=6.6,
         chunks=3, reasoning_chunks=2, answer_chunks=1, sse_comments=4,
         gap_hist=LogHistogram.of([0.01, 0.02]).to_json(), itl_hist=LogHistogram.of([0.005, 0.01]).to_json(),
@@ -133,7 +134,8 @@ def test_schema_table_covers_every_field_once() -> None:
     assert by["ttft"].unit == "s" and by["ttft"].nullable and by["start_wall"].unit == "epoch s"
     assert by["output_tokens"].unit == "tokens" and not by["output_tokens"].nullable
     assert by["tpot"].unit == "s/token" and by["decode_rate"].unit == "tokens/s"
-    assert {f.name for f in RECORD_FIELDS if f.omit_empty} == {"itl_hist", "chunk_times", "chunk_tokens", "extra"}
+    omitted = {"scheduled_wall", "itl_hist", "chunk_times", "chunk_tokens", "extra"}
+    assert {f.name for f in RECORD_FIELDS if f.omit_empty} == omitted
     assert all(f.default is not MISSING or f.default_factory is not MISSING for f in fields(RequestResult)[1:])
 
 

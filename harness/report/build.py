@@ -23,6 +23,8 @@ from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
+from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
+from harness.report.search import SEARCH_DEFINITIONS, search_result
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
 from harness.report.turns import turn_rows
 
@@ -139,12 +141,14 @@ DEFINITIONS: dict[str, str] = {
     "slice mid-time (per hour), 95 % interval slope ± t(0.975, n − 2) × standard error, standard error = "
     "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
     f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
+    **RATE_DEFINITIONS,
+    **SEARCH_DEFINITIONS,
 }
 
 
 #: Keys :func:`run_figures` adds to each step row after :func:`harness.report.columns.step_rows` (goodput, soak
-#: slices, drift).
-SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift")
+#: slices, drift, the rate figures of :mod:`harness.report.rate`).
+SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift", "rate")
 
 
 def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -196,6 +200,11 @@ def _at_least_s(v_s: float) -> str:
     return f"{math.ceil(v_s - 1e-9):,}"
 
 
+def profile_of(meta: dict[str, Any]) -> dict[str, Any]:
+    """The profile dict of run.json (empty when absent)."""
+    return _sub(meta, "profile")
+
+
 def _steady_notes(r: dict[str, Any]) -> list[str]:
     """Notes on one steady row's sample: Little's law, the hours interval's width and the token cross-check."""
     if not r["steady"]:
@@ -203,7 +212,8 @@ def _steady_notes(r: dict[str, Any]) -> list[str]:
     out: list[str] = []
     lab, c = r["label"], r["concurrency"]
     little = r.get("littles_law_c")
-    if little is not None and r.get("littles_law_ok") is False and not r.get("low_confidence"):
+    open_loop = bool(r.get("rate"))  # a rate step's C is its cap / pool, not the requests kept in flight
+    if little is not None and r.get("littles_law_ok") is False and not r.get("low_confidence") and not open_loop:
         out.append(f"{lab}: Little's law does not hold: completions/s × mean E2E = {little:.2f} in flight, target "
                    f"C={c} ({100 * (little / c - 1):+.0f} %): the window is not steady at C={c} or the load "
                    "generator did not keep C requests in flight.")
@@ -279,7 +289,8 @@ def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
             )
         notes.extend(_steady_notes(r))
         users = r.get("users_seen") or 0
-        if r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]:
+        if (r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]
+                and not r.get("rate")):
             notes.append(f"{r['label']}: only {users} distinct users sent requests in this step (target "
                          f"{r['concurrency']}): a worker may have died or users failed to start; its figures are for "
                          f"about C={users}.")
@@ -356,6 +367,7 @@ class RunFigures:
         unplaced: non-warm-up records of no phase.
         last_end: the latest record end (epoch s; None without records).
         turns: the per-conversation-turn rows (:func:`harness.report.turns.turn_rows`; ``[]`` without turns).
+        search: the SLO capacity search's outcome (:func:`harness.report.search.search_result`; None without one).
     """
 
     rows: list[dict[str, Any]]
@@ -365,6 +377,7 @@ class RunFigures:
     unplaced: int
     last_end: float | None
     turns: list[dict[str, Any]]
+    search: dict[str, Any] | None = None
 
 
 def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
@@ -375,9 +388,11 @@ def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
         add_goodput(row, main, settings.slo)
         row["slices"] = step_slices(row, main, settings.slice_s)
         row["drift"] = step_drift(row["slices"])
+    add_rate(rows, run.events, main, profile_of(run.meta))
     totals = run_totals(run)
     unplaced = int(totals.pop("unplaced"))
-    return RunFigures(rows, warmup_summary(run), totals, prompt_rows(main), unplaced, run.last_end, turn_rows(main))
+    return RunFigures(rows, warmup_summary(run), totals, prompt_rows(main), unplaced, run.last_end, turn_rows(main),
+                      search_result(run.events))
 
 
 def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
@@ -391,9 +406,11 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Returns:
         Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
         start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
-        cost_usd_per_hour, slice_s, slo, slo_capacity, prompts, settings, turns, definitions, notes``. ``steps``
-        holds one row per single-stream phase / load step (:func:`harness.report.columns.step_rows`, with ``cost``:
-        :func:`harness.report.cost.add_cost`);
+        cost_usd_per_hour, slice_s, slo, slo_capacity, search, prompts, settings, turns, definitions, notes``.
+        ``search``: the SLO capacity search's outcome (:func:`harness.report.search.search_result`; None without
+        one). ``steps`` holds one row per single-stream phase / load step (:func:`harness.report.columns.step_rows`,
+        with ``cost``: :func:`harness.report.cost.add_cost`; ``rate``: :func:`harness.report.rate.add_rate`, over
+        the record frame);
         ``cost_usd_per_hour`` is the profile's price (US$/h, None without ``cost``); ``prompts`` one row per prompt
         class (:func:`harness.report.diagnosis.prompt_rows`). Each row also has the goodput keys
         (:func:`harness.report.goodput.add_goodput`; None without ``slo``), ``slices`` (soak slices,
@@ -452,12 +469,13 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[
         "slice_s": settings.slice_s,
         "slo": slo.model_dump() if slo is not None else None,
         "slo_capacity": slo_capacity(rows, slo),
+        "search": figs.search,
         "prompts": figs.prompts,
         "settings": setting_rows(rows),
         "turns": figs.turns,
         "definitions": dict(DEFINITIONS),
     }
-    rep["notes"] = _notes(run, rep, rows, figs.unplaced)
+    rep["notes"] = _notes(run, rep, rows, figs.unplaced) + rate_notes(rows)
     rep["notes"] += prompt_notes(figs.prompts, profile) + hidden_reasoning_notes(rows)
     if settings.cost_problem:
         rep["notes"].append(settings.cost_problem)

@@ -111,7 +111,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "t_headers", "ttft", "ttfat", "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source",
     "reasoning_tokens", "answer_tokens", "ok", "error_class", "finish_reason", "truncated", "truncated_in_reasoning",
     "suspect_truncation", "usable", "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
-    "setting", "turn", "prompt_tokens", "cached_tokens",
+    "setting", "turn", "prompt_tokens", "cached_tokens", "scheduled_wall",
 )
 
 def prepare(frame: pl.DataFrame) -> pl.DataFrame:
@@ -174,6 +174,7 @@ class FrameRun:
         phases_inferred: ``phases.jsonl`` had no ``phase_start``: boundaries come from the records.
         meta: ``run.json`` (empty when missing or unreadable).
         problems: human-readable issues met while loading (the report shows them as notes).
+        events: the ``phases.jsonl`` events as read (rate steps' ``phase_start`` keys, the ``search`` event).
     """
 
     path: Path
@@ -183,6 +184,7 @@ class FrameRun:
     phases_inferred: bool
     meta: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def main(self) -> pl.DataFrame:
@@ -217,7 +219,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
                         f"ended unfinished and are not in the records ({fix}).")
     frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))
     events = read_phases(root)
-    run = FrameRun(root, frame, [], False, False, meta, problems)
+    run = FrameRun(root, frame, [], False, False, meta, problems, events)
     if any(e.get("event") == "phase_start" for e in events):
         run.phases, run.has_run_end = phases_from_events(events, run.last_end)
     else:

@@ -11,9 +11,9 @@ Columns and dtypes (:data:`RECORD_SCHEMA`: one per field of the record schema,
 * ``schema`` (Int64): the record layout version, 1 for a record without the key (written before it existed).
 * identity: ``prompt_id``, ``prompt_class``, ``user``, ``phase`` (String); ``step``, ``concurrency``,
   ``max_tokens`` (Int64).
-* times, **seconds**: ``start_wall`` (Float64, wall-clock epoch seconds); ``connect``, ``read_lag_max``,
-  ``t_headers``, ``ttft``, ``ttfat``, ``t_first_reasoning``, ``t_last_token``, ``e2e`` (Float64, seconds from
-  the request being sent); ``time_source`` (String).
+* times, **seconds**: ``start_wall``, ``scheduled_wall`` (Float64, wall-clock epoch seconds); ``connect``,
+  ``read_lag_max``, ``t_headers``, ``ttft``, ``ttfat``, ``t_first_reasoning``, ``t_last_token``, ``e2e``
+  (Float64, seconds from the request being sent); ``time_source`` (String).
 * chunks: ``chunks``, ``reasoning_chunks``, ``answer_chunks``, ``sse_comments`` (Int64, counts of SSE chunks
   or comments, not tokens); ``gap_hist`` / ``itl_hist``: :data:`HIST_DTYPE`, a struct of ``n`` (Int64,
   samples), ``sum`` / ``min`` / ``max`` (Float64, seconds) and ``buckets`` (String: the JSON object
@@ -113,6 +113,7 @@ RECORD_SCHEMA: dict[str, pl.DataType] = {
     "conversation": pl.String(),
     "turn": pl.Int64(),
     "start_wall": pl.Float64(),
+    "scheduled_wall": pl.Float64(),
     "connect": pl.Float64(),
     "time_source": pl.String(),
     "read_lag_max": pl.Float64(),

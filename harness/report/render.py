@@ -13,6 +13,8 @@ from typing import Any
 from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.report import fmt
 from harness.report.fmt import DASH, wrap_markdown
+from harness.report.rate import RATE_TABLE_HEADER, rate_table_rows
+from harness.report.search import search_lines
 
 __all__ = ["render_markdown"]
 
@@ -407,6 +409,14 @@ def render_markdown(report: dict[str, Any]) -> str:
 
     if rep["steps"]:
         lines += _phase_tps_lines(rep)
+    lines += search_lines(rep.get("search"))
+    rate_rows = rate_table_rows(rep["steps"])
+    if rate_rows:
+        lines += ["## Open-loop rates", "",
+                  "Target, scheduled and achieved request rates; dispatch delay (scheduled → sent); service latency "
+                  "(from sent) beside schedule-relative latency (from scheduled). See rate_mode in Formulas.", ""]
+        lines += _table(RATE_TABLE_HEADER, rate_rows)
+        lines += [""]
     lines += ["## Hours to N usable samples", ""]
     lines.append("Each cell: hours to N usable samples (usable = success, not truncated, passing the profile's "
                  "usable checks) from the usable completions per second in the steady window, with its 95 % "

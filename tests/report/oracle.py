@@ -27,9 +27,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from harness.arrivals import arrivals_before
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import SloSpec
 from harness.histogram import LogHistogram
+from harness.rate import LEAD_S
 from harness.records import read_phases, read_records
 from harness.report.build import RunFigures, assemble_report, report_settings
 from harness.report.cost import add_cost
@@ -47,6 +49,8 @@ from harness.report.figures import (
 from harness.report.goodput import GOODPUT_ROW_KEYS
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, NoRecordsError, Phase, phases_from_events, read_meta
+from harness.report.rate import LATE_S as RATE_LATE_S
+from harness.report.search import search_result
 from harness.report.soak import slice_bounds, step_drift
 from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window, close_window
@@ -65,6 +69,7 @@ class RunData:
         has_run_end: whether ``phases.jsonl`` holds a ``run_end`` event.
         phases_inferred: True when ``phases.jsonl`` was missing and boundaries were inferred from records.
         problems: human-readable issues met while loading (shown as notes).
+        events: the ``phases.jsonl`` events.
     """
 
     path: Path
@@ -74,6 +79,7 @@ class RunData:
     has_run_end: bool
     phases_inferred: bool = False
     problems: list[str] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _phases_from_records(records: list[RequestResult]) -> list[Phase]:
@@ -120,7 +126,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
         phases, has_end, inferred = _phases_from_records(records), False, True
         if records:
             problems.append(INFERRED_PHASES_NOTE)
-    return RunData(root, meta, records, phases, has_end, inferred, problems)
+    return RunData(root, meta, records, phases, has_end, inferred, problems, events)
 
 
 def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
@@ -728,6 +734,62 @@ def turn_rows(records: Sequence[RequestResult]) -> list[dict[str, Any]]:
     return out
 
 
+def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float,
+                 recs: Sequence[RequestResult]) -> dict[str, Any]:
+    """The rate figures of one step (:func:`harness.report.rate.rate_figures`), over its records one by one."""
+    a = start + LEAD_S
+    span = max(0.0, end - a)
+    timed = [r for r in recs if r.scheduled_wall is not None]
+    sent = sum(1 for r in timed if a <= r.start_wall < end)
+    try:
+        n_sched: int | None = arrivals_before(str(ev.get("arrival") or "poisson"), float(ev["rate"]),
+                                              float(ev.get("burstiness") or 1), f"{seed}:{int(ev['step'])}", span)
+    except (KeyError, TypeError, ValueError):
+        n_sched = None
+    delays = [max(0.0, r.start_wall - float(r.scheduled_wall or 0.0)) for r in timed]
+    late = sum(1 for d in delays if d > RATE_LATE_S)
+    ok = [r for r in timed if r.ok]
+    d_ok = [max(0.0, r.start_wall - float(r.scheduled_wall or 0.0)) for r in ok]
+    ttft = [float(r.ttft) for r in ok if r.ttft is not None]
+    sttft = [d + float(r.ttft) for d, r in zip(d_ok, ok, strict=True) if r.ttft is not None]
+    e2e = [float(r.e2e) for r in ok if r.e2e is not None]
+    se2e = [d + float(r.e2e) for d, r in zip(d_ok, ok, strict=True) if r.e2e is not None]
+    return {
+        "target_rate": float(ev["rate"]), "arrival": ev.get("arrival"), "burstiness": ev.get("burstiness"),
+        "max_concurrency": ev.get("max_concurrency"), "users": ev.get("concurrency"), "schedule_window_s": span,
+        "scheduled": n_sched, "sent": sent,
+        "scheduled_rate": n_sched / span if n_sched is not None and span > 0 else None,
+        "achieved_rate": sent / span if span > 0 else None,
+        "shortfall": (1 - sent / n_sched) if n_sched else None,
+        "requests": len(timed), "late": late, "late_share": late / len(timed) if timed else None,
+        "dispatch_delay_p50_s": percentile(delays, 50), "dispatch_delay_p99_s": percentile(delays, 99),
+        "dispatch_delay_max_s": max(delays) if delays else None,
+        "ttft_p50_s": percentile(ttft, 50), "ttft_p99_s": percentile(ttft, 99),
+        "sched_ttft_p50_s": percentile(sttft, 50), "sched_ttft_p99_s": percentile(sttft, 99),
+        "sched_ttft_mean_s": mean(sttft),
+        "e2e_p50_s": percentile(e2e, 50), "e2e_p99_s": percentile(e2e, 99), "e2e_mean_s": mean(e2e),
+        "sched_e2e_p50_s": percentile(se2e, 50), "sched_e2e_p99_s": percentile(se2e, 99),
+        "sched_e2e_mean_s": mean(se2e),
+    }
+
+
+def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main: Sequence[RequestResult],
+             profile: dict[str, Any]) -> None:
+    """``row["rate"]`` (and a rate step's label) of every row, as :func:`harness.report.rate.add_rate`."""
+    evs = {int(e["step"]): e for e in events if e.get("event") == "phase_start" and e.get("rate") is not None}
+    spec = profile.get("rate") if isinstance(profile.get("rate"), dict) else {}
+    seed = int((spec or {}).get("seed") or 0)
+    for row in rows:
+        ev = evs.get(int(row["step"])) if row.get("phase") == "step" else None
+        if ev is None:
+            row["rate"] = None
+            continue
+        recs = [r for r in main if r.step == row["step"]]
+        row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs)
+        setting = row.get("setting")
+        row["label"] = f"{float(ev['rate']):g} req/s" + (f" ({setting})" if setting else "")
+
+
 def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
     """Every record-derived part of the report of ``run``, over its records one by one."""
     settings = report_settings(run.meta, n)
@@ -739,11 +801,13 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
         add_goodput(row, main, settings.slo)
         row["slices"] = step_slices(row, main, settings.slice_s)
         row["drift"] = step_drift(row["slices"])
+    profile = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
+    add_rate(rows, run.events, main, profile or {})
     placed = {p.step for p in steps}
     unplaced = sum(1 for r in main if r.step not in placed)
     last_end = max((r.end_wall for r in run.records), default=None)
     return RunFigures(rows, warmup_block([r for r in run.records if is_warmup(r)]), totals_block(main),
-                      prompt_rows(main), unplaced, last_end, turn_rows(main))
+                      prompt_rows(main), unplaced, last_end, turn_rows(main), search_result(run.events))
 
 
 def oracle_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:

@@ -1,0 +1,221 @@
+"""Rate-step figures of the report: target vs achieved rate, dispatch delay, schedule-relative latency.
+
+A rate step (profile ``rate:``, :mod:`harness.rate`) has ``rate`` in its ``phase_start`` event. Its **schedule
+window** is ``[a, e)``: ``a`` = the step's start + :data:`harness.rate.LEAD_S` (its first arrival), ``e`` = the
+step's end. Over the step's records (warm-up excluded, every record of the step whether ok or not):
+
+* **scheduled rate** = arrivals of the step's seeded schedule due in ``[a, e)`` (re-drawn from the profile's
+  seed, so exact) ÷ (e − a); **achieved rate** = requests of the step sent (``start_wall``) in ``[a, e)`` ÷
+  (e − a); ``shortfall`` = 1 − achieved ÷ scheduled;
+* **dispatch delay** = ``start_wall − scheduled_wall`` (scheduled → sent) p50 / p99 / max; ``late_share`` = the
+  share of requests with a dispatch delay above :data:`LATE_S` (they waited for a free user: the cap, the pool,
+  or a starved client);
+* **schedule-relative** TTFT / E2E = dispatch delay + TTFT / E2E (scheduled → first token / last byte), p50 /
+  p99 / mean over the step's successful requests, beside the service TTFT / E2E (sent → ...) of the same requests.
+
+A warning is added when the achieved rate is more than :data:`SHORTFALL_WARN` below the scheduled one, or when
+more than :data:`LATE_SHARE_WARN` of the requests were late.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from harness.arrivals import arrivals_before
+from harness.rate import LEAD_S
+from harness.report.exprs import OK, START, STEP, pctl
+
+__all__ = [
+    "LATE_S",
+    "LATE_SHARE_WARN",
+    "RATE_DEFINITIONS",
+    "SHORTFALL_WARN",
+    "add_rate",
+    "rate_notes",
+    "rate_table_rows",
+]
+
+#: A request is late when its dispatch delay exceeds this (seconds).
+LATE_S = 0.05
+#: Warn when the achieved rate is this much (a share) below the scheduled rate.
+SHORTFALL_WARN = 0.05
+#: Warn when more than this share of a step's requests were late.
+LATE_SHARE_WARN = 0.01
+
+#: The report's formulas of the rate figures (merged into ``definitions``).
+RATE_DEFINITIONS: dict[str, str] = {
+    "rate_mode": f"Rate steps (profile rate:): the step's schedule window is [a, e), a = step start + {LEAD_S:g} s "
+    "(the first arrival; the users are spawned before it), e = the step's end. Target rate = the profile's rate; "
+    "scheduled rate = arrivals of the step's seeded schedule due in [a, e) ÷ (e − a); achieved rate = the step's "
+    "requests sent (start_wall) in [a, e) ÷ (e − a); shortfall = 1 − achieved ÷ scheduled. Dispatch delay = "
+    "start_wall − scheduled_wall (scheduled → sent); late = dispatch delay > "
+    f"{LATE_S:g} s. Schedule-relative TTFT / E2E = dispatch delay + TTFT / E2E, over the step's successful "
+    "requests (service TTFT / E2E beside them: from sent). A warning when the shortfall exceeds "
+    f"{100 * SHORTFALL_WARN:g} % or more than {100 * LATE_SHARE_WARN:g} % of the requests were late.",
+}
+
+
+def _rate_events(events: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    out: dict[int, dict[str, Any]] = {}
+    for e in events:
+        if e.get("event") == "phase_start" and e.get("rate") is not None:
+            try:
+                out[int(e["step"])] = e
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
+
+
+def _scheduled_count(ev: dict[str, Any], seed: int, span: float) -> int | None:
+    """Arrivals of the step's schedule (all processes) with offset < ``span`` seconds; None when it cannot be
+    re-drawn (unknown process)."""
+    try:
+        return arrivals_before(str(ev.get("arrival") or "poisson"), float(ev["rate"]),
+                               float(ev.get("burstiness") or 1), f"{seed}:{int(ev['step'])}", span)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _delay() -> pl.Expr:
+    """Dispatch delay of a record (s): ``start_wall - scheduled_wall``, at least 0."""
+    return pl.max_horizontal(pl.col(START) - pl.col("scheduled_wall"), pl.lit(0.0))
+
+
+def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: pl.DataFrame) -> dict[str, Any]:
+    """The rate figures of one step (module docstring), over the polars record frame ``recs``: the step's
+    non-warm-up records, prepared (:func:`harness.report.columns.prepare`: ``scheduled_wall`` among its columns).
+    ``ev`` is its ``phase_start`` event, ``seed`` the profile's ``rate.seed``, ``[start, end)`` the step (epoch s).
+    Seconds, requests/s, shares 0..1."""
+    a = start + LEAD_S
+    span = max(0.0, end - a)
+    target = float(ev["rate"])
+    timed = recs.filter(pl.col("scheduled_wall").is_not_null()).with_columns(_delay().alias("_delay"))
+    ok = timed.filter(pl.col(OK))
+    sched_ttft = (pl.col("_delay") + pl.col("ttft")).alias("_sttft")
+    sched_e2e = (pl.col("_delay") + pl.col("e2e")).alias("_se2e")
+    f = timed.select(
+        ((pl.col(START) >= a) & (pl.col(START) < end)).sum().alias("sent"),
+        (pl.col("_delay") > LATE_S).sum().alias("late"),
+        pctl("_delay", 50).alias("d50"), pctl("_delay", 99).alias("d99"), pl.col("_delay").max().alias("dmax"),
+    ).row(0, named=True)
+    g = ok.with_columns(sched_ttft, sched_e2e).select(
+        pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 99).alias("ttft_p99_s"),
+        pctl("_sttft", 50).alias("sched_ttft_p50_s"), pctl("_sttft", 99).alias("sched_ttft_p99_s"),
+        pl.col("_sttft").mean().alias("sched_ttft_mean_s"),
+        pctl("e2e", 50).alias("e2e_p50_s"), pctl("e2e", 99).alias("e2e_p99_s"),
+        pl.col("e2e").mean().alias("e2e_mean_s"),
+        pctl("_se2e", 50).alias("sched_e2e_p50_s"), pctl("_se2e", 99).alias("sched_e2e_p99_s"),
+        pl.col("_se2e").mean().alias("sched_e2e_mean_s"),
+    ).row(0, named=True)
+    n = timed.height
+    sent, late = int(f["sent"] or 0), int(f["late"] or 0)
+    n_sched = _scheduled_count(ev, seed, span)
+    return {
+        "target_rate": target,
+        "arrival": ev.get("arrival"),
+        "burstiness": ev.get("burstiness"),
+        "max_concurrency": ev.get("max_concurrency"),
+        "users": ev.get("concurrency"),
+        "schedule_window_s": span,
+        "scheduled": n_sched,
+        "sent": sent,
+        "scheduled_rate": n_sched / span if n_sched is not None and span > 0 else None,
+        "achieved_rate": sent / span if span > 0 else None,
+        "shortfall": (1 - sent / n_sched) if n_sched else None,
+        "requests": n,
+        "late": late,
+        "late_share": late / n if n else None,
+        "dispatch_delay_p50_s": f["d50"],
+        "dispatch_delay_p99_s": f["d99"],
+        "dispatch_delay_max_s": f["dmax"],
+        **g,
+    }
+
+
+def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main: pl.DataFrame,
+             profile: dict[str, Any]) -> None:
+    """Set ``row["rate"]`` on every step row: :func:`rate_figures` for a rate step (whose ``label`` becomes
+    ``"<rate> req/s"``, then ``" (<setting>)"`` when the row has a sweep-axes setting), None otherwise.
+
+    Args:
+        rows: the report's step rows (``step``, ``start_wall``, ``end_wall``).
+        events: ``phases.jsonl`` events.
+        main: the run's non-warm-up records as a prepared polars frame (:attr:`harness.report.columns.FrameRun.main`).
+        profile: the profile dict of run.json (its ``rate.seed``; 0 when absent).
+    """
+    evs = _rate_events(events)
+    spec = profile.get("rate") if isinstance(profile.get("rate"), dict) else {}
+    seed = int((spec or {}).get("seed") or 0)
+    for row in rows:
+        ev = evs.get(int(row["step"])) if row.get("phase") == "step" else None
+        if ev is None:
+            row["rate"] = None
+            continue
+        recs = main.filter(pl.col(STEP) == int(row["step"]))
+        row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs)
+        setting = row.get("setting")
+        row["label"] = f"{float(ev['rate']):g} req/s" + (f" ({setting})" if setting else "")
+
+
+def rate_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The warnings of the rate steps: the rate not achieved (by how much), requests late for a free user."""
+    out: list[str] = []
+    for r in rows:
+        f = r.get("rate")
+        if not f:
+            continue
+        lab = f"step {r['step']} ({f['target_rate']:g} req/s)"
+        sf = f.get("shortfall")
+        if sf is not None and sf > SHORTFALL_WARN:
+            out.append(f"{lab}: TARGET RATE NOT ACHIEVED: {f['sent']} of {f['scheduled']} scheduled requests were "
+                       f"sent in the step ({f['achieved_rate']:.3g} req/s of {f['scheduled_rate']:.3g} scheduled, "
+                       f"{100 * sf:.0f} % short): the client fell behind its schedule.")
+        ls = f.get("late_share")
+        if ls is not None and ls > LATE_SHARE_WARN:
+            cap = f.get("max_concurrency")
+            why = (f"the cap of {cap} in flight" if cap is not None else
+                   f"the pool of {f.get('users')} users (rate.pool)")
+            p99 = f.get("dispatch_delay_p99_s") or 0.0
+            se2e, e2e = f.get("sched_e2e_p50_s"), f.get("e2e_p50_s")
+            lat = (f"; schedule-relative E2E p50 {se2e:.3g} s vs service E2E p50 {e2e:.3g} s"
+                   if se2e is not None and e2e is not None else "")
+            out.append(f"{lab}: {100 * ls:.0f} % of requests waited for a free user ({why}): dispatch delay p99 "
+                       f"{p99:.3g} s{lat}. Service latency alone hides this wait (coordinated omission): read the "
+                       "schedule-relative figures.")
+    return out
+
+
+def _f(v: float | None) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    return f"{v:.3g}"
+
+
+#: Header of the report's "Open-loop rates" table.
+RATE_TABLE_HEADER = ["step", "target req/s", "scheduled req/s", "achieved req/s", "short %", "late %",
+                     "dispatch p50 / p99 s", "TTFT p50 / p99 s", "sched. TTFT p50 / p99 s", "E2E p50 / p99 s",
+                     "sched. E2E p50 / p99 s"]
+
+
+def rate_table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The Markdown cells of the "Open-loop rates" table, one row per rate step (none without rate steps)."""
+    out = []
+    for r in rows:
+        f = r.get("rate")
+        if not f:
+            continue
+        sf, ls = f.get("shortfall"), f.get("late_share")
+        out.append([
+            str(r["label"]), _f(f["target_rate"]), _f(f["scheduled_rate"]), _f(f["achieved_rate"]),
+            "–" if sf is None else f"{100 * sf:.1f}", "–" if ls is None else f"{100 * ls:.1f}",
+            f"{_f(f['dispatch_delay_p50_s'])} / {_f(f['dispatch_delay_p99_s'])}",
+            f"{_f(f['ttft_p50_s'])} / {_f(f['ttft_p99_s'])}",
+            f"{_f(f['sched_ttft_p50_s'])} / {_f(f['sched_ttft_p99_s'])}",
+            f"{_f(f['e2e_p50_s'])} / {_f(f['e2e_p99_s'])}",
+            f"{_f(f['sched_e2e_p50_s'])} / {_f(f['sched_e2e_p99_s'])}",
+        ])
+    return out

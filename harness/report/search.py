@@ -1,0 +1,70 @@
+"""The report's "SLO capacity search" section: the search's outcome as the master measured it.
+
+The master writes it to ``phases.jsonl`` as a ``search`` event (:class:`harness.shapes.SearchDriver`,
+:meth:`harness.search.CapacitySearch.result`); the report shows the boundary (highest passing and lowest failing
+setting) with each SLO figure and its 95 % interval on both sides, and every probe in the order run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["SEARCH_DEFINITIONS", "search_lines", "search_result"]
+
+#: The report's formula of the search (merged into ``definitions``).
+SEARCH_DEFINITIONS: dict[str, str] = {
+    "slo_search": "SLO capacity search (profile search:): probe low, then high, then bisect between the highest "
+    "setting that met every SLO and the lowest that failed one until they are at most search.tolerance apart (or "
+    "search.max_steps steps ran; concurrency midpoints are whole users). Each step is measured by the master at "
+    "its end over its steady window (successful requests that ended in it; fewer than 10: the step fails): SLO "
+    "<metric>_p<q>_s holds when the q-th percentile ≤ the threshold. In a rate search the sample is the step's "
+    "successful requests scheduled in its schedule window that ended by the measurement (1 s after its time), TTFT, "
+    "TTFAT and E2E are schedule-relative, and a step that sent more than 5 % fewer requests than scheduled fails. "
+    "Intervals: distribution-free 95 % confidence intervals of the percentile (order "
+    "statistics of ranks n·p ∓ 1.96·√(n·p·(1−p)); a side with too few requests is unbounded).",
+}
+
+
+def search_result(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last ``search`` event's result in ``phases.jsonl`` events, None when the run had no search."""
+    found = [e.get("result") for e in events if e.get("event") == "search" and isinstance(e.get("result"), dict)]
+    return found[-1] if found else None
+
+
+def _v(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3g}"
+
+
+def _figure(f: dict[str, Any] | None) -> str:
+    if not f:
+        return "–"
+    return f"{_v(f.get('value'))} [{_v(f.get('low'))}, {_v(f.get('high'))}] {'ok' if f.get('ok') else 'FAIL'}"
+
+
+def search_lines(search: dict[str, Any] | None) -> list[str]:
+    """The Markdown lines of the section (none without a search)."""
+    if not search:
+        return []
+    unit = "users" if search["axis"] == "concurrency" else "req/s"
+    lines = ["## SLO capacity search", "",
+             f"Over {search['axis']} from {search['low']:g} to {search['high']:g} {unit}, tolerance "
+             f"{search['tolerance']:g}: **{search['verdict']}**. Each figure: percentile [95 % interval] against its "
+             "threshold; see slo_search in Formulas.", ""]
+    best, fail = search.get("highest_pass"), search.get("lowest_fail")
+    keys: list[str] = []
+    for p in (best, fail, *search.get("probes", [])):
+        for k in (p or {}).get("figures", {}):
+            if k not in keys:
+                keys.append(k)
+    thr = {k: f["threshold"] for p in search.get("probes", []) for k, f in p.get("figures", {}).items()}
+    header = ["side", "setting", "step", "sample", *(f"{k} ≤ {thr.get(k, 0):g}" for k in keys), "failed because"]
+    rows = []
+    sides = [("highest passing", best), ("lowest failing", fail)]
+    for side, p in [*sides, *(("probe", p) for p in search.get("probes", []))]:
+        if p:
+            rows.append([side, f"{p['setting']:g}", str(p["step"]), str(p["sample"]),
+                         *(_figure(p["figures"].get(k)) for k in keys), p.get("reason") or "–"])
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return [*lines, ""]

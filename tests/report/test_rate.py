@@ -1,0 +1,110 @@
+"""The rate figures of the report (:mod:`harness.report.rate`) over hand-made records, read as a record frame."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.rate import LEAD_S
+from harness.report.build import build_report
+from harness.report.rate import add_rate, rate_figures, rate_notes, rate_table_rows
+from harness.result import RequestResult
+from tests.report.rundir import frame_of
+
+S = 1_800_000_000.0  # step start (epoch s)
+A = S + LEAD_S  # first arrival
+
+
+def rec(sched: float, sent: float, e2e: float = 0.5, ttft: float = 0.05, ok: bool = True) -> RequestResult:
+    return RequestResult("p", "p", "u", "step", 1, 1, None, start_wall=sent, scheduled_wall=sched, ttft=ttft,
+                         e2e=e2e, ok=ok)
+
+
+def ev(rate: float = 10.0, cap: int | None = 1) -> dict:
+    return {"event": "phase_start", "phase": "step", "step": 1, "concurrency": 1, "wall": S, "rate": rate,
+            "arrival": "constant", "burstiness": 1.0, "max_concurrency": cap}
+
+
+def test_a_client_behind_its_schedule() -> None:
+    # constant 10/s for ~10 s: 100 arrivals; cap 1, 500 ms service: one sent every 0.5 s, later and later
+    end = A + 9.95
+    recs = [rec(A + 0.1 * i, A + 0.5 * i) for i in range(20)]
+    f = rate_figures(ev(), 0, S, end, frame_of(recs))
+    assert f["scheduled"] == 100 and f["scheduled_rate"] == pytest.approx(100 / 9.95)
+    assert f["sent"] == 20 and f["achieved_rate"] == pytest.approx(20 / 9.95) and f["shortfall"] == pytest.approx(0.8)
+    delays = [0.4 * i for i in range(20)]
+    assert f["dispatch_delay_p50_s"] == pytest.approx((delays[9] + delays[10]) / 2)
+    assert f["dispatch_delay_max_s"] == pytest.approx(7.6)
+    assert f["late"] == 19 and f["late_share"] == pytest.approx(0.95)  # all but the first
+    assert f["e2e_p50_s"] == pytest.approx(0.5) and f["ttft_p50_s"] == pytest.approx(0.05)
+    assert f["sched_e2e_p50_s"] == pytest.approx(0.5 + 3.8) and f["sched_e2e_mean_s"] == pytest.approx(0.5 + 3.8)
+    assert 7.0 < f["sched_ttft_p99_s"] < 7.7 and f["sched_ttft_p50_s"] == pytest.approx(0.05 + 3.8)
+    rows = [{"step": 1, "phase": "step", "label": "C=1", "start_wall": S, "end_wall": end}]
+    add_rate(rows, [ev()], frame_of(recs), {"rate": {"seed": 0}})
+    assert rows[0]["label"] == "10 req/s" and rows[0]["rate"]["sent"] == 20
+    notes = rate_notes(rows)
+    assert len(notes) == 2
+    assert "TARGET RATE NOT ACHIEVED: 20 of 100 scheduled" in notes[0] and "80 % short" in notes[0]
+    assert "95 % of requests waited for a free user (the cap of 1 in flight)" in notes[1]
+    assert "coordinated omission" in notes[1]
+    (cells,) = rate_table_rows(rows)
+    assert cells[:6] == ["10 req/s", "10", "10.1", "2.01", "80.0", "95.0"]
+
+
+def test_an_on_time_client_gets_no_warning_and_failed_requests_count_as_sent() -> None:
+    recs = [rec(A + 0.25 * i, A + 0.25 * i + 0.001, ok=i % 5 != 0) for i in range(40)]
+    rows = [{"step": 1, "phase": "step", "label": "C=64", "start_wall": S, "end_wall": A + 9.99}]
+    add_rate(rows, [ev(rate=4.0, cap=None)], frame_of(recs), {})
+    f = rows[0]["rate"]
+    assert f["sent"] == f["scheduled"] == 40 and f["shortfall"] == 0 and f["late"] == 0
+    assert f["sched_e2e_p50_s"] == pytest.approx(0.501)
+    assert rate_notes(rows) == []
+
+
+def test_closed_loop_rows_have_no_rate_figures() -> None:
+    rows = [{"step": 0, "phase": "single", "label": "single", "start_wall": S, "end_wall": S + 5},
+            {"step": 1, "phase": "step", "label": "C=8", "start_wall": S + 5, "end_wall": S + 10}]
+    closed = {"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": S + 5}
+    add_rate(rows, [closed], frame_of([]), {})
+    assert [r["rate"] for r in rows] == [None, None] and rows[1]["label"] == "C=8"
+    assert rate_notes(rows) == [] and rate_table_rows(rows) == []
+
+
+def test_pool_wait_is_named_as_the_pool() -> None:
+    recs = [rec(A + 0.1 * i, A + 0.1 * i + 0.06) for i in range(50)]  # each 60 ms late
+    rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 4.97}]
+    e = ev(cap=None)
+    e["concurrency"] = 256
+    add_rate(rows, [e], frame_of(recs), {})
+    (note,) = rate_notes(rows)  # all sent (late): no shortfall warning, a wait warning
+    assert "the pool of 256 users (rate.pool)" in note
+
+
+def test_the_reports_rate_figures_equal_the_record_by_record_oracle(tmp_path: Path) -> None:
+    from tests.report.oracle import oracle_report
+    from tests.report.rundir import T0, phase, run_end, write_run
+    from tests.report.rundir import rec as rrec
+    from tests.report.test_columns import assert_same
+
+    # single stream, then a gamma rate step at 4 req/s with a cap of 2, late and on-time arrivals, a failure,
+    # a record without scheduled_wall (closed-loop), and a search event read through
+    recs = [rrec("u0", 0, 0.5 + i, 0.8) for i in range(4)]
+    for i in range(30):
+        sched = 5.0 + LEAD_S + 0.25 * i
+        recs.append(rrec(f"u{i % 2 + 1}", 1, sched + 0.02 * (i % 7), 0.4 + 0.01 * i, ok=i % 9 != 4,
+                         concurrency=2, scheduled_wall=T0 + sched))
+    recs.append(rrec("u3", 1, 6.0, 0.5, concurrency=2))
+    ev = {**phase("step", 1, 2, 5.0, 10.0), "rate": 4.0, "arrival": "gamma", "burstiness": 2.0,
+          "max_concurrency": 2}
+    search = {"event": "search", "wall": T0 + 15.5, "result": {"axis": "rate", "verdict": "capacity 4 req/s"}}
+    run = write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0.0, 5.0), ev, {"event": "load_end", "wall": T0 + 15},
+                                           search, run_end(16.0)],
+                    meta={"profile": {"name": "synthetic", "rate": {"seed": 3}}})
+    rep = build_report(run)
+    assert_same(oracle_report(run), rep, "report")  # every figure, rate and search included
+    rows = rep["steps"]
+    f = rows[1]["rate"]
+    assert rows[0]["rate"] is None and rows[1]["label"] == "4 req/s"
+    assert f["requests"] == 30 and f["late"] > 0 and f["scheduled"] is not None
+    assert rep["search"] == search["result"]
