@@ -9,13 +9,16 @@ An arrival process is a renewal process given by its inter-arrival gaps (seconds
   above 1 burstier (clustered arrivals with long pauses), below 1 more regular, towards constant.
 
 The sequence is a pure function of (kind, rate, burstiness, seed): every process of a master/worker run draws the
-same one and takes its own share of it (:func:`arrival_offsets`).
+same one and takes its own share of it (:func:`arrival_offsets`, by :func:`harness.split.share`).
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
+
+from harness.split import check_slot, share
 
 __all__ = ["ARRIVAL_KINDS", "arrival_offsets", "arrivals_before", "interarrival_gaps"]
 
@@ -72,10 +75,9 @@ def arrival_offsets(
     Raises:
         ValueError: as :func:`interarrival_gaps`, or ``slot`` not in ``range(slots)``.
     """
-    if slots < 1 or not 0 <= slot < slots:
-        raise ValueError(f"slot {slot} not in range(slots={slots})")
+    check_slot(slot, slots)
     gaps = interarrival_gaps(kind, rate, burstiness, seed)
-    return _share(gaps, slot, slots)
+    return share(itertools.accumulate(gaps, initial=0.0), slot, slots)
 
 
 def arrivals_before(kind: str, rate: float, burstiness: float, seed: int | str, span: float) -> int:
@@ -93,12 +95,3 @@ def arrivals_before(kind: str, rate: float, burstiness: float, seed: int | str, 
         t += next(gaps)
     return n
 
-
-def _share(gaps: Iterator[float], slot: int, slots: int) -> Iterator[tuple[int, float]]:
-    t = 0.0
-    k = 0
-    while True:
-        if k % slots == slot:
-            yield k, t
-        t += next(gaps)
-        k += 1

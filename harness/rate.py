@@ -37,6 +37,7 @@ import gevent
 from gevent.event import AsyncResult
 
 from harness.arrivals import arrival_offsets
+from harness.split import slot_of, worker_ids
 
 __all__ = [
     "LEAD_S",
@@ -242,7 +243,7 @@ def broadcast_step(runner: Any, step: int, rate: float | None, spec: Any, start_
     sched = ArrivalSchedule(step, rate, spec.arrival, spec.burstiness, spec.seed, start_wall + LEAD_S,
                             run_id=run_id)
     if isinstance(runner, MasterRunner):
-        ids = sorted(c.id for c in runner.clients.values() if str(c.state) != "missing")
+        ids = worker_ids(runner)
         runner.send_message(MSG_RATE, sched.message(ids))  # the master sends nothing itself
     else:
         begin_step(sched)
@@ -260,13 +261,14 @@ def _on_rate(environment: Any, msg: Any, **_: Any) -> None:
     runner = environment.runner
     ids = list(data.get("workers") or [])
     me = getattr(runner, "client_id", None)
-    if me not in ids:
+    split = slot_of(ids, me)
+    if split is None:
         log.warning("llmload: this worker (%s) is not in the master's rate split %s: it sends no arrivals", me, ids)
         end_schedule()
         return
     begin_step(ArrivalSchedule(int(data["step"]), float(data["rate"]), str(data["arrival"]),
                                float(data["burstiness"]), int(data["seed"]), float(data["t0_wall"]),
-                               ids.index(me), len(ids), str(data.get("run_id") or "")))
+                               *split, str(data.get("run_id") or "")))
 
 
 @events.init.add_listener
