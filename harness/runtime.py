@@ -242,8 +242,9 @@ class RunContext:
             self._runner.send_message(MSG_RECORDS, batch)
 
     # -- phase messages -------------------------------------------------------------------------------------
-    def phase_message(self) -> dict[str, Any]:
-        """The payload of a ``llmload_phase`` message (msgpack-safe)."""
+    def phase_message(self, workers: list[str] | None = None) -> dict[str, Any]:
+        """The payload of a ``llmload_phase`` message (msgpack-safe). ``workers``: the master's worker ids in slot
+        order (:func:`harness.split.worker_ids`), each worker's share of a split prompt source."""
         return {
             "profile": self.profile.public_dict(),
             "base_url": self.base_url,
@@ -254,6 +255,7 @@ class RunContext:
             "run_id": self.run_id,
             "web": self.web,
             "setting": self.state.setting,
+            "workers": list(workers or []),
         }
 
 

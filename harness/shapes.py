@@ -32,6 +32,7 @@ from harness.client import Timeouts
 from harness.result import RequestIdentity, RequestResult
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
 from harness.search import CapacitySearch, measure_step
+from harness.split import worker_ids
 
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
 
@@ -314,7 +315,7 @@ class ReasoningSweepShape(LoadTestShape):
             log.info("llmload: phase %s step %d: %d users for %.0f s%s%s", st.phase, st.step, st.users, st.duration,
                      f" at {st.rate:g} req/s" if st.rate is not None else "", f" ({st.setting})" if st.setting else "")
             if self.runner is not None:
-                self.runner.send_message(MSG_PHASE, ctx.phase_message())
+                self.runner.send_message(MSG_PHASE, ctx.phase_message(worker_ids(self.runner)))
             if ctx.profile.rate is not None:
                 rate_mode.broadcast_step(self.runner, st.step, st.rate, ctx.profile.rate, wall, ctx.run_id,
                                          closed=st.rate is None)

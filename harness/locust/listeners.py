@@ -51,7 +51,7 @@ _LAST_BATCH_WAIT_S = 1.0
 def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:])
+        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:], runner.client_id)
         ctx.start_flusher(runner)
 
 

@@ -20,6 +20,7 @@ from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
 from harness.records import RunDir, redact_url
 from harness.runtime import PhaseState, RunContext, current, target_client
+from harness.split import slot_of
 
 __all__ = [
     "SimHolder",
@@ -233,8 +234,11 @@ def setup_master(
     return open_run(profile, path, target, role, output_dir, extra)
 
 
-def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContext:
-    """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``current().ctx``."""
+def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: str | None = None) -> RunContext:
+    """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``current().ctx``.
+
+    ``client_id``: the worker's Locust client id; with the message's ``workers`` list it sets the worker's share
+    of a split prompt source (:meth:`harness.prompts.source.PromptSource.set_share`)."""
     run = current()
     ctx = run.ctx
     run_id = str(data.get("run_id") or "")
@@ -253,5 +257,11 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str) -> RunContex
         ctx.web = bool(data.get("web"))
         run.hold(ctx)
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"], data.get("setting"))
+    split = slot_of(data.get("workers"), client_id)
+    if split is not None:
+        ctx.prompt_source.set_share(*split)
+    elif ctx.prompt_source.shared and data.get("workers"):
+        log.warning("llmload: this worker (%s) is not in the master's split %s: its data-set rows may repeat "
+                    "other workers'", client_id, data.get("workers"))
     return ctx
 

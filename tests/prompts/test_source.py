@@ -77,8 +77,11 @@ def test_dataset_without_replacement_draws_each_row_once_per_pass(tmp_path: Path
     assert first != second  # a new pass, a new order
     again = build_source(prof, "m")
     assert [_content(again.sample(random.Random(9))[1]) for _ in range(50)] == first  # seeded
-    other = build_source(prof, "m", "w2")  # another worker: another order
-    assert [_content(other.sample(random.Random(9))[1]) for _ in range(50)] != first
+    other = build_source(prof, "m", "w2")  # another process: the run's one order (workers split it by position)
+    assert [_content(other.sample(random.Random(9))[1]) for _ in range(50)] == first
+    reseeded = build_source(_profile(tmp_path, f"dataset: {{path: seeds.jsonl, replacement: false, "
+                                               f"sampling: {sampling}, seed: 4}}\n"), "m")
+    assert [_content(reseeded.sample(random.Random(9))[1]) for _ in range(50)] != first  # another seed, order
 
 
 def test_weighted_without_replacement_puts_heavy_rows_first(tmp_path: Path) -> None:
