@@ -31,9 +31,10 @@ class DatasetSpec(_Model):
     """Prompts drawn from a local data file (formats: :mod:`harness.prompts.files`).
 
     ``path`` relative to the profile's directory. ``sampling`` ``weighted`` (by the weight key/column; rows without
-    one weigh 1) or ``uniform``; ``replacement`` False draws every row once (in a seeded shuffled order) before any
-    row is drawn again. ``seed`` makes the draws reproducible per process (None: each user's own random stream;
-    the without-replacement order then uses seed 0). ``class`` is the records' ``prompt_class`` / Locust name /
+    one weigh 1) or ``uniform``; ``replacement`` False draws every row once (in a seeded shuffled order, one for the
+    run, split across the workers: :class:`harness.prompts.source.DatasetSource`) before any row is drawn again.
+    ``seed`` makes the draws reproducible (with replacement: per process; None: each user's own random stream; the
+    without-replacement order then uses seed 0). ``class`` is the records' ``prompt_class`` / Locust name /
     Prometheus ``prompt`` label of every row.
     """
 
