@@ -17,6 +17,7 @@ import pytest
 
 from harness.rate import LEAD_S, ArrivalSchedule
 from tests.integration.test_locust_run import LOCUST, records, run_dir_of
+from tests.integration.test_prometheus import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -102,7 +103,8 @@ output: {dir: %(out)s}
 def test_two_workers_split_one_schedule_exactly(tmp_path: Path, arrival: str) -> None:
     """``--processes 2``: worker i takes every 2nd arrival of the one schedule; together they send it all, on time
     (a fast service, a pool of 16: nobody waits), and the report's scheduled count is the schedule's."""
-    run, _ = _run(tmp_path, SPLIT_PROFILE % {"arrival": arrival, "out": tmp_path / "runs"}, "--processes", "2")
+    run, _ = _run(tmp_path, SPLIT_PROFILE % {"arrival": arrival, "out": tmp_path / "runs"}, "--processes", "2",
+                  "--master-bind-host", "127.0.0.1", "--master-bind-port", str(free_port()))
     recs = [r for r in records(run) if r["phase"] == "step"]
     assert all(r["ok"] for r in recs) and all(r["scheduled_wall"] is not None for r in recs)
     assert all(r.get("scheduled_wall") is None for r in records(run) if r["phase"] == "single")

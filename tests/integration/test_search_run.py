@@ -11,6 +11,7 @@ import pytest
 from harness.records import read_records
 from harness.search import CapacitySearch, Probe, measure_step
 from tests.integration.test_locust_run import LOCUST, run_dir_of
+from tests.integration.test_prometheus import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -91,7 +92,8 @@ def test_rate_search_with_two_workers(tmp_path: Path) -> None:
     (~0.55 s requests: at most ~29 req/s), so it fails as short of its schedule; the bisection runs between."""
     prof = tmp_path / "p.yaml"
     prof.write_text(RATE_PROFILE % {"out": tmp_path / "runs"})
-    proc = subprocess.run([*LOCUST, "--profile", str(prof), "--no-metrics", "--processes", "2"], cwd=tmp_path,
+    proc = subprocess.run([*LOCUST, "--profile", str(prof), "--no-metrics", "--processes", "2",
+                           "--master-bind-host", "127.0.0.1", "--master-bind-port", str(free_port())], cwd=tmp_path,
                           capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_dir_of(tmp_path / "runs")
