@@ -52,12 +52,11 @@ WARMUP_CONCURRENCY = (1, 1, 2, 4, 8, 4, 2, 1)
 WARMUP_TIMEOUT = 120.0
 
 
-def _load_server_module() -> ModuleType:
-    """Import ``server.py`` beside this file by path (works whatever pytest's import mode)."""
-    name = "_real_vllm_server"
+def _load_module(file: str, name: str) -> ModuleType:
+    """Import ``file`` beside this one by path as module ``name`` (works whatever pytest's import mode)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "server.py")
+    spec = importlib.util.spec_from_file_location(name, HERE / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -65,7 +64,13 @@ def _load_server_module() -> ModuleType:
     return module
 
 
+def _load_server_module() -> ModuleType:
+    """Import ``server.py`` beside this file by path (works whatever pytest's import mode)."""
+    return _load_module("server.py", "_real_vllm_server")
+
+
 server_module = _load_server_module()
+proxy_module = _load_module("recording_proxy.py", "_real_vllm_recording_proxy")
 
 
 @dataclass(frozen=True)
@@ -236,3 +241,11 @@ def vllm_server() -> Iterator[VLLMTarget]:
         )
     finally:
         server.stop()
+
+
+@pytest.fixture
+def recording_proxy(vllm_server: VLLMTarget) -> Iterator[Any]:
+    """A ``recording_proxy.RecordingProxy`` to the session's vLLM server, for one test: point the load generator
+    at its ``base_url`` to see the request bodies it sent (``.bodies(path)``)."""
+    with proxy_module.RecordingProxy(vllm_server.base_url) as proxy:
+        yield proxy
