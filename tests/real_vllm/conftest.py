@@ -8,7 +8,9 @@ The session-scoped :func:`vllm_server` fixture
 
 Every chat completion from that server streams exactly ``K`` reasoning tokens (``delta.reasoning``), the
 ``</think>`` token (no chunk of its own), ``M`` answer tokens (``delta.content``) and the EOS token
-``<|im_end|>`` (counted in usage, streamed as an empty final delta with ``finish_reason: "stop"``).
+``<|im_end|>`` (counted in usage, streamed as an empty final delta with ``finish_reason: "stop"``). With
+``chat_template_kwargs: {enable_thinking: false}`` its chat template closes the think block in the prompt (one
+prompt token more, as Qwen3's does) and the reply is the M answer tokens and EOS only, streamed as content.
 
 If the vLLM venv (``scripts/setup_vllm.sh``) is missing the tests are skipped, unless the environment sets
 ``LLMLOAD_REQUIRE_VLLM=1``: then they fail.

@@ -127,6 +127,8 @@ def sig3(x: float) -> str:
 
 #: max_tokens of the rate sweep's requests (below K: each reply is cut in its reasoning).
 RATE_CAP = 24
+#: The rate sweep's rate.max_concurrency (users held per step).
+CAP = 8
 
 RATE_PROFILE = """
 name: vllm-rate
@@ -136,7 +138,7 @@ prompts:
   - {{id: hello, text: "Say hello", max_tokens: %(cap)d}}
 warmup: {{max_tokens: 16, timeout: 120}}
 single_stream: {{duration: 0}}
-rate: {{arrival: constant, rates: [1, 2], max_concurrency: 8, seed: 5}}
+rate: {{arrival: constant, rates: [1, 2], max_concurrency: %(max_c)d, seed: 5}}
 steps: {{duration: 8, drain_timeout: 60}}
 """ + TIMEOUTS + """
 output: {{dir: "{out}"}}
@@ -150,7 +152,7 @@ def test_rate_sweep_against_vllm(vllm_server: Any, tmp_path: Path) -> None:
     Short requests (RATE_CAP tokens, cut in the reasoning: ~0.1 s each on an idle machine) keep the rates below
     capacity even when other work shares the 2 cores: with full 290-token replies a contended server took 2.5-7 s
     per request, 8 were in flight at 2 req/s and the harness rightly reported the target rate not achieved."""
-    run, wall = run_profile(tmp_path, vllm_server, RATE_PROFILE % {"cap": RATE_CAP})
+    run, wall = run_profile(tmp_path, vllm_server, RATE_PROFILE % {"cap": RATE_CAP, "max_c": CAP})
     recs = records(run)
     steps = [r for r in recs if r["phase"] == "step"]
     assert all(r["phase"] == "warmup" for r in recs if r["phase"] != "step")
@@ -201,14 +203,22 @@ def test_rate_sweep_against_vllm(vllm_server: Any, tmp_path: Path) -> None:
         for key, value in expect.items():
             assert f[key] == pytest.approx(value, rel=1e-9, abs=1e-12), (key, f[key], value)
         assert f["sched_e2e_p50_s"] >= f["e2e_p50_s"] and f["sched_ttft_p50_s"] >= f["ttft_p50_s"]
-        # on time: a client on its own CPU dispatches within a few ms (late = over LATE_S)
+        # on time: a client on its own CPU dispatches within a few ms (late = over LATE_S) ...
         assert f["dispatch_delay_p50_s"] < LATE_S, f["dispatch_delay_p50_s"]
+        # ... and below capacity no arrival waited for the cap: at each scheduled time fewer than 8 were in flight,
+        # so a request that was late anyway (a busy client CPU) is the client's, as the report says
+        in_flight = [sum(1 for q in recs if q["phase"] != "warmup" and q["start_wall"] <= r["scheduled_wall"]
+                         < end_of(q)) for r in mine]
+        assert max(in_flight) < CAP, in_flight
+        assert f["late_free_user"] == f["late"] == expect["late"], (f["late_free_user"], f["late"])
         # the Markdown table shows the same figures
         line = md_row(run, "Open-loop rates", f"{rate:g} req/s")
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[1:4] == [sig3(rate), sig3(due / span), sig3(len(sent) / span)], cells
         measured[f"{rate:g}"] = {key: f[key] for key in ("achieved_rate", "dispatch_delay_p50_s",
-                                                          "dispatch_delay_p99_s", "e2e_p50_s", "sched_e2e_p50_s")}
+                                                          "dispatch_delay_p99_s", "late", "e2e_p50_s",
+                                                          "sched_e2e_p50_s")}
+        measured[f"{rate:g}"]["max_in_flight"] = max(in_flight)
     assert not [n for n in rep["notes"] if "NOT ACHIEVED" in n]
     print(md_section(run, "Open-loop rates"))
     print(json.dumps(measured))
@@ -314,7 +324,7 @@ prompts:
 axes: {{thinking: [on, off]}}
 warmup: {{max_tokens: 16, timeout: 120}}
 single_stream: {{duration: 0}}
-steps: {{concurrency: [2], duration: 8, drain_timeout: 60}}
+steps: {{concurrency: [2], duration: 10, drain_timeout: 60}}
 report: {{hours_to_n: [1000]}}
 """ + TIMEOUTS + """
 output: {{dir: "{out}"}}
