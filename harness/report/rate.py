@@ -9,12 +9,14 @@ step's end. Over the step's records (warm-up excluded, every record of the step 
   (e − a); ``shortfall`` = 1 − achieved ÷ scheduled;
 * **dispatch delay** = ``start_wall − scheduled_wall`` (scheduled → sent) p50 / p99 / max; ``late_share`` = the
   share of requests with a dispatch delay above :data:`LATE_S` (they waited for a free user: the cap, the pool,
-  or a starved client);
+  or a starved client); ``late_free_user`` = how many of those late requests had a user free at their scheduled
+  time (:func:`late_with_free_user`): the load generator itself was late, not the cap or the pool;
 * **schedule-relative** TTFT / E2E = dispatch delay + TTFT / E2E (scheduled → first token / last byte), p50 /
   p99 / mean over the step's successful requests, beside the service TTFT / E2E (sent → ...) of the same requests.
 
-A warning is added when the achieved rate is more than :data:`SHORTFALL_WARN` below the scheduled one, or when
-more than :data:`LATE_SHARE_WARN` of the requests were late.
+A warning is added when the achieved rate is more than :data:`SHORTFALL_WARN` below the scheduled one, and when
+more than :data:`LATE_SHARE_WARN` of the requests were late waiting for a free user (the cap or the pool), or late
+although a user was free (the client fell behind).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import polars as pl
 
 from harness.arrivals import arrivals_before
 from harness.rate import LEAD_S
-from harness.report.exprs import OK, START, STEP, pctl
+from harness.report.exprs import END, OK, START, STEP, pctl
 
 __all__ = [
     "LATE_S",
@@ -53,9 +55,13 @@ RATE_DEFINITIONS: dict[str, str] = {
     "scheduled rate = arrivals of the step's seeded schedule due in [a, e) ÷ (e − a); achieved rate = the step's "
     "requests sent (start_wall) in [a, e) ÷ (e − a); shortfall = 1 − achieved ÷ scheduled. Dispatch delay = "
     "start_wall − scheduled_wall (scheduled → sent); late = dispatch delay > "
-    f"{LATE_S:g} s. Schedule-relative TTFT / E2E = dispatch delay + TTFT / E2E, over the step's successful "
-    "requests (service TTFT / E2E beside them: from sent). A warning when the shortfall exceeds "
-    f"{100 * SHORTFALL_WARN:g} % or more than {100 * LATE_SHARE_WARN:g} % of the requests were late.",
+    f"{LATE_S:g} s; late with a free user = a late request for which, at its scheduled time, fewer requests of its "
+    "process (the user id up to its last ':') were in flight than the process's share of the step's users "
+    "(users ÷ processes of the step, at least 1): the load generator itself was late; the other late requests "
+    "waited for a free user (the cap or the pool). Schedule-relative TTFT / E2E = dispatch delay + TTFT / E2E, "
+    "over the step's successful requests (service TTFT / E2E beside them: from sent). A warning when the "
+    f"shortfall exceeds {100 * SHORTFALL_WARN:g} %, and when more than {100 * LATE_SHARE_WARN:g} % of the "
+    "requests were late waiting for a free user, or late with a free user.",
 }
 
 
@@ -85,10 +91,48 @@ def _delay() -> pl.Expr:
     return pl.max_horizontal(pl.col(START) - pl.col("scheduled_wall"), pl.lit(0.0))
 
 
-def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: pl.DataFrame) -> dict[str, Any]:
+def _process() -> pl.Expr:
+    """A record's load-generator process: its ``user`` id up to the last ``:`` (``local:8`` -> ``local``,
+    ``<worker id>:3`` -> the worker), ``""`` for an id without one."""
+    user = pl.col("user").fill_null("")
+    return pl.when(user.str.contains(":")).then(user.str.replace(r":[^:]*$", "")).otherwise(pl.lit(""))
+
+
+def late_with_free_user(late: pl.DataFrame, every: pl.DataFrame, procs: int, users: int | None) -> int:
+    """How many of the ``late`` records had a user of their process free at their scheduled time.
+
+    A record's process is :func:`_process`; requests in flight at time t = records of ``every`` of that process with
+    ``start <= t < end``. A user was free when fewer than ``max(1, users // procs)`` (the process's share of the
+    step's users) were in flight at the record's ``scheduled_wall``: the arrival was not waiting for the cap or the
+    pool, the load generator handed it out late (busy or starved). 0 when ``users`` is unknown.
+
+    Args:
+        late: the step's late records (prepared frame with ``scheduled_wall`` and ``user``).
+        every: every non-warm-up record of the run (prepared frame): what can be in flight.
+        procs: the number of load-generator processes of the step (at least 1).
+        users: the step's users (the cap, or the pool), from its ``phase_start`` event.
+    """
+    if late.height == 0 or not users:
+        return 0
+    share = max(1, int(users) // max(1, procs))
+    everyp = every.with_columns(_process().alias("_proc"))
+    free = 0
+    for proc, grp in late.with_columns(_process().alias("_proc")).group_by("_proc"):
+        mine = everyp.filter(pl.col("_proc") == proc[0])
+        t = grp.get_column("scheduled_wall").cast(pl.Float64)
+        starts = mine.get_column(START).sort()
+        ends = mine.get_column(END).sort()
+        busy = starts.search_sorted(t, side="right").cast(pl.Int64) - ends.search_sorted(t, side="right").cast(pl.Int64)
+        free += int((busy < share).sum())
+    return free
+
+
+def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: pl.DataFrame,
+                 every: pl.DataFrame | None = None) -> dict[str, Any]:
     """The rate figures of one step (module docstring), over the polars record frame ``recs``: the step's
     non-warm-up records, prepared (:func:`harness.report.columns.prepare`: ``scheduled_wall`` among its columns).
-    ``ev`` is its ``phase_start`` event, ``seed`` the profile's ``rate.seed``, ``[start, end)`` the step (epoch s).
+    ``ev`` is its ``phase_start`` event, ``seed`` the profile's ``rate.seed``, ``[start, end)`` the step (epoch s);
+    ``every`` the run's non-warm-up records (what was in flight, for ``late_free_user``; default ``recs``).
     Seconds, requests/s, shares 0..1."""
     a = start + LEAD_S
     span = max(0.0, end - a)
@@ -113,6 +157,9 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: 
     ).row(0, named=True)
     n = timed.height
     sent, late = int(f["sent"] or 0), int(f["late"] or 0)
+    procs = int(timed.select(_process().n_unique()).item()) if n else 1
+    free = late_with_free_user(timed.filter(pl.col("_delay") > LATE_S), recs if every is None else every, procs,
+                               ev.get("concurrency"))
     n_sched = _scheduled_count(ev, seed, span)
     return {
         "target_rate": target,
@@ -129,6 +176,7 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: 
         "requests": n,
         "late": late,
         "late_share": late / n if n else None,
+        "late_free_user": free,
         "dispatch_delay_p50_s": f["d50"],
         "dispatch_delay_p99_s": f["d99"],
         "dispatch_delay_max_s": f["dmax"],
@@ -156,7 +204,7 @@ def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main:
             row["rate"] = None
             continue
         recs = main.filter(pl.col(STEP) == int(row["step"]))
-        row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs)
+        row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs, main)
         setting = row.get("setting")
         row["label"] = f"{float(ev['rate']):g} req/s" + (f" ({setting})" if setting else "")
 
@@ -174,18 +222,24 @@ def rate_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
             out.append(f"{lab}: TARGET RATE NOT ACHIEVED: {f['sent']} of {f['scheduled']} scheduled requests were "
                        f"sent in the step ({f['achieved_rate']:.3g} req/s of {f['scheduled_rate']:.3g} scheduled, "
                        f"{100 * sf:.0f} % short): the client fell behind its schedule.")
-        ls = f.get("late_share")
-        if ls is not None and ls > LATE_SHARE_WARN:
+        n = f.get("requests") or 0
+        free = int(f.get("late_free_user") or 0)
+        waited = int(f.get("late") or 0) - free
+        p99 = f.get("dispatch_delay_p99_s") or 0.0
+        se2e, e2e = f.get("sched_e2e_p50_s"), f.get("e2e_p50_s")
+        lat = (f"; schedule-relative E2E p50 {se2e:.3g} s vs service E2E p50 {e2e:.3g} s"
+               if se2e is not None and e2e is not None else "")
+        if n and waited / n > LATE_SHARE_WARN:
             cap = f.get("max_concurrency")
             why = (f"the cap of {cap} in flight" if cap is not None else
                    f"the pool of {f.get('users')} users (rate.pool)")
-            p99 = f.get("dispatch_delay_p99_s") or 0.0
-            se2e, e2e = f.get("sched_e2e_p50_s"), f.get("e2e_p50_s")
-            lat = (f"; schedule-relative E2E p50 {se2e:.3g} s vs service E2E p50 {e2e:.3g} s"
-                   if se2e is not None and e2e is not None else "")
-            out.append(f"{lab}: {100 * ls:.0f} % of requests waited for a free user ({why}): dispatch delay p99 "
-                       f"{p99:.3g} s{lat}. Service latency alone hides this wait (coordinated omission): read the "
-                       "schedule-relative figures.")
+            out.append(f"{lab}: {100 * waited / n:.0f} % of requests waited for a free user ({why}): dispatch delay "
+                       f"p99 {p99:.3g} s{lat}. Service latency alone hides this wait (coordinated omission): read "
+                       "the schedule-relative figures.")
+        if n and free / n > LATE_SHARE_WARN:
+            out.append(f"{lab}: {100 * free / n:.0f} % of requests were sent late (over {LATE_S:g} s) although a user "
+                       f"was free: the load generator fell behind its schedule (busy or starved; see client lag): "
+                       f"dispatch delay p99 {p99:.3g} s{lat}. The schedule-relative figures include that delay.")
     return out
 
 

@@ -9,7 +9,9 @@ No network access is needed. The result, in ``OUT_DIR``:
 * a byte-level BPE tokenizer (vocabulary 2,048 entries) trained on the Python standard library's
   sources, with special tokens ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>`` and the added tokens
   ``<think>``, ``</think>``, wrapped in ``PreTrainedTokenizerFast`` with a Qwen-style chat template whose
-  generation prompt ends in ``<|im_start|>assistant\\n<think>\\n``. As in Qwen3 and DeepSeek-R1, the think tags
+  generation prompt ends in ``<|im_start|>assistant\\n<think>\\n`` (with ``chat_template_kwargs``
+  ``enable_thinking: false``, as in Qwen3's template, the think block is closed in the prompt:
+  ``...<think>\\n</think>``). As in Qwen3 and DeepSeek-R1, the think tags
   are atomic added tokens but *not* special: vLLM detokenizes with ``skip_special_tokens=True`` and its
   ``deepseek_r1`` reasoning parser looks for the text ``</think>`` in a delta, so a special ``</think>``
   corrupts the text whenever vLLM coalesces ``</think>`` with neighbouring tokens into one delta (seen:
@@ -20,7 +22,10 @@ No network access is needed. The result, in ``OUT_DIR``:
   ``p0 -> r1 ... rK -> </think> -> a1 ... aM -> <|im_end|>`` (``p0`` is the last prompt token, the newline
   after ``<think>``), the row of each next token, which is 40 x the embedding of the current token. Whatever
   the prompt, a chat request therefore generates exactly K reasoning tokens, ``</think>``, M answer tokens
-  and the EOS token ``<|im_end|>``, effectively deterministically even when sampling at temperature 1;
+  and the EOS token ``<|im_end|>``, effectively deterministically even when sampling at temperature 1. With
+  thinking off the prompt ends in ``</think>`` instead, so the chain starts there: M answer tokens and EOS, no
+  reasoning (and vLLM's reasoning parser, seeing ``</think>`` after the last ``<think>`` of the prompt, streams
+  them as content);
 * ``script.json``: K, M, the token ids and the expected texts (see :func:`build`).
 
 The build is seeded and deterministic for a given Python standard library; it is skipped when
@@ -43,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 #: Bump when the construction changes, so cached models are rebuilt.
-BUILDER_VERSION = 3
+BUILDER_VERSION = 4
 SEED = 1234
 VOCAB_SIZE = 2048
 HIDDEN_SIZE = 128
@@ -73,7 +78,9 @@ CHAT_TEMPLATE = (
     "{%- else %}{%- set text = message['content'] | map(attribute='text') | join('') %}{%- endif %}"
     "{{- '" + IM_START + "' + message['role'] + '\\n' + text + '" + IM_END + "' + '\\n' }}"
     "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '" + IM_START + "assistant\\n" + THINK + "\\n' }}{%- endif %}"
+    "{%- if add_generation_prompt %}{{- '" + IM_START + "assistant\\n" + THINK + "\\n' }}"
+    "{%- if enable_thinking is defined and enable_thinking is false %}{{- '" + END_THINK + "' }}{%- endif %}"
+    "{%- endif %}"
 )
 
 #: Chain tokens: a leading space and 2+ lower-case letters (preferred), or any plain ASCII word.
@@ -235,7 +242,8 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
     ``expected_reasoning`` / ``expected_answer`` (the texts the server streams), ``reasoning_pieces`` /
     ``answer_pieces`` (the text of each token, in order), ``reasoning_ids``,
     ``answer_ids``, ``p0_id``, ``end_think_id``, ``eos_id``, ``expected_completion_tokens`` (K + M + 2:
-    ``</think>`` and EOS are generated tokens too), ``min_margin_logits`` and ``build_seconds``.
+    ``</think>`` and EOS are generated tokens too), ``expected_completion_tokens_thinking_off`` (M + 1: the
+    answer and EOS), ``min_margin_logits`` and ``build_seconds``.
     """
     t0 = time.monotonic()
     tokenizer = build_tokenizer()
@@ -248,6 +256,12 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
     if tokenizer.decode([p0]) != "\n":
         raise SystemExit(f"last prompt token {p0} is {tokenizer.decode([p0])!r}, expected a newline")
     end_think = tokenizer.convert_tokens_to_ids(END_THINK)
+    off_ids: list[int] = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Hello"}], add_generation_prompt=True, tokenize=True, return_dict=False,
+        enable_thinking=False,
+    )
+    if off_ids != [*prompt_ids, end_think]:
+        raise SystemExit(f"enable_thinking=False must append {END_THINK} to the prompt, got {off_ids!r}")
     if tokenizer.decode([end_think], skip_special_tokens=True) != END_THINK:
         raise SystemExit(f"{END_THINK} must survive skip_special_tokens (an added, non-special token)")
     if tokenizer.encode(f"x{THINK}y{END_THINK}z", add_special_tokens=False).count(end_think) != 1:
@@ -283,6 +297,7 @@ def build(out_dir: Path, k: int, m: int) -> dict[str, Any]:
         "eos_id": eos,
         "vocab_size": len(tokenizer),
         "expected_completion_tokens": k + m + 2,
+        "expected_completion_tokens_thinking_off": m + 1,
         "min_margin_logits": round(margin, 3),
         "build_seconds": round(time.monotonic() - t0, 3),
     }

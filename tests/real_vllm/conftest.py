@@ -8,7 +8,9 @@ The session-scoped :func:`vllm_server` fixture
 
 Every chat completion from that server streams exactly ``K`` reasoning tokens (``delta.reasoning``), the
 ``</think>`` token (no chunk of its own), ``M`` answer tokens (``delta.content``) and the EOS token
-``<|im_end|>`` (counted in usage, streamed as an empty final delta with ``finish_reason: "stop"``).
+``<|im_end|>`` (counted in usage, streamed as an empty final delta with ``finish_reason: "stop"``). With
+``chat_template_kwargs: {enable_thinking: false}`` its chat template closes the think block in the prompt (one
+prompt token more, as Qwen3's does) and the reply is the M answer tokens and EOS only, streamed as content.
 
 If the vLLM venv (``scripts/setup_vllm.sh``) is missing the tests are skipped, unless the environment sets
 ``LLMLOAD_REQUIRE_VLLM=1``: then they fail.
@@ -52,12 +54,11 @@ WARMUP_CONCURRENCY = (1, 1, 2, 4, 8, 4, 2, 1)
 WARMUP_TIMEOUT = 120.0
 
 
-def _load_server_module() -> ModuleType:
-    """Import ``server.py`` beside this file by path (works whatever pytest's import mode)."""
-    name = "_real_vllm_server"
+def _load_module(file: str, name: str) -> ModuleType:
+    """Import ``file`` beside this one by path as module ``name`` (works whatever pytest's import mode)."""
     if name in sys.modules:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE / "server.py")
+    spec = importlib.util.spec_from_file_location(name, HERE / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -65,7 +66,13 @@ def _load_server_module() -> ModuleType:
     return module
 
 
+def _load_server_module() -> ModuleType:
+    """Import ``server.py`` beside this file by path (works whatever pytest's import mode)."""
+    return _load_module("server.py", "_real_vllm_server")
+
+
 server_module = _load_server_module()
+proxy_module = _load_module("recording_proxy.py", "_real_vllm_recording_proxy")
 
 
 @dataclass(frozen=True)
@@ -236,3 +243,11 @@ def vllm_server() -> Iterator[VLLMTarget]:
         )
     finally:
         server.stop()
+
+
+@pytest.fixture
+def recording_proxy(vllm_server: VLLMTarget) -> Iterator[Any]:
+    """A ``recording_proxy.RecordingProxy`` to the session's vLLM server, for one test: point the load generator
+    at its ``base_url`` to see the request bodies it sent (``.bodies(path)``)."""
+    with proxy_module.RecordingProxy(vllm_server.base_url) as proxy:
+        yield proxy

@@ -734,8 +734,13 @@ def turn_rows(records: Sequence[RequestResult]) -> list[dict[str, Any]]:
     return out
 
 
+def _process(user: str | None) -> str:
+    """The load-generator process of a user id: up to its last ':' ('' without one)."""
+    return user.rsplit(":", 1)[0] if user and ":" in user else ""
+
+
 def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float,
-                 recs: Sequence[RequestResult]) -> dict[str, Any]:
+                 recs: Sequence[RequestResult], every: Sequence[RequestResult] | None = None) -> dict[str, Any]:
     """The rate figures of one step (:func:`harness.report.rate.rate_figures`), over its records one by one."""
     a = start + LEAD_S
     span = max(0.0, end - a)
@@ -748,6 +753,12 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float,
         n_sched = None
     delays = [max(0.0, r.start_wall - float(r.scheduled_wall or 0.0)) for r in timed]
     late = sum(1 for d in delays if d > RATE_LATE_S)
+    pool = list(recs if every is None else every)
+    users = ev.get("concurrency")
+    share = max(1, int(users) // max(1, len({_process(r.user) for r in timed}))) if users else 0
+    free = sum(1 for r, d in zip(timed, delays, strict=True) if d > RATE_LATE_S and share and sum(
+        1 for q in pool if _process(q.user) == _process(r.user) and q.start_wall <= float(r.scheduled_wall or 0.0)
+        < q.end_wall) < share)
     ok = [r for r in timed if r.ok]
     d_ok = [max(0.0, r.start_wall - float(r.scheduled_wall or 0.0)) for r in ok]
     ttft = [float(r.ttft) for r in ok if r.ttft is not None]
@@ -762,6 +773,7 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float,
         "achieved_rate": sent / span if span > 0 else None,
         "shortfall": (1 - sent / n_sched) if n_sched else None,
         "requests": len(timed), "late": late, "late_share": late / len(timed) if timed else None,
+        "late_free_user": free,
         "dispatch_delay_p50_s": percentile(delays, 50), "dispatch_delay_p99_s": percentile(delays, 99),
         "dispatch_delay_max_s": max(delays) if delays else None,
         "ttft_p50_s": percentile(ttft, 50), "ttft_p99_s": percentile(ttft, 99),
@@ -785,7 +797,7 @@ def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main:
             row["rate"] = None
             continue
         recs = [r for r in main if r.step == row["step"]]
-        row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs)
+        row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs, main)
         setting = row.get("setting")
         row["label"] = f"{float(ev['rate']):g} req/s" + (f" ({setting})" if setting else "")
 

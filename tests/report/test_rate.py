@@ -72,13 +72,48 @@ def test_closed_loop_rows_have_no_rate_figures() -> None:
 
 
 def test_pool_wait_is_named_as_the_pool() -> None:
-    recs = [rec(A + 0.1 * i, A + 0.1 * i + 0.06) for i in range(50)]  # each 60 ms late
+    # 0.5 s each at 10/s: after the first 5 (on time) every scheduled time finds the pool of 5 users all busy,
+    # and each such arrival is sent 60 ms late
+    recs = [rec(A + 0.1 * i, A + 0.1 * i + (0.06 if i >= 5 else 0.001)) for i in range(50)]
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 4.97}]
     e = ev(cap=None)
-    e["concurrency"] = 256
+    e["concurrency"] = 5
     add_rate(rows, [e], frame_of(recs), {})
+    assert rows[0]["rate"]["late"] == 45 and rows[0]["rate"]["late_free_user"] == 0
     (note,) = rate_notes(rows)  # all sent (late): no shortfall warning, a wait warning
-    assert "the pool of 256 users (rate.pool)" in note
+    assert "waited for a free user (the pool of 5 users (rate.pool))" in note
+
+
+def test_late_with_a_user_free_is_the_client_not_the_cap() -> None:
+    """Seen against vLLM: at 2 req/s with a cap of 8, one request sent 0.25 s late while 7 users were idle (two
+    in flight); the report said it "waited for a free user (the cap of 8 in flight)". With a user free at
+    the scheduled time the client itself was late: said so, not blamed on the cap."""
+    recs = [rec(A + 0.5 * i, A + 0.5 * i + (0.25 if i == 3 else 0.001), e2e=1.2) for i in range(12)]
+    for i, r in enumerate(recs):
+        r.user = f"local:{7 + i % 2}"
+    rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
+    add_rate(rows, [{**ev(rate=2.0, cap=8), "concurrency": 8}], frame_of(recs), {})
+    f = rows[0]["rate"]
+    assert f["late"] == 1 and f["late_free_user"] == 1 and f["sent"] == f["scheduled"] == 12
+    (note,) = rate_notes(rows)
+    assert "8 % of requests were sent late (over 0.05 s) although a user was free" in note
+    assert "fell behind its schedule" in note and "waited for a free user" not in note
+    # the same lateness with every user busy (a cap of 2, both in flight: 1.2 s requests every 0.5 s) is a wait
+    rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
+    add_rate(rows, [{**ev(rate=2.0, cap=2), "concurrency": 2}], frame_of(recs), {})
+    assert rows[0]["rate"]["late_free_user"] == 0
+    (note,) = rate_notes(rows)
+    assert "8 % of requests waited for a free user (the cap of 2 in flight)" in note
+
+
+def test_workers_count_their_own_users_in_flight() -> None:
+    """Two processes of 1 user each (2 users): a late arrival of worker a while a's user is busy waited for it,
+    even though worker b's user was free."""
+    recs = [rec(A, A + 0.001, e2e=1.0), rec(A + 0.5, A + 1.001, e2e=0.3), rec(A + 0.25, A + 0.251, e2e=0.1)]
+    recs[0].user, recs[1].user, recs[2].user = "a:1", "a:1", "b:1"
+    rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 2}]
+    add_rate(rows, [{**ev(rate=2.0, cap=2), "concurrency": 2}], frame_of(recs), {})
+    assert rows[0]["rate"]["late"] == 1 and rows[0]["rate"]["late_free_user"] == 0
 
 
 def test_the_reports_rate_figures_equal_the_record_by_record_oracle(tmp_path: Path) -> None:
