@@ -2,15 +2,18 @@
 """Run each shipped profile against the built-in simulator and print (or write) the README's report excerpts.
 
 Every excerpt of the README's "Shipped profiles" section comes from this script: for each entry of
-:data:`EXCERPTS` it writes a copy of the profile with the stated shortened durations (:attr:`Excerpt.overrides`,
-nothing else changed; a ``dataset.path`` is made absolute so the copy finds the profile's data file), runs
+:data:`EXCERPTS` it writes a copy of the profile with the stated shortened durations (:attr:`Excerpt.overrides`;
+for the search also fewer probes; nothing else changed, but a relative ``dataset.path`` is made absolute so the
+copy finds the profile's data file), runs
 
     .venv/bin/locust -f locustfiles/k26.py --headless --profile <copy> --output-dir <tmp> --metrics-port 0
 
 (no ``--host``: the built-in simulator), and cuts the excerpt out of the run's ``report.md``: whole tables and
 paragraphs, verbatim. The run's ``report.json`` is kept as ``tests/data/excerpts/<name>.report.json`` so
-``tests/test_docs.py`` can re-render it with the current report code and check the README's excerpt headers
-against what the report renders now (the numbers vary run to run; the headers must not drift).
+``tests/test_docs.py`` can re-render it with the current report code and check the README's excerpt against what
+the report renders now: the same tables with the same column headers, and the same text (the kept run fixes the
+numbers, which vary from run to run). After a change of the report's format, ``--rerender --write`` brings the
+excerpts up to date without a run.
 
 Usage::
 
@@ -20,7 +23,7 @@ Usage::
     .venv/bin/python scripts/readme_excerpts.py --from-run soak=runs/20261201-203000-soak --write   # no new run
     .venv/bin/python scripts/readme_excerpts.py --rerender --write   # the kept runs, rendered by the current code
 
-One run at a time, each about 1.5-3 minutes of wall time on 2 shared cores.
+One run at a time, each about 1.5-3.5 minutes of wall time on 2 shared cores (~16 min for all six).
 """
 
 from __future__ import annotations

@@ -299,6 +299,11 @@ def test_every_shipped_profile_has_a_row_in_the_shipped_profiles_table(profile: 
     assert any(ln.startswith(f"| `{profile}` |") for ln in rows), f"README {SHIPPED_HEADING}: no row for {profile}"
 
 
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_every_shipped_profile_loads(profile: str) -> None:
+    assert load_profile(ROOT / profile).name == Path(profile).stem
+
+
 def test_the_six_profiles_of_issue_11_each_have_an_excerpt() -> None:
     rx = _excerpts_script()
     documented = {f for ex in rx.EXCERPTS for f in ex.files()}
