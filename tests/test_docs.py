@@ -1,4 +1,6 @@
-"""docs/architecture.md cannot silently rot: every path, module, name, metric, record field and test it cites exists.
+"""docs/architecture.md and the README's "Shipped profiles" cannot silently rot.
+
+docs/architecture.md: every path, module, name, metric, record field and test it cites exists.
 
 Rules (the page's own notation):
 
@@ -10,6 +12,11 @@ Rules (the page's own notation):
   item or table row, or, when that block names none, in those of the last block that did;
 * a backticked ``llmload_*`` name is a family of :data:`harness.catalogue.FAMILIES`;
 * in the metric table, every backticked name of the "record field(s)" column is a record field.
+
+README "Shipped profiles": every ``profiles/*.yaml`` has a row in its table; each excerpt of
+``scripts/readme_excerpts.py`` sits under a heading naming its profile files, says what was run (the shortened
+durations included), and holds the tables that the current report code renders from that run's ``report.json``
+(``tests/data/excerpts/``), with the same column headers (numbers are not compared: they vary run to run).
 """
 
 from __future__ import annotations
@@ -17,8 +24,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import importlib.util
 import inspect
+import itertools
+import json
 import re
+import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -27,6 +38,7 @@ from typing import Any
 import pytest
 
 from harness.catalogue import FAMILIES
+from harness.config import load_profile
 from harness.result import RECORD_FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,3 +240,164 @@ def test_the_code_name_rule_matches_the_pages_notation(span: str) -> None:
 @pytest.mark.parametrize("span", ["records.jsonl", "ok", "phase", "TTFT p50", "--profile", "docs/records.md"])
 def test_the_code_name_rule_skips_plain_words_and_files(span: str) -> None:
     assert not _CODE.match(span)
+
+
+# --- README "Shipped profiles": every profile documented, every excerpt's headers what the report renders now ---
+
+README = ROOT / "README.md"
+SHIPPED_HEADING = "## Shipped profiles"
+
+
+@cache
+def _excerpts_script() -> ModuleType:
+    """``scripts/readme_excerpts.py`` imported as a module (``scripts/`` is not a package)."""
+    spec = importlib.util.spec_from_file_location("readme_excerpts", ROOT / "scripts" / "readme_excerpts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("readme_excerpts", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _shipped_section() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(SHIPPED_HEADING + "\n")
+    end = text.find("\n## ", start + len(SHIPPED_HEADING))
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _block(name: str) -> str:
+    """The README text between excerpt ``name``'s markers."""
+    rx = _excerpts_script()
+    text = _shipped_section()
+    begin, end = rx.BEGIN.format(name=name), rx.END.format(name=name)
+    assert text.count(begin) == 1 and text.count(end) == 1, f"README: excerpt {name}: markers missing or repeated"
+    return text[text.index(begin) + len(begin) : text.index(end)]
+
+
+def _table_headers(text: str) -> list[str]:
+    """The header line of every Markdown table in ``text`` (a ``|`` line followed by a ``|---`` line)."""
+    lines = text.splitlines()
+    return [ln for ln, nxt in itertools.pairwise(lines)
+            if ln.startswith("|") and not ln.startswith("|---") and nxt.startswith("|---")]
+
+
+def _subsection(name: str) -> str:
+    """The ``###`` subsection of the shipped-profiles section that holds excerpt ``name``'s markers."""
+    rx = _excerpts_script()
+    text = _shipped_section()
+    i = text.index(rx.BEGIN.format(name=name))
+    return text[text.rindex("\n### ", 0, i) : i]
+
+
+SHIPPED = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "profiles").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_every_shipped_profile_has_a_row_in_the_shipped_profiles_table(profile: str) -> None:
+    rows = [ln for ln in _shipped_section().splitlines() if ln.startswith("| `profiles/")]
+    assert any(ln.startswith(f"| `{profile}` |") for ln in rows), f"README {SHIPPED_HEADING}: no row for {profile}"
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_every_shipped_profile_loads(profile: str) -> None:
+    assert load_profile(ROOT / profile).name == Path(profile).stem
+
+
+def test_the_six_profiles_of_issue_11_each_have_an_excerpt() -> None:
+    rx = _excerpts_script()
+    documented = {f for ex in rx.EXCERPTS for f in ex.files()}
+    wanted = {"profiles/k26.yaml", "profiles/soak.yaml", "profiles/rate-sweep.yaml", "profiles/synthetic-data.yaml",
+              "profiles/slo-search.yaml", "profiles/thinking-sweep.yaml"}
+    assert wanted <= documented
+    assert documented <= set(SHIPPED), sorted(documented - set(SHIPPED))
+
+
+@pytest.mark.parametrize("name", [e.name for e in _excerpts_script().EXCERPTS])
+def test_each_excerpt_sits_under_a_heading_naming_its_profiles_and_says_what_ran(name: str) -> None:
+    ex = _excerpts_script().BY_NAME[name]
+    heading = _subsection(name).strip().splitlines()[0]
+    for f in ex.files():
+        assert f"`{f}`" in heading, f"README: the heading {heading!r} does not name {f}"
+    body = _block(name)
+    ran = " ".join(body.strip().split("\n\n")[0].split())  # the first paragraph, unwrapped
+    assert ran.startswith(f"Simulator run of `{ex.profile}`") and f"readme_excerpts.py {name}`" in ran, ran
+    for key, sub in ex.overrides.items():  # every shortened duration is stated
+        for k, v in sub.items():
+            assert f"`{key}.{k}: {v}`" in ran, (key, k, v, ran)
+    assert _table_headers(body), f"README: excerpt {name} holds no table"
+
+
+@pytest.mark.parametrize("name", [e.name for e in _excerpts_script().EXCERPTS])
+def test_each_excerpts_headers_are_what_the_current_report_renders(name: str) -> None:
+    """The run behind the excerpt (its report.json, tests/data/excerpts/) rendered by the current report code:
+    the same parts cut from it hold the same tables, with the same column headers, as the README's excerpt, and
+    every README table row has as many cells as its header. Numbers are not compared (they vary run to run)."""
+    from harness.report.render import render_markdown
+
+    rx = _excerpts_script()
+    ex = rx.BY_NAME[name]
+    fixture = ROOT / "tests" / "data" / "excerpts" / f"{name}.report.json"
+    assert fixture.exists(), f"{fixture} missing: run scripts/readme_excerpts.py --write {name}"
+    rep = json.loads(fixture.read_text(encoding="utf-8"))
+    assert rep["profile_name"] == load_profile(ROOT / ex.profile).name  # the fixture is a run of that profile
+    md = render_markdown(rep)
+    rendered: list[str] = []
+    for part in ex.parts:
+        assert part.section in rx.sections(md), f"the report no longer has a section {part.section!r}"
+        rendered += [b[0] for b in rx.cut(md, part) if rx.is_table(b)]
+    body = _block(name)
+    assert _table_headers(body) == rendered, f"README excerpt {name}: headers differ from the current report's"
+    for table in (b for b in rx.blocks(body.splitlines()) if rx.is_table(b)):
+        width = table[0].count(" | ")
+        assert all(row.count(" | ") == width for row in table[2:]), f"README excerpt {name}: ragged table"
+    for part in ex.parts:
+        assert f'From the report\'s "{part.section}":' in body
+
+
+@pytest.mark.parametrize("name", [e.name for e in _excerpts_script().EXCERPTS])
+def test_each_shortened_profile_the_script_runs_loads(name: str, tmp_path: Path) -> None:
+    rx = _excerpts_script()
+    ex = rx.BY_NAME[name]
+    prof = load_profile(rx.derived_profile(ex, tmp_path))
+    shipped = load_profile(ROOT / ex.profile)
+    assert prof.name == shipped.name
+    for key, sub in ex.overrides.items():  # the override took; only durations, slices and the search's budget
+        assert set(sub) <= {"duration", "slice_s", "max_steps"}, sub
+        for k, v in sub.items():
+            assert getattr(getattr(prof, key), k) == v
+
+
+def test_the_cut_keeps_whole_tables_and_matching_paragraphs_in_order() -> None:
+    rx = _excerpts_script()
+    md = ("# T\n\n## A\n\nintro line\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n- note one\n  continued\n- Over two\n\n"
+          "| z |\n|---|\n| 3 |\n\n## B\n\n| b |\n|---|\n")
+    assert rx.cut(md, rx.Part("A")) == [["| x | y |", "|---|---|", "| 1 | 2 |"], ["| z |", "|---|", "| 3 |"]]
+    assert rx.cut(md, rx.Part("A", tables=(1,), prose="one")) == [["- note one", "  continued"],
+                                                                   ["| z |", "|---|", "| 3 |"]]
+    assert rx.cut(md, rx.Part("A", tables=(), prose=r"^- Over")) == [["- Over two"]]
+    with pytest.raises(KeyError):
+        rx.cut(md, rx.Part("C"))
+
+
+def test_replace_block_swaps_only_the_text_between_the_markers() -> None:
+    rx = _excerpts_script()
+    text = f"a\n{rx.BEGIN.format(name='x')}\nold\n{rx.END.format(name='x')}\nb\n"
+    new = rx.replace_block(text, "x", "new\n")
+    assert new == f"a\n{rx.BEGIN.format(name='x')}\n\nnew\n\n{rx.END.format(name='x')}\nb\n"
+    assert rx.replace_block(new, "x", "new\n") == new  # idempotent
+    with pytest.raises(KeyError):
+        rx.replace_block(text, "y", "z")
+
+
+@pytest.mark.parametrize("name", [e.name for e in _excerpts_script().EXCERPTS])
+def test_each_excerpt_is_verbatim_the_kept_runs_report(name: str) -> None:
+    """The README block is exactly what the script cuts from the kept run's report.json rendered now: no hand
+    edits, and no drift of the report's format (the kept run is fixed, so its numbers are too). After a change of
+    the report's format: ``scripts/readme_excerpts.py --rerender --write``."""
+    rx = _excerpts_script()
+    ex = rx.BY_NAME[name]
+    rep = json.loads((ROOT / "tests" / "data" / "excerpts" / f"{name}.report.json").read_text(encoding="utf-8"))
+    want = rx.excerpt_of_report(ex, rep)
+    fix = f"run scripts/readme_excerpts.py --rerender --write {name}"
+    assert _block(name).strip() == want.strip(), f"README excerpt {name} is not its kept run's report: {fix}"
