@@ -1,8 +1,10 @@
 """The web UI in a real browser (Debian's chromium, Playwright): start a sweep from Locust's form, read the LLM
 view's figures from the page and check them against the run's records, stop with Stop, download the report.
 
-Single process and master + 2 workers, each against the built-in simulator on 127.0.0.1 (a short, time-scaled
-profile; about a minute each). Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
+Single process, master + 2 workers and ``--processes 2``, each against the built-in simulator on 127.0.0.1 (a
+short, time-scaled profile; about a minute each); and a fixed run started from the form and ended by Ctrl-C
+(SIGINT) with requests in flight (records = requests the simulator completed).
+Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
 README shows it), ``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
 ``LLMLOAD_UPDATE_SCREENSHOTS=1`` (CI sets it in ``.ci/run``), else under the test's ``tmp_path``.
 """
