@@ -16,6 +16,12 @@ the built-in simulator if needed (its URL is the Host field's default), but open
   closed and the report written (:func:`end_run`). Requests cut off by the stop timeout are counted
   (``cut_off`` in ``run.json``; the report notes it).
 * **Ctrl-C** (or SIGTERM) during a run: the same drain and report at ``quitting``, status interrupted.
+* **Stop answers at once** (``POST /stop``, a hook before Locust's own handler): the runner's stop (drain, then
+  ``test_stop``) goes on in a greenlet of its own; Locust's handler would answer only after the drain and the
+  report. From the moment a stop begins (``test_stopping``) until the run is recorded the run's state is
+  "stopping" and :func:`stop_progress` says what it does (``draining``, then ``writing_report``), which the LLM
+  view shows. The report is written by a child process (``python -m harness.report RUN_DIR --quiet``), so the
+  web UI (and a master's heartbeats) keep answering while it is drawn.
 
 Status: "finished" when the load ran to its end (a fixed run without run time ended by Stop counts as finished),
 "interrupted" when Stop or Ctrl-C cut it short, "warmup_failed" when every warm-up request failed.
@@ -28,6 +34,8 @@ from locust.runners import MasterRunner
 import logging
 import math
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,7 +52,10 @@ from harness.locust.setup import SimHolder, load_run_profile, open_run, resolve_
 from harness.records import redact_url
 from harness.runtime import FixedLoad, Run, RunContext
 
-__all__ = ["Launch", "StartError", "end_run", "install", "launch_of", "parse_fixed", "start_run", "stop_for_quit"]
+__all__ = [
+    "Launch", "StartError", "StopProgress", "begin_stop", "end_run", "install", "launch_of", "parse_fixed",
+    "start_run", "stop_at_once", "stop_for_quit", "stop_progress", "write_report_child",
+]
 
 log = logging.getLogger("llmload")
 
@@ -52,6 +63,42 @@ log = logging.getLogger("llmload")
 _SECRET_FIELD = re.compile(r"(?i)(api_?key|secret|password|(^|_)token$)")
 #: Seconds the master waits at a run's end for the workers' last record batches (after their MSG_STOPPED).
 LAST_BATCH_WAIT_S = 1.0
+#: Seconds the report's child process may take; after that the run is recorded without a report (the log says
+#: how to rebuild it).
+REPORT_TIMEOUT_S = 900.0
+
+
+@dataclass(frozen=True)
+class StopProgress:
+    """What the stop of the current run is doing (web UI; :func:`stop_progress`).
+
+    Attributes:
+        run_id: the run being stopped.
+        stage: ``draining`` (users stop, in-flight requests finish, for up to ``drain_timeout_s``; on a master the
+            workers then send their last records) or ``writing_report`` (run directory closed, report drawn).
+        since_wall: epoch seconds the stage began.
+        stop_wall: epoch seconds the stop began.
+        drain_timeout_s: the stop timeout in seconds (requests still unfinished then are cut off and counted).
+    """
+
+    run_id: str
+    stage: str
+    since_wall: float
+    stop_wall: float
+    drain_timeout_s: float
+
+
+_PROGRESS: StopProgress | None = None
+
+
+def stop_progress() -> StopProgress | None:
+    """The stop in progress of this process's current web-UI run, None when no run is stopping."""
+    return _PROGRESS
+
+
+def _set_progress(p: StopProgress | None) -> None:
+    global _PROGRESS
+    _PROGRESS = p
 
 
 class StartError(Exception):
@@ -156,14 +203,28 @@ def _profile_arg(form: Mapping[str, str], launch: Launch) -> str | None:
     return None
 
 
+def _wait_for_report(run: Run) -> None:
+    """A Start while the previous run's report is being written (its load is over, its records closed) waits
+    for that report (cooperatively, at most :data:`REPORT_TIMEOUT_S` + 10 s) instead of being refused."""
+    progress = stop_progress()
+    if not run.active() or progress is None or progress.stage != "writing_report":
+        return
+    deadline = time.monotonic() + REPORT_TIMEOUT_S + 10.0
+    while run.active() and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+
+
 def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launch) -> RunContext:
     """Validate a Start's form and open its run: the new context is held by ``run`` (state "running") and the
     environment's host is the target measured.
 
+    A Start while the previous run's report is written waits for it (:func:`_wait_for_report`).
+
     Raises:
-        StartError: a run is going, or a bad profile, knob, mode value or target (nothing was sent, no run
-            directory left behind).
+        StartError: a run is going (running, or draining its in-flight requests), or a bad profile, knob,
+            mode value or target (nothing was sent, no run directory left behind).
     """
+    _wait_for_report(run)
     if run.active():
         raise StartError(f"run {run.ctx.run_id if run.ctx else ''} is {run.state}: Stop it (or wait) first")
     mode = str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
@@ -231,16 +292,56 @@ def end_run(run: Run, environment: Any) -> None:
     if rd.failed:
         run.any_failed = True
     rd.close(status)
+    now = time.time()
+    progress = stop_progress()
+    stop_wall = progress.stop_wall if progress is not None and progress.run_id == ctx.run_id else now
+    _set_progress(StopProgress(ctx.run_id, "writing_report", now, stop_wall, float(environment.stop_timeout or 0.0)))
     try:
-        from harness.report import render_summary, write_report
+        from harness.report import render_summary
 
-        rep, _md = write_report(rd.path)
+        rep = write_report_child(Path(rd.path))
         run.report_summary = render_summary(rep)
     except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
-        log.exception("llmload: report failed: %s (rebuild with: llmload report %s)", e, rd.path)
+        log.error("llmload: report failed: %s (rebuild with: llmload report %s)", e, rd.path)
         run.report_summary = None
     log.info("llmload: run %s %s; records and report in %s", ctx.run_id, status, rd.path)
     run.ended_run(rd.path, status)
+    _set_progress(None)
+
+
+def write_report_child(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> dict[str, Any]:
+    """Write the report of ``run_dir`` (``report.json``, ``report.md``, ``report.html`` and its figures) in a child
+    process, ``python -m harness.report RUN_DIR --quiet``, waiting for it cooperatively: the gevent loop (the web
+    UI, a master's worker heartbeats) goes on meanwhile. Returns the report (``report.json`` as written).
+
+    Raises:
+        RuntimeError: the child failed (its last stderr lines), did not end within ``timeout_s`` seconds (killed),
+            or wrote no readable ``report.json``.
+    """
+    import json
+
+    from gevent import subprocess as gsubprocess
+
+    proc = gsubprocess.Popen(
+        [sys.executable, "-m", "harness.report", str(run_dir), "--quiet"],
+        stdin=gsubprocess.DEVNULL, stdout=gsubprocess.DEVNULL, stderr=gsubprocess.PIPE,
+    )  # fmt: skip
+    try:
+        _out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise RuntimeError(f"the report process took more than {timeout_s:.0f} s") from None
+    if proc.returncode != 0:
+        tail = " | ".join((err or b"").decode(errors="replace").strip().splitlines()[-3:])
+        raise RuntimeError(f"the report process exited {proc.returncode}: {tail}")
+    try:
+        rep = json.loads((run_dir / "report.json").read_text())
+    except (OSError, ValueError) as e:
+        raise RuntimeError(f"report.json unreadable: {e}") from None
+    if not isinstance(rep, dict):
+        raise RuntimeError("report.json is not a JSON object")
+    return rep
 
 
 def stop_for_quit(run: Run, environment: Any) -> None:
@@ -261,23 +362,72 @@ def stop_for_quit(run: Run, environment: Any) -> None:
         gevent.sleep(0.2)
 
 
+def begin_stop(run: Run, environment: Any) -> None:
+    """``test_stopping`` listener (master / single process, web UI): a stop of the current run begins (Stop,
+    Ctrl-C, the load's end): its state is "stopping" and :func:`stop_progress` says ``draining``. No-op without a
+    running run."""
+    ctx = run.ctx
+    if run.state != "running" or ctx is None:
+        return
+    run.state = "stopping"
+    now = time.time()
+    _set_progress(StopProgress(ctx.run_id, "draining", now, now, float(environment.stop_timeout or 0.0)))
+
+
+def stop_at_once(run: Run, environment: Any) -> dict[str, Any] | None:
+    """The answer to the web UI's Stop (``POST /stop``) when it can be given at once: the runner's stop (which
+    drains in-flight requests, then ends the run and writes its report at ``test_stop``) is started in a greenlet
+    of its own and has begun (``test_stopping`` fired, ``load_end`` written) when this returns. None when Locust's
+    own handler should answer (no run going, no runner)."""
+    runner = environment.runner
+    if runner is None or not run.active():
+        return None
+    timeout = float(environment.stop_timeout or 0.0)
+    if run.state == "running":
+        gevent.spawn(runner.stop)
+        gevent.sleep(0)  # the stop begins now: test_stopping (load_end, state "stopping") before the answer
+        msg = (f"llmload: stopping run {run.ctx.run_id if run.ctx else ''}: in-flight requests finish (up to "
+               f"{timeout:.0f} s), then the report is written; the LLM view (/llm/) shows the progress")
+    else:
+        msg = f"llmload: run {run.ctx.run_id if run.ctx else ''} is stopping already"
+    return {"success": True, "message": msg, "stopping": True}
+
+
 def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
-    """Hook the Start (``POST /swarm``) of Locust's web UI: validate the form and open a run before Locust's
-    ``swarm()`` starts the shape (:func:`start_run`), answer its errors, and show the target measured."""
+    """Hook Locust's web UI: the Start (``POST /swarm``) validates the form and opens a run before Locust's
+    ``swarm()`` starts the shape (:func:`start_run`), answers its errors and shows the target measured; the Stop
+    (``POST /stop``) answers at once (:func:`stop_at_once`); a stop's progress is tracked (:func:`begin_stop`)."""
     app = web_ui.app
+    environment.events.test_stopping.add_listener(lambda **_: begin_stop(run, environment))
+
+    def is_post(name: str) -> bool:
+        return request.method == "POST" and request.path.rstrip("/").endswith("/" + name)
 
     def is_swarm() -> bool:
-        return request.method == "POST" and request.path.rstrip("/").endswith("/swarm")
+        return is_post("swarm")
+
+    def logged_out() -> bool:
+        if getattr(web_ui, "web_login", False):
+            from flask_login import current_user
+
+            return not current_user.is_authenticated
+        return False
+
+    @app.before_request
+    def _before_stop() -> Response | None:
+        if not is_post("stop") or logged_out():  # logged out: Locust's own login check answers
+            return None
+        if getattr(web_ui, "_swarm_greenlet", None) is not None:  # a run started without a shape: Locust's path
+            return None
+        answer = stop_at_once(run, environment)
+        return jsonify(answer) if answer is not None else None
 
     @app.before_request
     def _before_swarm() -> Response | None:
         if not is_swarm():
             return None
-        if getattr(web_ui, "web_login", False):
-            from flask_login import current_user
-
-            if not current_user.is_authenticated:
-                return None  # Locust's own login check answers
+        if logged_out():
+            return None  # Locust's own login check answers
         try:
             ctx = start_run(run, environment, request.form, launch)
         except StartError as e:

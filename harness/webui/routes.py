@@ -21,7 +21,7 @@ from flask import Blueprint, Response, abort, jsonify, make_response, request
 
 from harness.webui.cache import ReportCache
 from harness.webui.downloads import FIGURES_ZIP, FILES, MIME, figures_zip, find_run
-from harness.webui.runs import run_dirs, workers
+from harness.webui.runs import run_dirs, stopping, workers
 from harness.webui.view import payload
 
 __all__ = ["STATIC", "TAB_COLUMNS", "install_routes", "tab_rows"]
@@ -87,7 +87,7 @@ def install_routes(environment: Any, web_ui: Any) -> None:
         known = runs.all()
         shown = find_run(known, run_id) if run_id else (known[0] if known else None)
         entry = cache.get(shown, wait_s=60.0) if shown is not None else None  # waits only for a run's first report
-        return payload(runs, entry, shown, workers(environment.runner, seen), url)
+        return payload(runs, entry, shown, workers(environment.runner, seen), url, stopping(environment.runner))
 
     @bp.route("/")
     @auth

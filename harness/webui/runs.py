@@ -13,7 +13,7 @@ from typing import Any
 
 from harness import runtime
 
-__all__ = ["RunDirs", "WorkerInfo", "run_dirs", "workers"]
+__all__ = ["RunDirs", "WorkerInfo", "run_dirs", "stopping", "workers"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,24 @@ def run_dirs() -> RunDirs:
     if status == "running":
         return RunDirs(Path(rd.path), (), "running")
     return RunDirs(None, (Path(rd.path),), status)
+
+
+def stopping(runner: Any) -> dict[str, Any] | None:
+    """The stop in progress of the current run (:func:`harness.locust.webrun.stop_progress`) as the view shows
+    it, None when no run is stopping: ``{"run_id", "stage": "draining" | "writing_report", "since_wall",
+    "stop_wall" (epoch s), "drain_timeout_s", "users_left" (users not stopped yet: each finishes its request;
+    on a master the workers' last report; None when unknown)}``. Never raises."""
+    try:
+        from harness.locust.webrun import stop_progress
+
+        p = stop_progress()
+    except Exception:
+        return None
+    if p is None:
+        return None
+    users = getattr(runner, "user_count", None)
+    return {"run_id": p.run_id, "stage": p.stage, "since_wall": p.since_wall, "stop_wall": p.stop_wall,
+            "drain_timeout_s": p.drain_timeout_s, "users_left": int(users) if isinstance(users, int) else None}
 
 
 def workers(runner: Any, seen: set[str]) -> list[WorkerInfo]:

@@ -59,8 +59,8 @@ def _run_entry(path: Path, current: bool, url: str) -> dict[str, Any]:
     return {"run_id": path.name, "current": current, "files": files_of(path, url)}
 
 
-def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: list[WorkerInfo], url: str
-            ) -> dict[str, Any]:
+def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: list[WorkerInfo], url: str,
+            stopping: dict[str, Any] | None = None) -> dict[str, Any]:
     """The view's JSON.
 
     Args:
@@ -69,12 +69,14 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         shown: that run's directory.
         workers: the master's workers (empty on a single process).
         url: the base URL of the view's routes (``<web_base_path>/llm``), for the download links.
+        stopping: the current run's stop in progress (:func:`harness.webui.runs.stopping`), None when none.
 
     Returns:
         ``{"now", "state", "run": {run_id, status, profile_name, model, target, start_wall, end_wall,
         duration_s, time_scale, hours_to_n, totals, notes} | None, "steps": [row_view...] (finished steps),
         "current": row_view | None (the step in progress), "history": [...], "report_age_s", "compute_s",
-        "error", "workers": [...], "runs": [{run_id, current, files: [{name, href, size}]}]}``. Times: epoch s.
+        "error", "workers": [...], "runs": [{run_id, current, files: [{name, href, size}]}], "stopping": {run_id,
+        stage, since_wall, stop_wall, drain_timeout_s, users_left} | None}``. Times: epoch s.
     """
     rep = entry.report if entry is not None else None
     cur = current_row(rep) if rep is not None else None
@@ -105,4 +107,5 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         ],
         "runs": [_run_entry(p, p == runs.current, url) for p in runs.all()],
         "shown": shown.name if shown is not None else None,
+        "stopping": stopping,
     }

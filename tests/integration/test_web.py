@@ -391,3 +391,64 @@ def test_requests_cut_off_by_the_stop_timeout_are_counted(
     assert sum(1 for t in seen if t["outcome"] != "completed") == cut
     assert f"CUT OFF: {cut} request(s)" in (run / "report.md").read_text()
     assert "Traceback" not in web.err()
+
+
+def _get_timed(web: WebLocust, path: str) -> tuple[float, dict[str, Any]]:
+    t = time.monotonic()
+    body = json.loads(web.get(path))
+    return time.monotonic() - t, body
+
+
+def test_stop_answers_at_once_and_the_view_shows_the_drain(
+    tmp_path: Path, env: dict[str, str], launched: list[WebLocust]
+) -> None:
+    """Stop with long requests in flight: ``POST /stop`` answers at once (Locust's own handler answered after the
+    drain and the report: 17.9 s in a try on this machine), the LLM view's JSON shows the run "stopping",
+    ``draining`` then ``writing_report``, until the run is recorded; the UI keeps answering meanwhile (the report
+    is drawn by a child process, not on the gevent loop); nothing is lost."""
+    out, truth = tmp_path / "runs", tmp_path / "truth.jsonl"
+    prof = tmp_path / "long.yaml"
+    text = PROFILE % {"out": out, "truth": truth, "step": 60}
+    text = text.replace("time_scale: 0.25", "time_scale: 1.0")
+    text = text.replace("max_tokens: 300", "max_tokens: 3000").replace("max_tokens: 150", "max_tokens: 3000")
+    prof.write_text(text)
+    port = free_port()
+    web = WebLocust(tmp_path, ["--web-host", "127.0.0.1", "--web-port", str(port), "--profile", str(prof)], port, env)
+    launched.append(web)
+    web.wait_ready()
+    assert web.start(mode="fixed", user_count=3, spawn_rate=3, run_time="", prompt_mix="guide")["success"] is True
+    time.sleep(5)  # 3 long requests in flight
+    t_stop = time.time()
+    ans = web.post("/stop", timeout=10)
+    t_answer = time.time()
+    assert ans["success"] is True and ans.get("stopping") is True, ans
+    assert t_answer - t_stop < 2.0, t_answer - t_stop
+    stages: list[str] = []
+    slowest = 0.0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        _lat, data = _get_timed(web, "/llm/data.json")
+        lat, _stats = _get_timed(web, "/stats/requests")
+        slowest = max(slowest, lat)
+        st = data.get("stopping")
+        if st is None:
+            if stages:
+                break
+        else:
+            assert data["state"] == "stopping" and st["drain_timeout_s"] == 30.0, data["state"]
+            if not stages or stages[-1] != st["stage"]:
+                stages.append(st["stage"])
+        time.sleep(0.1)
+    assert stages == ["draining", "writing_report"], stages
+    assert slowest < 2.0, slowest  # the UI answered throughout (the in-process report held the loop ~6 s)
+    [run] = wait_ended(out, 1, timeout=5)
+    assert data["state"] == "finished" and data["stopping"] is None  # a fixed run without run time: finished
+    m = meta(run)
+    assert m["status"] == "finished" and m["stop_cause"] == "stop"
+    assert m["end_wall"] - t_stop > 3.0  # the drain took seconds: the answer did not wait for it
+    assert_nothing_lost([run], truth)
+    assert_window_ends_at_the_stop(run, t_stop, t_answer)
+    assert json.loads((run / "report.json").read_text())["run_id"] == run.name
+    web.proc.send_signal(signal.SIGINT)
+    assert web.proc.wait(60) == 0
+    assert "Traceback" not in web.err()

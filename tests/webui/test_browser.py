@@ -1,8 +1,10 @@
 """The web UI in a real browser (Debian's chromium, Playwright): start a sweep from Locust's form, read the LLM
 view's figures from the page and check them against the run's records, stop with Stop, download the report.
 
-Single process and master + 2 workers, each against the built-in simulator on 127.0.0.1 (a short, time-scaled
-profile; about a minute each). Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
+Single process, master + 2 workers and ``--processes 2``, each against the built-in simulator on 127.0.0.1 (a
+short, time-scaled profile; about a minute each); and a fixed run started from the form and ended by Ctrl-C
+(SIGINT) with requests in flight (records = requests the simulator completed).
+Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
 README shows it), ``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
 ``LLMLOAD_UPDATE_SCREENSHOTS=1`` (CI sets it in ``.ci/run``), else under the test's ``tmp_path``.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -215,3 +218,82 @@ def test_llm_view_master_and_two_workers(tmp_path: Path) -> None:
     for name in ("locust.log", "worker2.log"):
         assert "Traceback" not in (tmp_path / name).read_text(), name
 
+
+
+def test_ctrl_c_during_a_run_started_in_the_browser(tmp_path: Path) -> None:
+    """The browser starts a fixed run from the form (profile path, mode, users, max_tokens); Ctrl-C (SIGINT) to
+    the Locust process while requests are in flight: the view shows the stop ("draining…" / "writing report…"),
+    then the process gone; records = requests the simulator completed, the report written, exit code 0 (an
+    interrupted run whose report was written exits like a finished one), no traceback."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = require_browser()
+    out, prof, truth = _profile(tmp_path)
+    prof.write_text(prof.read_text().replace("time_scale: 0.25", "time_scale: 1.0"))  # requests of seconds
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "locust.log"
+    args = ["--web-host", "127.0.0.1", "--web-port", str(port)]
+    with locust(args, tmp_path, log, {"LLMLOAD_SIM_ARGS": f"--truth-log {truth}"}) as proc, \
+            sync_playwright() as pw:
+        wait_until(lambda: get_json(base + "/llm/data.json"), 60, "the web UI")
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        ui = browser.new_page(viewport={"width": 1400, "height": 900})
+        view = browser.new_page(viewport={"width": 1500, "height": 1250})
+        view.goto(base + "/llm/")
+        done = start_from_form(ui, base, {"profile": str(prof), "mode": "fixed", "userCount": "3",
+                                          "spawnRate": "3", "maxTokens": "1500"})
+        assert {"profile", "mode", "userCount", "maxTokens"} <= set(done), done
+        run_dir = wait_until(lambda: next(iter(p for p in out.iterdir() if p.is_dir()), None) if out.exists()
+                             else None, 30, "the run directory")
+        # the fixed step runs and some of its requests completed: 3 users, each always in a request
+        wait_until(lambda: view.locator("#current-row tr").count() and number(view.locator(
+            '#current-row td[data-key="completed"]').first.inner_text()), 90, "completed requests of the step")
+        assert json.loads((run_dir / "run.json").read_text())["mode"] == "fixed"
+        t_sig = time.time()
+        proc.send_signal(signal.SIGINT)
+        # the drain and the report, shown while they go on (the web UI answers until the process exits)
+        wait_until(lambda: view.locator("#meta-stopping").count(), 30, "the view's stopping state", every=0.2)
+        assert proc.wait(timeout=90) == 0
+        wait_until(lambda: view.locator('body[data-status="unreachable"]').count(), 10, "the view: process gone")
+        assert "does not answer" in view.locator("#error").inner_text()
+    m = json.loads((run_dir / "run.json").read_text())
+    assert m["status"] == "interrupted" and m["stop_cause"] == "sigint" and m.get("cut_off") is None, m
+    recs = records(run_dir)
+    wait_until(lambda: truth_completed(truth) >= len(recs), 10, "the simulator's truth log")
+    assert len(recs) == truth_completed(truth) > 3 and all(r["ok"] for r in recs)
+    assert {r["max_tokens"] for r in recs if r["phase"] != "warmup"} == {1500}  # the form's value
+    drained = [r for r in recs if r["start_wall"] < t_sig < r["start_wall"] + r["e2e"]]
+    assert drained, "no request was in flight at the Ctrl-C"  # in flight then, finished and recorded
+    for f in ("report.md", "report.json", "report.html"):
+        assert (run_dir / f).exists(), f
+    assert json.loads((run_dir / "report.json").read_text())["status"] == "interrupted"
+    text = log.read_text()
+    assert "Traceback" not in text and "run directory is closed" not in text
+    print("Ctrl-C in the browser: records", len(recs), "simulator completed", truth_completed(truth))
+
+
+def test_llm_view_processes_two(tmp_path: Path) -> None:
+    """Locust's own ``--processes 2`` (one master, two forked worker processes): the view shows both workers
+    live, the sweep started in the form runs on both, the view's figures = the report engine's over the merged
+    records (1 %), records = requests the simulator completed after Stop; Ctrl-C then exits 0 without a
+    traceback."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = require_browser()
+    out, prof, truth = _profile(tmp_path)
+    port, mport = free_port(), free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "locust.log"
+    args = ["--web-host", "127.0.0.1", "--web-port", str(port), "--processes", "2",
+            "--master-bind-host", "127.0.0.1", "--master-bind-port", str(mport), "--master-port", str(mport)]
+    with locust(args, tmp_path, log, {"LLMLOAD_SIM_ARGS": f"--truth-log {truth}"}) as proc, \
+            sync_playwright() as pw:
+        wait_until(lambda: (get_json(base + "/worker-count") or {}).get("worker_count") == 2, 90, "2 workers")
+        run_flow(pw, chromium, base, out, truth, None, prof, workers=2)
+        [run_dir] = [p for p in out.iterdir() if p.is_dir()]
+        main = [r for r in records(run_dir) if r["phase"] == "step"]
+        assert len({r["user"].split(":")[0] for r in main}) == 2  # both worker processes sent load
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in log.read_text()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from harness.webui.runs import RunDirs, workers
+from harness.locust import webrun
+from harness.webui.runs import RunDirs, stopping, workers
 
 
 def _node(wid: str, state: str, users: int = 2) -> SimpleNamespace:
@@ -31,3 +32,13 @@ def test_rundirs_all_current_first(tmp_path) -> None:  # type: ignore[no-untyped
     cur, old = tmp_path / "b", tmp_path / "a"
     assert RunDirs(cur, (old,), "running").all() == [cur, old]
     assert RunDirs(None, (old,), "finished").all() == [old]
+
+
+def test_stopping_reports_the_stop_in_progress(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    assert stopping(SimpleNamespace(user_count=3)) is None  # no stop in progress
+    p = webrun.StopProgress("r1", "draining", 10.0, 9.5, 30.0)
+    monkeypatch.setattr(webrun, "_PROGRESS", p)
+    assert stopping(SimpleNamespace(user_count=2)) == {
+        "run_id": "r1", "stage": "draining", "since_wall": 10.0, "stop_wall": 9.5, "drain_timeout_s": 30.0,
+        "users_left": 2}
+    assert stopping(SimpleNamespace())["users_left"] is None  # type: ignore[index]

@@ -107,6 +107,14 @@
     const run = d.run || {};
     add("run", run.run_id || d.shown || "no run yet", "meta-run");
     add("status", run.status || d.state, "meta-status");
+    const st = d.stopping;
+    if (st) {  // Stop (or Ctrl-C, or the load's end) answered at once; the run is recorded when this goes away
+      const text = st.stage === "draining"
+        ? `draining… in-flight requests finish (${st.users_left ?? "?"} user(s) left, up to ${num(st.drain_timeout_s)} s)`
+        : "writing report…";
+      add("stopping", text, "meta-stopping");
+      m.lastChild.dataset.stage = st.stage;
+    }
     add("profile", run.profile_name);
     add("target", run.target);
     add("model", run.model);
@@ -254,10 +262,12 @@
       renderCharts(d);
       document.body.dataset.updated = String(d.now);
       document.body.dataset.status = (d.run && d.run.status) || d.state;
+      document.body.dataset.stage = d.stopping ? d.stopping.stage : "";
     } catch (e) {
       const err = document.getElementById("error");
       err.hidden = false;
-      err.textContent = `view: ${e}`;
+      err.textContent = `view: the web UI does not answer (${e}): the Locust process has exited or is unreachable; the last figures stay shown`;
+      document.body.dataset.status = "unreachable";
     } finally {
       setTimeout(poll, POLL_MS);
     }
