@@ -15,6 +15,13 @@ from tests.integration.test_prometheus import free_port
 
 pytestmark = pytest.mark.slow
 
+
+def _rpc() -> list[str]:
+    """Locust's master/worker port for a ``--processes`` run: its own free port on 127.0.0.1 (the default
+    ``*:5557`` lets other runs' workers join, and forked workers connect to ``--master-port``, not the bind port)."""
+    port = str(free_port())
+    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
+
 PROFILE = """
 name: search
 simulator: {preset: demo, seed: 1, time_scale: 0.25}
@@ -93,7 +100,7 @@ def test_rate_search_with_two_workers(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
     prof.write_text(RATE_PROFILE % {"out": tmp_path / "runs"})
     proc = subprocess.run([*LOCUST, "--profile", str(prof), "--no-metrics", "--processes", "2",
-                           "--master-bind-host", "127.0.0.1", "--master-bind-port", str(free_port())], cwd=tmp_path,
+                           *_rpc()], cwd=tmp_path,
                           capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_dir_of(tmp_path / "runs")
