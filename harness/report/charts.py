@@ -21,6 +21,7 @@ import itertools
 import math
 import os
 import pickle
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -577,16 +578,24 @@ REPORT_ONLY_CHARTS = frozenset({"throughput", "latency_percentiles", "prompts", 
 PARALLEL_MIN_RECORDS = 50_000
 
 
+def _gevent_patched() -> bool:
+    """Whether gevent has patched ``os`` in this process (a report written by the run's Locust process): gevent's
+    fork reaps children itself and the pipe's end of file never came, so the figures are then drawn here."""
+    monkey = sys.modules.get("gevent.monkey")
+    return bool(monkey is not None and monkey.is_module_patched("os"))
+
+
 class _Forked:
     """Draw ``jobs`` (chart name, figure maker) as PNGs in a forked child; :attr:`pngs` lists the names it draws
     (empty when the platform cannot fork), :meth:`result` their PNG bytes (only those it drew: a failed child
     returns none, and the caller draws them). The child runs only matplotlib (no polars: its thread pool is not
-    carried over by a fork) and ends with ``os._exit``."""
+    carried over by a fork) and ends with ``os._exit``. Not under gevent's monkey patching (:func:`_gevent_patched`):
+    there everything is drawn in this process."""
 
     def __init__(self, jobs: list[tuple[str, Callable[[], Figure]]]) -> None:
         self.pngs: dict[str, bytes] = {}
         self._pid = 0
-        if not jobs or not hasattr(os, "fork"):
+        if not jobs or not hasattr(os, "fork") or _gevent_patched():
             return
         r, w = os.pipe()
         try:

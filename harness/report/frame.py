@@ -50,6 +50,16 @@ asked for; otherwise it parses the JSON (and rewrites the sidecar). ``records*.j
 source: a sidecar is only a cache, deleting it is always safe, and a sidecar that cannot be written (read-only
 directory) is skipped silently.
 
+Parquet parts (:func:`read_frame` only; :mod:`harness.report.parts`): when there is no valid sidecar and the
+records file has valid parts (written during the run by :mod:`harness.report.parts_writer`: completed byte ranges
+of whole lines, each stamped with its range and digests of the range's first and last bytes), the records are
+the parts' rows (one chain from byte 0, read in one Parquet scan) followed by the JSON after the last part, parsed
+as above (so a torn last line, a corrupt line or a newer schema are met as without parts). Parts hold
+:data:`PART_COLUMNS` (all but ``itl_hist``): a read asking for another column parses the JSON. After such a read
+of a run that has ended, the JSON after the parts is written as one more part (not a whole sidecar), so the next
+read is parts only. A part that is stale (the file's bytes changed, the file is shorter), unreadable, of another
+reader key or lacking a column asked for ends the chain: what follows is parsed from the JSON.
+
 Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
 valid JSON (a run killed mid-write) is dropped, a line that is valid JSON but not an object is ignored, and keys
 that are not record fields are ignored (a newer writer's additions). Same refusal: a JSON object without a key
