@@ -6,7 +6,7 @@ master does: a :class:`~harness.result.RequestResult` (its own users) or a recor
 ``from_record``). Two modes, each in a fresh run directory: ``parts off`` (``RunDir.parts`` False: the write
 path as before the converter existed, plus one integer add), ``parts on`` (``PARTS_AFTER_BYTES`` set to
 ``--part-bytes``, default 4 MB: the converter starts after that many bytes and converts parts of that size while
-the appends go on; on a 2-core machine it competes for a core, at nice +10). Printed: microseconds per append
+the appends go on; at idle CPU priority, it takes only CPU time the appends leave). Printed: microseconds per append
 (median of the batches of 1000 of ``--repeat`` runs, and their p90), and the converter's CPU seconds.
 
     .venv/bin/python benchmarks/record_append.py

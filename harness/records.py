@@ -14,7 +14,7 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     :func:`read_records` reads them back as :class:`~harness.result.RequestResult`.
 ``records.parts/``
     Parquet copies of completed byte ranges of ``records.jsonl`` (:mod:`harness.report.parts`), written during the
-    run by a low-priority child process (:mod:`harness.report.parts_writer`) started once the file holds
+    run by an idle-priority child process (:mod:`harness.report.parts_writer`) started once the file holds
     :data:`PARTS_AFTER_BYTES`, so the report at the end parses only the JSON after the last part. A cache:
     deleting it is safe, a stale part is ignored.
 ``phases.jsonl``

@@ -5,10 +5,12 @@ its records file holds :data:`PART_BYTES`; a separate process, so neither the GI
 process is touched). Every ``--poll`` seconds it looks at each records file of the run directory and, while at
 least :data:`PART_BYTES` of whole, flushed lines follow the last part, parses the next such range (ending at a
 newline) exactly as :func:`harness.report.frame.read_frame` parses the JSON and writes it as a part
-(:mod:`harness.report.parts`). It runs at a lower CPU priority (``nice`` +10) with one polars thread, parsing one
-range at a time, and exits when the run directory's ``run.json`` no longer says ``running``, when its parent
-process is gone, or on SIGTERM (which :meth:`harness.records.RunDir.close` sends; parts are written to a
-temporary name then renamed, so a kill leaves no half part). A range that cannot be parsed (a corrupt line) stops
+(:mod:`harness.report.parts`). It runs on CPU time nothing else wants (Linux ``SCHED_IDLE``; elsewhere
+``nice`` 19) with one polars thread, parsing one range at a time (so a busy load generator is never slowed: the
+converter then falls behind and the report parses more JSON), and exits when the run directory's ``run.json``
+no longer says ``running``, when its parent process is gone, or on SIGTERM (which
+:meth:`harness.records.RunDir.close` sends; parts are written to a temporary name then renamed, so a kill leaves
+no half part). A range that cannot be parsed (a corrupt line) stops
 the conversion of that file: the report then parses the JSON and reports the error as usual.
 """
 
@@ -21,9 +23,13 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.report.frame import PART_COLUMNS, RECORD_SCHEMA, SIDECAR_KEY, read_json_range, record_files
-from harness.report.parts import valid_chain, write_part
+if TYPE_CHECKING:
+    import polars as pl
+
+# polars (through harness.report.frame / .parts) is imported by the functions, so that main() lowers this
+# process's CPU priority before the import's half-second of CPU.
 
 __all__ = ["PART_BYTES", "convert_ready", "main", "next_range", "watch"]
 
@@ -61,6 +67,9 @@ def convert_ready(records_file: Path, start: int, part_bytes: int = PART_BYTES) 
         end = next_range(records_file, start, part_bytes)
         if end is None:
             return start
+        from harness.report.frame import PART_COLUMNS, SIDECAR_KEY, read_json_range
+        from harness.report.parts import write_part
+
         df = read_json_range(records_file, start, end, PART_COLUMNS, chunk_bytes=end - start + 1)
         if write_part(records_file, df, start, end, SIDECAR_KEY) is None:
             raise OSError(f"{records_file}: cannot write its parts")
@@ -76,7 +85,10 @@ def _running(run_dir: Path) -> bool:
 
 def watch(run_dir: Path, parent_pid: int | None, poll_s: float = 1.0, part_bytes: int = PART_BYTES) -> None:
     """Convert ready ranges of the run directory's records files until the run ends or its process is gone."""
-    schema = {c: RECORD_SCHEMA[c] for c in PART_COLUMNS}
+    from harness.report.frame import PART_COLUMNS, RECORD_SCHEMA, SIDECAR_KEY, record_files
+    from harness.report.parts import valid_chain
+
+    schema: dict[str, pl.DataType] = {c: RECORD_SCHEMA[c] for c in PART_COLUMNS}
     starts: dict[Path, int] = {}
     stopped: set[Path] = set()
     while _running(run_dir) and (parent_pid is None or os.getppid() == parent_pid):
@@ -104,10 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part-bytes", type=int, default=PART_BYTES, help="bytes of JSON lines per part")
     args = p.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the run reaches us too: the run stops us itself
-    try:
-        os.nice(10)
-    except OSError:
-        pass
+    try:  # only the CPU time nothing else wants (Linux SCHED_IDLE), else the lowest priority
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        try:
+            os.nice(19)
+        except OSError:
+            pass
     watch(args.run_dir, args.parent, args.poll, args.part_bytes)
     return 0
 
