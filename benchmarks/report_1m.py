@@ -16,11 +16,22 @@ CPU time user+sys and peak RSS from ``os.wait4``):
 (b) the whole ``llmload report RUN_DIR --quiet`` (``python -m harness.report``: report.json, report.md and
     report.html with its PNG figures), once; skipped with ``--skip-current``. When it runs, its ``report.json``
     is compared with (a)'s report (exact for counts, 1e-9 relative for floats) and the verdict printed.
+(c) with ``--replay``: the first ``llmload report`` after a run, honestly. The generated records are written
+    again into a fresh run directory (``<dir>-replay``) as a run writes them: appended and flushed through
+    :class:`harness.records.RunDir` in blocks of whole lines at ``--replay-mbps`` MB/s (default 20, ~10k
+    records/s: far faster than a real run, so the converter has less slack than in one), with ``run.json`` saying
+    ``running`` and RunDir's Parquet part converter (:mod:`harness.report.parts_writer`) started as in a run;
+    then ``RunDir.close()`` (which stops the converter) and ``llmload report``. Printed: the converter's CPU
+    seconds and peak RSS (the run-side cost), how much of the file it had converted, then ``--runs`` first
+    reports (each from the state just after the run: parts written by an earlier report and any sidecar are
+    deleted first) and as many repeated reports, medians printed. With ``--no-parts`` the replay runs without the
+    converter (the report parses all the JSON: the "before" case).
 
     .venv/bin/python benchmarks/report_1m.py                       # 1M records in /tmp/llmload-1m, (a) x3 and (b)
     .venv/bin/python benchmarks/report_1m.py --skip-current --runs 5
     .venv/bin/python benchmarks/report_1m.py --skip-current --sidecar sidecar   # later reports only
     .venv/bin/python benchmarks/report_1m.py --records 200000 --dir /tmp/llmload-200k
+    .venv/bin/python benchmarks/report_1m.py --replay --runs 3                 # first report after a run
 
 Wall times depend on what else runs on the machine; CPU seconds less so. Both are printed.
 """
@@ -113,6 +124,83 @@ def _ensure_run(run_dir: Path, records: int, seed: int) -> None:
     print(f"  {got['records']} records, {got['bytes'] / 1e6:.0f} MB in {got['seconds']:.1f} s", flush=True)
 
 
+def _replay(src: Path, dest: Path, mbps: float, parts: bool) -> dict[str, Any]:
+    """Write ``src``'s records into a fresh run directory ``dest`` as a run does (module docstring, (c)); return
+    the replay's wall seconds and the converter's CPU seconds and peak RSS (MB; 0 without a converter)."""
+    import resource
+    import shutil
+
+    from harness.records import PARTS_AFTER_BYTES, RunDir
+    from harness.report.parts import parts_dir
+
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    meta = json.loads((src / "run.json").read_text())
+    meta.update(status="running", end_wall=None)
+    meta.pop("records", None)
+    shutil.copy(src / "phases.jsonl", dest / "phases.jsonl")
+    rd = RunDir(dest, meta)
+    rd.parts = parts
+    rd.write_meta()
+    rd._records = open(dest / "records.jsonl", "ab")
+    rd._phases = open(dest / "phases.jsonl", "ab")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    block = 1 << 20
+    t0 = time.perf_counter()
+    written = 0
+    with open(src / "records.jsonl", "rb") as f:
+        while True:
+            data = f.read(block)
+            if not data:
+                break
+            data += f.readline()
+            # RunDir.write_record's writes, a block of lines at a time (the per-record work is the client's)
+            rd._records.write(data)
+            rd._records.flush()
+            rd.count += data.count(b"\n")
+            rd._bytes += len(data)
+            if rd._bytes >= PARTS_AFTER_BYTES and rd.parts and not rd._converter_tried:
+                rd._start_converter()
+            written += len(data)
+            lag = written / (mbps * 1e6) - (time.perf_counter() - t0)
+            if lag > 0:
+                time.sleep(lag)
+    # the phases' run_end is already in the generated phases.jsonl: close() appends another one later, harmless
+    rd.close("finished")
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    covered = 0
+    pdir = parts_dir(dest / "records.jsonl")
+    if pdir.exists():
+        covered = max((int(p.name.split("-")[1].split(".")[0]) for p in pdir.glob("*.parquet")), default=0)
+    return {"wall_s": wall, "converter_cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            "converter_rss_mb": after.ru_maxrss / 1024.0 if parts else 0.0, "bytes": written, "covered": covered,
+            "parts": sorted(p.name for p in pdir.glob("*.parquet")) if pdir.exists() else []}
+
+
+def _first_reports(dest: Path, runs: int, after_run: list[str]) -> None:
+    """``runs`` first reports (state reset to just after the run each time) and ``runs`` repeated reports."""
+    from harness.report.parts import parts_dir
+
+    pdir = parts_dir(dest / "records.jsonl")
+    res: dict[str, list[dict[str, Any]]] = {"first": [], "repeated": []}
+    for i in range(max(1, runs)):
+        (dest / "records.parquet").unlink(missing_ok=True)
+        if pdir.exists():
+            for p in pdir.glob("*.parquet"):
+                if p.name not in after_run:
+                    p.unlink()
+        for kind in ("first", "repeated"):
+            m = _measure([sys.executable, "-m", "harness.report", str(dest), "--quiet"])
+            res[kind].append(m)
+            print(f"(c) llmload report, {kind:8s} run {i + 1}: wall {m['wall_s']:.2f} s, cpu {m['cpu_s']:.2f} s, "
+                  f"peak RSS {m['rss_mb']:.0f} MB (load average {os.getloadavg()[0]:.1f})", flush=True)
+    for kind, ms in res.items():
+        print(f"(c) llmload report, {kind:8s} median of {len(ms)}: wall "
+              f"{statistics.median(m['wall_s'] for m in ms):.2f} s, cpu {statistics.median(m['cpu_s'] for m in ms):.2f}"
+              f" s, peak RSS {statistics.median(m['rss_mb'] for m in ms):.0f} MB")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line (see the module docstring)."""
     p = argparse.ArgumentParser(description="Time and peak RSS of the report over N records.")
@@ -123,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sidecar", choices=("both", "json", "sidecar"), default="both",
                    help="measure the report parsing JSON (sidecar deleted first), reading the sidecar, or both")
     p.add_argument("--skip-current", action="store_true", help="do not run (b), the whole llmload report")
+    p.add_argument("--replay", action="store_true", help="(c) only: the first report after a replayed run")
+    p.add_argument("--replay-mbps", type=float, default=20.0, help="MB/s of records written by the replay")
+    p.add_argument("--no-parts", action="store_true", help="replay without the Parquet part converter")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -130,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     _ensure_run(args.dir, args.records, args.seed)
+    if args.replay:
+        dest = args.dir.with_name(args.dir.name + "-replay")
+        r = _replay(args.dir, dest, args.replay_mbps, not args.no_parts)
+        print(f"(c) replayed {r['bytes'] / 1e6:.0f} MB of records into {dest} in {r['wall_s']:.1f} s; part converter: "
+              f"{r['converter_cpu_s']:.1f} s CPU, peak RSS {r['converter_rss_mb']:.0f} MB, {len(r['parts'])} parts "
+              f"covering {r['covered'] / 1e6:.0f} MB ({100 * r['covered'] / max(1, r['bytes']):.1f} %)", flush=True)
+        _first_reports(dest, args.runs, r["parts"])
+        return 0
     size = (args.dir / "records.jsonl").stat().st_size
     print(f"run: {args.dir} ({size / 1e6:.0f} MB records.jsonl)")
     rows_out = args.dir / "frame-report.json"

@@ -20,7 +20,12 @@ from collections.abc import Iterator
 
 from harness.split import check_slot, share
 
-__all__ = ["ARRIVAL_KINDS", "arrival_offsets", "arrivals_before", "interarrival_gaps"]
+__all__ = ["ARRIVAL_KINDS", "LEAD_S", "arrival_offsets", "arrivals_before", "interarrival_gaps"]
+
+#: Seconds between a rate step's start and its first arrival: the step's users are spawned in that time (they are
+#: all started at once), so the first arrivals are not late because of the spawn. (Here rather than in
+#: :mod:`harness.rate`, which re-exports it, so the report reads it without importing Locust.)
+LEAD_S = 1.0
 
 #: The arrival processes :func:`interarrival_gaps` draws.
 ARRIVAL_KINDS = ("constant", "poisson", "gamma")

@@ -36,7 +36,7 @@ from typing import Any
 import gevent
 from gevent.event import AsyncResult
 
-from harness.arrivals import arrival_offsets
+from harness.arrivals import LEAD_S, arrival_offsets
 from harness.split import slot_of, worker_ids
 
 __all__ = [
@@ -58,9 +58,6 @@ log = logging.getLogger("llmload")
 
 #: Master -> workers at each rate step's start: the step's schedule (see :meth:`ArrivalSchedule.message`).
 MSG_RATE = "llmload_rate"
-#: Seconds between a rate step's start and its first arrival: the step's users are spawned in that time (they are
-#: all started at once), so the first arrivals are not late because of the spawn.
-LEAD_S = 1.0
 
 
 @dataclass(frozen=True)

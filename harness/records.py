@@ -12,6 +12,11 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     One JSON object per request (:meth:`harness.result.RequestResult.to_record`, fields in ``docs/records.md``),
     appended and flushed when the request completes, so an interrupted run keeps every record written so far;
     :func:`read_records` reads them back as :class:`~harness.result.RequestResult`.
+``records.parts/``
+    Parquet copies of completed byte ranges of ``records.jsonl`` (:mod:`harness.report.parts`), written during the
+    run by an idle-priority child process (:mod:`harness.report.parts_writer`) started once the file holds
+    :data:`PARTS_AFTER_BYTES`, so the report at the end parses only the JSON after the last part. A cache:
+    deleting it is safe, a stale part is ignored.
 ``phases.jsonl``
     ``{"event": "phase_start", "phase", "step", "concurrency", "wall", "planned_duration"}`` at each phase
     start, ``{"event": "load_end", "wall"}`` when the last step ends or a stop begins (Ctrl-C, SIGTERM, the web
@@ -28,6 +33,7 @@ import os
 import platform
 import re
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -51,6 +57,10 @@ __all__ = [
     "redact_url",
     "versions",
 ]
+
+#: Bytes of records after which :class:`RunDir` starts the Parquet part converter (its part size: before, there is
+#: nothing to convert, and a short run's report parses its JSON in well under a second).
+PARTS_AFTER_BYTES = 16 << 20
 
 _SECRET_ARG = re.compile(r"(?i)(key|token|secret|password)")
 
@@ -156,6 +166,11 @@ class RunDir:
     on_record: EventHook[RequestResult] = field(default_factory=EventHook, repr=False, compare=False)
     #: Fired with each event written to ``phases.jsonl`` (``phase_start``, ``load_end``, ``run_end``).
     on_phase: EventHook[dict[str, Any]] = field(default_factory=EventHook, repr=False, compare=False)
+    #: Start the Parquet part converter once ``records.jsonl`` holds :data:`PARTS_AFTER_BYTES` (module docstring).
+    parts: bool = True
+    _bytes: int = field(default=0, repr=False, compare=False)
+    _converter: subprocess.Popen[bytes] | None = field(default=None, repr=False, compare=False)
+    _converter_tried: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
     def create(cls, base: str | os.PathLike[str], name: str, meta: dict[str, Any]) -> RunDir:
@@ -226,12 +241,40 @@ class RunDir:
             res, line = record, record.to_record()
         else:
             res, line = RequestResult.from_record(record), record
-        f.write(orjson.dumps(line) + b"\n")
+        data = orjson.dumps(line) + b"\n"
+        f.write(data)
         f.flush()
         self.count += 1
+        self._bytes += len(data)
+        if self._bytes >= PARTS_AFTER_BYTES and self.parts and not self._converter_tried:
+            self._start_converter()
         if not res.ok and res.phase != "warmup":
             self.failed += 1
         self.on_record.fire(res)
+
+    def _start_converter(self) -> None:
+        """Start the part converter (once: a failure to start it is not retried, the report parses the JSON)."""
+        self._converter_tried = True
+        env = {**os.environ, "POLARS_MAX_THREADS": "1"}
+        try:
+            self._converter = subprocess.Popen(
+                [sys.executable, "-m", "harness.report.parts_writer", str(self.path), "--parent", str(os.getpid()),
+                 "--part-bytes", str(PARTS_AFTER_BYTES)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+        except OSError:
+            self._converter = None
+
+    def _stop_converter(self) -> None:
+        """Stop the part converter (SIGTERM; a part being written is abandoned, never left half-written)."""
+        proc, self._converter = self._converter, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
     def write_phase(self, event: dict[str, Any]) -> None:
         """Append one phase event (``phase_start`` / ``load_end`` / ``run_end``), flush it, then fire :attr:`on_phase`.
@@ -250,6 +293,7 @@ class RunDir:
         """Record the end time and status in ``run.json`` and close the files (idempotent)."""
         if self._records is None:
             return
+        self._stop_converter()  # before the report parses the rest: both would compete for the cores
         now = time.time()
         self.write_phase({"event": "run_end", "wall": now})
         self.meta["end_wall"] = now

@@ -19,6 +19,9 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import os
+import pickle
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -271,8 +274,15 @@ def _step_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, label: bool
         ax.axvline(rows[-1]["end_wall"] - t0, color="#555555", linestyle="--", linewidth=0.8)
 
 
+#: Most TTFT dots of the timeline: above, every k-th successful request (in record order) is drawn, k the least
+#: that keeps them under this (a million dots took 2 s to draw and looked the same); the per-bin p50 line and the
+#: soak slices' p99 are over every request.
+TIMELINE_POINTS = 100_000
+
+
 def timeline_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
-    """Output tok/s per time bin and each request's TTFT at its start (with the per-bin p50), over the run."""
+    """Output tok/s per time bin and TTFT at its start of each successful request (every k-th above
+    :data:`TIMELINE_POINTS` of them), with the per-bin p50, over the run."""
     rows = rep["steps"]
     fig = _figure(12, 5.6)
     ax1, ax2 = fig.subplots(2, 1, sharex=True)
@@ -296,8 +306,11 @@ def timeline_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
         ax1.legend(loc="upper left")
         ok = main.filter(pl.col(_OK) & pl.col("ttft").is_not_null()).select(_START, "ttft")
         ttft = ok.get_column("ttft")
-        ax2.scatter((ok.get_column(_START) - t0).to_numpy(), ttft.to_numpy(), s=6, color=PALETTE[1], alpha=0.5,
-                    linewidths=0, label="TTFT of a request (at its start)", rasterized=True)
+        every = max(1, math.ceil(ok.height / TIMELINE_POINTS))
+        dots = ok.gather_every(every) if every > 1 else ok
+        ax2.scatter((dots.get_column(_START) - t0).to_numpy(), dots.get_column("ttft").to_numpy(), s=6,
+                    color=PALETTE[1], alpha=0.5, linewidths=0, rasterized=True,
+                    label="TTFT of a request (at its start)" + (f"; every {every}th" if every > 1 else ""))
         med = ttft_by_start_bin(ok, t0, width)
         ax2.plot([(i + 0.5) * width for i, _ in med], [v for _, v in med], color="#333333", linewidth=1.2,
                  label=f"p50 per {width:g} s bin")
@@ -515,7 +528,8 @@ def draw_charts(report: dict[str, Any], run: FrameRun) -> list[Chart]:
          lambda: distribution_chart(report, main)),
         ("timeline", "Throughput and TTFT over time",
          "Output tokens per time bin by the output_tps rule (chunk arrivals, else spread over each request's "
-         "decode interval); TTFT of every successful request at its start time. Black segments: the soak slices' "
+         "decode interval); TTFT of every successful request at its start time (of every k-th one above "
+         f"{TIMELINE_POINTS:,} requests, the legend says k). Black segments: the soak slices' "
          "output_tps and ttft_p99 (report steps[].slices). Warm-up excluded.",
          lambda: timeline_chart(report, main)),
         ("tokens", "Reasoning vs answer tokens",
@@ -535,7 +549,6 @@ def draw_charts(report: dict[str, Any], run: FrameRun) -> list[Chart]:
         specs.append(("hours_real_time", "Hours to N usable samples (real-time equivalents)",
                       "Report rows' real_time.hours: compressed simulator time converted with time_scale.",
                       lambda: hours_chart(report, real=True)))
-    out = []
     with matplotlib.rc_context({  # a literal: mypy checks the keys against matplotlib's rc names
         "font.family": "DejaVu Sans",
         "font.size": 9,
@@ -547,6 +560,73 @@ def draw_charts(report: dict[str, Any], run: FrameRun) -> list[Chart]:
         "legend.fontsize": 8,
         "legend.frameon": False,
     }):
-        for name, title, caption, draw in specs:
-            out.append(Chart(name, title, caption, _png(draw())))
-    return out
+        forked: _Forked | None = None
+        if main.height >= PARALLEL_MIN_RECORDS:
+            forked = _Forked([(name, draw) for name, _, _, draw in specs if name in REPORT_ONLY_CHARTS])
+        pngs = {} if forked is None else forked.pngs
+        drawn = {name: _png(draw()) for name, _, _, draw in specs if name not in pngs}
+        if forked is not None:
+            pngs = forked.result()  # what the child could not draw (it failed) is drawn here
+            drawn.update({name: _png(draw()) for name, _, _, draw in specs if name not in drawn and name not in pngs})
+        return [Chart(name, title, caption, drawn.get(name) or pngs[name]) for name, title, caption, _ in specs]
+
+
+#: The charts drawn from the report dict alone (no record frame): with :data:`PARALLEL_MIN_RECORDS` records or
+#: more, a forked child process draws them while this process draws the others (two cores: ~1.5 s of 4 s at 1M).
+REPORT_ONLY_CHARTS = frozenset({"throughput", "latency_percentiles", "prompts", "hours", "hours_real_time"})
+#: Non-warm-up records from which :func:`draw_charts` draws in two processes (below, the fork is not worth it).
+PARALLEL_MIN_RECORDS = 50_000
+
+
+def _gevent_patched() -> bool:
+    """Whether gevent has patched ``os`` in this process (a report written by the run's Locust process): gevent's
+    fork reaps children itself and the pipe's end of file never came, so the figures are then drawn here."""
+    monkey = sys.modules.get("gevent.monkey")
+    return bool(monkey is not None and monkey.is_module_patched("os"))
+
+
+class _Forked:
+    """Draw ``jobs`` (chart name, figure maker) as PNGs in a forked child; :attr:`pngs` lists the names it draws
+    (empty when the platform cannot fork), :meth:`result` their PNG bytes (only those it drew: a failed child
+    returns none, and the caller draws them). The child runs only matplotlib (no polars: its thread pool is not
+    carried over by a fork) and ends with ``os._exit``. Not under gevent's monkey patching (:func:`_gevent_patched`):
+    there everything is drawn in this process."""
+
+    def __init__(self, jobs: list[tuple[str, Callable[[], Figure]]]) -> None:
+        self.pngs: dict[str, bytes] = {}
+        self._pid = 0
+        if not jobs or not hasattr(os, "fork") or _gevent_patched():
+            return
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            return
+        if pid == 0:  # the child
+            code = 1
+            try:
+                os.close(r)
+                data = pickle.dumps({name: _png(draw()) for name, draw in jobs})
+                with os.fdopen(w, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        self._pid, self._read = pid, r
+        self.pngs = dict.fromkeys((name for name, _ in jobs), b"")
+
+    def result(self) -> dict[str, bytes]:
+        """Wait for the child; the PNG of every chart it drew (empty when it failed)."""
+        if not self._pid:
+            return {}
+        with os.fdopen(self._read, "rb") as f:
+            data = f.read()
+        _, status = os.waitpid(self._pid, 0)
+        self._pid = 0
+        if os.waitstatus_to_exitcode(status) != 0 or not data:
+            return {}
+        got = pickle.loads(data)
+        return got if isinstance(got, dict) else {}

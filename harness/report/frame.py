@@ -50,6 +50,16 @@ asked for; otherwise it parses the JSON (and rewrites the sidecar). ``records*.j
 source: a sidecar is only a cache, deleting it is always safe, and a sidecar that cannot be written (read-only
 directory) is skipped silently.
 
+Parquet parts (:func:`read_frame` only; :mod:`harness.report.parts`): when there is no valid sidecar and the
+records file has valid parts (written during the run by :mod:`harness.report.parts_writer`: completed byte ranges
+of whole lines, each stamped with its range and digests of the range's first and last bytes), the records are
+the parts' rows (one chain from byte 0, read in one Parquet scan) followed by the JSON after the last part, parsed
+as above (so a torn last line, a corrupt line or a newer schema are met as without parts). Parts hold
+:data:`PART_COLUMNS` (all but ``itl_hist``): a read asking for another column parses the JSON. After such a read
+of a run that has ended, the JSON after the parts is written as one more part (not a whole sidecar), so the next
+read is parts only. A part that is stale (the file's bytes changed, the file is shorter), unreadable, of another
+reader key or lacking a column asked for ends the chain: what follows is parsed from the JSON.
+
 Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
 valid JSON (a run killed mid-write) is dropped, a line that is valid JSON but not an object is ignored, and keys
 that are not record fields are ignored (a newer writer's additions). Same refusal: a JSON object without a key
@@ -76,6 +86,7 @@ import orjson
 import polars as pl
 
 from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
+from harness.report.parts import valid_chain, write_part
 from harness.result import READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
@@ -84,11 +95,13 @@ __all__ = [
     "HIST_DTYPE",
     "LAZY_COLUMNS",
     "NULL_READS_AS",
+    "PART_COLUMNS",
     "RECORD_SCHEMA",
     "ROW",
     "SIDECAR_KEY",
     "iter_frames",
     "read_frame",
+    "read_json_range",
     "record_files",
     "sidecar_path",
 ]
@@ -185,6 +198,10 @@ DEFAULT_COLUMNS: tuple[str, ...] = tuple(k for k in RECORD_SCHEMA if k not in LA
 #: Name of the record-position column added to every frame (Int64, 0-based, file order).
 ROW = "row_nr"
 
+#: The columns of a Parquet part (:mod:`harness.report.parts`): every field but ``itl_hist`` (large, unused by
+#: the report, and as costly to parse as all the scalar fields together). A read asking for it parses the JSON.
+PART_COLUMNS: tuple[str, ...] = tuple(k for k in RECORD_SCHEMA if k != "itl_hist")
+
 #: Bytes of JSON text parsed at a time (whole lines; a longer line is parsed alone).
 DEFAULT_CHUNK_BYTES = 16 << 20
 #: Pieces parsed at once (each parse is multi-threaded inside polars too; two keep both cores busy through the
@@ -215,17 +232,20 @@ def _schema(columns: Sequence[str] | None) -> dict[str, pl.DataType]:
     return {c: RECORD_SCHEMA[c] for c in names}
 
 
-def _pieces(f: io.BufferedReader, size: int) -> Iterator[tuple[int, bytes, bool]]:
-    """``(byte offset, text, last)`` for consecutive runs of whole lines of ``f``, about ``size`` bytes each.
+def _pieces(f: io.BufferedReader, size: int, start: int = 0,
+            end: int | None = None) -> Iterator[tuple[int, bytes, bool]]:
+    """``(byte offset, text, last)`` for consecutive runs of whole lines of ``f`` from byte ``start`` (a line start)
+    to ``end`` (just after a newline; None: the end of the file), about ``size`` bytes each.
 
-    ``last`` marks the piece holding the file's last non-blank line (which may lack its newline). A piece of
-    blank lines only is merged into the piece before it, so the flag is exact.
+    ``last`` marks the piece holding the file's last non-blank line (which may lack its newline); never set when
+    ``end`` is given. A piece of blank lines only is merged into the piece before it, so the flag is exact.
     """
     pending: bytes | None = None
     pending_at = 0
-    offset = 0
+    offset = start
+    f.seek(start)
     while True:
-        block = f.read(size)
+        block = f.read(size if end is None else min(size, end - offset))
         if not block:
             break
         if not block.endswith(b"\n"):
@@ -239,7 +259,7 @@ def _pieces(f: io.BufferedReader, size: int) -> Iterator[tuple[int, bytes, bool]
             yield pending_at, pending, False
         pending, pending_at = block, at
     if pending is not None:
-        yield pending_at, pending, True
+        yield pending_at, pending, end is None
 
 
 def _line_number(path: Path, offset: int) -> int:
@@ -461,12 +481,13 @@ def _write_sidecar(path: Path, df: pl.DataFrame, stamp: dict[str, Any]) -> None:
 
 
 def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
-                 pool: ThreadPoolExecutor) -> Iterator[pl.DataFrame]:
+                 pool: ThreadPoolExecutor, start: int = 0, end: int | None = None) -> Iterator[pl.DataFrame]:
     """``path``'s records as frames of about ``chunk_bytes`` of JSON each (``_PARSERS`` parsed at a time),
-    parsed with ``schema`` (which holds ``schema`` and the required fields), columns ``keep``."""
+    parsed with ``schema`` (which holds ``schema`` and the required fields), columns ``keep``; only the lines of
+    bytes ``[start, end)`` (see :func:`_pieces`; a torn line is dropped only at the end of the file)."""
     with open(path, "rb") as f:
         inflight: deque[tuple[int, bytes, bool, Future[pl.DataFrame]]] = deque()
-        pieces = _pieces(f, chunk_bytes)
+        pieces = _pieces(f, chunk_bytes, start, end)
         while True:
             for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
                 inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep)))
@@ -555,6 +576,8 @@ def read_frame(
     with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
         for path in record_files(root):
             df = _read_sidecar(path, asked) if sidecar else None
+            if df is None and sidecar:
+                df = _read_with_parts(path, asked, chunk_bytes, pool, ended)
             if df is None:
                 df = _read_json_file(path, asked, chunk_bytes, pool, ended)
             if df.height:
@@ -563,6 +586,61 @@ def read_frame(
     if not frames:
         return pl.DataFrame(schema={**asked, ROW: pl.Int64()})
     return pl.concat(frames, rechunk=False)
+
+
+def read_json_range(path: str | os.PathLike[str], start: int, end: int, columns: Sequence[str] = PART_COLUMNS,
+                    chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> pl.DataFrame:
+    """The records of bytes ``[start, end)`` of a records file, parsed from its JSON as :func:`read_frame` parses
+    them (same dtypes, null defaults and refusals), ``columns`` in :func:`read_frame`'s order, no :data:`ROW`.
+
+    ``start`` must be a line start and ``end`` just after a newline (a part's range,
+    :mod:`harness.report.parts`); a line in the range that is not valid JSON is an error even if it is the
+    range's last (only the file's last line may be torn).
+
+    Raises:
+        KeyError: a name in ``columns`` is not a record field.
+        ValueError: as :func:`read_frame`.
+        OSError: the file cannot be read.
+    """
+    asked = _schema(columns)
+    with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
+        frames = list(_json_frames(Path(path), _parse_schema(asked), _order(asked), chunk_bytes, pool, start, end))
+    return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={c: asked[c] for c in _order(asked)})
+
+
+def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int, pool: ThreadPoolExecutor,
+                     write_tail: bool) -> pl.DataFrame | None:
+    """``path``'s records from its valid Parquet parts (:mod:`harness.report.parts`) and the JSON after them, the
+    ``asked`` columns; None when no part is usable. ``write_tail`` (the run has ended): the JSON after the parts
+    is written as one more part, so the next read is parts only."""
+    keep = _order(asked)
+    chain = valid_chain(path, SIDECAR_KEY, asked)
+    if not chain:
+        return None
+    try:  # one scan over every part: read in parallel (~1 s for 1M records, 1.5 s one file after the other)
+        frames = [pl.scan_parquet([p.path for p in chain]).select(keep).collect()]
+    except (OSError, pl.exceptions.PolarsError):
+        return None  # a part went away or broke since it was checked: the JSON is the source
+    at = chain[-1].end
+    size = path.stat().st_size
+    if size > at:
+        if write_tail and _ends_with_newline(path, size):  # parts hold every asked column: PART_COLUMNS do
+            wide = _schema(PART_COLUMNS)
+            got = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at, size))
+            tail = pl.concat(got, rechunk=False) if got else pl.DataFrame(schema=wide).select(_order(wide))
+            if path.stat().st_size == size:  # not appended to while it was read
+                write_part(path, tail, at, size, SIDECAR_KEY)
+            frames.append(tail.select(keep))
+        else:
+            frames.extend(_json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at))
+    frames = [f for f in frames if f.height]
+    return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={c: asked[c] for c in keep})
+
+
+def _ends_with_newline(path: Path, size: int) -> bool:
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1) == b"\n"
 
 
 def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int, pool: ThreadPoolExecutor,

@@ -27,8 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from harness.arrivals import arrivals_before
-from harness.rate import LEAD_S
+from harness.arrivals import LEAD_S, arrivals_before
 from harness.report.exprs import END, OK, START, STEP, pctl
 
 __all__ = [
