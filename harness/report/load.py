@@ -59,12 +59,13 @@ class Phase:
 
     @property
     def label(self) -> str:
-        """Table label: ``warmup``, ``single`` or ``C=<concurrency>``."""
+        """Table label: ``warmup``, ``single`` or ``C=<concurrency>``, with `` (<setting>)`` after it for a step of
+        a sweep-axes run (``C=8 (thinking=on,effort=low)``), so a note names the step it is about."""
         if self.phase == "warmup" or self.step < 0:
             return "warmup"
         if self.phase == "single" or self.step == 0:
             return "single"
-        return f"C={self.concurrency}"
+        return f"C={self.concurrency}" + (f" ({self.setting})" if self.setting else "")
 
     @property
     def duration(self) -> float:

@@ -291,7 +291,7 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
 
 def _settings_hours(r: dict[str, Any]) -> str:
     if r["hours"] is None:
-        return "∞"
+        return "∞ (no usable completions)"
     if r["hours_low"] is None and r["hours_high"] is None:
         return f"{_hours(r['hours'])} (no interval)"
     hi = "∞" if r["hours_high"] is None else fmt.sig3(r["hours_high"])
@@ -314,7 +314,9 @@ def _settings_section(rep: dict[str, Any]) -> list[str]:
     table = []
     for r in rows:
         share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
-        cells = [r["setting"], str(r["concurrency"]) + ("" if r["steady"] else " †"), str(r["completed"]),
+        flags = ("" if r["steady"] else " †") + (" ‡" if r.get("low_confidence") else "") + (
+            " STARVED" if r.get("client_starved") else "")
+        cells = [r["setting"], str(r["concurrency"]) + flags, str(r["completed"]),
                  _s(r["ttft_p50_s"]), _ms(r["tpot_p50_s"]), _s(r["e2e_p50_s"]), _num(r["mean_reasoning_tokens"], 0),
                  _num(r["mean_answer_tokens"], 0), share, _pct(r["truncated_pct"]), _tps(r["output_tps"]),
                  _settings_hours(r)]
@@ -325,7 +327,8 @@ def _settings_section(rep: dict[str, Any]) -> list[str]:
             "Each setting of the profile's `axes:` ran every concurrency step; the figures are the step rows' (over "
             "the requests that ended in the steady window), the mean reasoning and answer tokens over its "
             "successful requests; hours to N usable samples with the 95 % prediction interval (as measured; the "
-            "real-time columns convert a time-compressed simulator run). † = not steady.",
+            "real-time columns convert a time-compressed simulator run). † = not steady; ‡ = low confidence (see the "
+            "per-step table's notes); STARVED = the load generator could not keep up (figures are its limit).",
             "", *_table(header, table), ""]
 
 
