@@ -21,7 +21,8 @@ by the master, so the figures are the merged ones; the page lists the workers, d
 
 Modules: :mod:`~harness.webui.runs` (the one adapter onto the process's runs and workers),
 :mod:`~harness.webui.compute` (the child process), :mod:`~harness.webui.cache`, :mod:`~harness.webui.downloads`,
-:mod:`~harness.webui.view` (the JSON), :mod:`~harness.webui.routes` (Flask routes and Locust-UI hooks).
+:mod:`~harness.webui.view` (the JSON), :mod:`~harness.webui.routes` (Flask routes and Locust-UI hooks),
+:mod:`~harness.webui.auth` (``--web-login``: user and password from the environment).
 """
 
 from __future__ import annotations
@@ -41,4 +42,15 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     from harness.webui.routes import install_routes
 
+    if getattr(web_ui, "web_login", False):
+        import logging
+
+        from harness.webui.auth import AuthSetupError, install_login
+
+        base = (getattr(environment.parsed_options, "web_base_path", None) or "").rstrip("/")
+        try:
+            install_login(web_ui, base)
+        except AuthSetupError as e:
+            logging.getLogger(__name__).error("llmload: %s", e)
+            raise SystemExit(2) from None
     install_routes(environment, web_ui)

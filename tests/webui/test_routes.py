@@ -162,3 +162,60 @@ def test_cache_computes_in_the_child_and_rate_limits(run_dir: Path) -> None:
         assert cache.get(run_dir).computed_at == first  # fresh: not recomputed
     finally:
         cache.child.stop()
+
+
+def _login_ui(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A real ``locust.web.WebUI`` started with ``--web-login`` (not serving), the harness's login and routes on it."""
+    from locust import HttpUser
+    from locust.env import Environment
+
+    from harness.webui.auth import install_login
+
+    monkeypatch.setattr(routes, "run_dirs", lambda: RunDirs(None, (run_dir,), "finished"))
+    monkeypatch.setenv("LLMLOAD_WEB_USER", "alice")
+    monkeypatch.setenv("LLMLOAD_WEB_PASSWORD", "s3cret")
+    monkeypatch.setattr("sys.argv", ["locust", "--web-login"])  # Locust's template args parse sys.argv
+
+    class _U(HttpUser):
+        host = "http://127.0.0.1:9"
+
+    from locust.argument_parser import parse_options
+
+    env = Environment(user_classes=[_U], parsed_options=parse_options(args=["--web-login"]))
+    env.create_local_runner()
+    ui = env.create_web_ui("127.0.0.1", 0, web_login=True, delayed_start=True)
+    install_login(ui, "")
+    routes.install_routes(SimpleNamespace(parsed_options=SimpleNamespace(web_base_path=None), runner=None), ui)
+    return ui
+
+
+def test_web_login_guards_locust_and_the_view(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ui = _login_ui(run_dir, monkeypatch)
+    c = ui.app.test_client()
+    run_id = run_dir.name
+    for path in ("/", "/llm/", "/llm/data.json", f"/llm/download/{run_id}/run.json"):
+        r = c.get(path)
+        assert r.status_code == 302 and "/login" in r.headers["Location"], path  # not the page, not 200
+    assert c.get("/login").status_code == 200  # Locust's login page renders (no "no secret key" exception)
+    assert ui.auth_args["username_password_callback"] == "/llm/login"
+    bad = c.post("/llm/login", data={"username": "alice", "password": "nope"})
+    assert bad.status_code == 302 and bad.headers["Location"].endswith("/login")
+    assert c.get("/llm/data.json").status_code == 302
+    ok = c.post("/llm/login", data={"username": "alice", "password": "s3cret"})
+    assert ok.status_code == 302 and not ok.headers["Location"].endswith("/login")
+    page = c.get("/llm/")
+    assert page.status_code == 200 and b"<html" in page.data.lower()
+    assert c.get("/llm/data.json").get_json()["run"]["run_id"]
+    dl = c.get(f"/llm/download/{run_id}/run.json")
+    assert dl.status_code == 200 and json.loads(dl.data) == json.loads((run_dir / "run.json").read_text())
+    assert c.get("/").status_code == 200  # Locust's own page too
+
+
+def test_web_login_without_credentials_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.webui.auth import AuthSetupError, credentials
+
+    with pytest.raises(AuthSetupError, match="LLMLOAD_WEB_PASSWORD"):
+        credentials({"LLMLOAD_WEB_USER": "alice"})
+    with pytest.raises(AuthSetupError, match="LLMLOAD_WEB_USER and LLMLOAD_WEB_PASSWORD"):
+        credentials({})
+    assert credentials({"LLMLOAD_WEB_USER": "a", "LLMLOAD_WEB_PASSWORD": "b"}) == ("a", "b")
