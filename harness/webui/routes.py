@@ -50,7 +50,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
 
 def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     """Rows of the Locust "LLM" tab from the view's JSON: finished steps, then the step in progress
-    (label ``… (so far)``), then a row pointing to the full page."""
+    (label ``… (so far)``), then a row naming the run and the target it measured and pointing to the full page."""
     rows = list(data.get("steps") or [])
     cur = data.get("current")
     out = []
@@ -68,7 +68,11 @@ def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
             "truncated_pct": _fmt(r.get("truncated_pct")),
             "hours": f"{_fmt(h.get('hours'))} h (N={h.get('n', '–')})" if h else "–",
         })
-    out.append({"label": "all figures, charts and downloads: open 'LLM view' in the Download Data tab, or /llm/"})
+    run = data.get("run") or {}
+    measured = (f"run {run.get('run_id')} measured {run.get('target')} (Locust's header shows the Host field as "
+                "typed); ") if run.get("target") else ""
+    out.append({"label": f"{measured}all figures, charts and downloads: open 'LLM view' in the Download Data tab, "
+                         "or /llm/"})
     return out
 
 

@@ -142,6 +142,8 @@ def test_page_and_locust_tab(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
     body = json.loads(c.get("/stats/requests").data)
     rows = body["extended_stats"][0]["data"]
     assert [r["label"].rstrip(" †") for r in rows[:-1]] == [r["label"] for r in build_report(run_dir)["steps"]]
+    rep = build_report(run_dir)
+    assert rows[-1]["label"].startswith(f"run {rep['run_id']} measured {rep['target']['base_url']} ")
 
 
 def test_current_row_is_the_running_last_step() -> None:
