@@ -15,8 +15,8 @@ per step (the same rows) and a link to the page in its Download Data tab.
 Every figure is the report's: the page's JSON is ``harness.report.build.build_report`` of the run directory
 (:mod:`harness.webui.cache`, in a child process so the load generator's loop is not held; recomputed at most
 every ``max(2 s, 3 × its last compute time)``). The "current window" row is the report's row of the step in
-progress (:func:`harness.webui.cache.current_row`). Percentiles are the report's: p50 / p90 / p99 for TTFT and
-TTFAT, p50 / p99 for inter-chunk gaps (the report has no p95). On a master the records of every worker are written
+progress (:func:`harness.webui.cache.current_row`). Percentiles are the report's: p50 / p90 / p95 / p99 for TTFT and
+TTFAT, p50 / p95 / p99 for inter-chunk gaps. On a master the records of every worker are written
 by the master, so the figures are the merged ones; the page lists the workers, dead ones flagged.
 
 Modules: :mod:`~harness.webui.runs` (the one adapter onto the process's runs and workers),

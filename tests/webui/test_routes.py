@@ -221,3 +221,49 @@ def test_web_login_without_credentials_refuses(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(AuthSetupError, match="LLMLOAD_WEB_USER and LLMLOAD_WEB_PASSWORD"):
         credentials({})
     assert credentials({"LLMLOAD_WEB_USER": "a", "LLMLOAD_WEB_PASSWORD": "b"}) == ("a", "b")
+
+
+def _live_report(run_dir: Path) -> dict[str, Any]:
+    """The demo run's report as a report of that run while it was still going (status running, no run_end)."""
+    rep = build_report(run_dir)
+    return {**rep, "status": "running",
+            "notes": ["INTERRUPTED RUN (no run_end event). Figures cover only what was recorded.", "other note"]}
+
+
+def test_live_run_is_in_progress_not_interrupted(run_dir: Path) -> None:
+    from harness.webui.cache import Entry
+    from harness.webui.view import IN_PROGRESS_NOTE, payload
+
+    entry = Entry(report=_live_report(run_dir))
+    d = payload(RunDirs(run_dir, (), "running"), entry, run_dir, [], "/llm")
+    assert d["run"]["status"] == "running" and d["run"]["notes"] == [IN_PROGRESS_NOTE, "other note"]
+    assert d["steps"] and all(r["provisional"] for r in d["steps"])
+    stop = {"stage": "writing_report"}
+    d = payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", stop)
+    assert d["run"]["status"] == "writing_report" and d["state"] == "stopping"
+    assert payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", None)["run"]["status"] == "stopping"
+    done = Entry(report=build_report(run_dir))  # recorded: the report's own status and notes, rows final
+    d = payload(RunDirs(None, (run_dir,), "finished"), done, run_dir, [], "/llm")
+    assert d["run"]["status"] == done.report["status"] and d["run"]["notes"] == done.report["notes"]
+    assert not any(r["provisional"] for r in d["steps"])
+
+
+def test_cache_takes_the_written_report_at_once(run_dir: Path, tmp_path: Path) -> None:
+    """A cached report of the run in progress is replaced by report.json as soon as the ended run has one (not
+    after the recompute interval), and a compute that started before is not let to put the old status back."""
+    d = tmp_path / run_dir.name
+    shutil.copytree(run_dir, d)
+    cache = ReportCache()
+    try:
+        e = cache.entry(d)
+        e.report, e.started_at, e.compute_s = _live_report(d), 1e12, 10.0  # fresh for a long while: no recompute
+        assert cache.get(d).report["status"] == "running"  # no report.json yet
+        final = build_report(d)
+        (d / "report.json").write_text(json.dumps(final))
+        assert cache.get(d).report["status"] == final["status"] != "running"
+        assert e.job is None
+        cache.child.report = lambda _p: _live_report(d)  # type: ignore[method-assign]  # a compute begun before
+        cache._run(d, e)
+        assert e.report["status"] == final["status"]
+    finally:
+        cache.child.stop()
