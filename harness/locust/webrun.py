@@ -449,7 +449,10 @@ def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
             ctx = start_run(run, environment, request.form, launch)
         except StartError as e:
             log.error("llmload: Start refused: %s", e)
-            return jsonify({"success": False, "message": f"llmload: {e}", "host": environment.host})
+            # "running": a run is going (Locust's Edit of a running test): its dialog closes whatever the answer,
+            # so the page's banner (harness/webui/static/locust-ui.js) shows the message
+            return jsonify({"success": False, "message": f"llmload: {e}", "host": environment.host,
+                            "running": run.active()})
         g.llmload_run = ctx
         return None
 

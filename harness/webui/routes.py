@@ -2,6 +2,8 @@
 it is on (``web_ui.auth_required_if_enabled``):
 
 * ``/llm/`` the page (:file:`static/llm.html`, its script and style from ``/llm/static/<name>``: fixed names);
+* Locust's own page (``/``) gets one ``<script>`` (:file:`static/locust-ui.js`): Locust's Edit dialog closes
+  whatever ``/swarm`` answers, so a refused edit's one-line answer is shown in a banner there;
 * ``/llm/data.json[?run=<run_id>]`` the figures it polls every 2 s (:func:`harness.webui.view.payload`);
 * ``/llm/download/<run_id>/<name>`` a run's file (:mod:`harness.webui.downloads`: known runs, fixed names).
 
@@ -27,7 +29,7 @@ from harness.webui.view import payload
 __all__ = ["STATIC", "TAB_COLUMNS", "install_routes", "tab_rows"]
 
 #: Files served from ``/llm/static/`` (nothing else is).
-STATIC = {"llm.js": "application/javascript", "llm.css": "text/css"}
+STATIC = {"llm.js": "application/javascript", "llm.css": "text/css", "locust-ui.js": "application/javascript"}
 #: The Locust "LLM" tab's table: (key, title).
 TAB_COLUMNS = (
     ("label", "step"), ("concurrency", "C"), ("completed", "completed"), ("errors", "errors"),
@@ -141,6 +143,21 @@ def install_routes(environment: Any, web_ui: Any) -> None:
     web_ui.app.register_blueprint(bp)
 
     stats_path = f"{base}/stats/requests"
+    index_path = f"{base}/"
+    ui_script = f'<script src="{url}/static/locust-ui.js"></script>'.encode()
+
+    @web_ui.app.after_request
+    def _locust_page_script(response: Response) -> Response:
+        """Locust's page gets :file:`static/locust-ui.js` (a refused Edit's message shown in a banner)."""
+        if request.path != index_path or response.status_code != 200 or response.mimetype != "text/html":
+            return response
+        try:
+            body = response.get_data()
+            if b"</body>" in body and ui_script not in body:
+                response.set_data(body.replace(b"</body>", ui_script + b"</body>", 1))
+        except Exception:  # never break Locust's own UI
+            return response
+        return response
 
     @web_ui.app.after_request
     def _extend_stats(response: Response) -> Response:

@@ -133,6 +133,14 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     assert view.locator('body[data-status="running"]').count() == 1
     assert view.locator('#step-rows tr[data-step="C=2"][data-provisional="1"]').count() == 1
     assert cell(view, "C=2", "label").endswith("(provisional)")
+    # Locust's Edit of the running test is refused; its dialog closes, the one-line answer is in a banner
+    ui.get_by_role("button", name="Edit").first.click()
+    ui.get_by_role("button", name="Update").first.click()
+    wait_until(lambda: ui.locator("#llmload-refused").count(), 10, "the refused edit's banner")
+    text = ui.locator("#llmload-refused").inner_text()
+    assert text.startswith("llmload: run ") and "is running: Stop it (or wait) first" in text, text
+    ui.locator("#llmload-refused button").click()
+    assert ui.locator("#llmload-refused").count() == 0
     if shot is not None:
         view.screenshot(path=str(shot), full_page=True)
     ui.get_by_role("button", name="Stop").first.click()

@@ -210,7 +210,9 @@ def test_web_login_guards_locust_and_the_view(run_dir: Path, monkeypatch: pytest
     assert c.get("/llm/data.json").get_json()["run"]["run_id"]
     dl = c.get(f"/llm/download/{run_id}/run.json")
     assert dl.status_code == 200 and json.loads(dl.data) == json.loads((run_dir / "run.json").read_text())
-    assert c.get("/").status_code == 200  # Locust's own page too
+    index = c.get("/")  # Locust's own page too, with the script that shows a refused Edit's answer
+    assert index.status_code == 200 and b'<script src="/llm/static/locust-ui.js"></script></body>' in index.data
+    assert c.get("/llm/static/locust-ui.js").status_code == 200
 
 
 def test_web_login_without_credentials_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
