@@ -287,6 +287,7 @@ def test_stop_and_ctrl_c_lose_nothing(tmp_path: Path, env: dict[str, str], launc
     assert_window_ends_at_the_stop(dirs[1], t_sig, t_sig)
     err = web.err()
     assert "Traceback" not in err and "run directory is closed" not in err
+    assert "step 1: 4 users until stopped" in err and "for inf s" not in err  # a fixed run without run time
 
 
 def test_host_field_routes_to_another_server(tmp_path: Path, env: dict[str, str], launched: list[WebLocust]) -> None:
