@@ -312,7 +312,8 @@ class ReasoningSweepShape(LoadTestShape):
                 if st.setting is not None:
                     event["setting"] = st.setting
                 ctx.run_dir.write_phase(event)
-            log.info("llmload: phase %s step %d: %d users for %.0f s%s%s", st.phase, st.step, st.users, st.duration,
+            length = f"for {st.duration:.0f} s" if math.isfinite(st.duration) else "until stopped"
+            log.info("llmload: phase %s step %d: %d users %s%s%s", st.phase, st.step, st.users, length,
                      f" at {st.rate:g} req/s" if st.rate is not None else "", f" ({st.setting})" if st.setting else "")
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message(worker_ids(self.runner)))

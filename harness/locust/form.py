@@ -256,6 +256,8 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
         d["steps"]["concurrency"] = [_positive_int(c, "steps") for c in _split(knobs.steps)]
         if not d["steps"]["concurrency"]:
             raise ProfileError("steps: no concurrency given (e.g. 8,16,32)")
+        if any(not t.strip() for t in knobs.steps.split(",")):
+            raise ProfileError(f"steps: {knobs.steps!r} has an empty item (e.g. 8,16,32)")
     if knobs.step_duration:
         try:
             dur = float(knobs.step_duration)

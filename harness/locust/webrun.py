@@ -5,11 +5,13 @@ the built-in simulator if needed (its URL is the Host field's default), but open
 
 * **Start** (``POST /swarm``): a Flask ``before_request`` hook reads the form (:mod:`harness.locust.form`: profile,
   mode, knobs; Locust's Host, Number of users, Ramp up, Run time), loads and checks the profile, resolves the
-  target (the Host field: a server, or empty / the simulator's URL: the built-in simulator) and its model, and
+  target (the Host field: a server, or empty / the URL of a built-in simulator this process started: the
+  built-in simulator of the chosen profile, :meth:`Launch.is_builtin_url`) and its model, and
   opens a new run directory whose ``run.json`` holds the mode and the form's values (:func:`start_run`). Any
   problem answers ``{"success": false, "message": ...}``, which the UI shows, and nothing is sent. A Start while a
   run goes is refused the same way. Locust's own ``swarm()`` then starts the shape; the answer's ``host`` is
-  rewritten to the target measured (the header shows it).
+  rewritten to the target measured (Locust's header shows the form's Host as typed until a reload; the LLM tab
+  and view show the target).
 * **The run ends** when the shape ends (the sweep, or a fixed run's run time), or on Stop: Locust stops the users,
   in-flight requests finishing for up to the stop timeout (the profile's ``steps.drain_timeout``), the workers
   send their last records (:func:`harness.locust.drain.stop_workers`), and at ``test_stop`` the run directory is
@@ -38,7 +40,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +126,18 @@ class Launch:
     stop_timeout_given: bool
     #: The built-in simulator, shared by the runs.
     sims: SimHolder
+    #: Base URLs (no trailing ``/``) of every built-in simulator this process started: a Host equal to one of them
+    #: means "the built-in simulator for the chosen profile" even once that process was replaced by another.
+    sim_urls: set[str] = field(default_factory=set)
+
+    def is_builtin_url(self, url: str) -> bool:
+        """``url`` is the running built-in simulator's or one this process started earlier."""
+        return self.sims.is_running_at(url) or url.rstrip("/") in self.sim_urls
+
+    def note_sim(self) -> None:
+        """Remember the running built-in simulator's URL (no-op when none runs)."""
+        if self.sims.sim is not None:
+            self.sim_urls.add(str(self.sims.sim.url).rstrip("/"))
 
 
 def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profile: Any, sims: SimHolder) -> Launch:
@@ -138,7 +152,7 @@ def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profil
     if getattr(opts, "web_profile", ""):
         shown["web_profile"] = str(opts.web_profile)
     shown["mode"] = str(getattr(opts, "mode", "") or "sweep")
-    return Launch(
+    launch = Launch(
         profile_arg=str(getattr(opts, "profile", "") or ""),
         host=host or "",
         output_dir=getattr(opts, "output_dir", None),
@@ -148,6 +162,8 @@ def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profil
         stop_timeout_given=bool(getattr(opts, "stop_timeout", None)),
         sims=sims,
     )
+    launch.note_sim()
+    return launch
 
 
 def parse_fixed(form: Mapping[str, str]) -> FixedLoad:
@@ -237,12 +253,13 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     except ProfileError as e:
         raise StartError(str(e).replace("\n", "; ")) from None
     host = str(form.get("host", "") or "").strip()
-    if not host or launch.sims.is_running_at(host):
-        host = ""  # the built-in simulator (or the profile's target.base_url)
+    if not host or launch.is_builtin_url(host):
+        host = ""  # the built-in simulator for this profile (or the profile's target.base_url)
     try:
         target = resolve_target(profile, path, host or None, launch.sims, host_source="Host")
     except Exception as e:  # RuntimeError (URL, model lookup) or the simulator's SimStartError
         raise StartError(redact_url(str(e))) from None
+    launch.note_sim()
     shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
     shown_form["host"] = target.shown
     extra = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
@@ -432,7 +449,10 @@ def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
             ctx = start_run(run, environment, request.form, launch)
         except StartError as e:
             log.error("llmload: Start refused: %s", e)
-            return jsonify({"success": False, "message": f"llmload: {e}", "host": environment.host})
+            # "running": a run is going (Locust's Edit of a running test): its dialog closes whatever the answer,
+            # so the page's banner (harness/webui/static/locust-ui.js) shows the message
+            return jsonify({"success": False, "message": f"llmload: {e}", "host": environment.host,
+                            "running": run.active()})
         g.llmload_run = ctx
         return None
 

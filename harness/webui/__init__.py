@@ -15,13 +15,14 @@ per step (the same rows) and a link to the page in its Download Data tab.
 Every figure is the report's: the page's JSON is ``harness.report.build.build_report`` of the run directory
 (:mod:`harness.webui.cache`, in a child process so the load generator's loop is not held; recomputed at most
 every ``max(2 s, 3 × its last compute time)``). The "current window" row is the report's row of the step in
-progress (:func:`harness.webui.cache.current_row`). Percentiles are the report's: p50 / p90 / p99 for TTFT and
-TTFAT, p50 / p99 for inter-chunk gaps (the report has no p95). On a master the records of every worker are written
+progress (:func:`harness.webui.cache.current_row`). Percentiles are the report's: p50 / p90 / p95 / p99 for TTFT and
+TTFAT, p50 / p95 / p99 for inter-chunk gaps. On a master the records of every worker are written
 by the master, so the figures are the merged ones; the page lists the workers, dead ones flagged.
 
 Modules: :mod:`~harness.webui.runs` (the one adapter onto the process's runs and workers),
 :mod:`~harness.webui.compute` (the child process), :mod:`~harness.webui.cache`, :mod:`~harness.webui.downloads`,
-:mod:`~harness.webui.view` (the JSON), :mod:`~harness.webui.routes` (Flask routes and Locust-UI hooks).
+:mod:`~harness.webui.view` (the JSON), :mod:`~harness.webui.routes` (Flask routes and Locust-UI hooks),
+:mod:`~harness.webui.auth` (``--web-login``: user and password from the environment).
 """
 
 from __future__ import annotations
@@ -41,4 +42,15 @@ def on_init(environment: Any, **_: Any) -> None:
         return
     from harness.webui.routes import install_routes
 
+    if getattr(web_ui, "web_login", False):
+        import logging
+
+        from harness.webui.auth import AuthSetupError, install_login
+
+        base = (getattr(environment.parsed_options, "web_base_path", None) or "").rstrip("/")
+        try:
+            install_login(web_ui, base)
+        except AuthSetupError as e:
+            logging.getLogger(__name__).error("llmload: %s", e)
+            raise SystemExit(2) from None
     install_routes(environment, web_ui)

@@ -156,10 +156,16 @@ class ReportCache:
     def get(self, run_dir: Path, wait_s: float = 60.0) -> Entry:
         """The entry of ``run_dir`` with its latest report, starting a recompute when that one is stale.
 
-        Blocks (cooperatively) for at most ``wait_s`` only while the run has no report yet.
+        Blocks (cooperatively) for at most ``wait_s`` only while the run has no report yet. A cached report of a
+        running run is replaced by ``report.json`` as soon as that is written for the ended run (not after the
+        interval), so the view's status follows the run's at once.
         """
         e = self.entry(run_dir)
         now = time.time()
+        if e.report is not None and e.report.get("status") == "running":  # the run may have been recorded since
+            done = _report_file(Path(run_dir))
+            if done is not None:
+                e.report, e.error, e.computed_at = done, None, now
         if e.job is None and (e.report is None or now - e.started_at >= e.interval()):
             if e.report is None or e.report.get("status") == "running":
                 done = _report_file(Path(run_dir))
@@ -180,6 +186,8 @@ class ReportCache:
             e.error = str(exc) or type(exc).__name__
             log.debug("llmload: LLM view report failed for %s: %s", run_dir, e.error)
         else:
+            if rep.get("status") == "running" and e.report is not None and e.report.get("status") != "running":
+                return  # computed before the run was recorded: the final report is already here
             e.report, e.error = rep, None
             row = current_row(rep)
             if row is not None:

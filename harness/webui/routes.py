@@ -2,6 +2,8 @@
 it is on (``web_ui.auth_required_if_enabled``):
 
 * ``/llm/`` the page (:file:`static/llm.html`, its script and style from ``/llm/static/<name>``: fixed names);
+* Locust's own page (``/``) gets one ``<script>`` (:file:`static/locust-ui.js`): Locust's Edit dialog closes
+  whatever ``/swarm`` answers, so a refused edit's one-line answer is shown in a banner there;
 * ``/llm/data.json[?run=<run_id>]`` the figures it polls every 2 s (:func:`harness.webui.view.payload`);
 * ``/llm/download/<run_id>/<name>`` a run's file (:mod:`harness.webui.downloads`: known runs, fixed names).
 
@@ -27,7 +29,7 @@ from harness.webui.view import payload
 __all__ = ["STATIC", "TAB_COLUMNS", "install_routes", "tab_rows"]
 
 #: Files served from ``/llm/static/`` (nothing else is).
-STATIC = {"llm.js": "application/javascript", "llm.css": "text/css"}
+STATIC = {"llm.js": "application/javascript", "llm.css": "text/css", "locust-ui.js": "application/javascript"}
 #: The Locust "LLM" tab's table: (key, title).
 TAB_COLUMNS = (
     ("label", "step"), ("concurrency", "C"), ("completed", "completed"), ("errors", "errors"),
@@ -50,7 +52,7 @@ def _fmt(v: Any, digits: int = 3) -> str:
 
 def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     """Rows of the Locust "LLM" tab from the view's JSON: finished steps, then the step in progress
-    (label ``… (so far)``), then a row pointing to the full page."""
+    (label ``… (so far)``), then a row naming the run and the target it measured and pointing to the full page."""
     rows = list(data.get("steps") or [])
     cur = data.get("current")
     out = []
@@ -68,7 +70,11 @@ def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
             "truncated_pct": _fmt(r.get("truncated_pct")),
             "hours": f"{_fmt(h.get('hours'))} h (N={h.get('n', '–')})" if h else "–",
         })
-    out.append({"label": "all figures, charts and downloads: open 'LLM view' in the Download Data tab, or /llm/"})
+    run = data.get("run") or {}
+    measured = (f"run {run.get('run_id')} measured {run.get('target')} (Locust's header shows the Host field as "
+                "typed); ") if run.get("target") else ""
+    out.append({"label": f"{measured}all figures, charts and downloads: open 'LLM view' in the Download Data tab, "
+                         "or /llm/"})
     return out
 
 
@@ -137,6 +143,21 @@ def install_routes(environment: Any, web_ui: Any) -> None:
     web_ui.app.register_blueprint(bp)
 
     stats_path = f"{base}/stats/requests"
+    index_path = f"{base}/"
+    ui_script = f'<script src="{url}/static/locust-ui.js"></script>'.encode()
+
+    @web_ui.app.after_request
+    def _locust_page_script(response: Response) -> Response:
+        """Locust's page gets :file:`static/locust-ui.js` (a refused Edit's message shown in a banner)."""
+        if request.path != index_path or response.status_code != 200 or response.mimetype != "text/html":
+            return response
+        try:
+            body = response.get_data()
+            if b"</body>" in body and ui_script not in body:
+                response.set_data(body.replace(b"</body>", ui_script + b"</body>", 1))
+        except Exception:  # never break Locust's own UI
+            return response
+        return response
 
     @web_ui.app.after_request
     def _extend_stats(response: Response) -> Response:

@@ -17,7 +17,7 @@ from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
 from harness.webui.runs import RunDirs, WorkerInfo
 
-__all__ = ["ROW_KEYS", "payload", "row_view"]
+__all__ = ["IN_PROGRESS_NOTE", "ROW_KEYS", "payload", "row_view"]
 
 #: Keys of a report row (:func:`harness.report.figures.step_row` + cost) the view sends, unchanged.
 ROW_KEYS = (
@@ -55,6 +55,29 @@ def row_view(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The note the view shows instead of the report's "INTERRUPTED RUN" one while the run is still going.
+IN_PROGRESS_NOTE = (
+    "RUN IN PROGRESS: figures so far. Rows of finished steps are provisional until the run ends (a request that "
+    "started in a step's window counts when it ends); the step in progress is the current window."
+)
+
+
+def _live_status(state: str, stopping: dict[str, Any] | None) -> str:
+    """The run's status while it is the current run: ``running``, else the stop's stage (``draining``,
+    ``writing_report``), else ``stopping``; the report's own status (``running`` until ``run.json`` is closed,
+    then the final one) is shown once the run is recorded."""
+    if state == "running":
+        return "running"
+    return str(stopping.get("stage") or "stopping") if stopping else "stopping"
+
+
+def _live_notes(notes: Any) -> list[str]:
+    """The report's notes of a run still going: its "INTERRUPTED RUN" note (a report of a run with no
+    ``run_end`` yet) replaced by :data:`IN_PROGRESS_NOTE`."""
+    kept = [str(n) for n in (notes or []) if not str(n).startswith("INTERRUPTED RUN")]
+    return [IN_PROGRESS_NOTE, *kept]
+
+
 def _run_entry(path: Path, current: bool, url: str) -> dict[str, Any]:
     return {"run_id": path.name, "current": current, "files": files_of(path, url)}
 
@@ -73,16 +96,22 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
 
     Returns:
         ``{"now", "state", "run": {run_id, status, profile_name, model, target, start_wall, end_wall,
-        duration_s, time_scale, hours_to_n, totals, notes} | None, "steps": [row_view...] (finished steps),
+        duration_s, time_scale, hours_to_n, totals, notes} | None, "steps": [row_view... + "provisional"]
+        (finished steps; ``provisional`` while the run shown is the one going),
         "current": row_view | None (the step in progress), "history": [...], "report_age_s", "compute_s",
         "error", "workers": [...], "runs": [{run_id, current, files: [{name, href, size}]}], "stopping": {run_id,
-        stage, since_wall, stop_wall, drain_timeout_s, users_left} | None}``. Times: epoch s.
+        stage, since_wall, stop_wall, drain_timeout_s, users_left} | None}``. Times: epoch s. While the run shown
+        is the current one (state ``running`` / ``stopping``) its ``status`` is ``running``, ``draining`` or
+        ``writing_report`` and its notes start with :data:`IN_PROGRESS_NOTE` (no "INTERRUPTED RUN" note).
     """
     rep = entry.report if entry is not None else None
     cur = current_row(rep) if rep is not None else None
+    live = shown is not None and shown == runs.current and runs.state in ("running", "stopping")
     rows = [row_view(r) for r in (rep.get("steps") or [])] if rep is not None else []
     if cur is not None:
         rows = rows[:-1]
+    for r in rows:
+        r["provisional"] = live
     run = None
     if rep is not None:
         run = {k: rep.get(k) for k in ("run_id", "status", "profile_name", "model", "start_wall", "end_wall",
@@ -90,6 +119,8 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
                                        "cost_usd_per_hour")}
         tgt = rep.get("target") or {}
         run["target"] = tgt.get("base_url") if isinstance(tgt, dict) else None
+        if live:
+            run["status"], run["notes"] = _live_status(runs.state, stopping), _live_notes(run.get("notes"))
     return {
         "now": time.time(),
         "state": runs.state,

@@ -130,6 +130,8 @@ def run_locust(
     common = ["--profile", str(prof), "--host", host, "--exit-code-on-error", "0"]
     metrics = ["--metrics-port", str(metrics_port), "--metrics-linger", "20"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if mode == "webui-login":  # --web-login needs its user and password (harness.webui.auth)
+        env.update(LLMLOAD_WEB_USER="test", LLMLOAD_WEB_PASSWORD="test-password")
     rpc = str(free_port())
     if mode == "local":
         cmds = [[*LOCUST, "--headless", *common, *metrics]]

@@ -287,6 +287,7 @@ def test_stop_and_ctrl_c_lose_nothing(tmp_path: Path, env: dict[str, str], launc
     assert_window_ends_at_the_stop(dirs[1], t_sig, t_sig)
     err = web.err()
     assert "Traceback" not in err and "run directory is closed" not in err
+    assert "step 1: 4 users until stopped" in err and "for inf s" not in err  # a fixed run without run time
 
 
 def test_host_field_routes_to_another_server(tmp_path: Path, env: dict[str, str], launched: list[WebLocust]) -> None:
@@ -323,6 +324,43 @@ def test_host_field_routes_to_another_server(tmp_path: Path, env: dict[str, str]
         assert {r["max_tokens"] for r in records(dirs[1])} == {16, 40}  # warm-up, then the form's max_tokens
     finally:
         other.stop()
+
+
+def test_host_of_an_earlier_builtin_simulator_means_the_builtin_one(
+    tmp_path: Path, env: dict[str, str], launched: list[WebLocust]
+) -> None:
+    """The Host field left as shown (the URL of a built-in simulator this process started, replaced since by one
+    with other settings) means "the built-in simulator for the chosen profile": never a refused connection to
+    the old port, and the answer's host is the target measured (run.json's)."""
+    prof, out, _truth = write_profile(tmp_path, step=2)
+    port = free_port()
+    web = WebLocust(tmp_path, ["--web-host", "127.0.0.1", "--web-port", str(port), "--profile", str(prof)], port, env)
+    launched.append(web)
+    web.wait_ready()
+    ok = web.start(mode="fixed", user_count=1, spawn_rate=1, run_time="1s")
+    assert ok["success"] is True, ok
+    [first] = wait_ended(out, 1)
+    url1 = meta(first)["target"]["base_url"]
+    assert meta(first)["target"]["simulator"] is True and ok["host"] == url1
+
+    # demo's simulator settings differ: the built-in simulator is replaced (new port), the old URL in Host is it.
+    ok = web.start(mode="fixed", user_count=1, spawn_rate=1, run_time="1s", web_profile="demo", max_tokens=16,
+                   host=url1)
+    assert ok["success"] is True, ok
+    second = wait_ended(out, 2)[1]
+    m = meta(second)
+    assert m["status"] == "finished" and m["profile"]["name"] == "demo" and m["target"]["simulator"] is True
+    url2 = m["target"]["base_url"]
+    assert url2 != url1 and ok["host"] == url2 and m["records"] > 0
+
+    # Back to the launch profile with the first (now stopped) simulator's URL still in Host: the built-in one again.
+    ok = web.start(mode="fixed", user_count=1, spawn_rate=1, run_time="1s", web_profile="", host=url1)
+    assert ok["success"] is True, ok
+    third = wait_ended(out, 3)[2]
+    m = meta(third)
+    assert m["status"] == "finished" and m["profile"]["name"] == "web" and m["target"]["simulator"] is True
+    assert m["target"]["base_url"] not in (url1, url2) and ok["host"] == m["target"]["base_url"]
+    assert m["records"] > 0 and all(r["ok"] for r in records(third))
 
 
 def test_master_and_two_workers(tmp_path: Path, env: dict[str, str], launched: list[WebLocust]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROFILES_DIR, ProfileError, load_profile
+from harness.config import PROFILES_DIR, Profile, ProfileError, load_profile
 from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices
 from harness.locust.webrun import StartError, parse_fixed
 from harness.runtime import FixedLoad
@@ -70,6 +70,8 @@ def test_apply_knobs_changes_only_what_is_given(tmp_path: Path) -> None:
         (Knobs(thinking="maybe"), "thinking: 'maybe'"),
         (Knobs(steps="8,x"), "steps: 'x' is not an integer"),
         (Knobs(steps=" , "), "steps: no concurrency"),
+        (Knobs(steps="8,,16"), "steps: '8,,16' has an empty item"),
+        (Knobs(steps="8,16,"), "steps: '8,16,' has an empty item"),
         (Knobs(step_duration="0"), "step_duration: 0 must be > 0"),
         (Knobs(step_duration="soon"), "not a number of seconds"),
         (Knobs(prompts_file="/nonexistent/p.yaml"), "prompts file /nonexistent/p.yaml: cannot read"),
@@ -130,3 +132,11 @@ def test_a_launch_profile_outside_profiles_is_the_pickers_default_and_is_run(tmp
         assert _profile_arg({**form, "web_profile": "demo"}, launch) == str(PROFILES_DIR / "demo.yaml")  # picked
     finally:
         set_form_defaults({})
+
+
+def test_repeated_steps_are_kept_as_the_profile_format_keeps_them() -> None:
+    """``8,8`` is two C=8 steps, as ``steps: {concurrency: [8, 8]}`` in a profile is (both validate alike)."""
+    assert apply_knobs(load_profile(DEMO), Knobs(steps="8,8")).steps.concurrency == [8, 8]
+    d = load_profile(DEMO).public_dict()
+    d["steps"]["concurrency"] = [8, 8]
+    assert Profile.model_validate(d).steps.concurrency == [8, 8]

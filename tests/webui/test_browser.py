@@ -127,6 +127,20 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     wait_until(lambda: view.locator('#step-rows tr[data-step="C=2"]').count()
                and view.locator('#current-row tr[data-step="C=4"]').count(), 60, "C=2 done, C=4 in progress")
     wait_until(lambda: number(cell(view, "C=4", "completed", current=True)), 30, "C=4 figures so far")
+    # a run going is in progress, not interrupted; its finished steps' rows are provisional until it ends
+    wait_until(lambda: "RUN IN PROGRESS" in view.locator("#notes").inner_text(), 10, "the in-progress note")
+    assert "INTERRUPTED" not in view.locator("#notes").inner_text()
+    assert view.locator('body[data-status="running"]').count() == 1
+    assert view.locator('#step-rows tr[data-step="C=2"][data-provisional="1"]').count() == 1
+    assert cell(view, "C=2", "label").endswith("(provisional)")
+    # Locust's Edit of the running test is refused; its dialog closes, the one-line answer is in a banner
+    ui.get_by_role("button", name="Edit").first.click()
+    ui.get_by_role("button", name="Update").first.click()
+    wait_until(lambda: ui.locator("#llmload-refused").count(), 10, "the refused edit's banner")
+    text = ui.locator("#llmload-refused").inner_text()
+    assert text.startswith("llmload: run ") and "is running: Stop it (or wait) first" in text, text
+    ui.locator("#llmload-refused button").click()
+    assert ui.locator("#llmload-refused").count() == 0
     if shot is not None:
         view.screenshot(path=str(shot), full_page=True)
     ui.get_by_role("button", name="Stop").first.click()
@@ -134,6 +148,20 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     # Stop: in-flight requests drain and are recorded, then the run is closed (run.json's status is final)
     wait_until(lambda: json.loads((run_dir / "run.json").read_text()).get("status") != "running", 90,
                "the run closed after Stop", every=0.5)
+    # until the run is recorded the view says it is stopping (draining, writing report), never finished-but-running
+    seen_states: set[tuple[str, str]] = set()
+
+    def recorded() -> bool:
+        d = get_json(base + "/llm/data.json") or {}
+        pair = (str(d.get("state")), str((d.get("run") or {}).get("status")))
+        seen_states.add(pair)
+        return pair[0] in ("finished", "interrupted")
+
+    wait_until(recorded, 90, "the run recorded (the view's state)", every=0.2)
+    assert all(st not in ("finished", "interrupted") or status == st for st, status in seen_states), seen_states
+    assert all(status != "running" for st, status in seen_states if st == "stopping"), seen_states
+    wait_until(lambda: view.locator('#step-rows tr[data-provisional="1"]').count() == 0, 10,
+               "no provisional row once the run is recorded")
     recs = records(run_dir)
     # every request the simulator completed is recorded (its truth line may trail the response by a moment)
     wait_until(lambda: truth_completed(truth) >= len(recs), 10, "the simulator's truth log")

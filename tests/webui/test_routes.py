@@ -142,6 +142,8 @@ def test_page_and_locust_tab(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
     body = json.loads(c.get("/stats/requests").data)
     rows = body["extended_stats"][0]["data"]
     assert [r["label"].rstrip(" †") for r in rows[:-1]] == [r["label"] for r in build_report(run_dir)["steps"]]
+    rep = build_report(run_dir)
+    assert rows[-1]["label"].startswith(f"run {rep['run_id']} measured {rep['target']['base_url']} ")
 
 
 def test_current_row_is_the_running_last_step() -> None:
@@ -160,5 +162,110 @@ def test_cache_computes_in_the_child_and_rate_limits(run_dir: Path) -> None:
         assert e.interval() >= 2.0 and e.compute_s > 0
         first = e.computed_at
         assert cache.get(run_dir).computed_at == first  # fresh: not recomputed
+    finally:
+        cache.child.stop()
+
+
+def _login_ui(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A real ``locust.web.WebUI`` started with ``--web-login`` (not serving), the harness's login and routes on it."""
+    from locust import HttpUser
+    from locust.env import Environment
+
+    from harness.webui.auth import install_login
+
+    monkeypatch.setattr(routes, "run_dirs", lambda: RunDirs(None, (run_dir,), "finished"))
+    monkeypatch.setenv("LLMLOAD_WEB_USER", "alice")
+    monkeypatch.setenv("LLMLOAD_WEB_PASSWORD", "s3cret")
+    monkeypatch.setattr("sys.argv", ["locust", "--web-login"])  # Locust's template args parse sys.argv
+
+    class _U(HttpUser):
+        host = "http://127.0.0.1:9"
+
+    from locust.argument_parser import parse_options
+
+    env = Environment(user_classes=[_U], parsed_options=parse_options(args=["--web-login"]))
+    env.create_local_runner()
+    ui = env.create_web_ui("127.0.0.1", 0, web_login=True, delayed_start=True)
+    install_login(ui, "")
+    routes.install_routes(SimpleNamespace(parsed_options=SimpleNamespace(web_base_path=None), runner=None), ui)
+    return ui
+
+
+def test_web_login_guards_locust_and_the_view(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ui = _login_ui(run_dir, monkeypatch)
+    c = ui.app.test_client()
+    run_id = run_dir.name
+    for path in ("/", "/llm/", "/llm/data.json", f"/llm/download/{run_id}/run.json"):
+        r = c.get(path)
+        assert r.status_code == 302 and "/login" in r.headers["Location"], path  # not the page, not 200
+    assert c.get("/login").status_code == 200  # Locust's login page renders (no "no secret key" exception)
+    assert ui.auth_args["username_password_callback"] == "/llm/login"
+    bad = c.post("/llm/login", data={"username": "alice", "password": "nope"})
+    assert bad.status_code == 302 and bad.headers["Location"].endswith("/login")
+    assert c.get("/llm/data.json").status_code == 302
+    ok = c.post("/llm/login", data={"username": "alice", "password": "s3cret"})
+    assert ok.status_code == 302 and not ok.headers["Location"].endswith("/login")
+    page = c.get("/llm/")
+    assert page.status_code == 200 and b"<html" in page.data.lower()
+    assert c.get("/llm/data.json").get_json()["run"]["run_id"]
+    dl = c.get(f"/llm/download/{run_id}/run.json")
+    assert dl.status_code == 200 and json.loads(dl.data) == json.loads((run_dir / "run.json").read_text())
+    index = c.get("/")  # Locust's own page too, with the script that shows a refused Edit's answer
+    assert index.status_code == 200 and b'<script src="/llm/static/locust-ui.js"></script></body>' in index.data
+    assert c.get("/llm/static/locust-ui.js").status_code == 200
+
+
+def test_web_login_without_credentials_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.webui.auth import AuthSetupError, credentials
+
+    with pytest.raises(AuthSetupError, match="LLMLOAD_WEB_PASSWORD"):
+        credentials({"LLMLOAD_WEB_USER": "alice"})
+    with pytest.raises(AuthSetupError, match="LLMLOAD_WEB_USER and LLMLOAD_WEB_PASSWORD"):
+        credentials({})
+    assert credentials({"LLMLOAD_WEB_USER": "a", "LLMLOAD_WEB_PASSWORD": "b"}) == ("a", "b")
+
+
+def _live_report(run_dir: Path) -> dict[str, Any]:
+    """The demo run's report as a report of that run while it was still going (status running, no run_end)."""
+    rep = build_report(run_dir)
+    return {**rep, "status": "running",
+            "notes": ["INTERRUPTED RUN (no run_end event). Figures cover only what was recorded.", "other note"]}
+
+
+def test_live_run_is_in_progress_not_interrupted(run_dir: Path) -> None:
+    from harness.webui.cache import Entry
+    from harness.webui.view import IN_PROGRESS_NOTE, payload
+
+    entry = Entry(report=_live_report(run_dir))
+    d = payload(RunDirs(run_dir, (), "running"), entry, run_dir, [], "/llm")
+    assert d["run"]["status"] == "running" and d["run"]["notes"] == [IN_PROGRESS_NOTE, "other note"]
+    assert d["steps"] and all(r["provisional"] for r in d["steps"])
+    stop = {"stage": "writing_report"}
+    d = payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", stop)
+    assert d["run"]["status"] == "writing_report" and d["state"] == "stopping"
+    assert payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", None)["run"]["status"] == "stopping"
+    done = Entry(report=build_report(run_dir))  # recorded: the report's own status and notes, rows final
+    d = payload(RunDirs(None, (run_dir,), "finished"), done, run_dir, [], "/llm")
+    assert d["run"]["status"] == done.report["status"] and d["run"]["notes"] == done.report["notes"]
+    assert not any(r["provisional"] for r in d["steps"])
+
+
+def test_cache_takes_the_written_report_at_once(run_dir: Path, tmp_path: Path) -> None:
+    """A cached report of the run in progress is replaced by report.json as soon as the ended run has one (not
+    after the recompute interval), and a compute that started before is not let to put the old status back."""
+    d = tmp_path / run_dir.name
+    shutil.copytree(run_dir, d)
+    cache = ReportCache()
+    try:
+        e = cache.entry(d)
+        e.report, e.started_at, e.compute_s = _live_report(d), 1e12, 10.0  # fresh for a long while: no recompute
+        assert cache.get(d).report["status"] == "running"  # no report.json yet
+        final = build_report(d)
+        (d / "report.json").write_text(json.dumps(final))
+        assert cache.get(d).report["status"] == final["status"] != "running"
+        assert e.job is None
+        cache.child.report = lambda _p: _live_report(d)  # type: ignore[method-assign]  # a compute begun before
+        cache._run(d, e)
+        assert e.report["status"] == final["status"]
     finally:
         cache.child.stop()

@@ -76,10 +76,12 @@
   }
 
   function rowEl(r, cols, current) {
-    const tr = el("tr", { "data-step": r.label, "data-current": current ? "1" : "0" });
+    const tr = el("tr", { "data-step": r.label, "data-current": current ? "1" : "0",
+      "data-provisional": r.provisional ? "1" : "0" });
     for (const [key, , render] of cols) {
       const td = el("td", { "data-key": key }, render(r));
       if (key === "label" && current) td.textContent = `${td.textContent} (so far)`;
+      if (key === "label" && !current && r.provisional) td.textContent = `${td.textContent} (provisional)`;
       if (key === "client_starved" && r.client_starved) td.className = "starved";
       tr.appendChild(td);
     }
