@@ -122,7 +122,7 @@ def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any
     if isinstance(runner, MasterRunner):
         runner.register_message(MSG_STOPPED, on_worker_stopped)
         start_watch(run, runner)  # a worker lost mid-run is recorded (phases.jsonl worker_lost, run.json)
-    install_master_signals(run, runner)
+    install_master_signals(run, runner, web=web_ui is not None)
     opts = environment.parsed_options
     role = "master" if isinstance(runner, MasterRunner) else "local"
     mo = metrics_options(opts)
@@ -203,6 +203,8 @@ def _on_quitting(environment: Environment, **_: Any) -> None:
         flush_worker_records(run)
         return
     if run.web:
+        if not run.active():  # between runs: the last run's summary was logged when it ended; not printed again
+            run.report_summary = None
         webrun.stop_for_quit(run, environment)
         if run.any_failed and environment.process_exit_code is None:
             opts = environment.parsed_options
@@ -248,7 +250,7 @@ def _on_quit(**_: Any) -> None:
         return
     if run.report_summary:  # the compact summary (120 columns); the full tables are in report.md / .json / .html
         sys.stdout.write("\n" + run.report_summary)
-    if ctx.run_dir is not None:
+    if ctx.run_dir is not None and (run.report_summary or not run.web):  # web: only a run this quit ended
         sys.stdout.write(f"\nllmload: records and report in {ctx.run_dir.path}\n")
     sys.stdout.flush()
     if run.exporter is not None:
