@@ -203,8 +203,6 @@ def _on_quitting(environment: Environment, **_: Any) -> None:
         flush_worker_records(run)
         return
     if run.web:
-        if not run.active():  # between runs: the last run's summary was logged when it ended; not printed again
-            run.report_summary = None
         webrun.stop_for_quit(run, environment)
         if run.any_failed and environment.process_exit_code is None:
             opts = environment.parsed_options

@@ -99,6 +99,7 @@ def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
         state.interrupted = True
         state.first_sigint = now
         if run.web and not run.active():
+            run.report_summary = None  # the last run ended (report written, logged): no summary at quit
             log.warning("llmload: Ctrl-C: no run going: quitting")
         else:
             _end_load(run, "sigint")
@@ -117,6 +118,7 @@ def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
                 log.warning("llmload: SIGTERM: stopping the run (in-flight requests get %.0f s), then quitting",
                             env.stop_timeout)
             else:
+                run.report_summary = None
                 log.warning("llmload: SIGTERM: no run going: quitting")
             _interrupt_main()
             return
