@@ -19,7 +19,8 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     start, ``{"event": "load_end", "wall"}`` when the last step ends or a stop begins (Ctrl-C, SIGTERM, the web
     UI's Stop; once a run; in-flight requests then drain),
     ``{"event": "worker_lost", "wall", "since_wall", "worker", "state", "users", "in_flight"}`` when the master
-    sees a worker lost while the load runs (:mod:`harness.locust.lost`), and
+    sees a worker lost while the load runs (``{"event": "worker_back", "wall", "worker"}`` when a missing one
+    answers again; :mod:`harness.locust.lost`), and
     ``{"event": "run_end", "wall"}`` when the run directory is closed.
 ``report.md`` / ``report.json``
     Written by :mod:`harness.report`.

@@ -10,12 +10,14 @@ worker that goes ``missing`` or leaves (its own ``quit``), writes one event to `
      "worker": <Locust client id>, "state": "missing" | "gone", "users": <int | null>, "in_flight": <int | null>}
 
 ``users`` is the worker's user count at the last poll before it was lost; ``in_flight`` its requests in flight from
-its last Locust report (every 3 s; null when it never reported). A ``missing`` worker's in-flight requests are
-never recorded: they are added to the run's ``cut_off`` (``run.json``); when unknown, ``run.json`` says so
-(``cut_off_unknown``: the workers whose count is unknown). A ``gone`` worker quit on its own (its Ctrl-C): it let
+its last Locust report (every 3 s; null when it never reported). A missing worker that answers again (Locust's
+"self-healed": it was busy, its heartbeats late) kept its users: ``{"event": "worker_back", "wall", "worker"}``
+withdraws its loss (the report ignores it, its in-flight count leaves ``cut_off``). A ``missing`` worker's in-flight
+requests are never recorded: they are added to the run's ``cut_off`` (``run.json``); when unknown, ``run.json`` says
+so (``cut_off_unknown``: the workers whose count is unknown). A ``gone`` worker quit on its own (its Ctrl-C): it let
 its requests finish and sent their records first. ``run.json`` also lists ``workers`` (every worker id seen in the
-run) and ``workers_lost`` (the events). The report (:mod:`harness.report.lost`) marks the steps that ran with
-fewer users than their concurrency as not steady.
+run) and ``workers_lost`` (the events). The report (:mod:`harness.report.lost`) marks the steps that ran with fewer
+users than their concurrency as not steady.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class WorkerWatch:
     heartbeat: dict[str, float] = field(default_factory=dict)
     #: Workers reported lost in the current run.
     lost: set[str] = field(default_factory=set)
+    #: The in-flight requests of each lost worker added to the run's ``cut_off`` (withdrawn if it comes back).
+    counted: dict[str, int] = field(default_factory=dict)
     #: Every worker seen in the current run.
     seen: set[str] = field(default_factory=set)
     #: The run id the sets above belong to.
@@ -64,7 +68,7 @@ class WorkerWatch:
         if ctx is None or ctx.run_dir is None or ctx.run_dir.closed:
             return []
         if ctx.run_id != self.run_id:  # a new run (web UI): forget the last run's workers
-            self.run_id, self.lost, self.seen = ctx.run_id, set(), set()
+            self.run_id, self.lost, self.seen, self.counted = ctx.run_id, set(), set(), {}
         clients = {c.id: c for c in runner.clients.all}
         if ctx.load_ended:
             return []
@@ -74,6 +78,8 @@ class WorkerWatch:
             node = clients.get(cid)
             state = "gone" if node is None else str(node.state)
             if state not in ("missing", "gone"):
+                if cid in self.lost:
+                    out.append(self._back(run, cid, now))
                 self.users[cid] = int(node.user_count) if node is not None else 0
                 if cid not in self.seen:
                     self.seen.add(cid)
@@ -84,6 +90,30 @@ class WorkerWatch:
             self.lost.add(cid)
             out.append(self._lost(run, cid, state, now))
         return out
+
+    def _back(self, run: Run, cid: str, now: float) -> dict[str, Any]:
+        """``cid`` answers again (Locust's "self-healed": a busy worker whose heartbeats were late, not dead): its
+        users kept running, so its loss is withdrawn (``worker_back``; its in-flight count leaves ``cut_off``)."""
+        ctx = run.ctx
+        assert ctx is not None and ctx.run_dir is not None
+        self.lost.discard(cid)
+        ev = {"event": "worker_back", "wall": now, "worker": cid}
+        ctx.run_dir.write_phase(ev)
+        meta = ctx.run_dir.meta
+        ctx.cut_off -= self.counted.pop(cid, 0)
+        if ctx.cut_off:
+            meta["cut_off"] = ctx.cut_off
+        else:
+            meta.pop("cut_off", None)
+        meta["cut_off_unknown"] = [w for w in meta.get("cut_off_unknown", []) if w != cid]
+        if not meta["cut_off_unknown"]:
+            del meta["cut_off_unknown"]
+        for w in meta.get("workers_lost", []):
+            if w.get("worker") == cid and "back_wall" not in w:
+                w["back_wall"] = now
+        ctx.run_dir.write_meta()
+        log.warning("llmload: worker %s answers again (it was late, not dead): its loss is withdrawn", cid)
+        return ev
 
     def _lost(self, run: Run, cid: str, state: str, now: float) -> dict[str, Any]:
         ctx = run.ctx
@@ -104,6 +134,7 @@ class WorkerWatch:
         if in_flight is None:
             meta["cut_off_unknown"] = [*meta.get("cut_off_unknown", []), cid]
         elif in_flight:
+            self.counted[cid] = in_flight
             ctx.cut_off += in_flight
             meta["cut_off"] = ctx.cut_off
         ctx.run_dir.write_meta()

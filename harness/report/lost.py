@@ -67,10 +67,13 @@ def _count(v: Any) -> int | None:
 
 def worker_losses(events: Sequence[dict[str, Any]]) -> list[WorkerLoss]:
     """The ``worker_lost`` events of ``phases.jsonl`` (in the order written); an event without a ``wall`` is
-    skipped."""
+    skipped, and so is one withdrawn by a later ``worker_back`` of the same worker (it was late, not dead: its users
+    kept running)."""
     out = []
-    for e in events:
+    for i, e in enumerate(events):
         if e.get("event") != "worker_lost":
+            continue
+        if any(b.get("event") == "worker_back" and b.get("worker") == e.get("worker") for b in events[i + 1:]):
             continue
         detected = _num(e.get("wall"))
         if detected is None:

@@ -70,3 +70,19 @@ def test_nothing_is_recorded_after_the_load_ended(tmp_path: Path) -> None:
     runner.clients.clear()  # the workers quit at the end of the run
     assert watch.poll(run, runner) == []
     assert [e["event"] for e in events(ctx)] == ["load_end"]
+
+
+def test_a_missing_worker_that_answers_again_has_its_loss_withdrawn(tmp_path: Path) -> None:
+    """Locust's "self-healed": a busy worker's heartbeats were late; its users kept running."""
+    run, ctx, runner = setup(tmp_path)
+    watch = WorkerWatch()
+    run.workers.in_flight.update(a=2)
+    watch.poll(run, runner)
+    runner.clients["a"].state = "missing"
+    assert [e["event"] for e in watch.poll(run, runner)] == ["worker_lost"] and ctx.cut_off == 2
+    runner.clients["a"].state = "running"
+    assert [e["event"] for e in watch.poll(run, runner)] == ["worker_back"]
+    assert ctx.cut_off == 0
+    assert ctx.run_dir is not None
+    meta = json.loads((ctx.run_dir.path / "run.json").read_text())
+    assert "cut_off" not in meta and meta["workers_lost"][0]["back_wall"] > 0

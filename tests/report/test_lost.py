@@ -80,3 +80,13 @@ def test_littles_law_mismatch_of_a_small_sample_is_a_note_saying_low_confidence(
             f"({100 * (n / 3.5 / 4 - 1):+.0f} %) (low confidence: {n} requests over 35.0 s; a short window "
             "misreads it)")
     assert any(x.startswith(want) for x in rep["notes"]), rep["notes"]
+
+
+def test_a_worker_back_withdraws_its_loss(tmp_path: Path) -> None:
+    """A worker_back of the same worker after its worker_lost: it was late, not dead (its users kept running)."""
+    recs = [rec(u, 1, 0.5 * k + 10 * j, 10, concurrency=2) for k, u in enumerate(("w1:1", "w2:1")) for j in range(9)]
+    events = [phase("step", 1, 2, 0), _lost(30, users=1, in_flight=1),
+              {"event": "worker_back", "wall": T0 + 34, "worker": "w2"}, run_end(100)]
+    rep = build_report(write_run(tmp_path / "run", recs, events))
+    assert rep["steps"][0]["steady"] is True
+    assert not any("WORKER LOST" in n for n in rep["notes"])
