@@ -7,7 +7,9 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
     URL and model, simulator settings when the built-in simulator was the target, versions, host, argv with
     secrets removed, ``start_wall`` / ``end_wall`` (epoch seconds), ``status`` ("running" | "finished" |
     "interrupted" | "warmup_failed"); a web-UI run adds ``mode`` and ``form`` (the start form's values), and
-    ``cut_off`` (requests still in flight when the drain timeout ended, not recorded) when any were.
+    ``cut_off`` (requests still in flight when the drain timeout ended, or on a worker lost mid-run: not
+    recorded) when any were; a master adds ``workers`` (worker ids seen), ``workers_lost`` and ``cut_off_unknown``
+    (:mod:`harness.locust.lost`).
 ``records.jsonl``
     One JSON object per request (:meth:`harness.result.RequestResult.to_record`, fields in ``docs/records.md``),
     appended and flushed when the request completes, so an interrupted run keeps every record written so far;
@@ -20,7 +22,10 @@ Layout of one run directory (``<output.dir>/<YYYYmmdd-HHMMSS>-<profile>/``):
 ``phases.jsonl``
     ``{"event": "phase_start", "phase", "step", "concurrency", "wall", "planned_duration"}`` at each phase
     start, ``{"event": "load_end", "wall"}`` when the last step ends or a stop begins (Ctrl-C, SIGTERM, the web
-    UI's Stop; once a run; in-flight requests then drain), and
+    UI's Stop; once a run; in-flight requests then drain),
+    ``{"event": "worker_lost", "wall", "since_wall", "worker", "state", "users", "in_flight"}`` when the master
+    sees a worker lost while the load runs (``{"event": "worker_back", "wall", "worker"}`` when a missing one
+    answers again; :mod:`harness.locust.lost`), and
     ``{"event": "run_end", "wall"}`` when the run directory is closed.
 ``report.md`` / ``report.json``
     Written by :mod:`harness.report`.
@@ -277,7 +282,8 @@ class RunDir:
             proc.wait()
 
     def write_phase(self, event: dict[str, Any]) -> None:
-        """Append one phase event (``phase_start`` / ``load_end`` / ``run_end``), flush it, then fire :attr:`on_phase`.
+        """Append one phase event (``phase_start`` / ``load_end`` / ``worker_lost`` / ``run_end``), flush it, then
+        fire :attr:`on_phase`.
 
         Raises:
             ValueError: the run directory is closed.

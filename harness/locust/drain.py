@@ -72,11 +72,21 @@ def on_worker_stopped(environment: Environment, msg: Any, **_: Any) -> None:
         run.ctx.cut_off += int(data.get("cut_off") or 0)
 
 
+def _missing(node: Any) -> bool:
+    """Locust's worker node ``node`` is in state ``missing`` (no heartbeat for 3 s)."""
+    return str(getattr(node, "state", "")) == "missing"
+
+
 def stop_workers(run: Run, runner: Any) -> None:
-    """Master, when a run stops before its end: have every connected worker stop its users and send its records,
+    """Master, when a run stops before its end: have every live worker stop its users and send its records,
     and wait for their MSG_STOPPED (at most the stop timeout + :data:`STOP_MARGIN_S` seconds), logging the workers
-    that did not answer. A worker that quit meanwhile (its own Ctrl-C) sent its records before its quit message."""
-    workers = [c.id for c in runner.clients.all]
+    that did not answer. A worker that quit meanwhile (its own Ctrl-C) sent its records before its quit message.
+    A worker Locust shows ``missing`` (no heartbeat: killed, hung) is not waited for, nor one that goes missing
+    during the wait: it cannot answer (:mod:`harness.locust.lost` recorded it)."""
+    dead = sorted(c.id for c in runner.clients.all if _missing(c))
+    if dead:
+        log.warning("llmload: not waiting for worker(s) %s: missing (no heartbeat)", dead)
+    workers = [c.id for c in runner.clients.all if not _missing(c)]
     if not workers:
         return
     timeout = float(runner.environment.stop_timeout or 0.0)
@@ -87,7 +97,7 @@ def stop_workers(run: Run, runner: Any) -> None:
         runner.send_message(MSG_STOP, {"stop_timeout": timeout}, client_id=w)
 
     def pending() -> set[str]:
-        return {w for w in workers if w not in stopped and w in runner.clients}
+        return {w for w in workers if w not in stopped and w in runner.clients and not _missing(runner.clients[w])}
 
     deadline = time.monotonic() + timeout + STOP_MARGIN_S
     while time.monotonic() < deadline and pending():

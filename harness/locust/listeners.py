@@ -6,6 +6,8 @@
   installs its Ctrl-C handler and waits for the master's first ``llmload_phase`` message.
 * Record transport: a worker builds its context from each ``llmload_phase`` message and sends its records to the
   master in ``llmload_records`` batches (:class:`harness.runtime.RunContext`); the master writes them.
+* Master: a worker lost while the load runs (no heartbeat, or it quit) is recorded as a ``worker_lost`` event
+  (:mod:`harness.locust.lost`).
 * ``test_stopping`` (a stop begins): the master writes ``load_end`` (once a run) before in-flight requests drain.
 * ``test_stop``: a worker flushes its records; a master whose run stopped early drains its workers
   (:func:`harness.locust.drain.stop_workers`).
@@ -35,6 +37,7 @@ from harness.locust import webrun
 from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, stop_workers
 from harness.locust.form import Knobs
 from harness.locust.live import open_exporter, serve_run
+from harness.locust.lost import start_watch
 from harness.locust.options import metrics_options
 from harness.locust.setup import SimHolder, load_run_profile, resolve_target, setup_master, setup_worker_from_message
 from harness.locust.signals import install_master_signals, install_worker_sigint
@@ -118,7 +121,8 @@ def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any
         return
     if isinstance(runner, MasterRunner):
         runner.register_message(MSG_STOPPED, on_worker_stopped)
-    install_master_signals(run, runner)
+        start_watch(run, runner)  # a worker lost mid-run is recorded (phases.jsonl worker_lost, run.json)
+    install_master_signals(run, runner, web=web_ui is not None)
     opts = environment.parsed_options
     role = "master" if isinstance(runner, MasterRunner) else "local"
     mo = metrics_options(opts)
@@ -244,7 +248,7 @@ def _on_quit(**_: Any) -> None:
         return
     if run.report_summary:  # the compact summary (120 columns); the full tables are in report.md / .json / .html
         sys.stdout.write("\n" + run.report_summary)
-    if ctx.run_dir is not None:
+    if ctx.run_dir is not None and (run.report_summary or not run.web):  # web: only a run this quit ended
         sys.stdout.write(f"\nllmload: records and report in {ctx.run_dir.path}\n")
     sys.stdout.flush()
     if run.exporter is not None:

@@ -47,7 +47,26 @@ def _echo(run: Run, now: float) -> bool:
     return first is not None and now - first < SIGINT_ECHO_S
 
 
-def install_master_signals(run: Run, runner: Any) -> None:
+def _refuse_later_sigterm_handlers() -> None:
+    """Keep this module's SIGTERM handler the only one: a later ``gevent.signal_handler(SIGTERM, ...)`` (Locust's
+    main installs one that calls its ``shutdown()`` in the signal's greenlet, whose ``sys.exit`` raised a SystemExit
+    traceback while the main greenlet shut down a second time: the summary and "Shutting down" printed twice) is
+    dropped. Only in web-UI mode, where the handler of :func:`install_master_signals` covers every state."""
+    orig = gevent.signal_handler
+    if getattr(orig, "_llmload_guard", False):
+        return
+
+    def guarded(signalnum: int, handler: Any, *args: Any, **kwargs: Any) -> Any:
+        if signalnum == signal.SIGTERM:
+            log.debug("llmload: a later SIGTERM handler (%r) is not installed: llmload's handles SIGTERM", handler)
+            return None
+        return orig(signalnum, handler, *args, **kwargs)
+
+    guarded._llmload_guard = True  # type: ignore[attr-defined]
+    gevent.signal_handler = guarded
+
+
+def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
     """Ctrl-C and SIGTERM on the master or the single process.
 
     * First SIGINT: Locust's Ctrl-C path (users stop, in-flight requests finish up to the stop timeout, records
@@ -60,7 +79,12 @@ def install_master_signals(run: Run, runner: Any) -> None:
     * SIGTERM while the sweep runs: the first-SIGINT path with in-flight requests given :data:`TERM_DRAIN_S`.
       Locust 2.47 installs its own SIGTERM handler only after a headless shape has finished, so a SIGTERM during
       the sweep (``timeout``, docker stop, Kubernetes, Slurm) killed the process with no report; afterwards
-      Locust's handler is in place.
+      Locust's handler is in place. In-flight requests get the smaller of :data:`TERM_DRAIN_S` and the stop
+      timeout (``--stop-timeout`` / ``steps.drain_timeout``).
+    * Web UI (``web``): SIGTERM is Ctrl-C's path in every state (a run going: in-flight requests get the smaller of
+      :data:`TERM_DRAIN_S` and the stop timeout, its report is written; between runs: the process just quits),
+      and Locust's own SIGTERM handler is not installed (:func:`_refuse_later_sigterm_handlers`). A Ctrl-C between
+      runs just quits (no drain message, the last run's summary is not printed again).
     """
     state = run.signals
 
@@ -74,11 +98,30 @@ def install_master_signals(run: Run, runner: Any) -> None:
             os._exit(130)
         state.interrupted = True
         state.first_sigint = now
-        _end_load(run, "sigint")
-        log.warning("llmload: Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
+        if run.web and not run.active():
+            run.report_summary = None  # the last run ended (report written, logged): no summary at quit
+            log.warning("llmload: Ctrl-C: no run going: quitting")
+        else:
+            _end_load(run, "sigint")
+            log.warning("llmload: Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
         _interrupt_main()
 
     def on_term() -> None:
+        if web:
+            if state.interrupted:  # a Ctrl-C or SIGTERM is being handled: the quit goes on
+                return
+            state.interrupted = True
+            if run.active():
+                env = runner.environment
+                env.stop_timeout = min(env.stop_timeout or 0.0, TERM_DRAIN_S)
+                _end_load(run, "sigterm")
+                log.warning("llmload: SIGTERM: stopping the run (in-flight requests get %.0f s), then quitting",
+                            env.stop_timeout)
+            else:
+                run.report_summary = None
+                log.warning("llmload: SIGTERM: no run going: quitting")
+            _interrupt_main()
+            return
         shape = getattr(runner, "shape_greenlet", None)
         if shape is not None and not shape.dead and not state.interrupted:
             log.warning("llmload: SIGTERM: stopping the sweep as for Ctrl-C (records kept, report written)")
@@ -90,6 +133,8 @@ def install_master_signals(run: Run, runner: Any) -> None:
 
     gevent.signal_handler(signal.SIGINT, on_int)
     gevent.signal_handler(signal.SIGTERM, on_term)
+    if web:
+        _refuse_later_sigterm_handlers()
 
 
 def install_worker_sigint(run: Run, runner: Any) -> None:

@@ -39,7 +39,8 @@ def setting_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         ``mean_answer_tokens`` over the sample's successful requests), and its first hours-to-N entry (``n``,
         ``hours`` with its 95 % prediction interval ``hours_low`` / ``hours_high``, ``usd`` its cost or None
         without a price; ``real_hours`` / ``real_usd`` the same in real time when the run was time-compressed,
-        else None; ``low_confidence`` / ``client_starved`` the step row's flags). ``[]`` when no load step has a setting (a run without ``axes:``).
+        else None; ``low_confidence`` / ``client_starved`` the step row's flags). ``[]`` when no load step has a
+        setting (a run without ``axes:``).
     """
     steps = sorted((r for r in rows if r.get("phase") == "step" and r.get("setting") is not None),
                    key=lambda r: r["step"])

@@ -23,6 +23,7 @@ from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
+from harness.report.lost import worker_losses
 from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
 from harness.report.search import SEARCH_DEFINITIONS, search_result
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
@@ -213,9 +214,11 @@ def _steady_notes(r: dict[str, Any]) -> list[str]:
     lab, c = r["label"], r["concurrency"]
     little = r.get("littles_law_c")
     open_loop = bool(r.get("rate"))  # a rate step's C is its cap / pool, not the requests kept in flight
-    if little is not None and r.get("littles_law_ok") is False and not r.get("low_confidence") and not open_loop:
+    if little is not None and r.get("littles_law_ok") is False and not open_loop:
+        small = (f" (low confidence: {r['sample_requests']} requests over {r['window_s']:.1f} s; a short window "
+                 "misreads it)") if r.get("low_confidence") else ""
         out.append(f"{lab}: Little's law does not hold: completions/s × mean E2E = {little:.2f} in flight, target "
-                   f"C={c} ({100 * (little / c - 1):+.0f} %): the window is not steady at C={c} or the load "
+                   f"C={c} ({100 * (little / c - 1):+.0f} %){small}: the window is not steady at C={c} or the load "
                    "generator did not keep C requests in flight.")
     iv = r["hours_interval"]
     if iv["reason"]:
@@ -305,7 +308,8 @@ def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
         notes.append(f"{unplaced} non-warm-up records belong to no phase in phases.jsonl and were ignored in the "
                      "per-step counts (they still count in throughput when inside a window).")
     cut = run.meta.get("cut_off")
-    cut_off = isinstance(cut, int) and not isinstance(cut, bool) and cut > 0
+    lost = sum(x.in_flight or 0 for x in worker_losses(run.events))  # a lost worker's: noted on their own
+    cut_off = isinstance(cut, int) and not isinstance(cut, bool) and cut - lost > 0
     last_failed = bool(rows) and bool(rows[-1].get("errors") or rows[-1].get("step_errors"))
     if rows and (cut_off or (last_failed and rows[-1]["end_source"] in ("run_end", "last_record"))):
         # only when some were: a run whose records are every request sent (nothing cut off) has nothing missing
@@ -323,6 +327,8 @@ class RunInfo(Protocol):
     has_run_end: bool
     phases_inferred: bool
     problems: list[str]
+    #: The ``phases.jsonl`` events as read (the ``worker_lost`` ones: :mod:`harness.report.lost`).
+    events: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)

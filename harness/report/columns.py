@@ -8,7 +8,8 @@ a window in :mod:`harness.report.tokens`. Here:
 * phases from ``phases.jsonl`` (a phase ends at the next ``phase_start``; the last at ``load_end``, else
   ``run_end``, else the latest record end), or inferred per step from the records when it has none;
 * the steady window of each step (the first wave replaced: per-user first request ending after the step
-  start, or the first C requests when records carry no user id);
+  start, or the first C requests when records carry no user id), made not steady where a lost worker left the
+  step short of users (:mod:`harness.report.lost`);
 * one sample per step (:func:`harness.report.exprs.in_sample`): every request (ok or not) that ended inside the
   steady window ``(w0, w1)``, or every request of the step when it has none; every sample column is over it, the
   ``step_*`` counts, client lag and users seen over the step's own requests;
@@ -88,6 +89,7 @@ from harness.report.figures import interval_info as _hours_interval_info
 from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
+from harness.report.lost import apply_losses, loss_note, worker_losses
 from harness.report.steady import Window, close_window
 from harness.report.tokens import window_phase_tokens
 
@@ -211,14 +213,17 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     check_run_dir(root)
     problems: list[str] = []
     meta = read_meta(root, problems)
+    events = read_phases(root)
+    losses = worker_losses(events)
     cut = meta.get("cut_off")
+    if isinstance(cut, int) and not isinstance(cut, bool):  # the lost workers' requests have their own note
+        cut -= sum(x.in_flight or 0 for x in losses)
     if isinstance(cut, int) and not isinstance(cut, bool) and cut > 0:
         fix = ("the run was stopped by SIGTERM, whose drain is a fixed 3 s: stop it with Ctrl-C (SIGINT) to let "
                "them finish" if meta.get("stop_cause") == "sigterm" else "raise steps.drain_timeout or --stop-timeout")
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
                         f"ended unfinished and are not in the records ({fix}).")
     frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))
-    events = read_phases(root)
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
     if any(e.get("event") == "phase_start" for e in events):
         run.phases, run.has_run_end = phases_from_events(events, run.last_end)
@@ -226,6 +231,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
         run.phases, run.phases_inferred = phases_from_frame(frame), True
         if frame.height:
             problems.append(INFERRED_PHASES_NOTE)
+    problems.extend(loss_note(x, run.phases) for x in losses)
     return run
 
 
@@ -589,7 +595,7 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
     """
     main = run.main if main is None else main
     steps = [p for p in run.phases if p.label != "warmup"]
-    windows = steady_windows(run.frame, steps)
+    windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
     return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour) for p, w in zip(steps, windows, strict=True)]
 
 

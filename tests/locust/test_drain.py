@@ -89,3 +89,31 @@ def test_worker_stops_once_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     drain.on_stop_request(env, SimpleNamespace(data={"stop_timeout": 42.0}))
     drain.worker_stop_gracefully(run, runner, 1.0)
     assert stops == [42.0] and answers == [MSG_STOPPED]
+
+
+def test_a_missing_worker_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker Locust shows missing (killed: no heartbeat) cannot answer: the stop waits for the live one only,
+    not the stop timeout + margin (F4: a dead worker made every stop wait 40 s)."""
+    run = Run()
+    monkeypatch.setattr(drain, "current", lambda: run)
+    runner = master(["a", "dead"], stop_timeout=30.0, answer={"a"})
+    runner.clients["dead"].state = "missing"
+    t0 = time.monotonic()
+    drain.stop_workers(run, runner)
+    assert time.monotonic() - t0 < 2.0
+    assert [s[2] for s in runner.sent] == ["a"] and run.workers.stopped == {"a"}
+
+
+def test_a_worker_going_missing_during_the_wait_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = Run()
+    monkeypatch.setattr(drain, "current", lambda: run)
+    runner = master(["a", "b"], stop_timeout=30.0, answer={"a"})
+
+    def die() -> None:
+        gevent.sleep(0.5)
+        runner.clients["b"].state = "missing"
+
+    gevent.spawn(die)
+    t0 = time.monotonic()
+    drain.stop_workers(run, runner)
+    assert 0.4 < time.monotonic() - t0 < 2.0 and run.workers.stopped == {"a"}

@@ -124,7 +124,10 @@ def test_littles_law(report: dict[str, Any]) -> None:
     assert c2["e2e_mean_s"] == pytest.approx(15.4)
     assert c2["littles_law_c"] == pytest.approx(5 / 39 * 15.4)
     assert c2["littles_law_ok"] is True
-    assert not any("Little's law" in n for n in report["notes"])
+    assert not any(n.startswith("C=2: Little's law") for n in report["notes"])
+    # single: 1 request in a 20 s window (0.50 in flight for C=1): a note, saying the sample is small
+    assert any(n.startswith("single: Little's law does not hold: completions/s × mean E2E = 0.50 in flight, target "
+                            "C=1 (-50 %) (low confidence: 1 requests over 20.0 s") for n in report["notes"])
 
 
 def test_hours_rows(report: dict[str, Any]) -> None:

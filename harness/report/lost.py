@@ -1,0 +1,149 @@
+"""Workers lost mid-run (``worker_lost`` events of ``phases.jsonl``, :mod:`harness.locust.lost`) and the steps
+they left short of users.
+
+A lost worker's users stop at once; Locust gives their share to the live workers only when the user count next
+changes (or it drops the missing worker, about a minute later; a worker that quit has its users re-dispatched at
+once). So from the worker's last heartbeat (``since_wall``) until then fewer users than the target ran: the
+*shortfall* (:func:`shortfall_end`). Every step
+whose window (its steady window, else the whole step) overlaps a shortfall is marked not steady: its figures are
+for fewer users than its C.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.report.load import Phase
+from harness.report.steady import Window
+
+__all__ = ["MISSING_DROPPED_AFTER_S", "WorkerLoss", "apply_losses", "loss_note", "shortfall_end", "worker_losses"]
+
+
+@dataclass(frozen=True)
+class WorkerLoss:
+    """One worker lost while the load ran.
+
+    Attributes:
+        worker: Locust's client id.
+        since: epoch seconds from which its users may have been gone (its last heartbeat).
+        detected: epoch seconds when the master saw it lost.
+        state: "missing" (no heartbeat: killed, hung) or "gone" (it quit).
+        users: its users at the master's last look before the loss (None: unknown).
+        in_flight: its requests in flight that were never recorded (None: unknown; 0 for a worker that quit,
+            which let them finish).
+    """
+
+    worker: str
+    since: float
+    detected: float
+    state: str
+    users: int | None
+    in_flight: int | None
+
+    def describe(self) -> str:
+        """``worker ID stopped answering (2 users, 2 requests in flight lost)``; ``unknown`` for a missing count."""
+        how = "stopped answering (no heartbeat)" if self.state == "missing" else "quit"
+        users = "unknown" if self.users is None else str(self.users)
+        lost = "unknown" if self.in_flight is None else str(self.in_flight)
+        return f"worker {self.worker} {how} ({users} users lost, requests in flight not recorded: {lost})"
+
+
+def _num(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _count(v: Any) -> int | None:
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def worker_losses(events: Sequence[dict[str, Any]]) -> list[WorkerLoss]:
+    """The ``worker_lost`` events of ``phases.jsonl`` (in the order written); an event without a ``wall`` is
+    skipped, and so is one withdrawn by a later ``worker_back`` of the same worker (it was late, not dead: its users
+    kept running)."""
+    out = []
+    for i, e in enumerate(events):
+        if e.get("event") != "worker_lost":
+            continue
+        if any(b.get("event") == "worker_back" and b.get("worker") == e.get("worker") for b in events[i + 1:]):
+            continue
+        detected = _num(e.get("wall"))
+        if detected is None:
+            continue
+        since = _num(e.get("since_wall"))
+        out.append(WorkerLoss(worker=str(e.get("worker") or "?"), since=min(detected, since or detected),
+                              detected=detected, state=str(e.get("state") or "missing"),
+                              users=_count(e.get("users")), in_flight=_count(e.get("in_flight"))))
+    return out
+
+
+#: Seconds after its last heartbeat when Locust drops a missing worker and gives its users to the live ones
+#: (``HEARTBEAT_LIVENESS`` + ``-HEARTBEAT_DEAD_INTERNAL`` heartbeats of 1 s, Locust 2.x).
+MISSING_DROPPED_AFTER_S = 63.0
+
+
+def shortfall_end(loss: WorkerLoss, phases: Sequence[Phase]) -> float:
+    """Epoch seconds when the users ``loss`` took were given back to the live workers: for a worker that quit, when
+    the master saw it (Locust re-dispatches at once); for a missing one, the start of the first phase after the
+    loss whose concurrency differs from the phase running at ``loss.since``, or :data:`MISSING_DROPPED_AFTER_S`
+    after its last heartbeat (Locust drops it then), whichever is first."""
+    if loss.state == "gone":
+        return loss.detected
+    at = next((p for p in phases if p.start <= loss.since < p.end), None)
+    end = loss.since + MISSING_DROPPED_AFTER_S
+    for p in phases:
+        if p.start > loss.since and (at is None or p.concurrency != at.concurrency):
+            return min(end, p.start)
+    return end
+
+
+def apply_losses(windows: Sequence[Window], phases: Sequence[Phase], losses: Sequence[WorkerLoss]) -> list[Window]:
+    """``windows`` (one per phase of ``phases``, same order) with every one that overlaps a loss's shortfall
+    (:func:`shortfall_end`) made not steady, its reason naming the worker, the time into the step and the users
+    lost (a window already not steady keeps its reason first)."""
+    out = list(windows)
+    for i, (w, p) in enumerate(zip(windows, phases, strict=True)):
+        w0 = w.start if w.steady else p.start
+        hits = [x for x in losses if x.since < p.end and shortfall_end(x, phases) > w0]
+        if not hits:
+            continue
+        parts = []
+        for x in hits:
+            when = f"+{x.since - p.start:.1f} s into the step" if x.since >= p.start else "before the step"
+            parts.append(f"{x.describe()} {when}")
+        reason = (f"{'; '.join(parts)}: fewer than C={p.concurrency} users ran from then on (its figures are "
+                  "for fewer users)")
+        if not w.steady and w.reason:
+            reason = f"{w.reason}; {reason}"
+        out[i] = dataclasses.replace(w, steady=False, reason=reason)
+    return out
+
+
+def loss_note(loss: WorkerLoss, phases: Sequence[Phase]) -> str:
+    """The report note of one lost worker: when (UTC, and into which phase), the users it took, its requests in
+    flight that were never recorded (cut off; "unknown" when the master had no report of them) and until when
+    fewer users ran."""
+    at = next((p for p in phases if p.start <= loss.since < p.end), None)
+    where = f" during {at.label} (+{loss.since - at.start:.1f} s into it)" if at is not None else ""
+    clock = time.strftime("%H:%M:%S", time.gmtime(loss.since))
+    users = "an unknown number of" if loss.users is None else str(loss.users)
+    if loss.state == "missing":
+        lost = "an unknown number" if loss.in_flight is None else str(loss.in_flight)
+        cut = f"; {lost} of its requests in flight were cut off (never recorded)"
+    else:
+        cut = " (it quit: its requests in flight finished first)"
+    end = shortfall_end(loss, phases)
+    nxt = next((p.label for p in phases if p.start == end), None)
+    until = (f"until the next step ({nxt}) started" if nxt is not None
+             else f"until +{end - loss.since:.0f} s (Locust then gave its users to the live workers)")
+    return (f"WORKER LOST: worker {loss.worker} {'stopped answering' if loss.state == 'missing' else 'quit'} at "
+            f"{clock} UTC{where}: its {users} users stopped{cut}. Fewer users than the target ran {until}; the "
+            "steps in that period are marked NOT steady.")
