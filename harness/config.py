@@ -243,7 +243,8 @@ class AxesSpec(_Model):
         if v is not None and not v:
             raise ValueError("give at least one value, or leave the axis out")
         if v is not None and len(set(v)) != len(v):
-            raise ValueError(f"a value appears twice: {v}")
+            shown = ", ".join(("on" if x else "off") if isinstance(x, bool) else str(x) for x in v)
+            raise ValueError(f"a value appears twice: [{shown}]")
         return v
 
     @field_validator("max_tokens")

@@ -104,3 +104,15 @@ def test_pick_sends_the_current_settings_body() -> None:
     assert body["reasoning_effort"] == "high" and body["max_tokens"] == 64
     assert body["chat_template_kwargs"]["thinking"] is True  # the profile's request default stays
     assert ctx.phase_message()["setting"] == "effort=high,max_tokens=64"
+
+
+def test_duplicate_axis_value_is_named_as_written(tmp_path: Any) -> None:
+    """YAML's on/off are booleans: the error names them on/off, as the user wrote them, not True/False."""
+    from harness.config import ProfileError, load_profile
+
+    path = write_profile(tmp_path, "name: a\nprompts: [{id: p, text: hi}]\naxes: {thinking: [on, on]}\n")
+    with pytest.raises(ProfileError, match=r"axes\.thinking: .*a value appears twice: \[on, on\]"):
+        load_profile(path)
+    path = write_profile(tmp_path, "name: a\nprompts: [{id: p, text: hi}]\naxes: {max_tokens: [5, 5]}\n")
+    with pytest.raises(ProfileError, match=r"a value appears twice: \[5, 5\]"):
+        load_profile(path)
