@@ -69,6 +69,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def master_port_args() -> list[str]:
+    """Locust's master/worker port for a ``--processes`` run: its own free port on 127.0.0.1 (the default
+    ``*:5557`` lets other runs' workers join, and forked workers connect to ``--master-port``, not the bind port)."""
+    port = str(free_port())
+    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
+
+
 def http_get(url: str, timeout: float = 5.0) -> str:
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return str(r.read().decode())

@@ -17,16 +17,10 @@ import pytest
 
 from harness.rate import LEAD_S, ArrivalSchedule
 from tests.integration.test_locust_run import LOCUST, records, run_dir_of
-from tests.integration.test_prometheus import free_port
+from tests.integration.test_prometheus import master_port_args
 
 pytestmark = pytest.mark.slow
 
-
-def _rpc() -> list[str]:
-    """Locust's master/worker port for a ``--processes`` run: its own free port on 127.0.0.1 (the default
-    ``*:5557`` lets other runs' workers join, and forked workers connect to ``--master-port``, not the bind port)."""
-    port = str(free_port())
-    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
 
 #: The simulator as a 500 ms service: 11 answer tokens (max_tokens) of 50 ms engine steps, no reasoning.
 SLOW_SIM = '[--decode-base, "0.05", --decode-per-seq, "0", --prefill-base, "0", --prefill-per-token, "0", ' \
@@ -111,7 +105,7 @@ def test_two_workers_split_one_schedule_exactly(tmp_path: Path, arrival: str) ->
     """``--processes 2``: worker i takes every 2nd arrival of the one schedule; together they send it all, on time
     (a fast service, a pool of 16: nobody waits), and the report's scheduled count is the schedule's."""
     run, _ = _run(tmp_path, SPLIT_PROFILE % {"arrival": arrival, "out": tmp_path / "runs"}, "--processes", "2",
-                  *_rpc())
+                  *master_port_args())
     recs = [r for r in records(run) if r["phase"] == "step"]
     assert all(r["ok"] for r in recs) and all(r["scheduled_wall"] is not None for r in recs)
     assert all(r.get("scheduled_wall") is None for r in records(run) if r["phase"] == "single")

@@ -11,16 +11,10 @@ import pytest
 from harness.records import read_records
 from harness.search import CapacitySearch, Probe, measure_step
 from tests.integration.test_locust_run import LOCUST, run_dir_of
-from tests.integration.test_prometheus import free_port
+from tests.integration.test_prometheus import master_port_args
 
 pytestmark = pytest.mark.slow
 
-
-def _rpc() -> list[str]:
-    """Locust's master/worker port for a ``--processes`` run: its own free port on 127.0.0.1 (the default
-    ``*:5557`` lets other runs' workers join, and forked workers connect to ``--master-port``, not the bind port)."""
-    port = str(free_port())
-    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
 
 PROFILE = """
 name: search
@@ -100,7 +94,7 @@ def test_rate_search_with_two_workers(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
     prof.write_text(RATE_PROFILE % {"out": tmp_path / "runs"})
     proc = subprocess.run([*LOCUST, "--profile", str(prof), "--no-metrics", "--processes", "2",
-                           *_rpc()], cwd=tmp_path,
+                           *master_port_args()], cwd=tmp_path,
                           capture_output=True, text=True, timeout=150)
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_dir_of(tmp_path / "runs")
