@@ -391,7 +391,12 @@ def test_thinking_axis_against_vllm(vllm_server: Any, recording_proxy: Any, tmp_
         else:
             assert k <= srow["mean_reasoning_tokens"] <= k + 1
         assert srow["n"] == 1000 and srow["hours"] is not None and srow["hours"] > 0
-        assert md_row(run, "Settings (sweep axes)", f"{name} | 2").startswith(f"| {name} | 2 | {len(sample)} |")
+        # the Markdown row: C with the flags the JSON row implies (a 6 s step of a CPU-run model can be low
+        # confidence: ‡), then the completed count
+        flags = ("" if srow["steady"] else " †") + (" ‡" if srow.get("low_confidence") else "") + (
+            " STARVED" if srow.get("client_starved") else "")
+        cells = [c.strip() for c in md_row(run, "Settings (sweep axes)", name).strip("|").split("|")]
+        assert cells[1:3] == [f"2{flags}", str(len(sample))], (cells, srow)
         measured[name] = {key: srow[key] for key in ("completed", "e2e_p50_s", "mean_reasoning_tokens",
                                                      "mean_output_tokens", "output_tps", "hours")}
     print(md_section(run, "Settings (sweep axes)"))
