@@ -18,7 +18,7 @@ from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import DEFAULT_SLICE_S, SloSpec
 from harness.report import fmt
 from harness.report.axes import setting_rows
-from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary
+from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary, without_gaps
 from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
@@ -390,6 +390,7 @@ def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
     """Compute every figure of the report over the run's record frame (no Python object per record)."""
     main = run.main
     rows = step_rows(run, settings.hours_n, settings.time_scale, settings.usd_per_hour, main=main)
+    main = without_gaps(main)  # the figures below filter rows and do not read the gaps
     for row in rows:
         add_goodput(row, main, settings.slo)
         row["slices"] = step_slices(row, main, settings.slice_s)

@@ -105,6 +105,7 @@ __all__ = [
     "steady_windows",
     "step_rows",
     "warmup_summary",
+    "without_gaps",
 ]
 
 #: The record fields the report's figures read (pass to :func:`harness.report.frame.read_frame`).
@@ -190,7 +191,17 @@ class FrameRun:
 
     @property
     def main(self) -> pl.DataFrame:
-        """The non-warm-up records (every figure but the warm-up block is over them), prepared."""
+        """The non-warm-up records (every figure but the warm-up block is over them), prepared, in file order.
+
+        Zero-copy when the warm-up records are the first rows of the frame (as a run writes them: the warm-up
+        ends before the first phase starts): a slice of the frame. Otherwise a filtered copy.
+        """
+        mask = self.frame.get_column(WARMUP)
+        k = int(mask.sum())
+        if k == 0:
+            return self.frame
+        if bool(mask.head(k).all()):
+            return self.frame.slice(k)
         return self.frame.filter(~pl.col(WARMUP))
 
     @property
@@ -281,7 +292,8 @@ def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]
 
     ``frame`` must be :func:`prepare`-d and hold the warm-up records too (they count in the first wave).
     """
-    return [_steady_window(frame, p) for p in phases]
+    narrow = frame.select(STEP, START, END, ROW, "user")  # zero-copy; the filters then copy only these
+    return [_steady_window(narrow, p) for p in phases]
 
 
 # ---------------------------------------------------------------------------------------------- figures
@@ -290,38 +302,17 @@ def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]
 # interval_info, hours_entry, low_confidence, real_time) are in harness/report/figures.py.
 
 
+def without_gaps(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` without its ``gap_hist`` column (zero-copy): most of a record frame's memory (its bucket text),
+    which only :func:`gap_histogram` reads; filter this, not the frame, when the gaps are not needed."""
+    return frame.drop("gap_hist", strict=False)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-def gap_histogram(sample: pl.DataFrame, batch_rows: int = 25_000) -> LogHistogram:
+def gap_histogram(sample: pl.DataFrame, batch_rows: int = 25_000, where: pl.Expr | None = None) -> LogHistogram:
     """The merge of the sample's ``gap_hist`` histograms (seconds), as ``LogHistogram.merge`` would build it.
+
+    ``where``: when given, only the rows of ``sample`` it selects (a boolean expression over its columns), filtered
+    batch by batch, so a step's sample is never copied out of the whole frame with its ``gap_hist`` text.
 
     Each record's ``buckets`` JSON text (``{"bucket": count, ...}``) is split into its ``"bucket": count``
     pieces; equal pieces are counted together (a run has a few thousand distinct ones for millions of
@@ -335,15 +326,16 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 25_000) -> LogHistogra
     if sample.height == 0 or "gap_hist" not in sample.columns:
         return h
     g = pl.col("gap_hist")
-    stats = sample.select(
+    keep = [where] if where is not None else []
+    stats = sample.lazy().filter(*keep).select(
         g.struct.field("n").fill_null(0).sum().alias("n"),
         g.struct.field("sum").fill_null(0.0).sum().alias("sum"),
         g.struct.field("min").min().alias("min"),
         g.struct.field("max").max().alias("max"),
-    ).row(0, named=True)
+    ).collect().row(0, named=True)
     piece = g.struct.field("buckets").str.split(",").explode().alias("piece")
     parts = [
-        sample.slice(off, batch_rows).lazy().select(piece).group_by("piece").len()
+        sample.slice(off, batch_rows).lazy().filter(*keep).select(piece).group_by("piece").len()
         for off in range(0, sample.height, batch_rows)
     ]
     pieces = pl.concat(pl.collect_all(parts)).group_by("piece").agg(pl.col("len").sum())
@@ -363,12 +355,11 @@ def gap_histogram(sample: pl.DataFrame, batch_rows: int = 25_000) -> LogHistogra
     return h
 
 
-
-
-def _latency(sample: pl.DataFrame) -> dict[str, Any]:
+def _latency(sample: pl.DataFrame, gaps: LogHistogram | None = None) -> dict[str, Any]:
     """Latency and per-request figures over ``sample`` (successful requests): TTFT / TTFAT p50/p90/p95/p99, inter-chunk
-    gap p50/p95/p99 (merged log histograms), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and
-    of the usable ones), mean reasoning and answer tokens, usable share. Seconds and tokens."""
+    gap p50/p95/p99 (merged log histograms: ``gaps``, the sample's :func:`gap_histogram`, else computed from
+    ``sample``), TPOT mean/p50, E2E p50, per-stream tok/s, mean output tokens (of all and of the usable ones), mean
+    reasoning and answer tokens, usable share. Seconds and tokens."""
     n = sample.height
     v = sample.select(
         pctl("ttft", 50).alias("ttft_p50_s"), pctl("ttft", 90).alias("ttft_p90_s"),
@@ -385,7 +376,7 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
         mean_tokens("answer_tokens").alias("mean_answer_tokens"),
         pl.col(USABLE).sum().alias("_usable"),
     ).row(0, named=True) if n else {}
-    gaps = gap_histogram(sample)
+    gaps = gap_histogram(sample) if gaps is None else gaps
     sec = float(v.get("_sec") or 0.0)
     return {
         "latency_n": n,
@@ -417,7 +408,7 @@ def _latency(sample: pl.DataFrame) -> dict[str, Any]:
 def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """``sample`` (successful requests) split by finish reason: ``stop`` and ``length`` first (figures
     None when no request ended so), then every other reason in the order it first occurs. Seconds and tokens."""
-    groups = sample.group_by(finish_reason_key().alias("_reason"), maintain_order=True).agg(
+    groups = sample.lazy().group_by(finish_reason_key().alias("_reason"), maintain_order=True).agg(
         pl.len().alias("requests"),
         pctl("ttft", 50).alias("ttft_p50_s"),
         pctl("ttfat", 50).alias("ttfat_p50_s"),
@@ -425,7 +416,7 @@ def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
         mean_tokens("output_tokens").alias("mean_output_tokens"),
         mean_tokens("reasoning_tokens").alias("mean_reasoning_tokens"),
         mean_tokens("answer_tokens").alias("mean_answer_tokens"),
-    )
+    ).collect()
     got = {g.pop("_reason"): g for g in groups.iter_rows(named=True)}
     empty = {"requests": 0, "ttft_p50_s": None, "ttfat_p50_s": None, "e2e_p50_s": None, "mean_output_tokens": None,
              "mean_reasoning_tokens": None, "mean_answer_tokens": None}
@@ -434,8 +425,6 @@ def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
         g = got.get(reason)
         out[reason] = dict(empty) if g is None else {**g, "requests": int(g["requests"])}
     return out
-
-
 
 
 def _usable_reasons(step_recs: pl.DataFrame) -> dict[str, int]:
@@ -465,10 +454,6 @@ def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
         "client_lagged_pct": pct,
         "client_starved": None if pct is None else pct > CLIENT_STARVED_PCT,
     }
-
-
-
-
 
 
 def _sample_counts(sample: pl.DataFrame) -> dict[str, int]:
@@ -503,6 +488,9 @@ def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[floa
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
     """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
+    w0, w1 = (window.start, window.end) if window.steady else (phase.start, phase.end)
+    gaps = gap_histogram(main, where=in_sample(phase.step, window.steady, w0, w1) & pl.col(OK))
+    main = without_gaps(main)  # the filters below copy their rows: not the gap_hist text
     step_recs = main.filter(pl.col(STEP) == phase.step)
     w0, w1, sample = _step_sample(main, phase, window)
     ok_sample = sample.filter(pl.col(OK))
@@ -515,7 +503,7 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
     usable_ends = ends_in(main, USABLE, w0, w1)
     ok_ends = ends_in(main, OK, w0, w1)
     k = len(usable_ends)
-    lat = _latency(ok_sample)
+    lat = _latency(ok_sample, gaps)
     e2e = sample.select(pl.col("e2e").drop_nulls().mean()).item() if n_sample else None
     e2e_mean = float(e2e) if e2e is not None else None
     tokens_per_usable = (
@@ -612,7 +600,7 @@ def warmup_summary(run: FrameRun) -> dict[str, Any]:
 
 def run_totals(run: FrameRun) -> dict[str, Any]:
     """The report's ``totals`` block over every non-warm-up record, plus ``unplaced``: records of no phase."""
-    main = run.frame.filter(~pl.col(WARMUP))
+    main = without_gaps(run.main)
     placed = [p.step for p in run.phases if p.label != "warmup"]
     ok = pl.col(OK)
     c = counts(

@@ -45,12 +45,16 @@ def prompt_rows(main: pl.DataFrame) -> list[dict[str, Any]]:
     ok = pl.col(OK)
     in_reasoning = ok & flag("truncated_in_reasoning")
     caps = pl.col("max_tokens")
-    groups = main.with_columns(name, not_usable_reason().alias("_reason")).group_by("_prompt").agg(
+    named = main.lazy().with_columns(name, not_usable_reason().alias("_reason"))  # lazy: only the columns read
+    by_reason = named.drop_nulls("_reason").group_by("_prompt", "_reason").len().collect()
+    reason_counts: dict[str, Counter[str]] = {}
+    for prompt, reason, k in by_reason.iter_rows():
+        reason_counts.setdefault(prompt, Counter())[reason] = int(k)
+    groups = named.group_by("_prompt").agg(
         pl.col("prompt_id").unique().alias("prompt_ids"),
         pl.len().alias("requests"),
         ok.sum().alias("completed"),
         pl.col(USABLE).sum().alias("usable"),
-        pl.col("_reason").drop_nulls().alias("_reasons"),
         (ok & flag("truncated")).sum().alias("truncated"),
         in_reasoning.sum().alias("truncated_in_reasoning"),
         (ok & flag("hidden_reasoning")).sum().alias("hidden_reasoning"),
@@ -60,13 +64,13 @@ def prompt_rows(main: pl.DataFrame) -> list[dict[str, Any]]:
         mean_tokens("answer_tokens", ok).alias("mean_answer_tokens"),
         pl.col("reasoning_tokens").fill_null(0).filter(in_reasoning).min().alias("min_reasoning_tokens_truncated"),
         pl.col("ttfat").filter(ok).drop_nulls().quantile(0.5, interpolation="linear").alias("ttfat_p50_s"),
-    )
+    ).collect()
     rows = []
     for g in sorted(groups.iter_rows(named=True), key=lambda g: g["_prompt"]):
         n, done, usable = int(g["requests"]), int(g["completed"]), int(g["usable"])
         trunc, tir = int(g["truncated"]), int(g["truncated_in_reasoning"])
         seen = sorted(int(c) for c in g["max_tokens_seen"])
-        reasons = Counter(g["_reasons"])
+        reasons = reason_counts.get(g["_prompt"], Counter())
         low = g["min_reasoning_tokens_truncated"]
         rows.append({
             "prompt": g["_prompt"],

@@ -203,6 +203,18 @@ def _chunk_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
     return per.select(_W, r_value.alias("_reasoning"), a_value.alias("_answer"))
 
 
+#: The record columns the token placement reads (:func:`_pro_rata_pairs`, :func:`_chunk_pairs`).
+_TOKEN_COLUMNS = (START, END, OK, "ttft", "ttfat", "hidden_reasoning", "output_tokens", "reasoning_tokens",
+                  "chunk_times", "chunk_tokens")
+
+
+def _reach(main: pl.DataFrame, lo: float, hi: float) -> pl.DataFrame:
+    """The counted records of ``main`` overlapping ``[lo, hi]`` (ended at or after ``lo``, started before ``hi``),
+    only :data:`_TOKEN_COLUMNS` (a filtered copy of those, not of every column)."""
+    return main.lazy().select(_TOKEN_COLUMNS).filter(
+        _counted() & (pl.col(END) >= lo) & (pl.col(START) < hi)).collect()
+
+
 def phase_tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[tuple[float, float]]:
     """(reasoning, answer) output tokens of successful requests that arrived inside each window ``[t0, t1)`` of
     ``windows`` (epoch s; one window, or consecutive equal ones: the slices of a soak), in tokens, over ``main``
@@ -214,7 +226,7 @@ def phase_tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> li
     if not windows:
         return []
     lo, hi = min(w[0] for w in windows), max(w[1] for w in windows)
-    reach = main.filter(_counted() & (pl.col(END) >= lo) & (pl.col(START) < hi))
+    reach = _reach(main, lo, hi)
     chunked = has_chunk_times()
     parts = [_pro_rata_pairs(reach.filter(~chunked), windows)]
     with_chunks = reach.filter(chunked)
@@ -234,7 +246,7 @@ def tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[flo
 def window_phase_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, float, str]:
     """(reasoning, answer, basis) of :func:`window_tokens`: the window's output tokens by phase
     (:func:`phase_tokens_in_windows`; they sum to :func:`window_tokens`' total) and how they were placed."""
-    reach = main.filter(_counted() & (pl.col(END) >= w0) & (pl.col(START) < w1))
+    reach = _reach(main, w0, w1)
     v = reach.select(has_chunk_times().sum().alias("by_chunks"), pl.len().alias("n")).row(0, named=True)
     by_chunks = int(v["by_chunks"] or 0)
     by_rate = int(v["n"]) - by_chunks

@@ -283,6 +283,44 @@ def test_gap_histogram_equals_merging_log_histograms(tmp_path: Path) -> None:
                                                                       (0.0, 0.5, 0.9, 0.99, 1.0)]
 
 
+def test_gap_histogram_where_equals_the_filtered_sample(tmp_path: Path) -> None:
+    import polars as pl
+
+    root = demo_run(tmp_path / "demo")
+    frame = read_frame(root, ["gap_hist", "step", "ok"])
+    for where in (pl.col("step") == 2, (pl.col("step") >= 1) & pl.col("ok"), pl.lit(False)):
+        want = gap_histogram(frame.filter(where))
+        for batch in (7, 100_000):
+            got = gap_histogram(frame, batch_rows=batch, where=where)
+            assert (got.counts, got.n, got.min, got.max) == (want.counts, want.n, want.min, want.max), where
+            assert math.isclose(got.total, want.total, rel_tol=1e-12) or got.total == want.total == 0.0
+    assert gap_histogram(frame, where=pl.col("step") == 2).n > 0
+
+
+def test_main_is_the_non_warmup_records_whether_or_not_warmup_comes_first(tmp_path: Path) -> None:
+    """``FrameRun.main`` slices the frame when the warm-up records lead it (zero-copy) and filters otherwise;
+    both are exactly ``frame.filter(~warm-up)``."""
+    import dataclasses
+
+    import polars as pl
+
+    from harness.report.exprs import WARMUP
+
+    run = load_frame_run(demo_run(tmp_path / "demo"))
+    warm = run.frame.get_column(WARMUP)
+    assert 0 < int(warm.sum()) < run.frame.height and bool(warm.head(int(warm.sum())).all())
+    want = run.frame.filter(~pl.col(WARMUP))
+    assert run.main.equals(want)
+    # warm-up records after the first step records: the slice would be wrong, the filter is taken
+    k = int(warm.sum())
+    mixed = pl.concat([run.frame.slice(k, 5), run.frame.head(k), run.frame.slice(k + 5)])
+    other = dataclasses.replace(run, frame=mixed)
+    assert other.main.equals(mixed.filter(~pl.col(WARMUP)))
+    assert other.main.height == want.height
+    none = dataclasses.replace(run, frame=want)
+    assert none.main.equals(want)
+
+
 def test_report_columns_are_record_fields() -> None:
     assert set(REPORT_COLUMNS) <= set(RECORD_SCHEMA)
 

@@ -230,6 +230,23 @@ def test_chunking_is_invisible(tmp_path: Path) -> None:
     _assert_matches_read_records(whole, root)
 
 
+def test_row_column_is_chunked_like_the_others(tmp_path: Path) -> None:
+    """A frame read in many pieces keeps every column (``_row`` too) in the same chunks: a column chunked
+    unlike the others makes polars copy the whole frame at the next expression."""
+    root = demo_run(tmp_path / "demo")
+    whole = read_frame(root, sidecar=False)
+    pieces = read_frame(root, chunk_bytes=4096, sidecar=False)
+    assert pieces.equals(whole)
+    chunks = set(pieces.n_chunks("all"))
+    assert len(chunks) == 1 and chunks.pop() > 10
+    assert pieces.get_column(ROW).to_list() == list(range(pieces.height))
+    # and over several record files: the rows go on counting, still one chunk layout
+    shutil.copy(root / "records.jsonl", root / "records-2.jsonl")
+    two = read_frame(root, chunk_bytes=4096, sidecar=False)
+    assert len(set(two.n_chunks("all"))) == 1
+    assert two.get_column(ROW).to_list() == list(range(2 * whole.height))
+
+
 def test_demo_run_matches_read_records_column_by_column(tmp_path: Path) -> None:
     root = demo_run(tmp_path / "demo")
     assert len(read_records(root)) > 400
