@@ -2,9 +2,9 @@
 
 The report gives intervals only for hours to N (and so request throughput). For the latency figures this module
 computes them from the records (the record frame), over the report's own latency sample of the step
-(:func:`latency_sample`: successful requests that ended inside the steady window, the whole step's successful
-requests when it is not steady — :func:`harness.report.exprs.in_sample`), and checks that the sample reproduces the
-report's point figure before using it.
+(:func:`harness.report.series.row_latency_sample`: successful requests that ended inside the steady window, the
+whole step's successful requests when it is not steady — :func:`harness.report.exprs.in_sample`), and checks that
+the sample reproduces the report's point figure before using it.
 
 Methods (all 95 %, units of the figure):
 
@@ -25,7 +25,9 @@ from typing import Any
 
 import polars as pl
 
-from harness.report.exprs import OK, in_sample, streamed_tokens
+from harness.report.columns import without_gaps
+from harness.report.exprs import streamed_tokens
+from harness.report.series import row_latency_sample
 from harness.report.stats import mean, percentile
 
 #: Two-sided 95 % normal quantile.
@@ -34,7 +36,6 @@ Z95 = 1.96
 __all__ = [
     "LATENCY_FIGURES",
     "latency_intervals",
-    "latency_sample",
     "mean_interval",
     "quantile_interval",
     "ratio_of_sums_interval",
@@ -140,18 +141,6 @@ def ratio_of_sums_interval(pairs: Sequence[tuple[float, float]], z: float = Z95)
     return (lo if lo > 0 else None), r + z * se
 
 
-def latency_sample(main: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
-    """The latency sample of a report step row (:func:`harness.report.columns.step_rows`): the report's own rule,
-    the successful requests of :func:`harness.report.exprs.in_sample`, applied to the row's step and window.
-
-    ``main`` is the run's non-warm-up records as a prepared frame (:attr:`harness.report.columns.FrameRun.main`).
-    """
-    steady = bool(row.get("steady"))
-    w0 = float(row["window_start_wall"]) if steady else 0.0
-    w1 = float(row["window_end_wall"]) if steady else 0.0
-    return main.filter(in_sample(int(row.get("step") or 0), steady, w0, w1) & pl.col(OK))
-
-
 def _decode_pairs(sample: pl.DataFrame) -> list[tuple[float, float]]:
     """``(streamed tokens, e2e − ttft)`` pairs counted by the report's per-stream tok/s
     (:func:`harness.report.exprs.per_stream_parts`: streamed tokens = answer tokens with hidden reasoning), in
@@ -205,7 +194,7 @@ def latency_intervals(main: pl.DataFrame, row: dict[str, Any]) -> tuple[dict[str
         the row within :data:`REPRODUCE_RTOL`), and the keys whose recomputed value differs from the row (a
         stale ``report.json``, or records changed since): those get no interval.
     """
-    sample = latency_sample(main, row)
+    sample = row_latency_sample(without_gaps(main), row)  # the report's own rule (harness/report/series.py)
     out: dict[str, Interval] = {}
     bad: list[str] = []
     for key, (point, interval, _method) in LATENCY_FIGURES.items():
