@@ -280,6 +280,14 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     return ctx
 
 
+def cut_off_by_timeout(cut_off: int, meta: dict[str, Any]) -> int:
+    """The requests of ``cut_off`` (``run.json``'s count of unfinished, unrecorded requests) that the stop timeout
+    cut off: the rest were in flight on a worker lost during the run (``meta["workers_lost"]`` entries without
+    ``back_wall``: a worker that answered again had its count withdrawn), logged when it was lost."""
+    with_workers = sum(int(w.get("in_flight") or 0) for w in meta.get("workers_lost", []) if "back_wall" not in w)
+    return max(0, cut_off - with_workers)
+
+
 def end_run(run: Run, environment: Any) -> None:
     """Close the current run (master: after its workers sent their last records) and write its report; the run
     is listed in :attr:`harness.runtime.Runs.finished` once done. No-op when no run is going."""
@@ -305,7 +313,9 @@ def end_run(run: Run, environment: Any) -> None:
     ctx.end_load()  # no-op: written when the stop began (Stop, Ctrl-C) or the load ended (the shape)
     if ctx.cut_off:
         rd.meta["cut_off"] = ctx.cut_off
-        log.warning("llmload: %d request(s) cut off by the stop timeout (not recorded)", ctx.cut_off)
+        by_timeout = cut_off_by_timeout(ctx.cut_off, rd.meta)
+        if by_timeout:
+            log.warning("llmload: %d request(s) cut off by the stop timeout (not recorded)", by_timeout)
     if rd.failed:
         run.any_failed = True
     rd.close(status)

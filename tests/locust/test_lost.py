@@ -86,3 +86,26 @@ def test_a_missing_worker_that_answers_again_has_its_loss_withdrawn(tmp_path: Pa
     assert ctx.run_dir is not None
     meta = json.loads((ctx.run_dir.path / "run.json").read_text())
     assert "cut_off" not in meta and meta["workers_lost"][0]["back_wall"] > 0
+
+
+def test_cut_off_by_the_stop_timeout_leaves_out_the_lost_workers_requests(tmp_path: Path) -> None:
+    """webrun logs ``cut_off`` minus the lost workers' in-flight requests as "cut off by the stop timeout"."""
+    from harness.locust.webrun import cut_off_by_timeout
+
+    run, ctx, runner = setup(tmp_path)
+    watch = WorkerWatch()
+    run.workers.in_flight.update(a=2, b=3)
+    watch.poll(run, runner)
+    runner.clients["a"].state = "missing"
+    watch.poll(run, runner)
+    assert ctx.run_dir is not None and ctx.cut_off == 2
+    meta = ctx.run_dir.meta
+    assert cut_off_by_timeout(ctx.cut_off, meta) == 0  # all lost with worker a
+    assert cut_off_by_timeout(ctx.cut_off + 4, meta) == 4  # 4 more cut off at the stop
+    runner.clients["b"].state = "missing"
+    watch.poll(run, runner)
+    assert ctx.cut_off == 5 and cut_off_by_timeout(ctx.cut_off + 1, meta) == 1
+    runner.clients["a"].state = "running"  # a answers again: its 2 leave cut_off and the lost count
+    watch.poll(run, runner)
+    assert ctx.cut_off == 3 and cut_off_by_timeout(ctx.cut_off, meta) == 0
+    assert cut_off_by_timeout(0, {}) == 0 and cut_off_by_timeout(7, {}) == 7
