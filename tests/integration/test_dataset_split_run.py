@@ -13,8 +13,8 @@ import pytest
 
 from harness.config import load_profile
 from harness.prompts.source import DatasetSource
-from tests.integration.test_locust_run import LOCUST, records, run_dir_of
-from tests.integration.test_prometheus import free_port
+from tests.integration.test_locust_run import LOCUST, run_dir_of
+from tests.procs import free_port, records
 
 pytestmark = pytest.mark.slow
 

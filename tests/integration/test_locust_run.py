@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from harness.report import render_summary
+from tests.procs import records
 
 pytestmark = pytest.mark.slow
 
@@ -44,10 +45,6 @@ def run_dir_of(out: Path) -> Path:
     dirs = [p for p in out.iterdir() if p.is_dir()]
     assert len(dirs) == 1, dirs
     return dirs[0]
-
-
-def records(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture
@@ -255,7 +252,8 @@ def test_ctrl_c_in_master_worker_mode_keeps_every_finished_request(
     simulator counts them), the ones in flight at Ctrl-C included (Locust alone quits 0.5 s after telling the
     workers to, and a worker's own SIGINT kills its users: both lost them)."""
     from harness.sim import launch
-    from tests.integration.test_prometheus import free_port, server_completions
+    from tests.integration.test_prometheus import server_completions
+    from tests.procs import free_port
 
     rpc = str(free_port())
     prof = tmp_path / "p.yaml"

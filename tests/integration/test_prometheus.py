@@ -13,7 +13,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.sim import SimProcess, launch
+from tests.procs import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -60,20 +60,6 @@ report: {hours_to_n: [1000, 100000]}
 output: {dir: %(out)s}
 """
 SIM_ARGS = ["--max-model-len", "2048"]
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def master_port_args() -> list[str]:
-    """Locust's master/worker port for a ``--processes`` run: its own free port on 127.0.0.1 (the default
-    ``*:5557`` lets other runs' workers join, and forked workers connect to ``--master-port``, not the bind port)."""
-    port = str(free_port())
-    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", port, "--master-port", port]
 
 
 def http_get(url: str, timeout: float = 5.0) -> str:

@@ -24,11 +24,11 @@ from tests.integration.test_prometheus import (
     Prometheus,
     assert_prometheus_has_final_totals,
     check_dashboard,
-    free_port,
     http_get,
     prometheus_binary,
     run_locust,
 )
+from tests.procs import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_vllm]
 

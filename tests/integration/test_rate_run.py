@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from harness.rate import LEAD_S, ArrivalSchedule
-from tests.integration.test_locust_run import LOCUST, records, run_dir_of
-from tests.integration.test_prometheus import master_port_args
+from tests.integration.test_locust_run import LOCUST, run_dir_of
+from tests.procs import master_port_args, records
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pytest
 from harness.records import read_records
 from harness.search import CapacitySearch, Probe, measure_step
 from tests.integration.test_locust_run import LOCUST, run_dir_of
-from tests.integration.test_prometheus import master_port_args
+from tests.procs import master_port_args
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+
+from tests.procs import free_port, records
 
 pytestmark = pytest.mark.slow
 
@@ -41,12 +42,6 @@ steps: {concurrency: [2, 3], duration: %(step)s, drain_timeout: 30}
 timeouts: {connect: 5, first_byte: 30, first_token: 30, idle: 10, total: 120}
 output: {dir: %(out)s}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class WebLocust:
@@ -141,10 +136,6 @@ def meta(run: Path) -> dict[str, Any]:
     m = json.loads((run / "run.json").read_text())
     assert isinstance(m, dict)
     return m
-
-
-def records(run: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines() if x.strip()]
 
 
 def phases(run: Path) -> list[dict[str, Any]]:

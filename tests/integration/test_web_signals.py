@@ -14,14 +14,13 @@ import pytest
 from tests.integration.test_web import (
     WebLocust,
     env,  # noqa: F401 - a fixture
-    free_port,
     launched,  # noqa: F401 - a fixture
     meta,
-    records,
     truth_requests,
     wait_ended,
     write_profile,
 )
+from tests.procs import free_port, records
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_locust_run import LOCUST, ROOT, records
+from tests.integration.test_locust_run import LOCUST, ROOT
+from tests.procs import records
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,8 @@ def _wait_phase(out: Path, concurrency: int, deadline: float) -> tuple[Path, flo
 
 def test_a_worker_killed_mid_step_is_recorded_flagged_and_not_waited_for(tmp_path: Path) -> None:
     from harness.sim import launch
-    from tests.integration.test_prometheus import free_port, server_completions
+    from tests.integration.test_prometheus import server_completions
+    from tests.procs import free_port
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     rpc = str(free_port())

@@ -79,7 +79,7 @@ def test_bad_data_file_stops_locust_before_any_load(tmp_path: Path) -> None:
 def test_dataset_in_master_worker_mode(tmp_path: Path) -> None:
     """``--processes 2``: each worker rebuilds the data set from the master's phase message (absolute path) and
     draws from it; the records of both workers name rows of the file."""
-    from tests.integration.test_prometheus import free_port
+    from tests.procs import free_port
 
     data = yaml.safe_load((PROFILES_DIR / "synthetic-data.yaml").read_text())
     data["dataset"]["path"] = str(PROFILES_DIR / "data" / "seed-prompts.jsonl")

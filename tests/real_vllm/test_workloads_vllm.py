@@ -28,6 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.rate import LEAD_S
 from harness.report.rate import LATE_S
+from tests.procs import records
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUST = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless", "--no-metrics"]
@@ -74,11 +75,6 @@ def run_profile(tmp_path: Path, target: Any, profile: str, base_url: str | None 
     assert served["vllm:prompt_tokens_total"] == sum(r["prompt_tokens"] for r in recs), served
     assert served["vllm:generation_tokens_total"] == sum(r["output_tokens"] for r in recs), served
     return run, wall
-
-
-def records(run: Path) -> list[dict[str, Any]]:
-    """Every record of ``records.jsonl`` (warm-up included), in file order."""
-    return [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines() if x.strip()]
 
 
 def report(run: Path) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.procs import records as run_records
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -64,13 +65,6 @@ def require_browser() -> str:
     return CHROMIUM
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def wait_until(cond: Callable[[], Any], timeout: float, what: str, every: float = 0.25) -> Any:
     """Call ``cond`` until it returns a truthy value (returned) or ``timeout`` s pass (AssertionError)."""
     deadline = time.monotonic() + timeout
@@ -111,9 +105,8 @@ def locust(args: list[str], cwd: Path, log: Path, env: dict[str, str] | None = N
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
-    """The records of ``run_dir`` (complete lines of records.jsonl)."""
-    text = (run_dir / "records.jsonl").read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip() and line.endswith("}")]
+    """The records of ``run_dir`` (complete lines of records.jsonl: the run may still be writing)."""
+    return run_records(run_dir, live=True)
 
 
 def truth_completed(path: Path) -> int:

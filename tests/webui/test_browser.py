@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 from harness.report.build import build_report
+from tests.procs import free_port
 from tests.webui.browser import (
     CHROMIUM_ARGS,
     PROFILE,
     ROOT,
     cell,
-    free_port,
     get_json,
     locust,
     number,
