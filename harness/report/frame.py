@@ -43,10 +43,10 @@ by ``columns``.
 Parquet sidecar (:func:`read_frame` only): parsing a soak's JSON is most of a report's time, so after
 :func:`read_frame` has parsed a records file of a run whose ``run.json`` says it is no longer running, it writes
 the columns it read, as read, to ``<file stem>.parquet`` next to it (``records.jsonl`` -> ``records.parquet``),
-stamped with the JSON file's size and modification time and a key of this reader's schema and defaults
-(:data:`SIDECAR_KEY`). A later :func:`read_frame` reads that sidecar instead of the JSON when it is newer than
-the JSON file, its stamp matches the file as it is now, its key is this reader's and it holds every column
-asked for; otherwise it parses the JSON (and rewrites the sidecar). ``records*.jsonl`` stays the durable
+stamped with the JSON file's size, modification and inode change times and inode, and a key of this reader's
+schema and defaults (:data:`SIDECAR_KEY`). A later :func:`read_frame` reads that sidecar instead of the JSON when
+it is newer than the JSON file, its stamp matches the file as it is now, its key is this reader's and it holds
+every column asked for; otherwise it parses the JSON (and rewrites the sidecar). ``records*.jsonl`` stays the durable
 source: a sidecar is only a cache, deleting it is always safe, and a sidecar that cannot be written (read-only
 directory) is skipped silently.
 
@@ -57,8 +57,11 @@ the parts' rows (one chain from byte 0, read in one Parquet scan) followed by th
 as above (so a torn last line, a corrupt line or a newer schema are met as without parts). Parts hold
 :data:`PART_COLUMNS` (all but ``itl_hist``): a read asking for another column parses the JSON. After such a read
 of a run that has ended, the JSON after the parts is written as one more part (not a whole sidecar), so the next
-read is parts only. A part that is stale (the file's bytes changed, the file is shorter), unreadable, of another
-reader key or lacking a column asked for ends the chain: what follows is parsed from the JSON.
+read is parts only, and the parts are sealed (``records.parts/sealed.json``: the records file's sidecar stamp); a
+later read finding the file's stamp changed (any edit after the run, even one the parts' digests cannot see)
+deletes the parts and parses the JSON. A part that is stale (the file's bytes changed, the file is shorter),
+unreadable, of another reader key or lacking a column asked for ends the chain: what follows is parsed from the
+JSON.
 
 Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
 valid JSON (a run killed mid-write) is dropped, a line that is valid JSON but not an object is ignored, and keys
@@ -76,6 +79,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -86,7 +90,7 @@ import orjson
 import polars as pl
 
 from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
-from harness.report.parts import valid_chain, write_part
+from harness.report.parts import parts_dir, valid_chain, write_part
 from harness.result import READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
@@ -215,7 +219,8 @@ SIDECAR_KEY: str = hashlib.sha256(repr((2, REQUIRED_RECORD_FIELDS,
                                         sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
                                         sorted((k, repr(v)) for k, v in NULL_READS_AS.items()),
                                         sorted(READABLE_SCHEMAS))).encode()).hexdigest()[:16]
-#: Key of the sidecar's Parquet metadata entry: JSON ``{"key", "source_bytes", "source_mtime_ns"}``.
+#: Key of the sidecar's Parquet metadata entry: JSON ``{"key", "source_bytes", "source_mtime_ns", "source_ctime_ns",
+#: "source_inode"}``.
 _SIDECAR_META = "llmload_sidecar"
 
 
@@ -431,8 +436,13 @@ def sidecar_path(records_file: Path) -> Path:
 
 
 def _stamp(path: Path) -> dict[str, Any]:
+    """The sidecar's stamp of ``path`` as it is now: reader key, size, modification time, inode change time and
+    inode. The change time (ctime) is set by the kernel on every write and cannot be set back by ``touch -r`` or a
+    ``cp -p``, so an edit that keeps the size and restores the mtime still invalidates the sidecar (a copied run
+    directory re-parses its JSON once)."""
     st = path.stat()
-    return {"key": SIDECAR_KEY, "source_bytes": st.st_size, "source_mtime_ns": st.st_mtime_ns}
+    return {"key": SIDECAR_KEY, "source_bytes": st.st_size, "source_mtime_ns": st.st_mtime_ns,
+            "source_ctime_ns": st.st_ctime_ns, "source_inode": st.st_ino}
 
 
 def _order(asked: dict[str, pl.DataType]) -> list[str]:
@@ -625,12 +635,46 @@ def read_json_range(path: str | os.PathLike[str], start: int, end: int, columns:
     return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={c: asked[c] for c in _order(asked)})
 
 
+def _seal_path(records_file: Path) -> Path:
+    return parts_dir(records_file) / "sealed.json"
+
+
+def _read_seal(records_file: Path) -> dict[str, Any] | None:
+    """The stamp (:func:`_stamp`) the records file had when its parts were sealed, or None (not sealed: the run
+    goes on, or it was killed before a report; an unreadable seal counts as a stamp that matches nothing)."""
+    try:
+        got = json.loads(_seal_path(records_file).read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def _write_seal(records_file: Path) -> None:
+    """Seal the parts of an ended run: they now cover the whole records file, whose :func:`_stamp` is kept. A later
+    read finding another stamp (an edit after the run, even one keeping the size and the range ends' bytes, which
+    the parts' own digests cannot see) distrusts every part. Atomic; silently skipped when it cannot be written."""
+    seal = _seal_path(records_file)
+    tmp = seal.with_name(f".{seal.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(_stamp(records_file)))
+        os.replace(tmp, seal)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
 def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int, pool: ThreadPoolExecutor,
                      write_tail: bool) -> pl.DataFrame | None:
     """``path``'s records from its valid Parquet parts (:mod:`harness.report.parts`) and the JSON after them, the
     ``asked`` columns; None when no part is usable. ``write_tail`` (the run has ended): the JSON after the parts
     is written as one more part, so the next read is parts only."""
     keep = _order(asked)
+    seal = _read_seal(path)
+    if seal is not None and seal != _stamp(path):  # records.jsonl changed after the run's parts were sealed
+        if write_tail:
+            shutil.rmtree(parts_dir(path), ignore_errors=True)  # a cache: the JSON is read (and a sidecar written)
+        return None
     chain = valid_chain(path, SIDECAR_KEY, asked)
     if not chain:
         return None
@@ -645,11 +689,13 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
             wide = _schema(PART_COLUMNS)
             got = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at, size))
             tail = pl.concat(got, rechunk=False) if got else pl.DataFrame(schema=wide).select(_order(wide))
-            if path.stat().st_size == size:  # not appended to while it was read
-                write_part(path, tail, at, size, SIDECAR_KEY)
+            if path.stat().st_size == size and write_part(path, tail, at, size, SIDECAR_KEY):  # not appended to
+                _write_seal(path)
             frames.append(tail.select(keep))
         else:
             frames.extend(_json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at))
+    elif write_tail and seal is None:
+        _write_seal(path)
     frames = [f for f in frames if f.height]
     return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={c: asked[c] for c in keep})
 

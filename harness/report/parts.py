@@ -18,7 +18,9 @@ least ``end`` bytes long and its bytes at both ends of the range still have the 
 every column asked for with its dtype. Parts are used as one chain from byte 0 (each starting where the previous
 ended); the first missing, invalid or unreadable part ends the chain and everything after it is parsed from the
 JSON. ``records.jsonl`` stays the durable source: a part is only a cache, deleting one is always safe, and a
-stale or corrupt one is ignored.
+stale or corrupt one is ignored. The digests see a change at a range's ends only; once the run has ended the
+report seals the parts with the file's size, times and inode (:func:`harness.report.frame.read_frame`), so an edit
+anywhere after that drops them.
 """
 
 from __future__ import annotations

@@ -320,6 +320,21 @@ def test_stale_sidecar_is_ignored_and_rewritten(tmp_path: Path) -> None:
     assert read_frame(root).get_column("user").to_list() == ["a", "b"]
 
 
+def test_same_size_edit_with_the_mtime_restored_is_not_hidden_by_the_sidecar(tmp_path: Path) -> None:
+    """An in-place edit that keeps the file's size, its mtime set back (``touch -r``, a ``cp -p``): the inode change
+    time still differs, so the sidecar is stale and the figures are the JSON's."""
+    path = _ended(_write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0), rec("b", 1, 1, 1.0)]))) / "records.jsonl"
+    read_frame(path.parent)
+    assert sidecar_path(path).exists()
+    st = path.stat()
+    text = path.read_text()
+    assert '"user": "b"' in text or '"user":"b"' in text
+    path.write_text(text.replace('"b"', '"c"'))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert read_frame(path.parent).get_column("user").to_list() == ["a", "c"]
+
+
 def test_sidecar_older_than_the_json_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _ended(_write(tmp_path / "run", _lines([rec("a", 1, 0, 1.0)])))
     read_frame(root)

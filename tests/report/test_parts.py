@@ -113,6 +113,34 @@ def test_ended_run_writes_its_tail_as_a_part_then_reads_parts_only(
     assert _same(read_frame(root, ALL), expected)
 
 
+def test_an_edit_after_the_run_that_the_digests_cannot_see_unseals_the_parts(tmp_path: Path) -> None:
+    """After the run the parts are sealed with records.jsonl's stamp; an in-place edit in the middle of a part's
+    range that keeps the size and sets the mtime back (the range's end digests unchanged) is still seen: the parts
+    are dropped and the figures are the JSON's (then cached as a sidecar)."""
+    root = demo_run(tmp_path / "demo")  # its run.json says finished
+    path = root / "records.jsonl"
+    big = 400_000  # parts of 400 kB: their middles lie outside the 64 KiB digested at each end
+    assert convert_ready(path, 0, big) > 0
+    read_frame(root, ALL)  # the report after the run: the tail part and the seal
+    assert (parts_dir(path) / "sealed.json").exists()
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"ttft":', big // 2)  # inside the first part, far from both ends of its range
+    assert 64 << 10 < at < big - (64 << 10)
+    digit = at + len(b'"ttft":')
+    assert chr(data[digit]) in "0123456789"
+    data[digit] = ord("7") if data[digit] != ord("7") else ord("8")
+    st = path.stat()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    expected = _json(root, ALL)
+    got = read_frame(root, ALL)
+    assert _same(got, expected)
+    assert got.get_column("ttft").to_list() == expected.get_column("ttft").to_list()
+    assert not parts_dir(path).exists() and sidecar_path(path).exists()
+    assert _same(read_frame(root, ALL), expected)
+
+
 def test_itl_hist_is_not_in_parts_and_is_read_from_the_json(tmp_path: Path) -> None:
     root, _ = _converted(tmp_path, "running")
     cols = ["step", "itl_hist"]
