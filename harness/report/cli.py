@@ -24,12 +24,14 @@ def build_parser(prog: str = "python -m harness.report") -> argparse.ArgumentPar
     """The argument parser of the report command."""
     p = argparse.ArgumentParser(
         prog=prog,
-        description="Per-step steady-state report of a run directory (writes report.md and report.json).",
+        description="Per-step steady-state report of a run directory (writes report.md, report.json, report.html "
+                    "and figures/*.png into it, replacing the ones there).",
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="run directory holding run.json, records.jsonl, phases.jsonl")
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the Markdown")
     p.add_argument("--n", type=int, nargs="+", metavar="N",
-                   help="sample counts for the hours-to-N table (default: profile report.hours_to_n)")
+                   help="sample counts for the hours-to-N table (default: profile report.hours_to_n); the files "
+                        "written carry these N only (llmload compare then reads them)")
     p.add_argument("--full", action="store_true",
                    help="on a terminal, print the whole report (its Markdown) instead of the compact summary")
     p.add_argument("--quiet", action="store_true", help="write the files but print nothing")

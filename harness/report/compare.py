@@ -378,6 +378,38 @@ def _run_summary(run: RunInput, tag: str) -> dict[str, Any]:
     }
 
 
+def _workload(rep: dict[str, Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """A report's prompt classes with the max_tokens their requests had (``prompts`` rows), sorted."""
+    rows = rep.get("prompts") or []
+    return tuple(sorted((str(r.get("prompt")), tuple(r.get("max_tokens_seen") or [])) for r in rows))
+
+
+def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
+    """Notes when the runs are not two measurements of one workload: the same run given twice (ratios 1 by
+    construction), different profiles, or different prompt classes / max_tokens (the ratios then compare
+    workloads, not only servers)."""
+    notes = []
+    seen: dict[tuple[str, str], str] = {}
+    for t, r in zip(tags, runs, strict=True):
+        ident = (str(r.path.resolve()), str(r.report.get("run_id") or ""))
+        same = next((u for (path, rid), u in seen.items() if path == ident[0] or (rid and rid == ident[1])), None)
+        if same is not None:
+            notes.append(f"{same} and {t} are the same run ({ident[1] or ident[0]}): their ratios are 1 by "
+                         "construction and say nothing about noise.")
+        seen.setdefault(ident, t)
+    names = [str(r.report.get("profile_name")) for r in runs]
+    if len(set(names)) > 1:
+        notes.append("The runs ran different profiles (" + ", ".join(
+            f"{t} {n}" for t, n in zip(tags, names, strict=True)) + "): the ratios compare different workloads, "
+            "not only the servers.")
+    loads = [_workload(r.report) for r in runs]
+    if len(set(loads)) > 1:
+        notes.append("The runs sent different prompt classes or max_tokens (" + "; ".join(
+            f"{t} " + ", ".join(f"{p} ({'/'.join(map(str, caps)) or 'no cap'})" for p, caps in w)
+            for t, w in zip(tags, loads, strict=True)) + "): token counts and latencies differ by workload too.")
+    return notes
+
+
 def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
     """Compare two or more run directories; the first is the baseline.
 
@@ -446,6 +478,7 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
     if len(models) > 1:
         notes.append("The runs measured different models: " + ", ".join(
             f"{t} {r.report.get('model')}" for t, r in zip(tags, runs, strict=True)) + ".")
+    notes.extend(_workload_notes(runs, tags))
     for t, r in zip(tags, runs, strict=True):
         if r.report.get("interrupted"):
             notes.append(f"{t} is an interrupted run: its figures are partial.")

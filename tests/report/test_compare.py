@@ -414,3 +414,32 @@ def test_compare_values_use_the_report_formats(tmp_path: Path) -> None:
     values = [row[i].text for t in detail for row in t.rows for i in (1, 2)]  # A's and B's values
     numbers = [n for v in values for n in re.findall(r"\d[\d,]*\.\d+", v)]
     assert numbers and all(len(n.replace(",", "").replace(".", "").lstrip("0")) <= 3 for n in numbers), numbers
+
+
+def test_same_run_twice_and_different_workloads_are_noted(tmp_path: Path) -> None:
+    a = _run(tmp_path / "a")
+    same = build_comparison([a, a])
+    assert [n for n in same["notes"] if "same run" in n] == [
+        "A and B are the same run (a): their ratios are 1 by construction and say nothing about noise."]
+    b = _run(tmp_path / "b")
+    meta = json.loads((b / "run.json").read_text())
+    meta["run_id"] = "a"  # a copy of run a in another directory
+    (b / "run.json").write_text(json.dumps(meta))
+    assert any("A and B are the same run (a)" in n for n in build_comparison([a, b])["notes"])
+    # another profile and another max_tokens: both said
+    c = _run(tmp_path / "c")
+    lines = [json.loads(x) for x in (c / "records.jsonl").read_text().splitlines() if x.strip()]
+    for r in lines:
+        r["max_tokens"] = 64
+    (c / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    meta = json.loads((c / "run.json").read_text())
+    meta["profile"] = {**(meta.get("profile") or {}), "name": "other"}
+    (c / "run.json").write_text(json.dumps(meta))
+    ca = build_comparison([a, c])
+    assert [r["profile_name"] for r in ca["runs"]] == ["synthetic", "other"]
+    notes = ca["notes"]
+    assert not [n for n in notes if "same run" in n]
+    assert [n for n in notes if n.startswith("The runs sent different prompt classes or max_tokens")], notes
+    assert "The runs ran different profiles (A synthetic, B other): the ratios compare different workloads, not " \
+        "only the servers." in notes
+    assert not [n for n in build_comparison([a, _run(tmp_path / "d")])["notes"] if "differen" in n]
