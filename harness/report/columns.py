@@ -86,7 +86,7 @@ from harness.report.figures import (
 )
 from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
-from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame
+from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame, record_files, torn_last_line
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, worker_losses
@@ -235,6 +235,8 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
                         f"ended unfinished and are not in the records ({fix}).")
     frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))
+    problems.extend(f"{f.name} ends in an incomplete line (the run was killed while writing it): that record "
+                    "was skipped." for f in record_files(root) if torn_last_line(f))
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
     if any(e.get("event") == "phase_start" for e in events):
         run.phases, run.has_run_end = phases_from_events(events, run.last_end)

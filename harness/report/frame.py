@@ -108,6 +108,7 @@ __all__ = [
     "read_json_range",
     "record_files",
     "sidecar_path",
+    "torn_last_line",
 ]
 
 #: The struct of a :class:`harness.histogram.LogHistogram` JSON form (``to_json``): n samples, their sum, min
@@ -698,6 +699,30 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
         _write_seal(path)
     frames = [f for f in frames if f.height]
     return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={c: asked[c] for c in keep})
+
+
+def torn_last_line(path: str | os.PathLike[str], tail_bytes: int = 4 << 20) -> bool:
+    """Whether a records file ends in an incomplete line that :func:`read_frame` skips: text after the last newline
+    (within the last ``tail_bytes`` bytes) that is not blank and not valid JSON (a run killed mid-write). False for a
+    missing or empty file. Raises OSError when the file cannot be read."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except FileNotFoundError:
+        return False
+    if size == 0 or _ends_with_newline(p, size):
+        return False
+    with open(p, "rb") as f:
+        f.seek(max(0, size - tail_bytes))
+        tail = f.read()
+    last = tail.rsplit(b"\n", 1)[-1]
+    if not last.strip():
+        return False
+    try:
+        json.loads(last)
+    except ValueError:
+        return True
+    return False
 
 
 def _ends_with_newline(path: Path, size: int) -> bool:
