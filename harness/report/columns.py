@@ -490,11 +490,11 @@ def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[floa
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
     """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
-    w0, w1 = (window.start, window.end) if window.steady else (phase.start, phase.end)
+    light = without_gaps(main)  # the filters below copy their rows: not the gap_hist text
+    w0, w1, sample = _step_sample(light, phase, window)
     gaps = gap_histogram(main, where=in_sample(phase.step, window.steady, w0, w1) & pl.col(OK))
-    main = without_gaps(main)  # the filters below copy their rows: not the gap_hist text
+    main = light
     step_recs = main.filter(pl.col(STEP) == phase.step)
-    w0, w1, sample = _step_sample(main, phase, window)
     ok_sample = sample.filter(pl.col(OK))
     c = _sample_counts(sample)
     n_sample, n_ok = sample.height, c["ok"]

@@ -389,14 +389,15 @@ def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
     construction), different profiles, or different prompt classes / max_tokens (the ratios then compare
     workloads, not only servers)."""
     notes = []
-    seen: dict[tuple[str, str], str] = {}
+    firsts: list[tuple[str, str, str]] = []  # (tag, resolved directory, run id) of each distinct run so far
     for t, r in zip(tags, runs, strict=True):
-        ident = (str(r.path.resolve()), str(r.report.get("run_id") or ""))
-        same = next((u for (path, rid), u in seen.items() if path == ident[0] or (rid and rid == ident[1])), None)
-        if same is not None:
-            notes.append(f"{same} and {t} are the same run ({ident[1] or ident[0]}): their ratios are 1 by "
-                         "construction and say nothing about noise.")
-        seen.setdefault(ident, t)
+        path, rid = str(r.path.resolve()), str(r.report.get("run_id") or "")
+        same = next((u for u, p, q in firsts if p == path or (rid and q == rid)), None)
+        if same is None:
+            firsts.append((t, path, rid))
+        else:
+            notes.append(f"{same} and {t} are the same run ({rid or path}): their ratios are 1 by construction and "
+                         "say nothing about noise.")
     names = [str(r.report.get("profile_name")) for r in runs]
     if len(set(names)) > 1:
         notes.append("The runs ran different profiles (" + ", ".join(
