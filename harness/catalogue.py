@@ -4,9 +4,10 @@ field it observes and its bucket bounds; for a percentile gauge, its record fiel
 :data:`FAMILIES` is the one definition. :mod:`harness.exporter` builds every family it serves from it,
 :mod:`harness.metrics` counts the record-derived counters, histograms and percentile gauges it lists
 (:data:`RECORD_COUNTERS`, :data:`HISTOGRAMS`, :data:`PERCENTILE_GAUGES`, over :data:`PERCENTILE_WINDOWS`), and
-the metric lists of the exporter's docstring and of the README are generated from it (:func:`markdown_table`,
-:func:`rst_list`; ``python -m harness.catalogue README.md`` rewrites the README's table, and
-tests/test_catalogue.py checks both match).
+the metric lists of the exporter's docstring and of the docs are generated from it (:func:`markdown_table`,
+:func:`rst_list`; the docs site's build fills ``docs/reference/prometheus-metrics.md`` with the table through
+:mod:`harness.docs_ref`, ``python -m harness.catalogue FILE.md`` rewrites the table between markers in any
+Markdown file, and tests/test_catalogue.py checks both).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class Family:
         field: a histogram's or percentile gauge's record field (``gap_hist``: a record's gap histogram, every gap
             observed).
         buckets: a histogram's upper bounds (``+Inf`` implied).
-        note: a sentence for the README table after ``help``.
+        note: a sentence for the docs' metric table after ``help``.
     """
 
     name: str
@@ -331,7 +332,7 @@ def _md(text: str) -> str:
 
 
 def markdown_table() -> str:
-    """The README's metric table (Markdown, one row per family, newline-terminated)."""
+    """The docs' metric table (Markdown, one row per family, newline-terminated)."""
     rows = [
         "| metric | type | unit | labels (all have `model`) | meaning |",
         "|---|---|---|---|---|",
@@ -352,28 +353,28 @@ def rst_list() -> str:
     return "\n".join(out) + "\n"
 
 
-#: The README's generated table sits between these two lines.
-BEGIN = "<!-- metric table: generated from harness/catalogue.py by `python -m harness.catalogue README.md` -->"
+#: In a Markdown file that holds a copy of the table (:func:`main`), it sits between these two lines.
+BEGIN = "<!-- metric table: generated from harness/catalogue.py by `python -m harness.catalogue FILE.md` -->"
 END = "<!-- end of the generated metric table -->"
 
 
 def replace_table(text: str) -> str:
-    """``text`` (the README) with the block between :data:`BEGIN` and :data:`END` set to :func:`markdown_table`.
+    """``text`` (a Markdown file) with the block between :data:`BEGIN` and :data:`END` set to :func:`markdown_table`.
 
     Raises:
         ValueError: the markers are missing or out of order.
     """
     m = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), text, flags=re.S)
     if m is None:
-        raise ValueError("README: the generated metric table markers are missing")
+        raise ValueError("the generated metric table markers are missing")
     return text[: m.start(1)] + markdown_table() + text[m.end(1) :]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m harness.catalogue README.md``: rewrite the README's metric table; exit 0, or 1 on a bad file."""
+    """``python -m harness.catalogue FILE.md``: rewrite the metric table of FILE.md; exit 0, or 1 on a bad file."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        sys.stderr.write("usage: python -m harness.catalogue README.md\n")
+        sys.stderr.write("usage: python -m harness.catalogue FILE.md\n")
         return 1
     path = Path(args[0])
     try:

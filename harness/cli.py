@@ -25,7 +25,7 @@ USAGE = """usage: llmload [--version] {report,compare,sim,fidelity,panels} ...
   panels [options]           render the Grafana dashboard's panels from its PromQL against a real Prometheus
                              into PNGs (llmload panels --help)
 
-The load test itself runs under Locust: locust -f locustfiles/k26.py --headless (see README.md).
+The load test itself runs under Locust: locust -f locustfiles/k26.py --headless (see docs/getting-started.md).
 """
 
 

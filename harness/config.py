@@ -58,11 +58,13 @@ class _Model(BaseModel):
 class TargetSpec(_Model):
     """Where the load goes. ``base_url`` None means the built-in simulator (unless ``--host`` is given)."""
 
-    base_url: str | None = None
+    base_url: str | None = Field(
+        None, description="the server's base URL; None: the built-in simulator (unless --host is given)"
+    )
     model: str | None = Field(None, description="model id; None asks GET /v1/models and takes the first")
     api_key_env: str | None = Field(None, description="NAME of the environment variable holding the API key")
-    headers: dict[str, str] = Field(default_factory=dict)
-    verify_tls: bool = True
+    headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers sent with every request")
+    verify_tls: bool = Field(True, description="verify the server's TLS certificate (https)")
 
     @field_validator("api_key_env")
     @classmethod
@@ -79,11 +81,11 @@ class TargetSpec(_Model):
 class SimulatorSpec(_Model):
     """Settings of the built-in simulator, used only when the target has no base URL."""
 
-    preset: str = "demo"
-    flavour: str = "vllm"
-    time_scale: float = Field(1.0, gt=0)
-    seed: int = 0
-    model: str = "sim-reasoner"
+    preset: str = Field("demo", description="the simulator's performance and length model (llmload sim serve --preset)")
+    flavour: str = Field("vllm", description="the server the simulator imitates (llmload sim serve --flavour)")
+    time_scale: float = Field(1.0, gt=0, description="simulated time per real second: 0.05 runs at 1/20 of real time")
+    seed: int = Field(0, description="seed of the simulator's output-length, acceptance and fault draws")
+    model: str = Field("sim-reasoner", description="the model id the simulator serves")
     args: list[str] = Field(
         default_factory=list, description="extra `llmload sim serve` flags, e.g. [--fault-drop, '0.02']"
     )
@@ -118,15 +120,19 @@ class PromptSpec(_Model):
 
     model_config = ConfigDict(**_STRICT, populate_by_name=True)
 
-    id: str = Field(min_length=1)
-    prompt_class: str | None = Field(None, alias="class", min_length=1)
-    text: str | None = None
-    system: str | None = None
-    messages: list[dict[str, Any]] | None = None
-    weight: float = Field(1.0, gt=0)
-    max_tokens: int | None = Field(None, gt=0)
-    thinking: bool | None = None
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    id: str = Field(min_length=1, description="the prompt's id (records' prompt_id)")
+    prompt_class: str | None = Field(
+        None, alias="class", min_length=1, description="groups prompts in Locust's table and the prompt label [the id]"
+    )
+    text: str | None = Field(None, description="one user message (or give messages)")
+    system: str | None = Field(None, description="a system message sent before text")
+    messages: list[dict[str, Any]] | None = Field(None, description="a full chat (OpenAI messages) instead of text")
+    weight: float = Field(1.0, gt=0, description="relative weight of the prompt in the mix")
+    max_tokens: int | None = Field(None, gt=0, description="this prompt's max_tokens (wins over request.max_tokens)")
+    thinking: bool | None = Field(None, description="this prompt's thinking (wins over request.thinking)")
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="deep-merged into this prompt's request bodies"
+    )
 
     @field_validator("prompt_class", mode="before")
     @classmethod
@@ -177,23 +183,27 @@ class RequestDefaults(_Model):
     ``continuous_usage_stats`` asks vLLM/SGLang for cumulative usage on every chunk (exact tokens per chunk).
     """
 
-    max_tokens: int | None = Field(None, gt=0)
-    temperature: float | None = Field(None, ge=0)
-    top_p: float | None = Field(None, gt=0, le=1)
-    thinking: bool | None = None
-    continuous_usage_stats: bool = False
-    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
-    extra_body: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: int | None = Field(None, gt=0, description="max_tokens of every request (a prompt's own wins)")
+    temperature: float | None = Field(None, ge=0, description="sampling temperature sent (None: the server's default)")
+    top_p: float | None = Field(None, gt=0, le=1, description="top_p sent (None: the server's default)")
+    thinking: bool | None = Field(
+        None, description="true/false sets chat_template_kwargs thinking and enable_thinking (None: server default)"
+    )
+    continuous_usage_stats: bool = Field(False, description="ask vLLM/SGLang for cumulative usage on every chunk")
+    chat_template_kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="sent as the body's chat_template_kwargs"
+    )
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="deep-merged into every request body")
 
 
 class WarmupSpec(_Model):
     """The warm-up: C=1, excluded from every figure. Defaults are the seed's fix for its 120 s time-out."""
 
-    enabled: bool = True
-    prompt: str = "Say just 'OK'"
-    max_tokens: int = Field(16, gt=0)
+    enabled: bool = Field(True, description="send the warm-up before any user starts")
+    prompt: str = Field("Say just 'OK'", description="the warm-up request's prompt")
+    max_tokens: int = Field(16, gt=0, description="max_tokens of a warm-up request")
     timeout: float = Field(300.0, gt=0, description="seconds, end to end")
-    requests: int = Field(1, ge=1)
+    requests: int = Field(1, ge=1, description="warm-up requests sent, at C=1")
 
 
 class SingleStreamSpec(_Model):
@@ -210,7 +220,9 @@ class StepsSpec(_Model):
     tokens of its in-flight requests.
     """
 
-    concurrency: list[int] = Field(default_factory=lambda: [8, 16, 32, 64])
+    concurrency: list[int] = Field(
+        default_factory=lambda: [8, 16, 32, 64], description="users of each step, in order (closed loop)"
+    )
     duration: float = Field(600.0, gt=0, description="seconds per step")
     drain_timeout: float = Field(
         300.0, ge=0, description="seconds to let in-flight requests finish after the last step (0: cut them off)"
@@ -232,10 +244,14 @@ class AxesSpec(_Model):
     list, when given, is non-empty without repeats.
     """
 
-    thinking: list[bool] | None = None
-    reasoning_effort: list[Literal["low", "medium", "high"]] | None = None
-    max_tokens: list[int] | None = None
-    effort_param: Literal["reasoning_effort", "chat_template_kwargs"] = "reasoning_effort"
+    thinking: list[bool] | None = Field(None, description="thinking values to sweep (on / off)")
+    reasoning_effort: list[Literal["low", "medium", "high"]] | None = Field(
+        None, description="reasoning efforts to sweep (low, medium, high)"
+    )
+    max_tokens: list[int] | None = Field(None, description="max_tokens values to sweep (tokens)")
+    effort_param: Literal["reasoning_effort", "chat_template_kwargs"] = Field(
+        "reasoning_effort", description="where the effort is sent: top-level reasoning_effort, or chat_template_kwargs"
+    )
 
     @field_validator("thinking", "reasoning_effort", "max_tokens")
     @classmethod
@@ -287,10 +303,15 @@ class ConversationSpec(_Model):
     """
 
     turns: int = Field(3, ge=1, description="turns per conversation")
-    carry: Literal["answer", "answer_and_reasoning"] = "answer"
+    carry: Literal["answer", "answer_and_reasoning"] = Field(
+        "answer", description="what of each reply the next turn carries: the answer, or answer and reasoning"
+    )
     think_time: float | list[float] = Field(0.0, description="seconds between turns: a number or [low, high]")
-    system: str | None = None
-    follow_ups: list[str] = Field(default_factory=lambda: list(DEFAULT_FOLLOW_UPS), min_length=1)
+    system: str | None = Field(None, description="a system prompt shared by every conversation")
+    follow_ups: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_FOLLOW_UPS), min_length=1,
+        description="user messages of turns 1.. (cycled)",
+    )
 
     @field_validator("think_time")
     @classmethod
@@ -310,7 +331,7 @@ class ConversationSpec(_Model):
         return v
 
 class RateSpec(_Model):
-    """Open-loop rate steps (README "Open-loop rates"): in place of ``steps.concurrency``, each step sends requests
+    """Open-loop rate steps (docs/guides/open-loop.md): in place of ``steps.concurrency``, each step sends requests
     at ``rates[i]`` requests/s on a seeded ``arrival`` process, for ``steps.duration`` seconds.
 
     ``arrival``: ``constant`` | ``poisson`` | ``gamma`` (:mod:`harness.arrivals`); ``burstiness`` is the gamma
@@ -319,12 +340,14 @@ class RateSpec(_Model):
     the step holds ``pool`` users, which is then the cap (the report warns when requests waited for it).
     """
 
-    arrival: Literal["constant", "poisson", "gamma"] = "poisson"
+    arrival: Literal["constant", "poisson", "gamma"] = Field(
+        "poisson", description="arrival process: constant, poisson or gamma"
+    )
     burstiness: float = Field(1.0, gt=0, description="gamma: coefficient of variation of the gaps")
     rates: list[float] = Field(default_factory=list, description="requests/s per step (a rate search: none)")
     max_concurrency: int | None = Field(None, ge=1, description="requests in flight at most (users)")
     pool: int = Field(256, ge=1, description="users per step without max_concurrency")
-    seed: int = 0
+    seed: int = Field(0, description="seed of the arrival schedule")
 
     @field_validator("rates")
     @classmethod
@@ -340,18 +363,20 @@ class RateSpec(_Model):
 
 
 class SearchSpec(_Model):
-    """SLO capacity search (README "SLO capacity search", :mod:`harness.search`): bisection over ``axis``
+    """SLO capacity search (docs/guides/slo-search.md, :mod:`harness.search`): bisection over ``axis``
     (``concurrency``: users; ``rate``: requests/s with the ``rate:`` section's process and cap) between ``low`` and
     ``high`` until the highest passing and lowest failing settings are at most ``tolerance`` apart (axis units),
     at most ``max_steps`` steps of ``steps.duration`` seconds. ``slo``: ``<metric>_p<q>_s`` -> seconds (metric
     ``ttft`` | ``ttfat`` | ``tpot`` | ``e2e``; q 50, 75, 90, 95, 99 or 99.9; TPOT in seconds per token)."""
 
-    axis: Literal["concurrency", "rate"] = "concurrency"
-    low: float = Field(gt=0)
-    high: float = Field(gt=0)
+    axis: Literal["concurrency", "rate"] = Field(
+        "concurrency", description="what the search varies: concurrency (users) or rate (requests/s)"
+    )
+    low: float = Field(gt=0, description="lower bound, axis units (whole users for concurrency)")
+    high: float = Field(gt=0, description="upper bound, axis units (> low)")
     tolerance: float = Field(gt=0, description="axis units (users or requests/s)")
-    max_steps: int = Field(8, ge=2)
-    slo: dict[str, float] = Field(min_length=1)
+    max_steps: int = Field(8, ge=2, description="at most this many probe steps")
+    slo: dict[str, float] = Field(min_length=1, description="<ttft|ttfat|tpot|e2e>_p<q>_s -> seconds, at least one")
 
     @field_validator("slo")
     @classmethod
@@ -383,11 +408,19 @@ _DEFAULT_TIMEOUTS = Timeouts()
 class TimeoutsSpec(_Model):
     """Per-request timeouts in seconds, each > 0 (meanings and defaults: :class:`harness.client.Timeouts`)."""
 
-    connect: float = Field(_DEFAULT_TIMEOUTS.connect, gt=0)
-    first_byte: float = Field(_DEFAULT_TIMEOUTS.first_byte, gt=0)
-    first_token: float = Field(_DEFAULT_TIMEOUTS.first_token, gt=0)
-    idle: float = Field(_DEFAULT_TIMEOUTS.idle, gt=0)
-    total: float = Field(_DEFAULT_TIMEOUTS.total, gt=0)
+    connect: float = Field(_DEFAULT_TIMEOUTS.connect, gt=0, description="seconds to open the TCP (+TLS) connection")
+    first_byte: float = Field(
+        _DEFAULT_TIMEOUTS.first_byte, gt=0, description="seconds from request sent to the status line"
+    )
+    first_token: float = Field(
+        _DEFAULT_TIMEOUTS.first_token, gt=0, description="seconds from request sent to the first token-bearing chunk"
+    )
+    idle: float = Field(
+        _DEFAULT_TIMEOUTS.idle, gt=0, description="seconds from a token-bearing chunk to the next one (or the end)"
+    )
+    total: float = Field(
+        _DEFAULT_TIMEOUTS.total, gt=0, description="seconds from request sent to the end of the stream"
+    )
 
     def to_timeouts(self) -> Timeouts:
         """As the client's :class:`~harness.client.Timeouts` (built by keyword, field for field)."""
@@ -397,7 +430,7 @@ class TimeoutsSpec(_Model):
 class OutputSpec(_Model):
     """Where run directories go, and optional bulky per-request detail."""
 
-    dir: str = "runs"
+    dir: str = Field("runs", description="directory of the run directories (--output-dir overrides it)")
     chunk_times: bool = Field(False, description="store every token-bearing chunk's arrival time per record")
 
 
@@ -414,7 +447,9 @@ class ReportSpec(_Model):
     """Post-processing settings: the hours-to-N sample counts, and ``slice_s``, the length (seconds) of the time
     slices the soak analysis cuts each steady window into (:mod:`harness.report.soak`)."""
 
-    hours_to_n: list[int] = Field(default_factory=lambda: list(DEFAULT_HOURS_TO_N))
+    hours_to_n: list[int] = Field(
+        default_factory=lambda: list(DEFAULT_HOURS_TO_N), description="sample counts N of the report's hours-to-N table"
+    )
     slice_s: float = Field(DEFAULT_SLICE_S, gt=0, description="seconds per soak slice")
 
     @field_validator("hours_to_n")
@@ -507,7 +542,10 @@ class SloSpec(_Model):
     ttfat_s: float | None = Field(None, gt=0, description="TTFAT at most this many seconds")
     tpot_s: float | None = Field(None, gt=0, description="TPOT at most this many seconds per token")
     e2e_s: float | None = Field(None, gt=0, description="E2E at most this many seconds")
-    target_share: float = Field(DEFAULT_SLO_TARGET_SHARE, gt=0, le=1)
+    target_share: float = Field(
+        DEFAULT_SLO_TARGET_SHARE, gt=0, le=1,
+        description="share of a step's requests that must meet every SLO for the step to count",
+    )
 
     @model_validator(mode="after")
     def _some_threshold(self) -> SloSpec:
@@ -524,8 +562,10 @@ class SloSpec(_Model):
 class Profile(_Model):
     """A validated profile. Build with :func:`load_profile`."""
 
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: str = Field(
+        min_length=1, description="run name (run directory, records, Prometheus); the file's stem when not set"
+    )
+    description: str = Field("", description="free text describing the profile")
     target: TargetSpec = Field(default_factory=TargetSpec)
     simulator: SimulatorSpec = Field(default_factory=SimulatorSpec)
     request: RequestDefaults = Field(default_factory=RequestDefaults)

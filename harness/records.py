@@ -164,7 +164,7 @@ class RunDir:
     _phases: IO[bytes] | None = None
     #: Records written (warm-up included).
     count: int = 0
-    #: Failed records written, warm-up excluded (the process exit code: 1 when any, see README "Exit codes").
+    #: Failed records written, warm-up excluded (the process exit code: 1 when any, see docs/reference/exit-codes.md).
     failed: int = 0
     #: Fired with each request record written to ``records.jsonl`` (this process's and, on a master, its workers'),
     #: as a typed :class:`RequestResult` (read once from a worker's dict).

@@ -3,10 +3,10 @@
 Every figure the harness reports (Locust's table, the records, the per-step report, the Prometheus metrics) is
 derived from :class:`RequestResult`: the client fills it, :meth:`RequestResult.to_record` writes it as one line of
 ``records.jsonl`` and :meth:`RequestResult.from_record` is the only way any reader turns such a line back into
-values. Definitions follow the README's "Metric definitions" section, which is the single source for what each
-measurement means. All durations are seconds on the client's monotonic clock (``time.perf_counter``), measured from
-the moment the request bytes were handed to the socket ("request sent"); ``start_wall`` is the wall-clock epoch
-time of that moment, used only to place a request on a timeline.
+values. Definitions follow the docs' "Metric definitions" (``docs/reference/metric-definitions.md``), the single
+source for what each measurement means. All durations are seconds on the client's monotonic clock
+(``time.perf_counter``), measured from the moment the request bytes were handed to the socket ("request sent");
+``start_wall`` is the wall-clock epoch time of that moment, used only to place a request on a timeline.
 
 The record schema (every field's name, type, unit, nullability and meaning) is defined once, by the dataclass
 fields of :class:`RequestResult` and their metadata (:func:`_doc`); :data:`RECORD_FIELDS` and
@@ -249,7 +249,7 @@ class RequestResult:
     # outcome
     ok: bool = field(default=False, metadata=_doc("", "success: HTTP 2xx, no in-band error, a success finish_reason"))
     error_class: str | None = field(
-        default=None, metadata=_doc("", "why it failed: a key of `ERROR_CLASSES` (README \"Errors\"); null on success")
+        default=None, metadata=_doc("", "why it failed: a key of `ERROR_CLASSES` (docs: errors); null on success")
     )
     error_detail: str | None = field(default=None, metadata=_doc("", "human-readable detail of the failure"))
     retry_after_s: float | None = field(
@@ -462,7 +462,8 @@ def records_markdown() -> str:
         "One JSON object per request, written and flushed when the request completes (`RequestResult.to_record`)",
         "and read back with `RequestResult.from_record`. Times are seconds on the client's monotonic clock from",
         "**request sent** (the request bytes handed to an open connection) unless the unit says otherwise; the",
-        "README's \"Metric definitions\" define each measurement. No prompt or output text is stored.",
+        "docs' \"Metric definitions\" (reference/metric-definitions.md) define each measurement. No prompt or",
+        "output text is stored.",
         "",
         f"Schema version {RECORD_SCHEMA} (`\"schema\": {RECORD_SCHEMA}` in every record). Records without `schema` "
         "are schema 1: the",

@@ -371,7 +371,7 @@ class Run:
     started_wall: float | None = None
     #: Directories of the runs that ended, newest first.
     ended: list[Path] = field(default_factory=list)
-    #: Some run of this process wrote a failed (non-warm-up) record (the exit code's rule, see README).
+    #: Some run of this process wrote a failed (non-warm-up) record (the exit code's rule: docs, exit codes).
     any_failed: bool = False
     #: The Locust runner (master or single process), for the workers' states in :func:`runs`.
     runner: Any = None

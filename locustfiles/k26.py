@@ -3,7 +3,8 @@
     locust -f locustfiles/k26.py --headless                      # demo profile on the built-in simulator
     locust -f locustfiles/k26.py --headless --host http://gpu:30000 --profile profiles/k26.yaml
 
-See the README for every option, the metric definitions and where records and reports go.
+See docs/ (docs/index.md; `mkdocs serve`) for every option, the metric definitions and where records and
+reports go; `locust -f locustfiles/k26.py --help` lists llmload's options in their own group.
 """
 
 import harness.locust  # noqa: F401  (registers the options, set-up, records and report)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Run each shipped profile against the built-in simulator and print (or write) the README's report excerpts.
+"""Run each shipped profile against the built-in simulator and print (or write) the docs' report excerpts.
 
-Every excerpt of the README's "Shipped profiles" section comes from this script: for each entry of
+Every excerpt of the "Shipped profiles" docs page (``docs/guides/shipped-profiles.md``; the name of this script
+is from when that section was in the README) comes from this script: for each entry of
 :data:`EXCERPTS` it writes a copy of the profile with the stated shortened durations (:attr:`Excerpt.overrides`;
 for the search also fewer probes; nothing else changed, but a relative ``dataset.path`` is made absolute so the
 copy finds the profile's data file), runs
@@ -10,7 +11,7 @@ copy finds the profile's data file), runs
 
 (no ``--host``: the built-in simulator), and cuts the excerpt out of the run's ``report.md``: whole tables and
 paragraphs, verbatim. The run's ``report.json`` is kept as ``tests/data/excerpts/<name>.report.json`` so
-``tests/test_docs.py`` can re-render it with the current report code and check the README's excerpt against what
+``tests/test_docs.py`` can re-render it with the current report code and check the page's excerpt against what
 the report renders now: the same tables with the same column headers, and the same text (the kept run fixes the
 numbers, which vary from run to run). After a change of the report's format, ``--rerender --write`` brings the
 excerpts up to date without a run.
@@ -19,7 +20,7 @@ Usage::
 
     .venv/bin/python scripts/readme_excerpts.py                 # run all, print the excerpts
     .venv/bin/python scripts/readme_excerpts.py soak rate-sweep # only these
-    .venv/bin/python scripts/readme_excerpts.py --write         # also replace the README blocks and the fixtures
+    .venv/bin/python scripts/readme_excerpts.py --write         # also replace the page's blocks and the fixtures
     .venv/bin/python scripts/readme_excerpts.py --from-run soak=runs/20261201-203000-soak --write   # no new run
     .venv/bin/python scripts/readme_excerpts.py --rerender --write   # the kept runs, rendered by the current code
 
@@ -46,7 +47,8 @@ import yaml
 from harness.report.render import render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+#: The docs page holding the excerpts (between :data:`BEGIN` / :data:`END` markers).
+PAGE = ROOT / "docs" / "guides" / "shipped-profiles.md"
 FIXTURES = ROOT / "tests" / "data" / "excerpts"
 
 
@@ -63,7 +65,7 @@ class Part:
 
 @dataclass(frozen=True)
 class Excerpt:
-    """A README excerpt: the profile run, the shortened settings, and the report parts shown."""
+    """A docs excerpt: the profile run, the shortened settings, and the report parts shown."""
 
     name: str
     profile: str
@@ -200,7 +202,7 @@ def cut(md: str, part: Part) -> list[list[str]]:
 
 
 def describe(ex: Excerpt, wall_s: float, started: float | None) -> str:
-    """The paragraph stating exactly what was run (wrapped at 120 columns, as the README's prose): the profile,
+    """The paragraph stating exactly what was run (wrapped at 120 columns, as the docs' prose): the profile,
     the shortened settings, the command, ``wall_s`` (seconds) and the day of ``started`` (epoch s, UTC)."""
     flat = ", ".join(f"`{k}.{kk}: {vv}`" for k, v in ex.overrides.items() for kk, vv in v.items())
     changed = f" with {flat} (nothing else changed)" if flat else " as shipped"
@@ -213,7 +215,7 @@ def describe(ex: Excerpt, wall_s: float, started: float | None) -> str:
 
 
 def excerpt_text(ex: Excerpt, md: str, wall_s: float, started: float | None) -> str:
-    """The README block of one excerpt from its run's report.md text: what was run (:func:`describe`), then the
+    """The docs block of one excerpt from its run's report.md text: what was run (:func:`describe`), then the
     report's parts, each under its section name.
 
     Raises:
@@ -232,7 +234,7 @@ def excerpt_text(ex: Excerpt, md: str, wall_s: float, started: float | None) -> 
 
 
 def excerpt_of_report(ex: Excerpt, rep: dict[str, Any]) -> str:
-    """The README block of one excerpt from its run's report dict (``report.json``), rendered by the current
+    """The docs block of one excerpt from its run's report dict (``report.json``), rendered by the current
     report code; the wall time stated is the report's ``duration_s`` (first record to run end)."""
     return excerpt_text(ex, render_markdown(rep), float(rep.get("duration_s") or 0.0), rep.get("start_wall"))
 
@@ -242,23 +244,23 @@ END = "<!-- excerpt {name} end -->"
 
 
 def replace_block(readme: str, name: str, body: str) -> str:
-    """README text with the block between excerpt ``name``'s markers replaced by ``body``.
+    """The page's text (``readme``) with the block between excerpt ``name``'s markers replaced by ``body``.
 
     Raises:
-        KeyError: the README has no markers for ``name``.
+        KeyError: the page has no markers for ``name``.
     """
     begin, end = BEGIN.format(name=name), END.format(name=name)
     i, j = readme.find(begin), readme.find(end)
     if i < 0 or j < i:
-        raise KeyError(f"README.md has no {begin!r} … {end!r} markers")
+        raise KeyError(f"{PAGE.name} has no {begin!r} … {end!r} markers")
     return readme[: i + len(begin)] + "\n\n" + body + "\n" + readme[j:]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the excerpts named (all by default), print them; ``--write`` updates README.md and the fixtures."""
+    """Run the excerpts named (all by default), print them; ``--write`` updates the docs page and the fixtures."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help=f"excerpts to run [all: {', '.join(BY_NAME)}]")
-    ap.add_argument("--write", action="store_true", help="replace the README blocks and tests/data/excerpts/")
+    ap.add_argument("--write", action="store_true", help="replace the docs page's blocks and tests/data/excerpts/")
     ap.add_argument("--keep", metavar="DIR", type=Path,
                     help="run in DIR/<name>/ and keep the runs (default: a temporary directory, removed)")
     ap.add_argument("--from-run", action="append", default=[], metavar="NAME=RUN_DIR",
@@ -292,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             body = excerpt_of_report(ex, rep)
             print(f"===== {name} ({src})\n{body}", flush=True)
             if args.write:
-                README.write_text(replace_block(README.read_text(encoding="utf-8"), name, body), encoding="utf-8")
+                PAGE.write_text(replace_block(PAGE.read_text(encoding="utf-8"), name, body), encoding="utf-8")
                 FIXTURES.mkdir(parents=True, exist_ok=True)
                 # key order kept: the report renders dict entries in their order (e.g. a search's SLO columns)
                 (FIXTURES / f"{name}.report.json").write_text(json.dumps(rep, indent=1, ensure_ascii=False) + "\n",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Render the README's dashboard images (docs/dashboard/*.png) from a real run: the standard demo sweep against the
+# Render the docs' dashboard images (docs/dashboard/*.png) from a real run: the standard demo sweep against the
 # built-in simulator, scraped by a real Prometheus, then every panel of grafana/dashboards/llmload.json drawn
 # from its own PromQL by harness/panels/ (`llmload panels`). Not Grafana screenshots: the captions say so.
 #

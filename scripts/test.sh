@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README "The two commands"): install what the tests need, then run pytest.
+# The project's test command (README "The two commands"): install what the tests need, then run the checks.
 #
 #   bash scripts/test.sh [--unit] [pytest args...]
 #
@@ -9,8 +9,10 @@
 # LLMLOAD_SKIP_PROMETHEUS=1, and the Prometheus tests then skip unless LLMLOAD_REQUIRE_PROMETHEUS=1),
 # Debian's chromium when it is missing (scripts/setup_chromium.sh, for the browser tests; not with --unit; they
 # skip without it unless LLMLOAD_REQUIRE_BROWSER=1), then runs ruff, mypy (on harness/, configured in
-# pyproject.toml) and pytest; the first that fails stops the script with its exit code. --unit runs only the unit
-# tier (pytest -m "not slow and not real_vllm", README "Test tiers") and skips the vLLM and chromium installs, which
+# pyproject.toml), the docs site's strict build (mkdocs build --strict: a broken link or anchor, or a reference page
+# whose generator fails, fails it; into a temporary directory) and pytest; the first that fails stops the script
+# with its exit code. --unit runs only the unit tier (pytest -m "not slow and not real_vllm", docs/development/tests.md
+# "Test tiers") and skips the vLLM and chromium installs, which
 # that tier does not use. Every server the tests use (the simulator, replay servers, vLLM,
 # Prometheus) is started and stopped by the tests themselves, on 127.0.0.1 only.
 set -euo pipefail
@@ -36,6 +38,9 @@ fi
 
 .venv/bin/ruff check .
 .venv/bin/mypy harness
+SITE="$(mktemp -d)"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$SITE"  # not --quiet: it hides the warnings --strict counts
+rm -rf "$SITE"
 if [[ "$UNIT" == "1" ]]; then
     set -- -m "not slow and not real_vllm" "$@"
 fi

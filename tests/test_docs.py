@@ -1,4 +1,4 @@
-"""docs/architecture.md and the README's "Shipped profiles" cannot silently rot.
+"""docs/architecture.md and the "Shipped profiles" docs page cannot silently rot.
 
 docs/architecture.md: every path, module, name, metric, record field and test it cites exists.
 
@@ -13,7 +13,7 @@ Rules (the page's own notation):
 * a backticked ``llmload_*`` name is a family of :data:`harness.catalogue.FAMILIES`;
 * in the metric table, every backticked name of the "record field(s)" column is a record field.
 
-README "Shipped profiles": every ``profiles/*.yaml`` has a row in its table; each excerpt of
+``docs/guides/shipped-profiles.md``: every ``profiles/*.yaml`` has a row in its table; each excerpt of
 ``scripts/readme_excerpts.py`` sits under a heading naming its profile files, says what was run (the shortened
 durations included), and holds the tables that the current report code renders from that run's ``report.json``
 (``tests/data/excerpts/``), with the same column headers (numbers are not compared: they vary run to run).
@@ -242,10 +242,11 @@ def test_the_code_name_rule_skips_plain_words_and_files(span: str) -> None:
     assert not _CODE.match(span)
 
 
-# --- README "Shipped profiles": every profile documented, every excerpt's headers what the report renders now ---
+# --- docs/guides/shipped-profiles.md: every profile documented, every excerpt's headers what the report renders now ---
 
-README = ROOT / "README.md"
-SHIPPED_HEADING = "## Shipped profiles"
+SHIPPED_PAGE = ROOT / "docs" / "guides" / "shipped-profiles.md"
+SHIPPED_HEADING = "# Shipped profiles"
+_PAGE = "shipped-profiles.md"
 
 
 @cache
@@ -260,18 +261,18 @@ def _excerpts_script() -> ModuleType:
 
 
 def _shipped_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(SHIPPED_HEADING + "\n")
-    end = text.find("\n## ", start + len(SHIPPED_HEADING))
-    return text[start : end if end >= 0 else len(text)]
+    """The whole shipped-profiles page (it starts with its title, :data:`SHIPPED_HEADING`)."""
+    text = SHIPPED_PAGE.read_text(encoding="utf-8")
+    assert text.startswith(SHIPPED_HEADING + "\n"), f"{SHIPPED_PAGE} does not start with {SHIPPED_HEADING!r}"
+    return text
 
 
 def _block(name: str) -> str:
-    """The README text between excerpt ``name``'s markers."""
+    """The page's text between excerpt ``name``'s markers."""
     rx = _excerpts_script()
     text = _shipped_section()
     begin, end = rx.BEGIN.format(name=name), rx.END.format(name=name)
-    assert text.count(begin) == 1 and text.count(end) == 1, f"README: excerpt {name}: markers missing or repeated"
+    assert text.count(begin) == 1 and text.count(end) == 1, f"{_PAGE}: excerpt {name}: markers missing or repeated"
     return text[text.index(begin) + len(begin) : text.index(end)]
 
 
@@ -283,11 +284,11 @@ def _table_headers(text: str) -> list[str]:
 
 
 def _subsection(name: str) -> str:
-    """The ``###`` subsection of the shipped-profiles section that holds excerpt ``name``'s markers."""
+    """The ``##`` subsection of the shipped-profiles page that holds excerpt ``name``'s markers."""
     rx = _excerpts_script()
     text = _shipped_section()
     i = text.index(rx.BEGIN.format(name=name))
-    return text[text.rindex("\n### ", 0, i) : i]
+    return text[text.rindex("\n## ", 0, i) : i]
 
 
 SHIPPED = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "profiles").glob("*.yaml"))
@@ -296,7 +297,7 @@ SHIPPED = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "profiles").glo
 @pytest.mark.parametrize("profile", SHIPPED)
 def test_every_shipped_profile_has_a_row_in_the_shipped_profiles_table(profile: str) -> None:
     rows = [ln for ln in _shipped_section().splitlines() if ln.startswith("| `profiles/")]
-    assert any(ln.startswith(f"| `{profile}` |") for ln in rows), f"README {SHIPPED_HEADING}: no row for {profile}"
+    assert any(ln.startswith(f"| `{profile}` |") for ln in rows), f"{_PAGE}: no row for {profile}"
 
 
 @pytest.mark.parametrize("profile", SHIPPED)
@@ -318,21 +319,22 @@ def test_each_excerpt_sits_under_a_heading_naming_its_profiles_and_says_what_ran
     ex = _excerpts_script().BY_NAME[name]
     heading = _subsection(name).strip().splitlines()[0]
     for f in ex.files():
-        assert f"`{f}`" in heading, f"README: the heading {heading!r} does not name {f}"
+        assert f"`{f}`" in heading, f"{_PAGE}: the heading {heading!r} does not name {f}"
     body = _block(name)
     ran = " ".join(body.strip().split("\n\n")[0].split())  # the first paragraph, unwrapped
     assert ran.startswith(f"Simulator run of `{ex.profile}`") and f"readme_excerpts.py {name}`" in ran, ran
     for key, sub in ex.overrides.items():  # every shortened duration is stated
         for k, v in sub.items():
             assert f"`{key}.{k}: {v}`" in ran, (key, k, v, ran)
-    assert _table_headers(body), f"README: excerpt {name} holds no table"
+    assert _table_headers(body), f"{_PAGE}: excerpt {name} holds no table"
 
 
 @pytest.mark.parametrize("name", [e.name for e in _excerpts_script().EXCERPTS])
 def test_each_excerpts_headers_are_what_the_current_report_renders(name: str) -> None:
     """The run behind the excerpt (its report.json, tests/data/excerpts/) rendered by the current report code:
-    the same parts cut from it hold the same tables, with the same column headers, as the README's excerpt, and
-    every README table row has as many cells as its header. Numbers are not compared (they vary run to run)."""
+    the same parts cut from it hold the same tables, with the same column headers, as the page's excerpt, and
+    every table row of the page's excerpt has as many cells as its header. Numbers are not compared (they vary
+    run to run)."""
     from harness.report.render import render_markdown
 
     rx = _excerpts_script()
@@ -347,10 +349,10 @@ def test_each_excerpts_headers_are_what_the_current_report_renders(name: str) ->
         assert part.section in rx.sections(md), f"the report no longer has a section {part.section!r}"
         rendered += [b[0] for b in rx.cut(md, part) if rx.is_table(b)]
     body = _block(name)
-    assert _table_headers(body) == rendered, f"README excerpt {name}: headers differ from the current report's"
+    assert _table_headers(body) == rendered, f"{_PAGE} excerpt {name}: headers differ from the current report's"
     for table in (b for b in rx.blocks(body.splitlines()) if rx.is_table(b)):
         width = table[0].count(" | ")
-        assert all(row.count(" | ") == width for row in table[2:]), f"README excerpt {name}: ragged table"
+        assert all(row.count(" | ") == width for row in table[2:]), f"{_PAGE} excerpt {name}: ragged table"
     for part in ex.parts:
         assert f'From the report\'s "{part.section}":' in body
 
@@ -392,7 +394,7 @@ def test_replace_block_swaps_only_the_text_between_the_markers() -> None:
 
 @pytest.mark.parametrize("name", [e.name for e in _excerpts_script().EXCERPTS])
 def test_each_excerpt_is_verbatim_the_kept_runs_report(name: str) -> None:
-    """The README block is exactly what the script cuts from the kept run's report.json rendered now: no hand
+    """The page's block is exactly what the script cuts from the kept run's report.json rendered now: no hand
     edits, and no drift of the report's format (the kept run is fixed, so its numbers are too). After a change of
     the report's format: ``scripts/readme_excerpts.py --rerender --write``."""
     rx = _excerpts_script()
@@ -400,4 +402,4 @@ def test_each_excerpt_is_verbatim_the_kept_runs_report(name: str) -> None:
     rep = json.loads((ROOT / "tests" / "data" / "excerpts" / f"{name}.report.json").read_text(encoding="utf-8"))
     want = rx.excerpt_of_report(ex, rep)
     fix = f"run scripts/readme_excerpts.py --rerender --write {name}"
-    assert _block(name).strip() == want.strip(), f"README excerpt {name} is not its kept run's report: {fix}"
+    assert _block(name).strip() == want.strip(), f"{_PAGE} excerpt {name} is not its kept run's report: {fix}"

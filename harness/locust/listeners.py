@@ -212,7 +212,7 @@ def _on_quitting(environment: Environment, **_: Any) -> None:
     if ctx is None or ctx.run_dir is None:
         return
     if isinstance(environment.runner, MasterRunner):
-        gevent.sleep(_LAST_BATCH_WAIT_S)  # the workers' last record batches arrive after test_stop (see README)
+        gevent.sleep(_LAST_BATCH_WAIT_S)  # the workers' last record batches arrive after test_stop (docs: distributed)
     warmup_error = getattr(environment.shape_class, "warmup_error", None)
     status = "finished" if ctx.finished else ("warmup_failed" if warmup_error else "interrupted")
     if warmup_error:

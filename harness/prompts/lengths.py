@@ -74,7 +74,9 @@ class LengthSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    dist: Literal["fixed", "uniform", "normal", "lognormal", "histogram"] = "fixed"
+    dist: Literal["fixed", "uniform", "normal", "lognormal", "histogram"] = Field(
+        "fixed", description="distribution: fixed, uniform, normal, lognormal or histogram"
+    )
     value: int | None = Field(None, gt=0, description="fixed: tokens")
     mean: float | None = Field(None, gt=0, description="normal / lognormal: mean, tokens")
     sd: float | None = Field(None, ge=0, description="normal: standard deviation, tokens")

@@ -38,15 +38,19 @@ class DatasetSpec(_Model):
     Prometheus ``prompt`` label of every row.
     """
 
-    path: str = Field(min_length=1)
-    format: Literal["auto", "jsonl", "sharegpt", "text", "csv", "parquet"] = "auto"
+    path: str = Field(min_length=1, description="the data file (relative: to the profile's directory)")
+    format: Literal["auto", "jsonl", "sharegpt", "text", "csv", "parquet"] = Field(
+        "auto", description="the file's format (auto: from its extension)"
+    )
     column: str = Field("prompt", min_length=1, description="CSV/Parquet: the prompt text column")
     weight_column: str = Field("weight", min_length=1, description="per-row weight key / column")
     max_tokens_column: str = Field("max_tokens", min_length=1, description="per-row max_tokens key / column")
-    sampling: Literal["weighted", "uniform"] = "weighted"
-    replacement: bool = True
-    seed: int | None = None
-    prompt_class: str = Field("dataset", alias="class", min_length=1)
+    sampling: Literal["weighted", "uniform"] = Field(
+        "weighted", description="weighted (by each row's weight) or uniform"
+    )
+    replacement: bool = Field(True, description="draw with replacement (false: each row once per pass)")
+    seed: int | None = Field(None, description="seed of the draws and of the order (None: each user's own stream)")
+    prompt_class: str = Field("dataset", alias="class", min_length=1, description="the prompt class of every row")
 
     _class = field_validator("prompt_class")(_class_name)
 
@@ -58,10 +62,14 @@ class SyntheticSpec(_Model):
     ``est``, run.json's ``prompt_source.token_count`` says ``estimate``). ``max_tokens`` None leaves
     ``request.max_tokens``. ``system``: an optional system message sent before each prompt."""
 
-    input_tokens: LengthSpec
-    max_tokens: LengthSpec | None = None
-    system: str | None = None
-    seed: int | None = None
-    prompt_class: str = Field("synthetic", alias="class", min_length=1)
+    input_tokens: LengthSpec = Field(description="prompt length in tokens (a length distribution)")
+    max_tokens: LengthSpec | None = Field(
+        None, description="max_tokens per request (a length distribution; None: request.max_tokens)"
+    )
+    system: str | None = Field(None, description="a system message sent with every synthetic prompt")
+    seed: int | None = Field(None, description="seed of the synthetic prompts")
+    prompt_class: str = Field(
+        "synthetic", alias="class", min_length=1, description="the prompt class of the synthetic prompts"
+    )
 
     _class = field_validator("prompt_class")(_class_name)

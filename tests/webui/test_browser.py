@@ -5,7 +5,7 @@ Single process, master + 2 workers and ``--processes 2``, each against the built
 short, time-scaled profile; about a minute each); and a fixed run started from the form and ended by Ctrl-C
 (SIGINT) with requests in flight (records = requests the simulator completed).
 Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
-README shows it), ``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
+web UI guide shows it), ``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
 ``LLMLOAD_UPDATE_SCREENSHOTS=1`` (CI sets it in ``.ci/run``), else under the test's ``tmp_path``.
 """
 
