@@ -42,6 +42,7 @@ from typing import Any
 import yaml
 
 from harness.config import PROFILES_DIR, Profile, ProfileError
+from harness.locust.options import into_group
 
 __all__ = [
     "KNOBS",
@@ -75,32 +76,35 @@ def _add_form_options(parser: Any, **_: Any) -> None:
     launched = d("web_profile", "")
     if launched and launched not in choices:  # the launch profile is a file elsewhere: listed by its path
         choices.append(launched)
-    parser.add_argument(
-        "--web-profile",
-        default=launched,
-        choices=choices,
-        help="profile from profiles/ (a path typed in the Profile field above wins)",
+    into_group(
+        parser,
+        parser.add_argument(
+            "--web-profile",
+            default=launched,
+            choices=choices,
+            help="profile from profiles/ (a path typed in the Profile field above wins)",
+        ),
+        parser.add_argument(
+            "--mode",
+            default=d("mode", "sweep"),
+            choices=list(MODES),
+            help="sweep: the profile's steps; fixed: hold Number of users (Ramp up, Run time) after the warm-up",
+        ),
+        parser.add_argument(
+            "--prompt-mix", default=d("prompt_mix", ""), help="prompts sent and their weights: id:weight,id:weight"
+        ),
+        parser.add_argument(
+            "--prompts-file", default=d("prompts_file", ""), help="YAML/JSON list of prompts replacing the profile's"
+        ),
+        parser.add_argument(
+            "--max-tokens", default=d("max_tokens", ""), help="max_tokens of every prompt (N) or per prompt (id=N,...)"
+        ),
+        parser.add_argument(
+            "--thinking", default=d("thinking", ""), choices=list(_THINKING), help="request.thinking (unset: server's)"
+        ),
+        parser.add_argument("--steps", default=d("steps", ""), help="sweep concurrencies, e.g. 8,16,32,64"),
+        parser.add_argument("--step-duration", default=d("step_duration", ""), help="seconds per sweep step"),
     )
-    parser.add_argument(
-        "--mode",
-        default=d("mode", "sweep"),
-        choices=list(MODES),
-        help="sweep: the profile's steps; fixed: hold Number of users (Ramp up, Run time) after the warm-up",
-    )
-    parser.add_argument(
-        "--prompt-mix", default=d("prompt_mix", ""), help="prompts sent and their weights: id:weight,id:weight"
-    )
-    parser.add_argument(
-        "--prompts-file", default=d("prompts_file", ""), help="YAML/JSON list of prompts replacing the profile's"
-    )
-    parser.add_argument(
-        "--max-tokens", default=d("max_tokens", ""), help="max_tokens of every prompt (N) or per prompt (id=N,...)"
-    )
-    parser.add_argument(
-        "--thinking", default=d("thinking", ""), choices=list(_THINKING), help="request.thinking (unset: server's)"
-    )
-    parser.add_argument("--steps", default=d("steps", ""), help="sweep concurrencies, e.g. 8,16,32,64")
-    parser.add_argument("--step-duration", default=d("step_duration", ""), help="seconds per sweep step")
 
 
 def _num(x: float) -> str:

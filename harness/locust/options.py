@@ -1,52 +1,86 @@
 """llmload's command-line options, added to Locust's parser, and the checks of the ``--metrics-*`` values.
 
 ``--profile`` is Locust's own option (a free-form run label there); llmload reads it as the profile path
-(:func:`harness.config.resolve_profile_path`). The others are added here; Locust lists them in ``--help`` of a
-run with the locustfile.
+(:func:`harness.config.resolve_profile_path`). The others are added here and by :mod:`harness.locust.form` (the
+web UI's start form), each moved into one argument group, :data:`GROUP` (:func:`into_group`), so that
+``locust -f locustfiles/k26.py --help`` lists them together with their help text. Locust prints its help before
+it imports the locustfile; :mod:`harness.locust_help` defers it, and importing this module puts it back
+(:func:`harness.locust_help.restore_help`).
 """
 
 from __future__ import annotations
 
 from locust import events
 
+import argparse
 import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
+from harness.locust_help import restore_help
 
-__all__ = ["MetricsOptions", "metrics_options"]
+__all__ = ["GROUP", "MetricsOptions", "into_group", "metrics_options"]
+
+#: Title of the argument group holding llmload's options in Locust's ``--help``.
+GROUP = "llmload"
+_GROUP_DESCRIPTION = (
+    "Options of llmload's locustfiles (the profile itself is Locust's --profile: a path, or a name in profiles/). "
+    "Reference: docs/reference/cli.md."
+)
+
+
+def into_group(parser: Any, *actions: argparse.Action) -> None:
+    """Move ``actions`` (already added to ``parser`` with ``parser.add_argument``, so Locust's web-UI attributes
+    are set) into the argument group :data:`GROUP`, created on first use; ``--help`` lists them there."""
+    group = next((g for g in parser._action_groups if g.title == GROUP), None)
+    if group is None:
+        group = parser.add_argument_group(GROUP, _GROUP_DESCRIPTION)
+    for action in actions:
+        for g in parser._action_groups:
+            if action in g._group_actions:
+                g._group_actions.remove(action)
+        group._group_actions.append(action)
 
 
 @events.init_command_line_parser.add_listener
 def _add_options(parser: Any, **_: Any) -> None:
-    parser.add_argument(
-        "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
-    )
-    parser.add_argument(
-        "--metrics-port",
-        type=int,
-        default=None,
-        include_in_web_ui=False,
-        help=f"port of the Prometheus exporter (default {DEFAULT_PORT}; 0 picks a free port)",
-    )
-    parser.add_argument(
-        "--metrics-addr",
-        default=None,
-        include_in_web_ui=False,
-        help=f"bind address of the Prometheus exporter (default {DEFAULT_ADDR}; 0.0.0.0 for every interface)",
-    )
-    parser.add_argument(
-        "--no-metrics", action="store_true", default=False, include_in_web_ui=False, help="no Prometheus exporter"
-    )
-    parser.add_argument(
-        "--metrics-linger",
-        type=float,
-        default=30.0,
-        include_in_web_ui=False,
-        help="at exit, if the exporter was scraped during the run, wait up to this many seconds for one more "
-        "scrape so Prometheus gets the final totals (default 30; 0: exit at once)",
-    )
+    into_group(parser, *_option_actions(parser))
+
+
+def _option_actions(parser: Any) -> list[argparse.Action]:
+    return [
+        parser.add_argument(
+            "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
+        ),
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            include_in_web_ui=False,
+            help=f"port of the Prometheus exporter (default {DEFAULT_PORT}; 0 picks a free port)",
+        ),
+        parser.add_argument(
+            "--metrics-addr",
+            default=None,
+            include_in_web_ui=False,
+            help=f"bind address of the Prometheus exporter (default {DEFAULT_ADDR}; 0.0.0.0 for every interface)",
+        ),
+        parser.add_argument(
+            "--no-metrics", action="store_true", default=False, include_in_web_ui=False, help="no Prometheus exporter"
+        ),
+        parser.add_argument(
+            "--metrics-linger",
+            type=float,
+            default=30.0,
+            include_in_web_ui=False,
+            help="at exit, if the exporter was scraped during the run, wait up to this many seconds for one more "
+            "scrape so Prometheus gets the final totals (default 30; 0: exit at once)",
+        ),
+    ]
+
+
+restore_help()  # the locustfile is being imported: Locust may print its help now (harness.locust_help)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from argparse import Namespace
@@ -46,10 +48,69 @@ def test_bad_metrics_options_exit_2_with_one_line(capsys: pytest.CaptureFixture[
 
 
 def test_locust_parses_the_options() -> None:
-    """The options are Locust options (locust --help does not list a locustfile's own options)."""
+    """The options are Locust options: Locust parses and checks them."""
     proc = subprocess.run(
         [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless",
          "--metrics-port", "x"],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
     assert proc.returncode == 2 and "argument --metrics-port: invalid int value: 'x'" in proc.stderr
+
+
+def _help_group(text: str, title: str) -> str:
+    """The section of an argparse help text under ``title:`` up to the next unindented line."""
+    lines = text.splitlines()
+    start = lines.index(f"{title}:")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" ")), len(lines))
+    return "\n".join(lines[start + 1 : end])
+
+
+@pytest.mark.parametrize("runner", ["module", "script"])
+def test_help_lists_every_llmload_option_in_its_own_group(runner: str) -> None:
+    """``locust -f locustfiles/k26.py --help`` (the console script and ``python -m locust``) exits 0 and lists every
+    option llmload adds to Locust's parser (from the parser itself, not a list kept here), with its help text, in
+    the group "llmload" and nowhere else."""
+    from harness.docs_ref import llmload_locust_actions
+    from harness.locust.options import GROUP
+
+    script = Path(sys.executable).parent / "locust"
+    if runner == "script" and not script.exists():
+        pytest.skip("no locust console script next to this interpreter")
+    cmd = [sys.executable, "-m", "locust"] if runner == "module" else [str(script)]
+    proc = subprocess.run(
+        [*cmd, "-f", str(ROOT / "locustfiles" / "k26.py"), "--help"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    group = _help_group(proc.stdout, GROUP)
+    actions = llmload_locust_actions()
+    assert len(actions) >= 10
+    outside = proc.stdout.replace(group, "")
+    for a in actions:
+        name = a.option_strings[0]
+        assert re.search(rf"^  {re.escape(name)}\b", group, re.M), f"{name} not in the {GROUP} group"
+        assert a.help and " ".join(a.help.split()[:4]) in " ".join(group.split()), f"{name}: help text missing"
+        assert not re.search(rf"^  {re.escape(name)}\b", outside, re.M), f"{name} listed outside the group too"
+    for own in ("--host", "--headless", "--profile"):  # Locust's own options stay in Locust's groups
+        assert not re.search(rf"^  (?:-\w <?\w*>?, )?{own}\b", group, re.M)
+
+
+def test_the_group_keeps_locusts_web_ui_attributes() -> None:
+    from harness.docs_ref import llmload_locust_actions
+
+    by_name = {a.option_strings[0]: a for a in llmload_locust_actions()}
+    assert by_name["--steps"].include_in_web_ui is True  # type: ignore[attr-defined]
+    assert by_name["--metrics-port"].include_in_web_ui is False  # type: ignore[attr-defined]
+
+
+def test_help_of_a_locustfile_without_llmload_is_locusts_own(tmp_path: Path) -> None:
+    """The deferral (harness.locust_help) leaves other locustfiles alone: Locust's help, exit 0, no run."""
+    plain = tmp_path / "plain.py"
+    plain.write_text("from locust import User, task\n\n\nclass U(User):\n    @task\n    def t(self) -> None:\n"
+                     "        pass\n")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(plain), "--help"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "Usage: locust [options]" in proc.stdout
+    assert "\nllmload:\n" not in proc.stdout and "--metrics-port" not in proc.stdout
