@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+import math
 import os
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,10 +19,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.axes import Setting, settings
-from harness.client import Timeouts
-from harness.prompts.spec import DatasetSpec, SyntheticSpec
-from harness.result import RESERVED_PROMPT_LABELS
+from harness.prompts.spec import DatasetSpec, SyntheticSpec, resolve_paths
+from harness.timeouts import Timeouts
 from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
+from harness.vocab import (
+    FLAVOUR_ALIASES,
+    FLAVOURS,
+    RESERVED_PROMPT_LABELS,
+    SEARCH_SLO_KEY,
+    SIM_PRESETS,
+    SLO_KEY,
+    SLO_METRICS,
+)
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",
@@ -38,7 +50,11 @@ __all__ = [
     "default_profile_path",
     "load_profile",
     "resolve_profile_path",
+    "slo_deprecations",
 ]
+
+
+log = logging.getLogger("llmload")
 
 
 class ProfileError(ValueError):
@@ -91,17 +107,13 @@ class SimulatorSpec(_Model):
     @field_validator("preset")
     @classmethod
     def _known_preset(cls, v: str) -> str:
-        from harness.sim.presets import PRESETS  # imported only when a profile names a preset
-
-        if v not in PRESETS:
-            raise ValueError(f"unknown simulator preset {v!r} (known: {', '.join(sorted(PRESETS))})")
+        if v not in SIM_PRESETS:
+            raise ValueError(f"unknown simulator preset {v!r} (known: {', '.join(sorted(SIM_PRESETS))})")
         return v
 
     @field_validator("flavour")
     @classmethod
     def _known_flavour(cls, v: str) -> str:
-        from harness.sim.protocol import FLAVOUR_ALIASES, FLAVOURS
-
         if v not in FLAVOURS and v not in FLAVOUR_ALIASES:
             known = ", ".join(sorted([*FLAVOURS, *FLAVOUR_ALIASES]))
             raise ValueError(f"unknown simulator flavour {v!r} (known: {known})")
@@ -356,10 +368,8 @@ class SearchSpec(_Model):
     @field_validator("slo")
     @classmethod
     def _slo_keys(cls, v: dict[str, float]) -> dict[str, float]:
-        from harness.search import SLO_KEY
-
         for k, t in v.items():
-            if not SLO_KEY.match(k):
+            if not SEARCH_SLO_KEY.match(k):
                 raise ValueError(f"{k!r}: an SLO is <ttft|ttfat|tpot|e2e>_p<50|75|90|95|99|99.9>_s (e.g. ttft_p99_s)")
             if not t > 0:
                 raise ValueError(f"{k}: the threshold must be > 0 seconds")
@@ -381,7 +391,7 @@ _DEFAULT_TIMEOUTS = Timeouts()
 
 
 class TimeoutsSpec(_Model):
-    """Per-request timeouts in seconds, each > 0 (meanings and defaults: :class:`harness.client.Timeouts`)."""
+    """Per-request timeouts in seconds, each > 0 (meanings and defaults: :class:`harness.timeouts.Timeouts`)."""
 
     connect: float = Field(_DEFAULT_TIMEOUTS.connect, gt=0)
     first_byte: float = Field(_DEFAULT_TIMEOUTS.first_byte, gt=0)
@@ -390,7 +400,7 @@ class TimeoutsSpec(_Model):
     total: float = Field(_DEFAULT_TIMEOUTS.total, gt=0)
 
     def to_timeouts(self) -> Timeouts:
-        """As the client's :class:`~harness.client.Timeouts` (built by keyword, field for field)."""
+        """As the client's :class:`~harness.timeouts.Timeouts` (built by keyword, field for field)."""
         return Timeouts(**self.model_dump())
 
 
@@ -489,18 +499,59 @@ class CostSpec(_Model):
         return float(self.gpu_hour_usd or 0.0) * (self.gpus or 0)
 
 
+def _pct(share: Decimal) -> str:
+    """A share as the percentile of an SLO key: ``Decimal("0.95")`` -> ``"95"``, ``0.999`` -> ``"99.9"``."""
+    q = (share * 100).normalize()
+    return f"{q:f}"
+
+
+def slo_deprecations(raw: Any) -> list[tuple[str, str]]:
+    """The older-spelling keys of a profile's raw ``slo:`` mapping, each with what to write instead:
+    ``[("ttft_s", "ttft_p95_s: 2"), ("target_share", "the percentile in each key, p95")]``; ``[]`` when none (or
+    when the section is not a mapping: validation reports that)."""
+    if not isinstance(raw, dict) or any(isinstance(k, str) and SLO_KEY.match(k) for k in raw):
+        return []
+    share = raw.get("target_share", DEFAULT_SLO_TARGET_SHARE)
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1:
+        return []  # validation reports it
+    q = _pct(Decimal(repr(float(share))))
+    out = [(k, f"{k.removesuffix('_s')}_p{q}_s: {raw[k]}") for k in _SLO_FIELDS if k in raw]
+    if "target_share" in raw:
+        out.append(("target_share", f"the percentile in each key's name, p{q}"))
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _warn_deprecated(path: str, key: str, instead: str) -> None:
+    """Log one deprecation warning per file and key for the life of the process."""
+    log.warning("%s: %s: deprecated spelling, still read; write %s instead", path, key, instead)
+
+
 #: Default ``slo.target_share``: the share of a step's requests that must meet every SLO for the step to count
 #: towards ``slo_capacity`` (a share is a percentile: 0.95 meeting a TTFT SLO = TTFT p95 within it).
 DEFAULT_SLO_TARGET_SHARE = 0.95
 
 
+#: The thresholds of :class:`SloSpec` (attribute names, seconds), in display order.
+_SLO_FIELDS = tuple(f"{m}_s" for m in SLO_METRICS)
+
+
 class SloSpec(_Model):
     """Latency service-level objectives for the report's goodput (:mod:`harness.report.goodput`).
 
-    Each threshold is optional (at least one is required), in seconds, > 0: ``ttft_s`` (TTFT), ``ttfat_s`` (TTFAT),
-    ``tpot_s`` (TPOT, seconds per token), ``e2e_s`` (E2E). A request meets the SLOs when every given one holds and
-    its measurement exists. ``target_share`` (0 < share ≤ 1) is the share of a step's requests that must meet them
-    for the step's concurrency to count as within the SLOs.
+    Written, as everywhere in a profile, ``<metric>_p<q>_s: seconds`` (:data:`harness.vocab.SLO_KEY`), e.g.
+    ``slo: {ttft_p95_s: 2, e2e_p95_s: 60}``; every key of this section names the same percentile ``q``, the share
+    of a step's requests that must meet all the thresholds together for the step's concurrency to count as within
+    the SLOs (for one metric, "TTFT p95 ≤ 2 s"). The older spelling, ``ttft_s: 2`` ... with ``target_share: 0.95``,
+    is still read (:func:`load_profile` logs a deprecation warning naming the new keys); it is also the model's
+    serialised form (``run.json``, the report's ``slo``).
+
+    Attributes: ``ttft_s`` (TTFT), ``ttfat_s`` (TTFAT), ``tpot_s`` (TPOT, seconds per token), ``e2e_s`` (E2E), each
+    optional (at least one), seconds, > 0; ``target_share`` (0 < share ≤ 1) = q / 100. A request meets the SLOs when
+    every given threshold holds and its measurement exists.
+
+    Raises (at validation): keys of both spellings, percentiles that differ, a percentile outside (0, 100], a
+    threshold that is not a number of seconds > 0.
     """
 
     ttft_s: float | None = Field(None, gt=0, description="TTFT at most this many seconds")
@@ -509,11 +560,50 @@ class SloSpec(_Model):
     e2e_s: float | None = Field(None, gt=0, description="E2E at most this many seconds")
     target_share: float = Field(DEFAULT_SLO_TARGET_SHARE, gt=0, le=1)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _percentile_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        new = {k: v for k, v in data.items() if isinstance(k, str) and SLO_KEY.match(k)}
+        if not new:
+            return data  # the older spelling (or the serialised form)
+        old = [k for k in data if k in (*_SLO_FIELDS, "target_share")]
+        if old:
+            raise ValueError(f"write every SLO as <metric>_p<q>_s; {', '.join(old)} is the older spelling: "
+                             f"give {', '.join(new)} alone")
+        out = {k: v for k, v in data.items() if k not in new}  # anything else: refused as an unknown key
+        shares: dict[str, Decimal] = {}
+        for key, seconds in new.items():
+            m = SLO_KEY.match(key)
+            assert m is not None
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not (
+                    math.isfinite(seconds) and seconds > 0):
+                raise ValueError(f"{key}: the threshold must be a number of seconds > 0, got {seconds!r}")
+            q = Decimal(m.group(2))
+            if not 0 < q <= 100:
+                raise ValueError(f"{key}: the percentile must be above 0 and at most 100")
+            if f"{m.group(1)}_s" in out:
+                raise ValueError(f"{key}: a second SLO of {m.group(1)}")
+            out[f"{m.group(1)}_s"] = seconds
+            shares[key] = q / 100
+        if len(set(shares.values())) > 1:
+            given = ", ".join(f"{k} (p{_pct(s)})" for k, s in shares.items())
+            raise ValueError(f"every SLO of this section names the same percentile, the share of a step's requests "
+                             f"that must meet all of them together; got {given}")
+        out["target_share"] = float(next(iter(shares.values())))
+        return out
+
     @model_validator(mode="after")
     def _some_threshold(self) -> SloSpec:
         if not self.thresholds():
-            raise ValueError("give at least one of ttft_s, ttfat_s, tpot_s, e2e_s (seconds)")
+            raise ValueError("give at least one SLO: <ttft|ttfat|tpot|e2e>_p<q>_s, seconds (e.g. ttft_p95_s: 2)")
         return self
+
+    def keys(self) -> dict[str, float]:
+        """The SLOs in the profile's spelling, ``{"ttft_p95_s": seconds, ...}`` (order ttft, ttfat, tpot, e2e)."""
+        q = _pct(Decimal(repr(self.target_share)))
+        return {f"{k.removesuffix('_s')}_p{q}_s": v for k, v in self.thresholds().items()}
 
     def thresholds(self) -> dict[str, float]:
         """The given thresholds, ``{"ttft_s": seconds, ...}`` in the order ttft, ttfat, tpot, e2e."""
@@ -682,15 +772,13 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     """Read and validate a profile YAML file.
 
     Relative file paths in ``dataset:``, ``synthetic:`` and ``tokenizer:`` are taken from the profile's
-    directory; those files are read and checked here (:func:`harness.prompts.source.check_sources`).
+    directory (:func:`harness.prompts.spec.resolve_paths`). The files themselves are opened by the feature that
+    reads them, when the profile is loaded for a run (:func:`harness.profile_check.load_checked_profile`).
 
     Raises:
         ProfileError: the file is missing, is not YAML, is not a mapping, or fails validation; the message
-            names the file, each bad key (dotted path, list indexes included) and the problem (a bad data file:
-            ``<profile>: dataset.path: <data file>:<line>: <problem>``, one line).
+            names the file, each bad key (dotted path, list indexes included) and the problem.
     """
-    from harness.prompts.source import check_sources, resolve_paths
-
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -705,15 +793,13 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     if not isinstance(data, dict):
         raise ProfileError(f"{p}: (top level): expected a mapping of keys (name, target, prompts, ...)")
     data.setdefault("name", p.stem)
+    for key, instead in slo_deprecations(data.get("slo")):
+        _warn_deprecated(str(p), f"slo.{key}", instead)
     resolve_paths(data, p.parent.absolute())
     try:
-        profile = Profile.model_validate(data)
+        return Profile.model_validate(data)
     except ValidationError as e:
         raise ProfileError(_format_errors(str(p), e)) from None
-    bad = check_sources(profile)  # data, histogram and tokenizer files: indexed / read now, before any load
-    if bad:
-        raise ProfileError("\n".join(f"{p}: {key}: {msg}" for key, msg in bad))
-    return profile
 
 
 #: The repository's ``profiles/`` directory: where ``--profile NAME`` is looked up when NAME is not a file here.

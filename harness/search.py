@@ -27,12 +27,12 @@ distribution-free 95 % interval of its percentile (:func:`percentile_interval`).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.result import RequestResult
+from harness.vocab import SEARCH_SLO_KEY
 
 __all__ = [
     "MIN_SAMPLE",
@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 #: An SLO key: ``<metric>_p<percentile>_s``.
-SLO_KEY = re.compile(r"^(ttft|ttfat|tpot|e2e)_p(50|75|90|95|99|99\.9)_s$")
+#: The SLO keys a search tests (:data:`harness.vocab.SEARCH_SLO_KEY`).
+SLO_KEY = SEARCH_SLO_KEY
 #: A step needs at least this many successful requests in its steady window to pass.
 MIN_SAMPLE = 10
 _Z95 = 1.959963984540054
