@@ -54,7 +54,7 @@ def _generate(path: Path, lines: int) -> None:
 
 
 def _child(file: str, mode: str, draws: int) -> None:
-    from harness.config import load_profile
+    from harness.profile_check import load_checked_profile
     from harness.prompts import files
     from harness.prompts.source import build_source
 
@@ -62,7 +62,7 @@ def _child(file: str, mode: str, draws: int) -> None:
     prof_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"llmload-bench-{os.getpid()}.yaml"
     prof_path.write_text(f"name: bench\ndataset: {{path: {file}, {MODES[mode]}, seed: 1}}\n")
     t0, c0 = time.perf_counter(), time.process_time()
-    profile = load_profile(prof_path)  # indexes and validates the file (before any load)
+    profile = load_checked_profile(prof_path)  # validates, and indexes the file (before any load)
     src = build_source(profile, "m")  # the same index (cached), plus cumulative weights / order
     t1, c1 = time.perf_counter(), time.process_time()
     after = _rss_mb()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import select
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from orjson import dumps as _dumps
@@ -44,6 +43,7 @@ from harness.http import (
 from harness.interpret import StreamInterpreter, Transcript
 from harness.result import RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
+from harness.timeouts import Timeouts
 from harness.usable import UsableRule
 
 __all__ = ["ChatClient", "ClientError", "Timeouts"]
@@ -53,29 +53,6 @@ _USER_AGENT = f"llmload/{__version__}"
 _MAX_STAMP_LAG_S = 60.0
 #: Seconds allowed for reading the body of a non-stream answer (an error message) once its head has arrived.
 _NON_STREAM_BODY_S = 10.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Timeouts:
-    """Per-request timeouts in seconds. Each one that fires fails the request with its own error class.
-
-    The defaults here are the only ones: the profile's ``timeouts`` (:class:`harness.config.TimeoutsSpec`) takes
-    them from this class.
-
-    Attributes:
-        connect: opening the TCP (and TLS) connection.
-        first_byte: request sent -> response status line and headers.
-        first_token: request sent -> first token-bearing chunk (SSE comments and role-only chunks do not count,
-            so keep-alive pings cannot hide a stalled prefill).
-        idle: largest allowed gap after a token-bearing chunk before the next one (or the end of the stream).
-        total: request sent -> end of the stream.
-    """
-
-    connect: float = 10.0
-    first_byte: float = 300.0
-    first_token: float = 600.0
-    idle: float = 120.0
-    total: float = 3600.0
 
 
 #: The error class (a key of :data:`harness.result.ERROR_CLASSES`) of every transport failure a request can end

@@ -78,7 +78,10 @@ class LogHistogram:
     def quantile(self, q: float) -> float | None:
         """The ``q`` quantile (0 <= q <= 1) in seconds, or None when empty.
 
-        Nearest-rank on the bucketed samples; the exact min and max are returned for q = 0 and q = 1.
+        Nearest-rank on the bucketed samples; the exact min and max are returned for q = 0 and q = 1. This is the
+        histogram estimate (the gaps are not kept one by one), a different estimator from the percentile of a
+        sample (:func:`harness.stats.percentile.percentile`, linear between closest ranks): the report's
+        inter-chunk gap percentiles are this one, and say so.
         """
         if self.n == 0:
             return None

@@ -6,7 +6,7 @@ the master (or the single process), from the records it writes:
 
 * :class:`BucketCounts`: sparse counts in the 1 % wide log buckets of :mod:`harness.histogram` (the buckets the
   records' gap histograms already use), with the exact count, min and max. Its percentiles are those of the
-  report (:func:`harness.report.stats.percentile`: linear interpolation between closest ranks; or, for
+  report (:func:`harness.stats.percentile.percentile`: linear interpolation between closest ranks; or, for
   inter-chunk gaps, :meth:`harness.histogram.LogHistogram.quantile`: nearest rank), computed on the buckets'
   representative values clamped to the exact [min, max]. A representative is within ±0.5 % of every value of
   its bucket and the mapping keeps the order, so a linear percentile is within ±0.5 % of the exact one (for
@@ -125,7 +125,7 @@ class BucketCounts:
         return min(max(bucket_value(k), self.min), self.max)
 
     def percentile(self, q: float) -> float | None:
-        """The ``q`` quantile (0..1) as :func:`harness.report.stats.percentile` defines it (linear interpolation
+        """The ``q`` quantile (0..1) as :func:`harness.stats.percentile.percentile` defines it (linear interpolation
         between closest ranks, position ``(n - 1) * q``) on the bucket values (the exact min and max at ranks 0
         and n - 1), in seconds; None when empty. Within ±0.5 % of the exact percentile of the values counted
         (above 1 µs)."""

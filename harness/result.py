@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from harness.vocab import RESERVED_PROMPT_LABELS
+
 __all__ = [
     "ERROR_CLASSES",
     "FINISH_REASONS",
@@ -65,9 +67,6 @@ SUCCESS_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_fil
 #: error class ``aborted``). Anything else is a non-OpenAI value (also ``aborted``; ``other`` in the metrics).
 FINISH_REASONS = SUCCESS_FINISH_REASONS | {"abort"}
 
-#: Prompt class names the harness gives itself, so a profile may not use them: ``other`` (the ``prompt`` metric
-#: label of classes beyond the label limit) and ``warmup`` (the shape's warm-up request).
-RESERVED_PROMPT_LABELS = ("other", "warmup")
 
 #: Layout version written in every record's ``schema`` field. 1 = records without the field (the layout before
 #: it existed: the same fields, no ``schema``); 2 = this one.

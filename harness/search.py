@@ -27,12 +27,14 @@ distribution-free 95 % interval of its percentile (:func:`percentile_interval`).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.result import RequestResult
+from harness.stats.intervals import quantile_interval
+from harness.stats.percentile import percentile
+from harness.vocab import SEARCH_SLO_KEY
 
 __all__ = [
     "MIN_SAMPLE",
@@ -43,41 +45,17 @@ __all__ = [
     "percentile_interval",
 ]
 
-#: An SLO key: ``<metric>_p<percentile>_s``.
-SLO_KEY = re.compile(r"^(ttft|ttfat|tpot|e2e)_p(50|75|90|95|99|99\.9)_s$")
+#: The SLO keys a search tests (:data:`harness.vocab.SEARCH_SLO_KEY`).
+SLO_KEY = SEARCH_SLO_KEY
 #: A step needs at least this many successful requests in its steady window to pass.
 MIN_SAMPLE = 10
-_Z95 = 1.959963984540054
-
-
-def _pct(xs: Sequence[float], q: float) -> float | None:
-    """Linear-interpolation percentile (numpy's default) of sorted ``xs``; None when empty."""
-    if not xs:
-        return None
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def percentile_interval(values: Sequence[float], q: float) -> tuple[float | None, float | None]:
-    """Distribution-free 95 % confidence interval of the ``q``-th percentile (0..100) of ``values``.
-
-    The order statistics of ranks ``n·p ∓ 1.96·√(n·p·(1−p))`` (normal approximation to the binomial count of
-    values below the percentile, p = q / 100), rounded outwards; a bound whose rank falls outside 1..n is None
-    (too few values to bound it on that side).
-    """
-    xs = sorted(float(v) for v in values)
-    n = len(xs)
-    if n == 0:
-        return None, None
-    p = q / 100.0
-    half = _Z95 * math.sqrt(n * p * (1 - p))
-    lo_rank = math.floor(n * p - half)
-    hi_rank = math.ceil(n * p + half) + 1
-    lo = xs[lo_rank - 1] if 1 <= lo_rank <= n else None
-    hi = xs[hi_rank - 1] if 1 <= hi_rank <= n else None
-    return lo, hi
+    """Distribution-free 95 % confidence interval of the ``q``-th percentile (0..100) of ``values``: the report's
+    order-statistic interval (:func:`harness.stats.intervals.quantile_interval`, exact binomial ranks); a bound is
+    None when there are too few values to give it on that side."""
+    return quantile_interval(values, q)
 
 
 @dataclass
@@ -171,7 +149,7 @@ def measure_step(setting: float, step: int, start: float, end: float, records: S
         assert m is not None, key  # validated by the profile
         name, q = m.group(1), float(m.group(2))
         vals = sorted(v for v in (_metric(r, name, schedule_relative) for r in sample) if v is not None)
-        value = _pct(vals, q)
+        value = percentile(vals, q)
         lo, hi = percentile_interval(vals, q)
         ok = value is not None and value <= threshold
         probe.figures[key] = {"value": value, "low": lo, "high": hi, "threshold": threshold, "ok": ok, "n": len(vals)}

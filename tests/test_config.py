@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROFILES_DIR, ProfileError, load_profile, resolve_profile_path
+from harness.config import PROFILES_DIR, Profile, ProfileError, load_profile, resolve_profile_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -185,8 +185,8 @@ slo: {ttft_s: 2, ttfat_s: 30.5, tpot_s: 0.05, e2e_s: 600}
 @pytest.mark.parametrize(
     ("section", "needle"),
     [
-        ("slo: {}", "slo: give at least one of ttft_s, ttfat_s, tpot_s, e2e_s (seconds)"),
-        ("slo: {target_share: 0.9}", "slo: give at least one of ttft_s"),
+        ("slo: {}", "slo: give at least one SLO: <ttft|ttfat|tpot|e2e>_p<q>_s, seconds (e.g. ttft_p95_s: 2)"),
+        ("slo: {target_share: 0.9}", "slo: give at least one SLO"),
         ("slo: {ttft_s: 0}", "slo.ttft_s: Input should be greater than 0"),
         ("slo: {tpot_s: -0.1}", "slo.tpot_s: Input should be greater than 0"),
         ("slo: {e2e_s: soon}", "slo.e2e_s: Input should be a valid number"),
@@ -240,3 +240,65 @@ def test_a_prompt_number_must_not_be_a_boolean_or_infinite(tmp_path: Path) -> No
             load_profile(path)
     ok = load_profile(write(tmp_path, "prompts: [{id: a, text: hi, weight: 2, max_tokens: 64}]\nslo: {ttft_s: 2}\n"))
     assert ok.prompts[0].weight == 2.0 and ok.slo is not None and ok.slo.ttft_s == 2.0  # an int is a float
+
+
+# -- one SLO spelling: <metric>_p<q>_s (the older ttft_s + target_share still read, with a warning) ----------------
+
+
+def test_slo_percentile_spelling_is_the_same_model_as_the_older_one(tmp_path: Path) -> None:
+    new = load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\n"
+                                       "slo: {ttft_p95_s: 2, ttfat_p95_s: 30.5, tpot_p95_s: 0.05, e2e_p95_s: 600}\n"))
+    old = load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\n"
+                                       "slo: {ttft_s: 2, ttfat_s: 30.5, tpot_s: 0.05, e2e_s: 600}\n"))
+    assert new.slo == old.slo and new.slo is not None
+    assert new.slo.target_share == 0.95
+    assert new.slo.keys() == {"ttft_p95_s": 2.0, "ttfat_p95_s": 30.5, "tpot_p95_s": 0.05, "e2e_p95_s": 600.0}
+    for q, share in (("99.9", 0.999), ("100", 1.0), ("50", 0.5), ("80", 0.8)):
+        p = load_profile(write(tmp_path, f"prompts: [{{id: a, text: hi}}]\nslo: {{e2e_p{q}_s: 60}}\n"))
+        assert p.slo is not None and p.slo.target_share == share and p.slo.keys() == {f"e2e_p{q}_s": 60.0}
+    # a worker rebuilds the model from run.json's form, which stays the attribute form
+    assert Profile.model_validate(new.public_dict()).slo == new.slo
+
+
+@pytest.mark.parametrize(
+    ("section", "needle"),
+    [
+        ("slo: {ttft_p95_s: 2, e2e_p99_s: 60}", "slo: every SLO of this section names the same percentile, the "
+         "share of a step's requests that must meet all of them together; got ttft_p95_s (p95), e2e_p99_s (p99)"),
+        ("slo: {ttft_p95_s: 2, e2e_s: 60}", "slo: write every SLO as <metric>_p<q>_s; e2e_s is the older spelling: "
+         "give ttft_p95_s alone"),
+        ("slo: {ttft_p95_s: 2, target_share: 0.9}", "slo: write every SLO as <metric>_p<q>_s; target_share is"),
+        ("slo: {ttft_p95_s: 0}", "slo: ttft_p95_s: the threshold must be a number of seconds > 0, got 0"),
+        ("slo: {ttft_p95_s: true}", "slo: ttft_p95_s: the threshold must be a number of seconds > 0, got True"),
+        ("slo: {ttft_p95_s: .inf}", "slo: ttft_p95_s: the threshold must be a number of seconds > 0, got inf"),
+        ("slo: {ttft_p95_s: '2'}", "slo: ttft_p95_s: the threshold must be a number of seconds > 0, got '2'"),
+        ("slo: {ttft_p0_s: 2}", "slo: ttft_p0_s: the percentile must be above 0 and at most 100"),
+        ("slo: {ttft_p101_s: 2}", "slo: ttft_p101_s: the percentile must be above 0 and at most 100"),
+        ("slo: {ttft_p95_s: 2, ttft_p95.0_s: 3}", "slo: ttft_p95.0_s: a second SLO of ttft"),
+        ("slo: {ttft_p95_s: 2, itl_p95_s: 1}", "slo.itl_p95_s: unknown key (typo?)"),
+    ],
+)
+def test_bad_percentile_slo_names_file_and_key(tmp_path: Path, section: str, needle: str) -> None:
+    path = write(tmp_path, f"prompts: [{{id: a, text: hi}}]\n{section}\n")
+    with pytest.raises(ProfileError) as e:
+        load_profile(path)
+    assert f"{path}: {needle}" in str(e.value)
+
+
+def test_older_slo_spelling_warns_once_per_file_and_key(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = write(tmp_path, "prompts: [{id: a, text: hi}]\nslo: {ttft_s: 2, e2e_s: 60, target_share: 0.99}\n")
+    with caplog.at_level("WARNING", logger="llmload"):
+        first = load_profile(path)
+        again = load_profile(path)
+    assert first == again and first.slo is not None and first.slo.target_share == 0.99
+    warned = [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+    assert warned == [
+        f"{path}: slo.ttft_s: deprecated spelling, still read; write ttft_p99_s: 2 instead",
+        f"{path}: slo.e2e_s: deprecated spelling, still read; write e2e_p99_s: 60 instead",
+        f"{path}: slo.target_share: deprecated spelling, still read; write the percentile in each key's name, p99 "
+        "instead",
+    ]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="llmload"):
+        load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\nslo: {ttft_p99_s: 2}\n"))
+    assert not [r for r in caplog.records if "deprecated" in r.getMessage()]

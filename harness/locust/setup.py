@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.client import ClientError, Timeouts
-from harness.config import Profile, ProfileError, SimulatorSpec, load_profile, resolve_profile_path
+from harness.config import Profile, ProfileError, SimulatorSpec, resolve_profile_path
 from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
+from harness.profile_check import load_checked_profile
 from harness.records import RunDir, redact_url
 from harness.runtime import PhaseState, RunContext, current, target_client
 from harness.split import slot_of
@@ -200,14 +201,15 @@ def open_run(
 
 
 def load_run_profile(profile_arg: str | None, host: str | None, knobs: Knobs | None = None) -> tuple[Path, Profile]:
-    """The profile path (:func:`resolve_profile_path`) and the profile with ``knobs`` applied
+    """The profile path (:func:`resolve_profile_path`) and the profile, its files checked
+    (:func:`harness.profile_check.load_checked_profile`), with ``knobs`` applied
     (:func:`harness.locust.form.apply_knobs`).
 
     Raises:
         ProfileError: bad profile or knob value.
     """
     path = resolve_profile_path(profile_arg, host)
-    profile = load_profile(path)
+    profile = load_checked_profile(path)
     if knobs is not None and knobs.as_dict():
         profile = apply_knobs(profile, knobs, path.parent)
     return path, profile

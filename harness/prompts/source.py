@@ -7,8 +7,9 @@
 - :class:`SyntheticSource`: prompts of ``input_tokens`` tokens with ``max_tokens`` drawn per request
   (:mod:`harness.prompts.lengths`, :mod:`harness.prompts.tokens`).
 
-:func:`build_source` picks the kind from the profile; :func:`resolve_paths` and :func:`check_sources` are the
-profile loader's steps (paths relative to the profile's directory; every file checked before any load).
+:func:`build_source` picks the kind from the profile; :func:`check_profile_sources` is this feature's step of
+loading a profile for a run (every file it names opened and checked before any load; the relative paths were made
+absolute by :func:`harness.config.load_profile` with :func:`harness.prompts.spec.resolve_paths`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ import itertools
 import random
 from array import array
 from dataclasses import dataclass
+from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from harness.config import Profile, ProfileError
 from harness.prompts.files import DatasetIndex, open_dataset
 from harness.prompts.lengths import LengthSampler
-from harness.prompts.spec import DatasetSpec, SyntheticSpec
+from harness.prompts.spec import DatasetSpec, SyntheticSpec, resolve_paths
 from harness.prompts.tokens import SyntheticText, TokenCounter
 from harness.split import check_slot, next_position
 
 if TYPE_CHECKING:
-    from harness.config import Profile, PromptSpec
+    from harness.config import PromptSpec
 
 __all__ = [
     "DatasetSource",
@@ -38,6 +41,7 @@ __all__ = [
     "PromptSource",
     "SyntheticSource",
     "build_source",
+    "check_profile_sources",
     "check_sources",
     "resolve_paths",
 ]
@@ -286,29 +290,6 @@ def build_source(profile: Profile, model: str, stream: str = "local") -> PromptS
     return MixSource(profile, model)
 
 
-def _abs(v: Any, base: Path) -> Any:
-    if isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
-        return str(base / v)
-    return str(Path(v).expanduser()) if isinstance(v, str) and v else v
-
-
-def resolve_paths(data: dict[str, Any], base: Path) -> None:
-    """Make the file paths of a raw profile mapping absolute, relative ones taken from ``base`` (the profile's
-    directory): ``dataset.path``, ``tokenizer``, ``synthetic.{input_tokens,max_tokens}.file``. In place; values
-    of the wrong type are left for validation to report."""
-    ds = data.get("dataset")
-    if isinstance(ds, dict) and "path" in ds:
-        ds["path"] = _abs(ds["path"], base)
-    if "tokenizer" in data:
-        data["tokenizer"] = _abs(data["tokenizer"], base)
-    syn = data.get("synthetic")
-    if isinstance(syn, dict):
-        for key in ("input_tokens", "max_tokens"):
-            d = syn.get(key)
-            if isinstance(d, dict) and "file" in d:
-                d["file"] = _abs(d["file"], base)
-
-
 def check_sources(profile: Profile) -> list[tuple[str, str]]:
     """Open every file the profile's prompt source names (data set indexed, histograms and tokenizer read), so a
     bad file fails before any load. Returns ``[]`` when all are fine, else ``[(key, message)]`` (the key is the
@@ -336,3 +317,14 @@ def check_sources(profile: Profile) -> list[tuple[str, str]]:
                 except DataFileError as e:
                     errors.append((f"synthetic.{key}.file", str(e)))
     return errors
+
+
+def check_profile_sources(profile: Profile, path: str | PathLike[str]) -> None:
+    """:func:`check_sources` as a step of loading the profile at ``path`` for a run.
+
+    Raises:
+        ProfileError: one line per bad file, ``<profile>: <key>: <data file>:<line>: <problem>``.
+    """
+    bad = check_sources(profile)  # data, histogram and tokenizer files: indexed / read now, before any load
+    if bad:
+        raise ProfileError("\n".join(f"{path}: {key}: {msg}" for key, msg in bad))

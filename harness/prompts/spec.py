@@ -1,16 +1,19 @@
 """The profile sections that name a prompt source other than the ``prompts:`` mix: ``dataset:``, ``synthetic:``
 (and the ``tokenizer:`` key used to count their tokens). Validated by :class:`harness.config.Profile`; the files
-they name are checked by :func:`harness.prompts.source.check_sources` when the profile is loaded."""
+they name are checked by :func:`harness.prompts.source.check_profile_sources` when the profile is loaded for a run.
+:func:`resolve_paths` makes those files' relative paths absolute (:func:`harness.config.load_profile` calls it)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness.prompts.lengths import LengthSpec
+from harness.vocab import RESERVED_PROMPT_LABELS
 
-__all__ = ["DatasetSpec", "SyntheticSpec"]
+__all__ = ["DatasetSpec", "SyntheticSpec", "resolve_paths"]
 
 
 class _Model(BaseModel):
@@ -18,8 +21,6 @@ class _Model(BaseModel):
 
 
 def _class_name(v: str) -> str:
-    from harness.result import RESERVED_PROMPT_LABELS
-
     if not v.strip() or v != v.strip() or any(not c.isprintable() for c in v):
         raise ValueError(f"{v!r}: a class is a non-blank name without surrounding spaces or control characters")
     if v in RESERVED_PROMPT_LABELS:
@@ -73,3 +74,27 @@ class SyntheticSpec(_Model):
     )
 
     _class = field_validator("prompt_class")(_class_name)
+
+
+def _abs(v: Any, base: Path) -> Any:
+    """``v`` made absolute against ``base`` when it is a relative path string (``~`` expanded); else as is."""
+    if isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+        return str(base / v)
+    return str(Path(v).expanduser()) if isinstance(v, str) and v else v
+
+
+def resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Make the file paths of a raw profile mapping absolute, relative ones taken from ``base`` (the profile's
+    directory): ``dataset.path``, ``tokenizer``, ``synthetic.{input_tokens,max_tokens}.file``. In place; values
+    of the wrong type are left for validation to report."""
+    ds = data.get("dataset")
+    if isinstance(ds, dict) and "path" in ds:
+        ds["path"] = _abs(ds["path"], base)
+    if "tokenizer" in data:
+        data["tokenizer"] = _abs(data["tokenizer"], base)
+    syn = data.get("synthetic")
+    if isinstance(syn, dict):
+        for key in ("input_tokens", "max_tokens"):
+            d = syn.get(key)
+            if isinstance(d, dict) and "file" in d:
+                d["file"] = _abs(d["file"], base)

@@ -34,7 +34,7 @@ reader (:func:`harness.report.frame.read_frame`) reads a missing or null non-nul
 missing ``step`` is 0, ``start_wall`` 0.0, ``ok`` / ``usable`` / ``truncated`` ... False, ``output_tokens`` 0,
 ``token_source`` ``estimate``, ``phase`` ``step``), and a record's end is
 :attr:`~harness.result.RequestResult.end_wall` (``start_wall + e2e``; without ``e2e``, the latest timing
-present). Percentiles interpolate linearly between closest ranks, like :func:`harness.report.stats.percentile`.
+present). Percentiles interpolate linearly between closest ranks, like :func:`harness.stats.percentile.percentile`.
 Two records with identical fields are two requests (the test oracle, ``tests/report/oracle.py``, which compares
 records by value in its no-user-id first wave, counts them once in ``first_wave_users``).
 """
@@ -443,8 +443,7 @@ def _client_lag(step_recs: pl.DataFrame) -> dict[str, Any]:
     lag = pl.col("read_lag_max").drop_nulls()
     v = step_recs.select(
         lag.len().alias("n"), (lag > CLIENT_LAG_LIMIT_S).sum().alias("late"),
-        lag.quantile(0.5, interpolation="linear").alias("p50"),
-        lag.quantile(0.99, interpolation="linear").alias("p99"), lag.max().alias("max"),
+        pctl(lag, 50).alias("p50"), pctl(lag, 99).alias("p99"), lag.max().alias("max"),
     ).row(0, named=True)
     n = int(v["n"])
     pct = 100.0 * int(v["late"]) / n if n else None

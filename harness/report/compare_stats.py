@@ -6,7 +6,7 @@ computes them from the records (the record frame), over the report's own latency
 whole step's successful requests when it is not steady — :func:`harness.report.exprs.in_sample`), and checks that
 the sample reproduces the report's point figure before using it.
 
-Methods (all 95 %, units of the figure):
+Methods (all 95 %, units of the figure; each implemented once in :mod:`harness.stats.intervals`):
 
 - percentiles (TTFT, TTFAT, E2E): distribution-free order-statistic interval :func:`quantile_interval`
   ``[x_(i), x_(j)]`` with ranks from the binomial distribution of the number of values below the true quantile;
@@ -20,7 +20,7 @@ Methods (all 95 %, units of the figure):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -28,10 +28,9 @@ import polars as pl
 from harness.report.columns import without_gaps
 from harness.report.exprs import streamed_tokens
 from harness.report.series import row_latency_sample
-from harness.report.stats import mean, percentile
-
-#: Two-sided 95 % normal quantile.
-Z95 = 1.96
+from harness.report.stats import mean
+from harness.stats.intervals import Interval, mean_interval, quantile_interval, ratio_of_sums_interval
+from harness.stats.percentile import percentile
 
 __all__ = [
     "LATENCY_FIGURES",
@@ -41,104 +40,9 @@ __all__ = [
     "ratio_of_sums_interval",
 ]
 
-Interval = tuple[float | None, float | None]
 
 #: Relative tolerance within which a figure recomputed from the records must equal the report's figure.
 REPRODUCE_RTOL = 1e-9
-
-
-def _binom_cdf_table(n: int, q: float) -> tuple[int, list[float]]:
-    """``(k0, cdf)`` with ``cdf[i] = P(B <= k0 + i)`` for ``B ~ Binomial(n, q)``, over ``k0 .. k1`` around the mean.
-
-    Mass outside ``mean ± (12 σ + 12)`` is below 1e-20 and is treated as 0 (below) / 1 (above).
-    """
-    sd = math.sqrt(n * q * (1.0 - q))
-    k0 = max(0, math.floor(n * q - 12 * sd - 12))
-    k1 = min(n, math.ceil(n * q + 12 * sd + 12))
-    lq, lp = math.log(q), math.log1p(-q)
-    lgn = math.lgamma(n + 1)
-    acc = 0.0
-    cdf = []
-    for k in range(k0, k1 + 1):
-        acc += math.exp(lgn - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * lq + (n - k) * lp)
-        cdf.append(min(acc, 1.0))
-    return k0, cdf
-
-
-def quantile_interval(values: Sequence[float], q: float, conf: float = 0.95) -> Interval:
-    """Distribution-free ``conf`` interval of the ``q``-th percentile (0..100) of the population behind ``values``.
-
-    With the sorted values ``x_(1) <= ... <= x_(n)`` and ``B ~ Binomial(n, q/100)`` (how many values fall below
-    the true quantile), the interval is ``[x_(i), x_(j)]`` with ``i`` the largest rank such that
-    ``P(B < i) <= α/2`` and ``j`` the smallest such that ``P(B >= j) <= α/2`` (α = 1 − conf), so it covers the
-    quantile with probability ≥ conf whatever the distribution. Units are those of ``values``.
-
-    Returns:
-        ``(low, high)``; a bound is None when no rank satisfies it (too few values), both None when empty.
-    """
-    n = len(values)
-    if n == 0:
-        return None, None
-    p = min(max(q / 100.0, 0.0), 1.0)
-    xs = sorted(float(v) for v in values)
-    half = (1.0 - conf) / 2.0
-    if p <= 0.0 or p >= 1.0:
-        return (xs[0], None) if p >= 1.0 else (None, xs[0])
-    k0, cdf = _binom_cdf_table(n, p)
-
-    def cdf_at(k: int) -> float:  # P(B <= k)
-        if k < k0:
-            return 0.0
-        if k - k0 >= len(cdf):
-            return 1.0
-        return cdf[k - k0]
-
-    # lower rank i (1-based): largest i with P(B <= i - 1) <= half
-    lo_rank = None
-    for i in range(n, 0, -1):
-        if cdf_at(i - 1) <= half:
-            lo_rank = i
-            break
-    # upper rank j (1-based): smallest j with P(B >= j) = 1 - P(B <= j - 1) <= half
-    hi_rank = None
-    for j in range(1, n + 1):
-        if 1.0 - cdf_at(j - 1) <= half:
-            hi_rank = j
-            break
-    low = xs[lo_rank - 1] if lo_rank is not None else None
-    high = xs[hi_rank - 1] if hi_rank is not None else None
-    return low, high
-
-
-def mean_interval(values: Sequence[float], z: float = Z95) -> Interval:
-    """Normal ``mean ± z · s / √n`` interval of the mean of ``values`` (sample standard deviation ``s``).
-
-    Returns ``(None, None)`` with fewer than two values.
-    """
-    n = len(values)
-    m = mean(values)
-    if n < 2 or m is None:
-        return None, None
-    var = sum((float(v) - m) ** 2 for v in values) / (n - 1)
-    half = z * math.sqrt(var / n)
-    return m - half, m + half
-
-
-def ratio_of_sums_interval(pairs: Sequence[tuple[float, float]], z: float = Z95) -> Interval:
-    """Delta-method interval of ``R = Σ y ÷ Σ x`` over ``(y, x)`` pairs (e.g. tokens, decode seconds).
-
-    ``SE(R) = sqrt(Σ (y_i − R x_i)² / (n (n − 1))) ÷ x̄``; interval ``R ± z · SE``. ``(None, None)`` with fewer
-    than two pairs or ``Σ x <= 0``; the lower bound is None when it would be <= 0.
-    """
-    n = len(pairs)
-    sx = sum(x for _, x in pairs)
-    if n < 2 or sx <= 0:
-        return None, None
-    r = sum(y for y, _ in pairs) / sx
-    xbar = sx / n
-    se = math.sqrt(sum((y - r * x) ** 2 for y, x in pairs) / (n * (n - 1))) / xbar
-    lo = r - z * se
-    return (lo if lo > 0 else None), r + z * se
 
 
 def _decode_pairs(sample: pl.DataFrame) -> list[tuple[float, float]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from harness.report.exprs import OK, USABLE, flag, mean_tokens, not_usable_reason, pct
+from harness.report.exprs import OK, USABLE, flag, mean_tokens, not_usable_reason, pct, pctl
 
 __all__ = ["NOTE_PCT", "hidden_reasoning_notes", "low_confidence_fix", "prompt_notes", "prompt_rows"]
 
@@ -63,7 +63,7 @@ def prompt_rows(main: pl.DataFrame) -> list[dict[str, Any]]:
         mean_tokens("reasoning_tokens", ok).alias("mean_reasoning_tokens"),
         mean_tokens("answer_tokens", ok).alias("mean_answer_tokens"),
         pl.col("reasoning_tokens").fill_null(0).filter(in_reasoning).min().alias("min_reasoning_tokens_truncated"),
-        pl.col("ttfat").filter(ok).drop_nulls().quantile(0.5, interpolation="linear").alias("ttfat_p50_s"),
+        pctl(pl.col("ttfat").filter(ok), 50).alias("ttfat_p50_s"),
     ).collect()
     rows = []
     for g in sorted(groups.iter_rows(named=True), key=lambda g: g["_prompt"]):

@@ -6,12 +6,14 @@ figures (what a record's end is, why it is not usable, how a percentile interpol
 
 The derived columns are added by :func:`harness.report.columns.prepare`; their names start with an underscore and
 never clash with record fields. Units: wall times in epoch seconds, durations in seconds, tokens in tokens.
-Percentiles interpolate linearly between closest ranks (numpy's default, :func:`harness.report.stats.percentile`).
+Percentiles interpolate linearly between closest ranks (numpy's default, :func:`harness.stats.percentile.percentile`).
 """
 
 from __future__ import annotations
 
 import polars as pl
+
+from harness.stats.percentile import POLARS_INTERPOLATION
 
 __all__ = [
     "END", "OK", "START", "STEP", "USABLE", "WARMUP",
@@ -84,10 +86,11 @@ def finish_reason_key() -> pl.Expr:
     return pl.when(fr.is_null() | (fr == "")).then(pl.lit("none")).otherwise(fr)
 
 
-def pctl(col: str, q: float) -> pl.Expr:
-    """The ``q``-th percentile (0..100) of column ``col``'s non-null values, linear between closest ranks (null when
-    none), as :func:`harness.report.stats.percentile`."""
-    return pl.col(col).drop_nulls().quantile(q / 100.0, interpolation="linear")
+def pctl(col: str | pl.Expr, q: float) -> pl.Expr:
+    """The ``q``-th percentile (0..100) of column ``col`` (a name or an expression)'s non-null values, linear between
+    closest ranks (null when none), as :func:`harness.stats.percentile.percentile`."""
+    e = pl.col(col) if isinstance(col, str) else col
+    return e.drop_nulls().quantile(q / 100.0, interpolation=POLARS_INTERPOLATION)
 
 
 def mean_tokens(col: str, where: pl.Expr | None = None) -> pl.Expr:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from harness.stats.intervals import t_quantile_975
+
 __all__ = [
     "MAX_BATCHES",
     "MIN_BATCHES",
@@ -47,16 +49,9 @@ MAX_BATCHES = 10
 MIN_BATCHES = 5
 MIN_BATCH_E2E = 2.0
 
-#: Two-sided 95 % quantiles of Student's t, ``t_{df, 0.975}``, for the degrees of freedom batch means uses
-#: (B - 1 for B = 5..10).
-T975: dict[int, float] = {
-    4: 2.7764451051977987,
-    5: 2.5705818366147395,
-    6: 2.4469118487916806,
-    7: 2.3646242510102993,
-    8: 2.3060041350333704,
-    9: 2.2621571627409915,
-}
+#: Two-sided 95 % quantiles of Student's t, ``t_{df, 0.975}`` (:func:`harness.stats.intervals.t_quantile_975`), for
+#: the degrees of freedom batch means uses (B - 1 for B = 5..10).
+T975: dict[int, float] = {df: t_quantile_975(df) for df in range(MIN_BATCHES - 1, MAX_BATCHES)}
 
 
 @dataclass(frozen=True)

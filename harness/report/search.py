@@ -21,8 +21,9 @@ SEARCH_DEFINITIONS: dict[str, str] = {
     "<metric>_p<q>_s holds when the q-th percentile ≤ the threshold. In a rate search the sample is the step's "
     "successful requests scheduled in its schedule window that ended by the measurement (1 s after its time), TTFT, "
     "TTFAT and E2E are schedule-relative, and a step that sent more than 5 % fewer requests than scheduled fails. "
-    "Intervals: distribution-free 95 % confidence intervals of the percentile (order "
-    "statistics of ranks n·p ∓ 1.96·√(n·p·(1−p)); a side with too few requests is unbounded).",
+    "Intervals: distribution-free 95 % confidence intervals of the percentile (two order statistics of the "
+    "sample, their ranks from the exact binomial distribution, as in llmload compare; a side with too few requests "
+    "is unbounded).",
 }
 
 

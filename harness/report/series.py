@@ -29,6 +29,7 @@ from harness.report.exprs import OK as _OK
 from harness.report.exprs import START as _START
 from harness.report.exprs import STEP as _STEP
 from harness.report.exprs import WARMUP as _WARMUP
+from harness.report.exprs import pctl
 from harness.report.load import Phase
 from harness.report.steady import Window
 from harness.report.tokens import tokens_in_windows
@@ -114,9 +115,9 @@ def output_tokens_binned(main: pl.DataFrame, t0: float, width: float, n: int) ->
 
 def ttft_by_start_bin(ok: pl.DataFrame, t0: float, width: float) -> list[tuple[int, float]]:
     """``(bin, p50 TTFT in s)`` per bin ``floor((start_wall - t0) / width)`` of the requests in ``ok`` that have a
-    TTFT, sorted by bin; the p50 interpolates linearly between closest ranks (as ``stats.percentile``)."""
+    TTFT, sorted by bin; the p50 is :func:`harness.report.exprs.pctl`'s."""
     got = (ok.filter(pl.col("ttft").is_not_null())
            .group_by(_bin_of(pl.col(_START), t0, width).alias("_bin"))
-           .agg(pl.col("ttft").quantile(0.5, interpolation="linear").alias("p50"))
+           .agg(pctl("ttft", 50).alias("p50"))
            .sort("_bin"))
     return [(int(b), float(v)) for b, v in got.iter_rows()]

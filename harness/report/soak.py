@@ -31,6 +31,7 @@ import polars as pl
 from harness.report.exprs import END, OK, USABLE, flag, pctl
 from harness.report.stats import mean
 from harness.report.tokens import WINDOW_INDEX, tokens_in_windows, window_of
+from harness.stats.intervals import linear_fit, t_quantile_975
 
 __all__ = [
     "DRIFT_METRICS",
@@ -163,67 +164,6 @@ def _ended_in(frame: pl.DataFrame, bounds: Sequence[tuple[float, float]], window
     mirrored = [(-t1, -t0) for t0, t1 in reversed(bounds)]
     got = window_of(frame, neg, neg, pl.lit(0.0), mirrored)
     return got.with_columns((len(bounds) - 1 - pl.col(WINDOW_INDEX)).alias(WINDOW_INDEX))
-
-
-def _t_two_sided_cdf(t: float, dof: int) -> float:
-    """P(|T| ≤ t) for Student's t with an integer ``dof`` ≥ 1 (closed form, Abramowitz & Stegun 26.7.3/26.7.4)."""
-    theta = math.atan(t / math.sqrt(dof))
-    c2 = math.cos(theta) ** 2
-    s = math.sin(theta)
-    if dof % 2 == 1:
-        if dof == 1:
-            return 2.0 * theta / math.pi
-        term = math.cos(theta)
-        acc = term
-        for k in range(3, dof - 1, 2):  # cos θ (1 + 2/3 cos²θ + 2·4/(3·5) cos⁴θ + ...)
-            term *= c2 * (k - 1) / k
-            acc += term
-        return 2.0 / math.pi * (theta + s * acc)
-    term = 1.0
-    acc = 1.0
-    for k in range(2, dof - 1, 2):  # 1 + 1/2 cos²θ + 1·3/(2·4) cos⁴θ + ...
-        term *= c2 * (k - 1) / k
-        acc += term
-    return s * acc
-
-
-def t_quantile_975(dof: int) -> float:
-    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (the half-width factor of a 95 %
-    interval), to ~1e-12: 12.706 at 1, 4.303 at 2, 2.228 at 10, → 1.960. Raises ValueError when ``dof`` < 1."""
-    if dof < 1:
-        raise ValueError(f"dof must be >= 1, got {dof}")
-    lo, hi = 0.0, 20.0
-    while _t_two_sided_cdf(hi, dof) < 0.95:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _t_two_sided_cdf(mid, dof) < 0.95:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-13:
-            break
-    return 0.5 * (lo + hi)
-
-
-def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, float]:
-    """Ordinary least squares ``y = a + b x``: (slope b, its standard error, intercept a).
-
-    The standard error is √(Σ residual² ÷ (n − 2) ÷ Σ (x − x̄)²). Raises ValueError with fewer than 3 points or
-    when every x is equal.
-    """
-    n = len(xs)
-    if n != len(ys) or n < 3:
-        raise ValueError(f"need >= 3 (x, y) pairs of equal length, got {n} and {len(ys)}")
-    mx = sum(xs) / n
-    my = sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    if sxx <= 0:
-        raise ValueError("every x is equal: no slope")
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    a = my - b * mx
-    ssr = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
-    return b, math.sqrt(ssr / (n - 2) / sxx), a
 
 
 def _pct_of(v: float, m: float | None) -> float | None:

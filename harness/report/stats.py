@@ -1,27 +1,13 @@
-"""Small statistics helpers: percentiles, means and interval overlap (units are the caller's)."""
+"""Small statistics helpers: means and interval overlap (units are the caller's); the percentile is
+:func:`harness.stats.percentile.percentile`, re-exported here."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
+
+from harness.stats.percentile import percentile
 
 __all__ = ["mean", "overlap_fraction", "percentile"]
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0..100) with linear interpolation between closest ranks, None when empty.
-
-    Same as ``numpy.percentile(values, q)`` (method "linear"): position ``(n - 1) * q / 100`` in the sorted
-    values, interpolated between its two neighbours.
-    """
-    if not values:
-        return None
-    xs = sorted(float(v) for v in values)
-    pos = (len(xs) - 1) * min(max(q, 0.0), 100.0) / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    frac = pos - lo
-    return xs[lo] + (xs[hi] - xs[lo]) * frac
 
 
 def mean(values: Iterable[float]) -> float | None:

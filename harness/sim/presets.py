@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from harness.vocab import SIM_PRESETS
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -205,6 +207,8 @@ BENCH = Preset(
 )
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (DEMO, K26, BENCH)}
+if tuple(PRESETS) != SIM_PRESETS:  # the profile validates preset names against the vocabulary
+    raise RuntimeError(f"harness.vocab.SIM_PRESETS {SIM_PRESETS} != the presets defined here {tuple(PRESETS)}")
 
 
 def get_preset(name: str) -> Preset:

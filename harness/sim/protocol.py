@@ -35,10 +35,8 @@ from typing import Any
 import orjson
 
 from harness.sim.lengths import EFFORT_FACTORS
+from harness.vocab import FLAVOUR_ALIASES, FLAVOURS  # re-exported: the flavours this module implements
 
-FLAVOURS = ("vllm", "vllm-old", "sglang", "openai", "llamacpp")
-#: Other spellings accepted for ``--flavour``.
-FLAVOUR_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "vllm-reasoning-content": "vllm-old"}
 DONE_EVENT = b"data: [DONE]\n\n"
 #: SSE comment llama-server sends while a stream is silent (build b9478+).
 PING_EVENT = b":\n\n"

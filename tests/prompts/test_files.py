@@ -8,7 +8,8 @@ import orjson
 import polars as pl
 import pytest
 
-from harness.config import ProfileError, load_profile
+from harness.config import ProfileError
+from harness.profile_check import load_checked_profile
 from harness.prompts.files import DataFileError, open_dataset
 
 
@@ -212,7 +213,7 @@ def test_profile_names_the_data_file_line_and_problem(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
     prof.write_text("name: t\ndataset: {path: data/d.jsonl}\n")  # relative to the profile's directory
     with pytest.raises(ProfileError) as ei:
-        load_profile(prof)
+        load_checked_profile(prof)
     msg = str(ei.value)
     assert msg == f"{prof}: dataset.path: {data / 'd.jsonl'}:2: 'max_tokens' must be an integer > 0, got 0"
 
@@ -221,7 +222,7 @@ def test_profile_missing_data_file(tmp_path: Path) -> None:
     prof = tmp_path / "p.yaml"
     prof.write_text("name: t\ndataset: {path: none.jsonl}\n")
     with pytest.raises(ProfileError, match=r"p.yaml: dataset.path: .*none.jsonl: no such file$"):
-        load_profile(prof)
+        load_checked_profile(prof)
 
 
 def test_bad_csv_without_the_named_weight_column(tmp_path: Path) -> None:

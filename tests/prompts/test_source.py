@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from harness.config import PROFILES_DIR, Profile, ProfileError, load_profile
+from harness.profile_check import load_checked_profile
 from harness.prompts.source import DatasetSource, MixSource, SyntheticSource, build_source
 
 
@@ -30,7 +31,7 @@ def _data(tmp_path: Path, n: int = 4, weights: list[float] | None = None, **extr
 def _profile(tmp_path: Path, yaml_text: str) -> Profile:
     f = tmp_path / "p.yaml"
     f.write_text("name: t\n" + yaml_text)
-    return load_profile(f)
+    return load_checked_profile(f)  # files checked, as for a run
 
 
 def _content(body: dict[str, Any]) -> str:

@@ -128,5 +128,23 @@ def test_no_slo_no_section_and_a_bad_slo_is_a_note(tmp_path: Path) -> None:
     assert "## Goodput" not in render_markdown(rep)
     bad = build_report(write_run(tmp_path / "bad", records, phases, {"profile": {"slo": {"ttft_s": -1}}}))
     assert bad["slo"] is None and any(n.startswith("run.json: profile.slo is not usable") for n in bad["notes"])
-    assert slo_spec({"slo": {}}) == (None, "run.json: profile.slo is not usable (give at least one of ttft_s, "
-                                           "ttfat_s, tpot_s, e2e_s (seconds)); no goodput figures.")
+    assert slo_spec({"slo": {}}) == (None, "run.json: profile.slo is not usable (give at least one SLO: "
+                                           "<ttft|ttfat|tpot|e2e>_p<q>_s, seconds (e.g. ttft_p95_s: 2)); no goodput "
+                                           "figures.")
+
+
+def test_both_slo_spellings_give_the_same_goodput_figures(tmp_path: Path) -> None:
+    records = []
+    for u in range(2):
+        t = 0.0
+        while t < 200.0:
+            records.append(rec(f"u{u}", 1, t, 10.0, ttft=1.0 + 2.0 * (u == 1 and t >= 100), concurrency=2))
+            t += 10.0
+    phases = [phase("step", 1, 2, 0.0, 200.0), run_end(200.0)]
+    reps = [build_report(write_run(tmp_path / name, records, phases, {"profile": {"name": "s", "slo": slo}}))
+            for name, slo in (("old", {"ttft_s": 2.0, "e2e_s": 20.0, "target_share": 0.9}),
+                              ("new", {"ttft_p90_s": 2.0, "e2e_p90_s": 20.0}))]
+    old, new = ({k: r["steps"][0][k] for k in GOODPUT_ROW_KEYS} for r in reps)
+    assert old == new and old["slo_met"] == 27
+    assert reps[0]["slo"] == reps[1]["slo"] and reps[0]["slo_capacity"] == reps[1]["slo_capacity"]
+    assert reps[1]["slo_capacity"]["target_share"] == 0.9

@@ -1,58 +1,40 @@
-"""Profiles: the YAML that says what to load, how hard, for how long, and what to report.
-
-:func:`load_profile` validates a file completely before any load is sent; every problem is reported as
-``<file>: <key.path>: <what is wrong>``. See ``profiles/k26.yaml`` for a commented example.
-"""
+"""The sections of a profile (all but ``slo:``, :mod:`harness.config.slo`), each a strict pydantic model."""
 
 from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from harness.axes import Setting, settings
-from harness.client import Timeouts
-from harness.prompts.spec import DatasetSpec, SyntheticSpec
-from harness.result import RESERVED_PROMPT_LABELS
+from harness.config.base import _STRICT, _Model
+from harness.timeouts import Timeouts
 from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
+from harness.vocab import FLAVOUR_ALIASES, FLAVOURS, RESERVED_PROMPT_LABELS, SEARCH_SLO_KEY, SIM_PRESETS
 
 __all__ = [
+    "DEFAULT_FOLLOW_UPS",
     "DEFAULT_HOURS_TO_N",
     "DEFAULT_SLICE_S",
-    "DEFAULT_SLO_TARGET_SHARE",
-    "PROFILES_DIR",
     "AxesSpec",
     "ConversationSpec",
     "CostSpec",
-    "Profile",
-    "ProfileError",
+    "OutputSpec",
     "PromptSpec",
     "RateSpec",
+    "ReportSpec",
+    "RequestDefaults",
     "SearchSpec",
-    "SloSpec",
+    "SimulatorSpec",
+    "SingleStreamSpec",
+    "StepsSpec",
+    "TargetSpec",
+    "TimeoutsSpec",
     "UsableSpec",
-    "default_profile_path",
-    "load_profile",
-    "resolve_profile_path",
+    "WarmupSpec",
 ]
-
-
-class ProfileError(ValueError):
-    """A profile that cannot be used. The message names the file, the key and the problem."""
-
-
-#: Every profile model: unknown keys refused, and numbers strict and finite: ``.inf`` / ``.nan`` are refused
-#: (a threshold or price that cannot be compared), and so are booleans where a number is meant
-#: (``max_tokens: true``) and strings where a number or boolean is meant (an int is accepted for a float).
-_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
-
-
-class _Model(BaseModel):
-    model_config = _STRICT
 
 
 class TargetSpec(_Model):
@@ -93,17 +75,13 @@ class SimulatorSpec(_Model):
     @field_validator("preset")
     @classmethod
     def _known_preset(cls, v: str) -> str:
-        from harness.sim.presets import PRESETS  # imported only when a profile names a preset
-
-        if v not in PRESETS:
-            raise ValueError(f"unknown simulator preset {v!r} (known: {', '.join(sorted(PRESETS))})")
+        if v not in SIM_PRESETS:
+            raise ValueError(f"unknown simulator preset {v!r} (known: {', '.join(sorted(SIM_PRESETS))})")
         return v
 
     @field_validator("flavour")
     @classmethod
     def _known_flavour(cls, v: str) -> str:
-        from harness.sim.protocol import FLAVOUR_ALIASES, FLAVOURS
-
         if v not in FLAVOURS and v not in FLAVOUR_ALIASES:
             known = ", ".join(sorted([*FLAVOURS, *FLAVOUR_ALIASES]))
             raise ValueError(f"unknown simulator flavour {v!r} (known: {known})")
@@ -381,10 +359,8 @@ class SearchSpec(_Model):
     @field_validator("slo")
     @classmethod
     def _slo_keys(cls, v: dict[str, float]) -> dict[str, float]:
-        from harness.search import SLO_KEY
-
         for k, t in v.items():
-            if not SLO_KEY.match(k):
+            if not SEARCH_SLO_KEY.match(k):
                 raise ValueError(f"{k!r}: an SLO is <ttft|ttfat|tpot|e2e>_p<50|75|90|95|99|99.9>_s (e.g. ttft_p99_s)")
             if not t > 0:
                 raise ValueError(f"{k}: the threshold must be > 0 seconds")
@@ -406,7 +382,7 @@ _DEFAULT_TIMEOUTS = Timeouts()
 
 
 class TimeoutsSpec(_Model):
-    """Per-request timeouts in seconds, each > 0 (meanings and defaults: :class:`harness.client.Timeouts`)."""
+    """Per-request timeouts in seconds, each > 0 (meanings and defaults: :class:`harness.timeouts.Timeouts`)."""
 
     connect: float = Field(_DEFAULT_TIMEOUTS.connect, gt=0, description="seconds to open the TCP (+TLS) connection")
     first_byte: float = Field(
@@ -423,7 +399,7 @@ class TimeoutsSpec(_Model):
     )
 
     def to_timeouts(self) -> Timeouts:
-        """As the client's :class:`~harness.client.Timeouts` (built by keyword, field for field)."""
+        """As the client's :class:`~harness.timeouts.Timeouts` (built by keyword, field for field)."""
         return Timeouts(**self.model_dump())
 
 
@@ -522,261 +498,3 @@ class CostSpec(_Model):
         if self.hour_usd is not None:
             return self.hour_usd
         return float(self.gpu_hour_usd or 0.0) * (self.gpus or 0)
-
-
-#: Default ``slo.target_share``: the share of a step's requests that must meet every SLO for the step to count
-#: towards ``slo_capacity`` (a share is a percentile: 0.95 meeting a TTFT SLO = TTFT p95 within it).
-DEFAULT_SLO_TARGET_SHARE = 0.95
-
-
-class SloSpec(_Model):
-    """Latency service-level objectives for the report's goodput (:mod:`harness.report.goodput`).
-
-    Each threshold is optional (at least one is required), in seconds, > 0: ``ttft_s`` (TTFT), ``ttfat_s`` (TTFAT),
-    ``tpot_s`` (TPOT, seconds per token), ``e2e_s`` (E2E). A request meets the SLOs when every given one holds and
-    its measurement exists. ``target_share`` (0 < share ≤ 1) is the share of a step's requests that must meet them
-    for the step's concurrency to count as within the SLOs.
-    """
-
-    ttft_s: float | None = Field(None, gt=0, description="TTFT at most this many seconds")
-    ttfat_s: float | None = Field(None, gt=0, description="TTFAT at most this many seconds")
-    tpot_s: float | None = Field(None, gt=0, description="TPOT at most this many seconds per token")
-    e2e_s: float | None = Field(None, gt=0, description="E2E at most this many seconds")
-    target_share: float = Field(
-        DEFAULT_SLO_TARGET_SHARE, gt=0, le=1,
-        description="share of a step's requests that must meet every SLO for the step to count",
-    )
-
-    @model_validator(mode="after")
-    def _some_threshold(self) -> SloSpec:
-        if not self.thresholds():
-            raise ValueError("give at least one of ttft_s, ttfat_s, tpot_s, e2e_s (seconds)")
-        return self
-
-    def thresholds(self) -> dict[str, float]:
-        """The given thresholds, ``{"ttft_s": seconds, ...}`` in the order ttft, ttfat, tpot, e2e."""
-        out = {"ttft_s": self.ttft_s, "ttfat_s": self.ttfat_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s}
-        return {k: float(v) for k, v in out.items() if v is not None}
-
-
-class Profile(_Model):
-    """A validated profile. Build with :func:`load_profile`."""
-
-    name: str = Field(
-        min_length=1, description="run name (run directory, records, Prometheus); the file's stem when not set"
-    )
-    description: str = Field("", description="free text describing the profile")
-    target: TargetSpec = Field(default_factory=TargetSpec)
-    simulator: SimulatorSpec = Field(default_factory=SimulatorSpec)
-    request: RequestDefaults = Field(default_factory=RequestDefaults)
-    prompts: list[PromptSpec] = Field(default_factory=list)
-    dataset: DatasetSpec | None = None
-    synthetic: SyntheticSpec | None = None
-    tokenizer: str | None = Field(None, min_length=1, description="a local tokenizer.json (synthetic token counts)")
-    warmup: WarmupSpec = Field(default_factory=WarmupSpec)
-    single_stream: SingleStreamSpec = Field(default_factory=SingleStreamSpec)
-    steps: StepsSpec = Field(default_factory=StepsSpec)
-    timeouts: TimeoutsSpec = Field(default_factory=TimeoutsSpec)
-    output: OutputSpec = Field(default_factory=OutputSpec)
-    report: ReportSpec = Field(default_factory=ReportSpec)
-    usable: UsableSpec | None = None
-    cost: CostSpec | None = None
-    slo: SloSpec | None = None
-    axes: AxesSpec | None = None
-    conversation: ConversationSpec | None = None
-    rate: RateSpec | None = None
-    search: SearchSpec | None = None
-
-    @model_validator(mode="after")
-    def _search_or_steps(self) -> Profile:
-        if self.search is None:
-            if self.rate is not None and not self.rate.rates:
-                raise ValueError("rate.rates: give at least one rate (requests/s), or a search: section")
-            return self
-        if self.steps.concurrency != StepsSpec().concurrency:
-            raise ValueError("search: the search picks the steps; leave out steps.concurrency")
-        if self.search.axis == "rate" and self.rate is None:
-            raise ValueError("search.axis rate needs a rate: section (arrival, max_concurrency or pool, seed)")
-        if self.search.axis == "rate" and self.rate is not None and self.rate.rates:
-            raise ValueError("search: the search picks the rates; leave out rate.rates")
-        if self.search.axis == "concurrency" and self.rate is not None:
-            raise ValueError("search.axis concurrency: leave out the rate: section (or search over rate)")
-        return self
-
-    @model_validator(mode="after")
-    def _open_loop_combinations(self) -> Profile:
-        if self.search is not None and self.axes is not None:
-            raise ValueError("search: a capacity search runs one setting; leave out axes: (or run one search per "
-                             "setting)")
-        if self.rate is not None and self.conversation is not None:
-            raise ValueError("rate: open-loop arrivals are single requests; leave out conversation: (multi-turn "
-                             "conversations run closed-loop, with steps.concurrency)")
-        return self
-
-    @model_validator(mode="after")
-    def _rate_or_concurrency(self) -> Profile:
-        # (compared with the default, not "was it set": the profile a master sends its workers has every key set)
-        if self.rate is not None and self.steps.concurrency != StepsSpec().concurrency:
-            raise ValueError("give either rate.rates or steps.concurrency, not both (rate steps replace them)")
-        return self
-
-    @model_validator(mode="after")
-    def _something_to_measure(self) -> Profile:
-        if (self.rate is None and self.search is None and not self.steps.concurrency
-                and self.single_stream.duration <= 0):
-            raise ValueError("nothing to measure: steps.concurrency is empty and single_stream.duration is 0")
-        return self
-
-    @model_validator(mode="before")
-    @classmethod
-    def _empty_mix_beside_a_source(cls, data: Any) -> Any:
-        # public_dict() of a dataset/synthetic profile holds prompts: [] (a worker validates it again)
-        if isinstance(data, dict) and data.get("prompts") == [] and (data.get("dataset") or data.get("synthetic")):
-            data = {k: v for k, v in data.items() if k != "prompts"}
-        return data
-
-    @field_validator("prompts")
-    @classmethod
-    def _some_prompts(cls, v: list[PromptSpec]) -> list[PromptSpec]:
-        if not v:
-            raise ValueError("List should have at least 1 item (or leave it out and give dataset: or synthetic:)")
-        return v
-
-    @model_validator(mode="after")
-    def _one_source(self) -> Profile:
-        given = [k for k in ("prompts", "dataset", "synthetic") if getattr(self, k)]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one prompt source of prompts, dataset, synthetic (got {given or 'none'})")
-        return self
-
-    @model_validator(mode="after")
-    def _unique_ids(self) -> Profile:
-        seen: set[str] = set()
-        for p in self.prompts:
-            if p.id in seen:
-                raise ValueError(f"prompt id {p.id!r} appears twice")
-            seen.add(p.id)
-        return self
-
-    def settings(self) -> list[Setting]:
-        """The sweep-axes settings in run order (``[]`` without ``axes:``)."""
-        return self.axes.settings() if self.axes is not None else []
-
-    def usable_rule(self) -> UsableRule | None:
-        """The ``usable:`` section as the interpreter's rule (a fresh one, regex compiled), None without it."""
-        return self.usable.rule() if self.usable is not None else None
-
-    def build_body(self, prompt: PromptSpec, model: str) -> dict[str, Any]:
-        """The JSON request body for ``prompt`` (without ``stream``/``stream_options``, which the client sets).
-
-        Precedence, lowest first: request defaults, then the prompt's own ``max_tokens``/``thinking``, then
-        ``request.extra_body``, then the prompt's ``extra_body``.
-        """
-        req = self.request
-        body: dict[str, Any] = {"model": model, "messages": prompt.chat_messages()}
-        mt = prompt.max_tokens or req.max_tokens
-        if mt is not None:
-            body["max_tokens"] = mt
-        if req.temperature is not None:
-            body["temperature"] = req.temperature
-        if req.top_p is not None:
-            body["top_p"] = req.top_p
-        ctk = dict(req.chat_template_kwargs)
-        thinking = prompt.thinking if prompt.thinking is not None else req.thinking
-        if thinking is not None:
-            ctk["thinking"] = thinking
-            ctk["enable_thinking"] = thinking
-        if ctk:
-            body["chat_template_kwargs"] = ctk
-        if req.continuous_usage_stats:
-            body["stream_options"] = {"include_usage": True, "continuous_usage_stats": True}
-        _deep_merge(body, req.extra_body)
-        _deep_merge(body, prompt.extra_body)
-        return body
-
-    def public_dict(self) -> dict[str, Any]:
-        """The profile as a JSON-ready dict (it holds the API key's variable *name*, never the key)."""
-        return self.model_dump(mode="json", by_alias=True)
-
-
-def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
-    for k, v in src.items():
-        if isinstance(v, dict) and isinstance(dst.get(k), dict):
-            _deep_merge(dst[k], v)
-        else:
-            dst[k] = v
-
-
-def _format_errors(path: str, err: ValidationError) -> str:
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key (typo?)"
-        lines.append(f"{path}: {loc}: {msg}")
-    return "\n".join(lines)
-
-
-def load_profile(path: str | os.PathLike[str]) -> Profile:
-    """Read and validate a profile YAML file.
-
-    Relative file paths in ``dataset:``, ``synthetic:`` and ``tokenizer:`` are taken from the profile's
-    directory; those files are read and checked here (:func:`harness.prompts.source.check_sources`).
-
-    Raises:
-        ProfileError: the file is missing, is not YAML, is not a mapping, or fails validation; the message
-            names the file, each bad key (dotted path, list indexes included) and the problem (a bad data file:
-            ``<profile>: dataset.path: <data file>:<line>: <problem>``, one line).
-    """
-    from harness.prompts.source import check_sources, resolve_paths
-
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ProfileError(f"{p}: cannot read profile: {e.strerror or e}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ProfileError(f"{p}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
-    if not isinstance(data, dict):
-        raise ProfileError(f"{p}: (top level): expected a mapping of keys (name, target, prompts, ...)")
-    data.setdefault("name", p.stem)
-    resolve_paths(data, p.parent.absolute())
-    try:
-        profile = Profile.model_validate(data)
-    except ValidationError as e:
-        raise ProfileError(_format_errors(str(p), e)) from None
-    bad = check_sources(profile)  # data, histogram and tokenizer files: indexed / read now, before any load
-    if bad:
-        raise ProfileError("\n".join(f"{p}: {key}: {msg}" for key, msg in bad))
-    return profile
-
-
-#: The repository's ``profiles/`` directory: where ``--profile NAME`` is looked up when NAME is not a file here.
-PROFILES_DIR = Path(__file__).resolve().parent.parent / "profiles"
-
-
-def default_profile_path(host: str | None) -> Path:
-    """The profile used when ``--profile`` is not given: ``profiles/k26.yaml`` with a host, else the demo."""
-    return PROFILES_DIR / ("k26.yaml" if host else "demo.yaml")
-
-
-def resolve_profile_path(arg: str | None, host: str | None) -> Path:
-    """``--profile`` as given (a file relative to the working directory, else in the repo's ``profiles/``).
-
-    A directory of that name in the working directory (``--profile demo`` run where ``./demo/`` exists) does not
-    hide ``profiles/demo.yaml``. A name found nowhere is returned as given (:func:`load_profile` then reports it).
-    """
-    if not arg:
-        return default_profile_path(host)
-    p = Path(arg)
-    if p.is_file() or p.is_absolute():
-        return p
-    for alt in (PROFILES_DIR / p.name, PROFILES_DIR / f"{p.name}.yaml"):
-        if alt.exists():
-            return alt
-    return p

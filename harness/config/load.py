@@ -1,0 +1,97 @@
+"""Reading a profile file: :func:`load_profile`, and where ``--profile NAME`` is looked up."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from harness.config.base import ProfileError
+from harness.config.profile import Profile
+from harness.config.slo import slo_deprecations
+from harness.prompts.spec import resolve_paths
+
+__all__ = ["PROFILES_DIR", "default_profile_path", "load_profile", "resolve_profile_path"]
+
+log = logging.getLogger("llmload")
+
+
+@functools.lru_cache(maxsize=256)
+def _warn_deprecated(path: str, key: str, instead: str) -> None:
+    """Log one deprecation warning per file and key for the life of the process."""
+    log.warning("%s: %s: deprecated spelling, still read; write %s instead", path, key, instead)
+
+
+def _format_errors(path: str, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (typo?)"
+        lines.append(f"{path}: {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def load_profile(path: str | os.PathLike[str]) -> Profile:
+    """Read and validate a profile YAML file.
+
+    Relative file paths in ``dataset:``, ``synthetic:`` and ``tokenizer:`` are taken from the profile's
+    directory (:func:`harness.prompts.spec.resolve_paths`). The files themselves are opened by the feature that
+    reads them, when the profile is loaded for a run (:func:`harness.profile_check.load_checked_profile`).
+
+    Raises:
+        ProfileError: the file is missing, is not YAML, is not a mapping, or fails validation; the message
+            names the file, each bad key (dotted path, list indexes included) and the problem.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ProfileError(f"{p}: cannot read profile: {e.strerror or e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ProfileError(f"{p}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{p}: (top level): expected a mapping of keys (name, target, prompts, ...)")
+    data.setdefault("name", p.stem)
+    for key, instead in slo_deprecations(data.get("slo")):
+        _warn_deprecated(str(p), f"slo.{key}", instead)
+    resolve_paths(data, p.parent.absolute())
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as e:
+        raise ProfileError(_format_errors(str(p), e)) from None
+
+
+#: The repository's ``profiles/`` directory: where ``--profile NAME`` is looked up when NAME is not a file here.
+PROFILES_DIR = Path(__file__).resolve().parent.parent.parent / "profiles"
+
+
+def default_profile_path(host: str | None) -> Path:
+    """The profile used when ``--profile`` is not given: ``profiles/k26.yaml`` with a host, else the demo."""
+    return PROFILES_DIR / ("k26.yaml" if host else "demo.yaml")
+
+
+def resolve_profile_path(arg: str | None, host: str | None) -> Path:
+    """``--profile`` as given (a file relative to the working directory, else in the repo's ``profiles/``).
+
+    A directory of that name in the working directory (``--profile demo`` run where ``./demo/`` exists) does not
+    hide ``profiles/demo.yaml``. A name found nowhere is returned as given (:func:`load_profile` then reports it).
+    """
+    if not arg:
+        return default_profile_path(host)
+    p = Path(arg)
+    if p.is_file() or p.is_absolute():
+        return p
+    for alt in (PROFILES_DIR / p.name, PROFILES_DIR / f"{p.name}.yaml"):
+        if alt.exists():
+            return alt
+    return p
