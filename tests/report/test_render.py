@@ -213,7 +213,7 @@ def test_seconds_milliseconds_rates_and_thousands(report: dict[str, Any]) -> Non
     )  # fmt: skip
     row = dict(zip(STEP_HEADER, _tables(render_markdown(rep))[0][1], strict=True))
     assert row["step"] == "C=2"
-    assert row["completed"] == "12345"  # counts: plain integers
+    assert row["completed"] == "12,345"  # counts: integers, thousands separated (as the terminal shows them)
     assert row["TTFT p50/p90/p99 (s)"] == "0.123 / 12.3 / 123"
     assert row["TTFAT p50/p90/p99 (s)"] == "– / 0.500 / 100"
     assert row["inter-chunk p50/p99 (ms)"] == "1.23 / 45.7"
