@@ -182,6 +182,10 @@ def _share3(v: float | None) -> str:
     return fmt.DASH if v is None else f"{v:.3f}"
 
 
+def _int(v: float | None) -> str:
+    return fmt.DASH if v is None else str(round(v))
+
+
 def _fixed1(v: float | None) -> str:
     return fmt.DASH if v is None else f"{v:,.1f}"
 
@@ -189,6 +193,7 @@ def _fixed1(v: float | None) -> str:
 class Format(Enum):
     """How a displayed value is written (one formatter each, :mod:`harness.report.fmt`); None renders ``–``."""
 
+    INT = "int"  # a plain integer (concurrency: 2048, as in the step label C=2048)
     SIG3 = "sig3"  # 3 significant digits, integer part whole: 0.0221, 1.76, 17.6, 1,037 (s, ms, tok/s, req/s)
     FIXED1 = "fixed1"  # one decimal, thousands separated: window lengths (11.5)
     COUNT = "count"  # integer, thousands separated (1,235): counts and mean token counts
@@ -203,7 +208,7 @@ class Format(Enum):
 
 
 _FORMATTERS: dict[Format, Callable[[float | None], str]] = {
-    Format.SIG3: fmt.sig3, Format.FIXED1: _fixed1, Format.COUNT: fmt.count, Format.PCT: fmt.pct,
+    Format.INT: _int, Format.SIG3: fmt.sig3, Format.FIXED1: _fixed1, Format.COUNT: fmt.count, Format.PCT: fmt.pct,
     Format.SHARE: _share3, Format.HOURS: fmt.hours, Format.USD: fmt.usd,
 }  # fmt: skip
 
@@ -270,7 +275,7 @@ _C = "harness.report.columns.step_rows"
 
 #: Every catalogued figure, by report.json key, in the order the surfaces show them.
 FIGURES: dict[str, Figure] = {f.key: f for f in (
-    Figure("concurrency", "C", ("", "C"), Unit.COUNT, Unit.COUNT, Format.COUNT, "step",
+    Figure("concurrency", "C", ("", "C"), Unit.COUNT, Unit.COUNT, Format.INT, "step",
            "harness.report.figures.row_header (the step's phase_start)"),
     Figure("window_s", "steady window (s)", ("window", "s"), Unit.S, Unit.S, Format.FIXED1, "steady_window",
            "harness.report.figures.row_header (harness.report.steady)"),
