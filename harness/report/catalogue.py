@@ -37,9 +37,9 @@ from harness.report.search import SEARCH_DEFINITIONS
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES
 
 __all__ = [
-    "CONVERSIONS", "DEFINITIONS", "FIGURES", "TOPICS", "Figure", "Flag", "Format", "Unit", "catalogue_json",
-    "display", "figure", "group_header", "hours_text", "label_text", "markdown_reference", "row_flags",
-    "usd_text", "value", "with_flags",
+    "CONVERSIONS", "DEFINITIONS", "FIGURES", "LABEL_FLAGS", "TOPICS", "Figure", "Flag", "Format", "Unit",
+    "catalogue_json", "display", "figure", "group_header", "group_text", "hours_header", "hours_text", "label_text",
+    "markdown_reference", "row_flags", "usd_header", "usd_text", "value", "with_flags",
 ]  # fmt: skip
 
 
@@ -458,6 +458,16 @@ def usd_text(v: float | None, lo: float | None, hi: float | None) -> str:
         return "∞" if x is None else fmt.usd(x)
 
     return _interval(usd(v), lo, hi, usd, usd)
+
+
+def hours_header(n: int) -> str:
+    """The header of the hours-to-N column of ``n`` with its interval: ``hours to N=100,000 (95 %)``."""
+    return f"{FIGURES['hours'].short[0]} N={n:,} (95 %)"
+
+
+def usd_header(n: int) -> str:
+    """The header of the US$-to-N column of ``n``: ``US$ to N=100,000 (95 %)``."""
+    return f"{FIGURES['usd'].short[0]} N={n:,} (95 %)"
 
 
 def catalogue_json() -> dict[str, dict[str, Any]]:
