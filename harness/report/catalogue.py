@@ -151,6 +151,10 @@ TOPICS: dict[str, str] = {
     "slice mid-time (per hour), 95 % interval slope ± t(0.975, n − 2) × standard error, standard error = "
     "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
     f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
+    "turns": "Per conversation turn index (0 = a conversation's first), over every successful non-warm-up request "
+    "of that turn, all steps together: TTFT p50/p90/mean and E2E p50, mean prompt tokens (the prompt grows with the "
+    "turn), mean cached tokens (the server's usage.prompt_tokens_details.cached_tokens; none when it did not send "
+    "them) and cached share = Σ cached tokens ÷ Σ prompt tokens.",
     **RATE_DEFINITIONS,
     **SEARCH_DEFINITIONS,
 }
@@ -279,7 +283,7 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (
            "harness.report.figures.row_header (the step's phase_start)"),
     Figure("window_s", "steady window (s)", ("window", "s"), Unit.S, Unit.S, Format.FIXED1, "steady_window",
            "harness.report.figures.row_header (harness.report.steady)"),
-    Figure("requests", "started (whole step)", ("started", "in step"), Unit.COUNT, Unit.COUNT, Format.COUNT,
+    Figure("requests", "started (whole step)", ("requests", "started"), Unit.COUNT, Unit.COUNT, Format.COUNT,
            "sample", _C),
     Figure("completed", "completed", ("", "completed"), Unit.COUNT, Unit.COUNT, Format.COUNT, "sample", _C),
     Figure("errors", "errors", ("", "errors"), Unit.COUNT, Unit.COUNT, Format.COUNT, "sample", _C),
@@ -307,6 +311,7 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (
     _latency("tpot_mean_s", "TPOT", "mean", Unit.MS),
     _latency("tpot_p50_s", "TPOT", "p50", Unit.MS),
     _latency("e2e_p50_s", "E2E", "p50"),
+    _latency("ttft_mean_s", "TTFT", "mean"),
     _latency("e2e_mean_s", "E2E", "mean"),
     Figure("mean_output_tokens", "mean out tok", ("mean", "out tok"), Unit.TOKENS, Unit.TOKENS, Format.COUNT,
            "latency", _C),
@@ -317,6 +322,18 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (
     Figure("truncated_pct", "% trunc", ("%", "trunc"), Unit.PCT, Unit.PCT, Format.PCT, "sample", _C),
     Figure("truncated_in_reasoning_pct", "% trunc in reasoning", ("% trunc", "in reas."), Unit.PCT, Unit.PCT,
            Format.PCT, "sample", _C),
+    Figure("usable_pct", "% usable", ("%", "usable"), Unit.PCT, Unit.PCT, Format.PCT, "prompts",
+           "harness.report.diagnosis.prompt_rows"),
+    Figure("truncation_rate", "% trunc", ("%", "trunc"), Unit.SHARE, Unit.PCT, Format.PCT, "soak_slices",
+           "harness.report.soak.step_slices"),
+    Figure("ended", "ended", ("", "ended"), Unit.COUNT, Unit.COUNT, Format.COUNT, "soak_slices",
+           "harness.report.soak.step_slices"),
+    Figure("mean_prompt_tokens", "mean prompt tok", ("mean", "prompt tok"), Unit.TOKENS, Unit.TOKENS, Format.COUNT,
+           "turns", "harness.report.turns.turn_rows"),
+    Figure("mean_cached_tokens", "mean cached tok", ("mean", "cached tok"), Unit.TOKENS, Unit.TOKENS, Format.COUNT,
+           "turns", "harness.report.turns.turn_rows"),
+    Figure("cached_share", "cached share", ("cached", "share"), Unit.SHARE, Unit.SHARE, Format.SHARE, "turns",
+           "harness.report.turns.turn_rows"),
     Figure("usable_share", "usable/ok", ("usable", "/ok"), Unit.SHARE, Unit.SHARE, Format.SHARE, "usable", _C),
     _latency("client_read_lag_p99_s", "client read lag", "p99", topic="client_read_lag"),
     Figure("slo_sample_n", "latency sample", ("latency", "sample"), Unit.COUNT, Unit.COUNT, Format.COUNT,

@@ -170,15 +170,16 @@ def _finish_table(rep: dict[str, Any]) -> list[str]:
 
 
 def _prompt_table(rep: dict[str, Any]) -> list[str]:
-    header = ["prompt", "requests", "% usable", "% trunc", "% trunc in reasoning", "max_tokens",
-              "mean reasoning tok", "mean answer tok", "TTFAT p50 (s)", "not usable (why)"]
+    first = ("usable_pct", "truncated_pct", "truncated_in_reasoning_pct")
+    then = ("mean_reasoning_tokens", "mean_answer_tokens", "ttfat_p50_s")
+    header = ["prompt", FIGURES["requests"].short[0], *(FIGURES[k].header for k in first), "max_tokens",
+              *(FIGURES[k].header for k in then), "not usable (why)"]
     rows = []
     for p in rep.get("prompts") or []:
         cap = str(p["max_tokens"]) if p["max_tokens"] is not None else "/".join(map(str, p["max_tokens_seen"])) or _DASH
         why = ", ".join(f"{k} ×{v}" for k, v in p["usable_reasons"].items()) or _DASH
-        rows.append([p["prompt"], str(p["requests"]), _pct(p["usable_pct"]), _pct(p["truncated_pct"]),
-                     _pct(p["truncated_in_reasoning_pct"]), cap, _num(p["mean_reasoning_tokens"], 0),
-                     _num(p["mean_answer_tokens"], 0), _s(p["ttfat_p50_s"]), why])
+        rows.append([p["prompt"], display(p, "requests"), *(display(p, k) for k in first), cap,
+                     *(display(p, k) for k in then), why])
     return _table(header, rows)
 
 
@@ -275,12 +276,10 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
     lines.append("")
     for r in steps:
         lines += [f"### Slices of {r['label']}", ""]
-        header = ["slice from (s)", "tok/s", "req/s", "TTFT p50/p99 (s)", "TTFAT p50/p99 (s)", "ended",
-                  "% errors", "% trunc"]
-        rows = [[f"+{s['start_s']:.0f}", _tps(s["output_tps"]), _rate(s["request_rate"]),
-                 f"{_s(s['ttft_p50_s'])} / {_s(s['ttft_p99_s'])}", f"{_s(s['ttfat_p50_s'])} / {_s(s['ttfat_p99_s'])}",
-                 str(s["ended"]), _share_pct(s["error_rate"]), _share_pct(s["truncation_rate"])]
-                for s in r["slices"]]
+        cols = (("output_tps",), ("request_rate",), ("ttft_p50_s", "ttft_p99_s"), ("ttfat_p50_s", "ttfat_p99_s"),
+                ("ended",), ("error_rate",), ("truncation_rate",))
+        header = ["slice from (s)", *(group_header(c) for c in cols)]
+        rows = [[f"+{s['start_s']:.0f}", *(group_text(s, c) for c in cols)] for s in r["slices"]]
         lines += _table(header, rows)
         lines.append("")
     return lines
@@ -326,12 +325,10 @@ def _turns_section(rep: dict[str, Any]) -> list[str]:
     rows = rep.get("turns") or []
     if not rows:
         return []
-    header = ["turn", "requests", "completed", "TTFT p50 (s)", "TTFT p90 (s)", "TTFT mean (s)", "E2E p50 (s)",
-              "mean prompt tok", "mean cached tok", "cached share", "mean out tok"]
-    table = [[str(r["turn"]), str(r["requests"]), str(r["completed"]), _s(r["ttft_p50_s"]), _s(r["ttft_p90_s"]),
-              _s(r["ttft_mean_s"]), _s(r["e2e_p50_s"]), _num(r["mean_prompt_tokens"], 0),
-              _num(r["mean_cached_tokens"], 0), _DASH if r["cached_share"] is None else f"{r['cached_share']:.3f}",
-              _num(r["mean_output_tokens"], 0)] for r in rows]
+    keys = ("completed", "ttft_p50_s", "ttft_p90_s", "ttft_mean_s", "e2e_p50_s", "mean_prompt_tokens",
+            "mean_cached_tokens", "cached_share", "mean_output_tokens")
+    header = ["turn", FIGURES["requests"].short[0], *(FIGURES[k].header for k in keys)]
+    table = [[str(r["turn"]), display(r, "requests"), *(display(r, k) for k in keys)] for r in rows]
     return ["## By conversation turn", "",
             "Every successful non-warm-up request of each turn index (0 = a conversation's first), all steps "
             "together: the prompt grows with the turn; cached tokens are the server's "

@@ -72,13 +72,13 @@ def _starved_text(row: dict[str, Any]) -> str:
 def row_display(row: dict[str, Any]) -> dict[str, str]:
     """The text of each table cell of ``row`` (a :func:`row_view`), keyed as :func:`columns`: the label with its
     flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it),
-    errors with their classes, ``hours_<i>`` / ``usd_<i>`` for the i-th N, the read lag p99 and starved."""
+    errors with their classes, ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99 and starved."""
     out = {"label": label_text(row)}
     out.update({k: display(row, k) for k in TABLE_KEYS})
     out["errors"] = _errors_text(row)
-    for i, h in enumerate(row.get("hours") or []):
-        out[f"hours_{i}"] = hours_text(h)
-        out[f"usd_{i}"] = usd_text(h.get("usd"), h.get("usd_low"), h.get("usd_high"))
+    for h in row.get("hours") or []:
+        out[f"hours_{h['n']}"] = hours_text(h)
+        out[f"usd_{h['n']}"] = usd_text(h.get("usd"), h.get("usd_low"), h.get("usd_high"))
     out["client_read_lag_p99_s"] = display(row, "client_read_lag_p99_s")
     out["client_starved"] = _starved_text(row)
     return out
@@ -89,10 +89,10 @@ def columns(hours_to_n: list[int], priced: bool) -> list[dict[str, str]]:
     :func:`row_display`."""
     cols = [{"key": "label", "header": "step"}]
     cols += [{"key": k, "header": FIGURES[k].header + (" (by class)" if k == "errors" else "")} for k in TABLE_KEYS]
-    for i, n in enumerate(hours_to_n):
-        cols.append({"key": f"hours_{i}", "header": hours_header(n)})
+    for n in hours_to_n:
+        cols.append({"key": f"hours_{n}", "header": hours_header(n)})
         if priced:
-            cols.append({"key": f"usd_{i}", "header": usd_header(n)})
+            cols.append({"key": f"usd_{n}", "header": usd_header(n)})
     cols.append({"key": "client_read_lag_p99_s", "header": FIGURES["client_read_lag_p99_s"].header})
     cols.append({"key": "client_starved", "header": "starved"})
     return cols
