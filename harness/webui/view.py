@@ -42,7 +42,7 @@ TABLE_KEYS = (
     "concurrency", "window_s", "completed", "errors", "output_tps", "output_tps_reasoning", "output_tps_answer",
     "mean_reasoning_tokens", "mean_answer_tokens", "per_stream_tps", "ttft_p50_s", "ttft_p90_s", "ttft_p95_s",
     "ttft_p99_s", "ttfat_p50_s", "ttfat_p90_s", "ttfat_p95_s", "ttfat_p99_s", "gap_p50_s", "gap_p95_s", "gap_p99_s",
-    "tpot_mean_s", "truncated_pct",
+    "tpot_mean_s", "e2e_p50_s", "truncated_pct",
 )  # fmt: skip
 _SLICE_KEYS = ("start_wall", "end_wall", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p99_s")
 
