@@ -283,7 +283,7 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (
            "harness.report.figures.row_header (the step's phase_start)"),
     Figure("window_s", "steady window (s)", ("window", "s"), Unit.S, Unit.S, Format.FIXED1, "steady_window",
            "harness.report.figures.row_header (harness.report.steady)"),
-    Figure("requests", "started (whole step)", ("requests", "started"), Unit.COUNT, Unit.COUNT, Format.COUNT,
+    Figure("requests", "started (whole step)", ("started", "in step"), Unit.COUNT, Unit.COUNT, Format.COUNT,
            "sample", _C),
     Figure("completed", "completed", ("", "completed"), Unit.COUNT, Unit.COUNT, Format.COUNT, "sample", _C),
     Figure("errors", "errors", ("", "errors"), Unit.COUNT, Unit.COUNT, Format.COUNT, "sample", _C),

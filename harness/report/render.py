@@ -172,7 +172,7 @@ def _finish_table(rep: dict[str, Any]) -> list[str]:
 def _prompt_table(rep: dict[str, Any]) -> list[str]:
     first = ("usable_pct", "truncated_pct", "truncated_in_reasoning_pct")
     then = ("mean_reasoning_tokens", "mean_answer_tokens", "ttfat_p50_s")
-    header = ["prompt", FIGURES["requests"].short[0], *(FIGURES[k].header for k in first), "max_tokens",
+    header = ["prompt", "requests", *(FIGURES[k].header for k in first), "max_tokens",
               *(FIGURES[k].header for k in then), "not usable (why)"]
     rows = []
     for p in rep.get("prompts") or []:
@@ -327,7 +327,7 @@ def _turns_section(rep: dict[str, Any]) -> list[str]:
         return []
     keys = ("completed", "ttft_p50_s", "ttft_p90_s", "ttft_mean_s", "e2e_p50_s", "mean_prompt_tokens",
             "mean_cached_tokens", "cached_share", "mean_output_tokens")
-    header = ["turn", FIGURES["requests"].short[0], *(FIGURES[k].header for k in keys)]
+    header = ["turn", "requests", *(FIGURES[k].header for k in keys)]
     table = [[str(r["turn"]), display(r, "requests"), *(display(r, k) for k in keys)] for r in rows]
     return ["## By conversation turn", "",
             "Every successful non-warm-up request of each turn index (0 = a conversation's first), all steps "

@@ -184,17 +184,18 @@
     const rows = d.steps.concat(d.current ? [d.current] : []);
     const t0 = (d.run && d.run.start_wall) || (rows[0] && rows[0].start_wall) || d.now;
     const h = d.history || [];
+    const title = (key) => ((d.columns || []).find((c) => c.key === key) || { header: key }).header;
     const tps = [
-      ...seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
-      ...seriesOf(rows, h, t0, "output_tps_reasoning", "reasoning tok/s", COLORS[4]),
-      ...seriesOf(rows, h, t0, "output_tps_answer", "answer tok/s", COLORS[2]),
+      ...seriesOf(rows, h, t0, "output_tps", title("output_tps"), COLORS[0]),
+      ...seriesOf(rows, h, t0, "output_tps_reasoning", title("output_tps_reasoning"), COLORS[4]),
+      ...seriesOf(rows, h, t0, "output_tps_answer", title("output_tps_answer"), COLORS[2]),
     ];
     chart(document.getElementById("chart-tps"), t0, tps, rows, "tok/s");
     const lat = [
-      ...seriesOf(rows, h, t0, "ttft_p50_s", "TTFT p50", COLORS[0]),
-      ...seriesOf(rows, h, t0, "ttft_p99_s", "TTFT p99", COLORS[3]),
-      ...seriesOf(rows, h, t0, "ttfat_p50_s", "TTFAT p50", COLORS[2]),
-      ...seriesOf(rows, h, t0, "ttfat_p99_s", "TTFAT p99", COLORS[1]),
+      ...seriesOf(rows, h, t0, "ttft_p50_s", title("ttft_p50_s"), COLORS[0]),
+      ...seriesOf(rows, h, t0, "ttft_p99_s", title("ttft_p99_s"), COLORS[3]),
+      ...seriesOf(rows, h, t0, "ttfat_p50_s", title("ttfat_p50_s"), COLORS[2]),
+      ...seriesOf(rows, h, t0, "ttfat_p99_s", title("ttfat_p99_s"), COLORS[1]),
     ].filter((s) => s.kind !== "dot" || s.points.length);
     chart(document.getElementById("chart-lat"), t0, lat, rows, "seconds");
   }
