@@ -36,8 +36,6 @@ _DASH = DASH
 _s = fmt.seconds
 _ms = fmt.millis
 _rate = fmt.rate
-_tps = fmt.tps
-_pct = fmt.pct
 _hours = fmt.hours
 _wall = fmt.wall_time
 
