@@ -2,8 +2,9 @@
 
 Display units: TTFT, TTFAT and E2E in seconds; inter-chunk gaps and TPOT in milliseconds; throughput in
 tokens or requests per second; hours to N in hours; costs in US$. ``report.json`` always keeps seconds.
-Number formats come from :mod:`harness.report.fmt` (one helper per kind); prose is wrapped at 120 columns, footnotes
-and notes are bullets, wall times carry their UTC offset.
+Every figure's header, display unit and format come from its entry in the catalogue
+(:mod:`harness.report.catalogue`, whose formatters are :mod:`harness.report.fmt`'s helpers), as on every other
+surface; prose is wrapped at 120 columns, footnotes and notes are bullets, wall times carry their UTC offset.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The end-of-run terminal summary of a report: a few header lines, one compact row per step, short footnotes.
 
 Printed by the Locust end of a run and by ``llmload report`` on a terminal; every line fits :data:`MAX_WIDTH`
-(120) characters. The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; the numbers use the
-same formatting helpers (:mod:`harness.report.fmt`) as ``report.md``, so a value reads the same in both.
+(120) characters. The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; headers and numbers
+come from the catalogue of figures (:mod:`harness.report.catalogue`) as in ``report.md``, so a value reads the same
+in both. A step label too long for its column continues on the next lines, never cut.
 """
 
 from __future__ import annotations
