@@ -277,7 +277,7 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
         lines += [f"### Slices of {r['label']}", ""]
         cols = (("output_tps",), ("request_rate",), ("ttft_p50_s", "ttft_p99_s"), ("ttfat_p50_s", "ttfat_p99_s"),
                 ("ended",), ("error_rate",), ("truncation_rate",))
-        header = ["slice from (s)", *(group_header(c) for c in cols)]
+        header = ["slice from (s)", "tok/s", *(group_header(c) for c in cols[1:])]  # a slice's output tok/s
         rows = [[f"+{s['start_s']:.0f}", *(group_text(s, c) for c in cols)] for s in r["slices"]]
         lines += _table(header, rows)
         lines.append("")
