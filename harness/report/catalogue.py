@@ -254,6 +254,11 @@ class Figure:
         return " ".join(p for p in self.short if p)
 
     @property
+    def label(self) -> str:
+        """Its name without the unit: ``TTFT p50`` for a stat of a distribution, else the header."""
+        return f"{self.name} {self.stat}" if self.name else self.header
+
+    @property
     def definition(self) -> str:
         """The text that defines it (:data:`TOPICS`)."""
         return TOPICS[self.topic]
@@ -346,6 +351,10 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (
            "harness.report.figures.hours_entry (harness.report.hours.hours_interval)"),
     Figure("usd", "US$ to N", ("US$ to", "N"), Unit.USD, Unit.USD, Format.USD, "cost",
            "harness.report.cost.hours_cost"),
+    Figure("usd_per_1m_output_tokens", "$ / 1M out tok", ("$ / 1M", "out tok"), Unit.USD, Unit.USD, Format.USD,
+           "cost", "harness.report.cost.cost_figures"),
+    Figure("usd_per_1k_usable", "$ / 1k usable", ("$ / 1k", "usable"), Unit.USD, Unit.USD, Format.USD, "cost",
+           "harness.report.cost.cost_figures"),
 )}
 
 

@@ -99,7 +99,6 @@ def _usd(v: float | None) -> str:
     return "∞" if v is None else fmt.usd(v)
 
 
-_usd_interval = usd_text
 
 
 def _hours_cell(h: dict[str, Any]) -> str:
@@ -134,7 +133,7 @@ def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
     header = ["step", *(FIGURES[k].header for k in ("concurrency", "usable_share", "truncated_pct", "error_rate",
                                                       "mean_output_tokens")), "batches (interval)"]
     if priced:
-        header += ["$ / 1M out tok", "$ / 1k usable"]
+        header += [FIGURES["usd_per_1m_output_tokens"].header, FIGURES["usd_per_1k_usable"].header]
     header += [f"N={n:,}" for n in ns]
     header += [f"tokens check N={ns[0]:,}" if ns else "tokens check"]
     rows = []
@@ -146,10 +145,9 @@ def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
                  _interval_cell(r, rep["time_scale"] if real else 1.0)]
         if priced:
             c = figures.get("cost") or {}
-            per_m = c.get("usd_per_1m_output_tokens")
-            cells += [_DASH if per_m is None else _usd(per_m),
-                      _usd_interval(c.get("usd_per_1k_usable"), c.get("usd_per_1k_usable_low"),
-                                    c.get("usd_per_1k_usable_high"))]
+            cells += [display(c, "usd_per_1m_output_tokens"),
+                      usd_text(c.get("usd_per_1k_usable"), c.get("usd_per_1k_usable_low"),
+                               c.get("usd_per_1k_usable_high"))]
         rows.append(cells + [_hours_cell(h) for h in hours] + [_token_cell(hours[0] if hours else None)])
     return _table(header, rows)
 
