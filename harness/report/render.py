@@ -99,8 +99,6 @@ def _usd(v: float | None) -> str:
     return "∞" if v is None else fmt.usd(v)
 
 
-
-
 def _hours_cell(h: dict[str, Any]) -> str:
     """The recommended hours with its 95 % prediction interval (:func:`harness.report.catalogue.hours_text`), and
     its US$ when priced."""
