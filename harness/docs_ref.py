@@ -257,18 +257,19 @@ def prometheus_metrics_markdown() -> str:
 
 
 def report_figures_markdown() -> str:
-    """The report's figure definitions as Markdown: one table of the report's own definitions (the text that
-    ``report.json`` carries under ``definitions``) and one of ``llmload compare``'s.
+    """The report's figures as Markdown: the figure catalogue's reference
+    (:func:`harness.report.catalogue.markdown_reference`: every figure's key, header, units and what computes it, the
+    flags, each definition) without its page title, then the table of ``llmload compare``'s own definitions.
 
-    The one function the report-figures page is generated from: when the figures move to a catalogue, only this
-    function changes.
+    The one function the report-figures page is generated from.
     """
-    from harness.report.build import DEFINITIONS
+    from harness.report.catalogue import markdown_reference
     from harness.report.compare import DEFINITIONS as COMPARE_DEFINITIONS
 
-    out = ["### The report (`report.json` `definitions`)", "", "| key | definition |", "|---|---|"]
-    out += [f"| `{k}` | {_cell(v)} |" for k, v in DEFINITIONS.items()]
-    out += ["", "### Compare (`compare.json` `definitions`)", "", "| key | definition |", "|---|---|"]
+    body = markdown_reference().split("\n")
+    if body and body[0].startswith("# "):
+        body = body[1:]
+    out = [*body, "", "## Compare (`compare.json` `definitions`)", "", "| key | definition |", "|---|---|"]
     out += [f"| `{k}` | {_cell(v)} |" for k, v in COMPARE_DEFINITIONS.items()]
     return "\n".join(out) + "\n"
 

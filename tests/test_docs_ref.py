@@ -108,11 +108,17 @@ def test_cli_pages_hold_every_subcommands_help() -> None:
     assert md.count("```text") == len(texts)
 
 
-def test_report_figures_are_the_reports_definitions() -> None:
+def test_report_figures_are_the_catalogues_figures_and_definitions() -> None:
+    from harness.report.catalogue import FIGURES, Flag
+
     md = docs_ref.report_figures_markdown()
-    keys = _table_keys(md)
-    assert set(DEFINITIONS) <= set(keys)
-    assert "| `hours` |" in md
+    assert not md.startswith("# "), "the page has its own title"
+    assert set(FIGURES) <= set(_table_keys(md))  # every catalogued figure has a row
+    for topic in DEFINITIONS:  # every definition the report carries is on the page, under its own heading
+        assert f"### {topic}\n" in md
+    for flag in Flag:
+        assert flag.text in md
+    assert "## Compare (`compare.json` `definitions`)" in md
 
 
 def test_record_fields_are_the_result_modules() -> None:

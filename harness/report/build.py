@@ -14,19 +14,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
+from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.config import DEFAULT_SLICE_S, SloSpec
 from harness.report import fmt
 from harness.report.axes import setting_rows
+from harness.report.catalogue import TOPICS, catalogue_json
 from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary, without_gaps
 from harness.report.cost import usd_per_hour
-from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_notes, prompt_rows
+from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, prompt_rows
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
-from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
-from harness.report.search import SEARCH_DEFINITIONS, search_result
-from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
+from harness.report.rate import add_rate, rate_notes
+from harness.report.search import search_result
+from harness.report.soak import drift_notes, step_drift, step_slices
 from harness.report.turns import turn_rows
 
 __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunInfo", "Settings", "assemble_report",
@@ -35,116 +36,9 @@ __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunI
 #: Identifies the layout of ``report.json``.
 SCHEMA = "llmload-report/1"
 
-#: The formulas behind every figure, shown in the Markdown report and stored in ``report.json``.
-DEFINITIONS: dict[str, str] = {
-    "warmup": "Warm-up requests (phase 'warmup', step -1) are excluded from every figure; they only count in the "
-    "first wave of the single-stream phase when still in flight when it starts.",
-    "step": "A step runs from its phase_start event to the next phase_start; the last one to load_end (in-flight "
-    "requests then drain), else run_end, else (interrupted run) the latest request end. A request's end = "
-    "start_wall + e2e.",
-    "steady_window": "For step [s, e): for every user active in the step (users with a request of the step, plus "
-    "users with a request in flight at s), take the end of its first request ending after s; the window start "
-    "ws = max of those ends (the first wave has been replaced), window = [ws, e) (e = the next step's start; "
-    "load_end for the last step, so the drain is outside). If ws >= e the step has no steady window and its row "
-    "shows burst figures over [s, e) and the step's own requests, marked NOT steady.",
-    "sample": "One sample per step: every request (ok or not) that ENDED inside the steady window [ws, e). Every "
-    "column of the row (completed, errors, % truncated, usable share, mean output tokens, latency percentiles, "
-    "per-stream tok/s, req/s, hours) is over it, success-only figures over its successes. Each such request "
-    "started after s and ran entirely at the step's concurrency (none in the drain or the next step), and "
-    "completions ending in a window are an unbiased (renewal) sample of steady state. 'started (whole step)' "
-    "counts the requests that started in the step, for the record.",
-    "output_tps": "Aggregate output tok/s = output tokens of successful requests (any step) that ARRIVED inside "
-    "the window ÷ window length. tokens_by 'chunks': each token-bearing chunk's tokens at its arrival time "
-    "(per-chunk usage; else the reasoning tokens split evenly over the chunks before ttfat and the answer tokens "
-    "over the others, output_tps_phase; usage tokens beyond the chunks, e.g. EOS, at the request's end), "
-    "from the records' chunk_times (output.chunk_times: true). tokens_by 'pro_rata' (no "
-    "chunk times): each request's reasoning tokens spread uniformly over [start + ttft, start + ttfat] and its "
-    "answer tokens over [start + ttfat, start + e2e] (without ttfat both over [start + ttft, start + e2e]; with "
-    "hidden reasoning, generated before the first visible chunk, the reasoning over [start, start + ttft]), "
-    "counted pro rata to the part inside the window (output_tps_phase). Failed requests' "
-    "tokens are not counted.",
-    "output_tps_phase": "Reasoning / answer tok/s (output_tps_reasoning, output_tps_answer) = reasoning / answer "
-    "tokens of successful requests that ARRIVED inside the window ÷ window length; they sum to output_tps (its "
-    "tokens are their sum: one rule). A request's reasoning tokens are reasoning_tokens (at most output_tokens), "
-    "its answer tokens the rest. tokens_by 'chunks': a chunk arriving before the request's first answer token "
-    "(before ttfat; every chunk without ttfat) is a reasoning chunk, else an answer chunk; with per-chunk usage "
-    "each chunk's tokens count in its chunk's phase and the usage tokens beyond the chunks (at the end) as answer; "
-    "without it the reasoning tokens are split evenly over the reasoning chunks and the answer tokens over the "
-    "answer chunks (a phase without chunks: over all chunks). tokens_by 'pro_rata': reasoning tokens spread over "
-    "[start + ttft, start + ttfat] ([start, start + ttft] with hidden reasoning; to the end without ttfat), answer "
-    "tokens over [start + ttfat, end], each bound clipped into [start, end], counted pro rata.",
-    "request_rate": "req/s = usable requests (success, not truncated, passing the profile's usable checks) whose "
-    "end falls in the window ÷ window length.",
-    "littles_law": "littles_law_c = (requests of the sample ÷ window length) × mean E2E over the sample; in a "
-    "closed loop of C users it is ≈ C (less the users' time between requests). A mismatch above 10 % is a note: "
-    "the window is not steady or the load generator did not keep C requests in flight.",
-    "latency": "TTFT, TTFAT (over requests with an answer token), inter-chunk gaps (merged per-request log "
-    "histograms, ±0.5 %), TPOT, E2E, per-stream tok/s (Σ streamed tokens ÷ Σ (e2e − ttft), a ratio of sums; "
-    "streamed tokens = output tokens, or answer tokens for a request with hidden reasoning) and mean output tokens "
-    "are over the successful requests of the sample. Percentiles interpolate linearly "
-    "between closest ranks (numpy's default).",
-    "hours": "Hours to N = N ÷ (r × 3600), r = usable samples per second in the window (usable = success and not "
-    "truncated). 95 % PREDICTION interval by batch means: the window is cut into B equal batches of L s (B = 10, "
-    "fewer, at least 5, when a batch would be shorter than 2 × mean E2E; no interval below 5); r_b = usable "
-    "completions ending in batch b ÷ L; SE = sd(r_b) ÷ √B; σ² = L × var(r_b) (long-run variance per second); "
-    "rate bounds r ± t(B−1, 0.975) × √(SE² + σ² ÷ T_N), T_N = N ÷ r; hours bounds = N ÷ rate bounds (no upper "
-    "bound when the lower rate bound ≤ 0). Batch means because closed-loop completions are autocorrelated and "
-    "not Poisson (C users in a closed loop complete more regularly than Poisson; a batch of long requests makes "
-    "them burstier), so a Poisson interval k ± 1.96√k is wrong in both directions. A prediction interval because "
-    "GPU time is booked for one future run of N samples, which varies on its own (the σ² ÷ T_N term) on top of the "
-    "estimate's error (SE). A step whose interval is wider than ±10 % gets a note with the window (∝ 1 ÷ √W: "
-    "W × (half-width ÷ 10 %)²) and step duration needed. What-ifs: hours per 1,000 output tokens per usable "
-    "sample (hours × X ÷ mean output tokens of the usable requests, for a mean length X), and hours with usable = "
-    "success (truncated counted).",
-    "hours_tokens": "Cross-check only: hours by tokens (the seed article's method) = N × mean output tokens per "
-    "successful request ÷ usable share (usable ÷ successful) ÷ aggregate tok/s ÷ 3600, over the sample. Noted "
-    "when it falls outside the interval of the recommended figure.",
-    "cost": "With the profile's cost (US$/h = cost.hour_usd, or cost.gpu_hour_usd × cost.gpus): US$ to N = hours "
-    "to N × US$/h, and its interval the hours interval × US$/h (token-based likewise); US$ per 1,000 usable = the "
-    "same for N = 1,000; US$ per 1M output tokens = US$/h ÷ (aggregate output tok/s × 3600) × 10⁶. Compressed-time "
-    "runs also give them from the real-time equivalents.",
-    "hidden_reasoning": "A request has hidden reasoning when usage counts reasoning tokens "
-    "(completion_tokens_details.reasoning_tokens > 0) but no reasoning text was streamed (OpenAI-style). Its TPOT = "
-    "(last chunk − TTFT) ÷ (answer tokens − 1) and decode rate = answer tokens ÷ (E2E − TTFT): only what was "
-    "streamed; its reasoning rate is unknown (null).",
-    "usable": "usable = success, not truncated, and passing every check of the profile's usable section "
-    "(min_answer_tokens, answer_regex found in the answer text, answer_json: the answer parses as JSON, optionally "
-    "inside a ```json fence); usable_reason says which failed (error, truncated, min_answer_tokens, regex, json).",
-    "by_finish_reason": "Per step, over the successful requests of the sample (those that ended in the window): "
-    "TTFT, "
-    "TTFAT and E2E p50 and mean output / reasoning / answer tokens of the requests that ended with finish_reason "
-    "'stop' and of those cut at max_tokens ('length'; other reasons when present).",
-    "prompts": "Per prompt class (its id when it has no class), over every non-warm-up request of any step: "
-    f"usable % of requests; truncated % and truncated in reasoning % of successful requests; mean reasoning and "
-    f"answer tokens of successful requests; TTFAT p50 of those whose answer started. A note names a class whose "
-    f"truncation or failed usable checks reach {NOTE_PCT:g} % of its successful requests, with the profile key "
-    "to change.",
-    "client_read_lag": "Client read lag of a request = the largest, over its response's reads, of (wall time this "
-    "process read the bytes − the kernel's receive time of those bytes, SO_TIMESTAMPNS); recorded as read_lag_max "
-    f"on plain HTTP on Linux, absent elsewhere. A step is client-STARVED when more than {CLIENT_STARVED_PCT:g} % of "
-    f"its requests have a lag above {CLIENT_LAG_LIMIT_S:g} s: the load generator then started requests late, so "
-    "that step's throughput, request rate and hours to N describe the client, not the server, and its latencies "
-    "include client delays (chunk arrivals are kernel-stamped, but a request's send can be late).",
-    "goodput": "With the profile's slo (thresholds ttft_s, ttfat_s, tpot_s, e2e_s, seconds; each optional): a "
-    "request meets the SLOs when every given measurement is ≤ its threshold (a missing one, e.g. no TTFAT without "
-    "an answer, does not). SLO met share = requests of the latency sample meeting all SLOs ÷ latency sample size; "
-    "goodput (req/s) = usable requests (any step) meeting all SLOs whose end falls in the window ÷ window length, "
-    "i.e. the request rate counting only requests within the SLOs.",
-    "slo_capacity": "SLO capacity = the highest concurrency all of whose steps have SLO met share ≥ "
-    "slo.target_share (default 0.95: a share is a percentile, so 0.95 of requests within a TTFT SLO means TTFT "
-    "p95 ≤ it; 1.0 would hinge on a step's single worst request).",
-    "soak_slices": "Each steady window is cut into whole slices of report.slice_s seconds from its start (default "
-    f"{DEFAULT_SLICE_S:g} s; a remainder shorter than a slice is left out; fewer than {MIN_SLICES} slices: none). "
-    "Per slice: tok/s = output tokens generated in the slice (as output_tps) ÷ slice length; req/s = usable "
-    "requests ending in it ÷ slice length; over the requests ending in the slice: TTFT and TTFAT p50/p99 "
-    "(successful ones), error rate (failed ÷ ended), truncation rate (truncated ÷ successful).",
-    "drift": "Per step with ≥ 3 slices, for tok/s, TTFT p50 and error rate: ordinary least-squares slope against "
-    "slice mid-time (per hour), 95 % interval slope ± t(0.975, n − 2) × standard error, standard error = "
-    "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
-    f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
-    **RATE_DEFINITIONS,
-    **SEARCH_DEFINITIONS,
-}
+#: The formulas behind every figure (:data:`harness.report.catalogue.TOPICS`), shown in the Markdown report and
+#: stored in ``report.json``.
+DEFINITIONS: dict[str, str] = TOPICS
 
 
 #: Keys :func:`run_figures` adds to each step row after :func:`harness.report.columns.step_rows` (goodput, soak
@@ -481,6 +375,7 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[
         "settings": setting_rows(rows),
         "turns": figs.turns,
         "definitions": dict(DEFINITIONS),
+        "figures": catalogue_json(),
     }
     rep["notes"] = _notes(run, rep, rows, figs.unplaced) + rate_notes(rows)
     rep["notes"] += prompt_notes(figs.prompts, profile) + hidden_reasoning_notes(rows)

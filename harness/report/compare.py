@@ -33,6 +33,7 @@ import polars as pl
 
 from harness.report.build import SCHEMA as REPORT_SCHEMA
 from harness.report.build import build_report
+from harness.report.catalogue import FIGURES
 from harness.report.columns import load_frame_run
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
 from harness.report.load import NoRecordsError
@@ -124,16 +125,22 @@ class Metric:
                 "method": self.method, "n": self.n}
 
 
+def _catalogued(key: str, better: str, method: str) -> Metric:
+    """A compared figure with its label and display unit from the catalogue (:mod:`harness.report.catalogue`)."""
+    f = FIGURES[key]
+    return Metric(key, f.label, f.display_unit.value, better, method)
+
+
 #: The figures compared at every step, in table order (hours and cost to N are appended per N).
 BASE_METRICS: tuple[Metric, ...] = (
-    Metric("output_tps", "output tok/s", "tok/s", "higher", "interval_output_tps"),
-    Metric("per_stream_tps", "per-stream tok/s", "tok/s", "higher", "interval_per_stream_tps"),
-    Metric("ttft_p50_s", "TTFT p50", "s", "lower", "interval_percentiles"),
-    Metric("ttft_p99_s", "TTFT p99", "s", "lower", "interval_percentiles"),
-    Metric("ttfat_p50_s", "TTFAT p50", "s", "lower", "interval_percentiles"),
-    Metric("ttfat_p99_s", "TTFAT p99", "s", "lower", "interval_percentiles"),
-    Metric("tpot_mean_s", "TPOT mean", "ms", "lower", "interval_tpot"),
-    Metric("e2e_p50_s", "E2E p50", "s", "lower", "interval_percentiles"),
+    _catalogued("output_tps", "higher", "interval_output_tps"),
+    _catalogued("per_stream_tps", "higher", "interval_per_stream_tps"),
+    _catalogued("ttft_p50_s", "lower", "interval_percentiles"),
+    _catalogued("ttft_p99_s", "lower", "interval_percentiles"),
+    _catalogued("ttfat_p50_s", "lower", "interval_percentiles"),
+    _catalogued("ttfat_p99_s", "lower", "interval_percentiles"),
+    _catalogued("tpot_mean_s", "lower", "interval_tpot"),
+    _catalogued("e2e_p50_s", "lower", "interval_percentiles"),
 )
 
 

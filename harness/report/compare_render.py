@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.report import fmt
+from harness.report.catalogue import FIGURES
 from harness.report.fmt import wall_time
 
 __all__ = ["Cell", "Table", "render_html", "render_markdown", "tables"]
@@ -51,15 +52,16 @@ class Table:
 
 
 def _fmt(v: float | None, unit: str) -> str:
-    """A value in its display unit with the report's formatters (:mod:`harness.report.fmt`: 3 significant
-    digits; ``ms`` values are stored in seconds; ``US$`` as :func:`harness.report.fmt.usd`)."""
+    """A value (stored unit) in display unit ``unit`` as every report surface writes that unit: the format of the
+    catalogue's figures shown in it (:mod:`harness.report.catalogue`; ``ms`` values are stored in seconds)."""
     if v is None:
         return _DASH
-    if unit == "ms":
-        return fmt.millis(v)
-    if unit == "US$":
-        return fmt.usd(v)
-    return fmt.sig3(v)
+    return _BY_UNIT[unit].text(v) if unit in _BY_UNIT else fmt.sig3(v)
+
+
+#: One catalogued figure per display unit the comparison shows, whose conversion and format it uses.
+_BY_UNIT = {u: FIGURES[k] for u, k in (("tok/s", "output_tps"), ("s", "ttft_p50_s"), ("ms", "tpot_mean_s"),
+                                       ("h", "hours"), ("US$", "usd"))}
 
 
 def _interval(low: float | None, high: float | None, unit: str, unbounded_low: str = "0") -> str:

@@ -2,8 +2,9 @@
 
 Display units: TTFT, TTFAT and E2E in seconds; inter-chunk gaps and TPOT in milliseconds; throughput in
 tokens or requests per second; hours to N in hours; costs in US$. ``report.json`` always keeps seconds.
-Number formats come from :mod:`harness.report.fmt` (one helper per kind); prose is wrapped at 120 columns, footnotes
-and notes are bullets, wall times carry their UTC offset.
+Every figure's header, display unit and format come from its entry in the catalogue
+(:mod:`harness.report.catalogue`, whose formatters are :mod:`harness.report.fmt`'s helpers), as on every other
+surface; prose is wrapped at 120 columns, footnotes and notes are bullets, wall times carry their UTC offset.
 """
 
 from __future__ import annotations
@@ -12,6 +13,18 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.report import fmt
+from harness.report.catalogue import (
+    FIGURES,
+    Flag,
+    display,
+    group_header,
+    group_text,
+    hours_text,
+    label_text,
+    row_flags,
+    usd_text,
+    with_flags,
+)
 from harness.report.fmt import DASH, wrap_markdown
 from harness.report.rate import RATE_TABLE_HEADER, rate_table_rows
 from harness.report.search import search_lines
@@ -24,8 +37,6 @@ _DASH = DASH
 _s = fmt.seconds
 _ms = fmt.millis
 _rate = fmt.rate
-_tps = fmt.tps
-_pct = fmt.pct
 _hours = fmt.hours
 _wall = fmt.wall_time
 
@@ -40,9 +51,8 @@ def _esc(text: object) -> str:
 
 
 def _label(row: dict[str, Any]) -> str:
-    if not row["steady"]:
-        return f"{row['label']} †"
-    return f"{row['label']} ‡" if row.get("low_confidence") else row["label"]
+    """The step label with its flags (:func:`harness.report.catalogue.label_text`)."""
+    return label_text(row)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -57,32 +67,30 @@ def _phase_tps_lines(rep: dict[str, Any]) -> list[str]:
     out = ["## Output tok/s by phase", "",
            "Tokens that arrived in the steady window before (reasoning) and from (answer) each request's first "
            "answer token, ÷ window length; reasoning + answer = output tok/s (see Formulas).", ""]
-    out += [f"- {r['label']}: {_tps(r['output_tps'])} tok/s = reasoning {_tps(r.get('output_tps_reasoning'))} + "
-            f"answer {_tps(r.get('output_tps_answer'))}" for r in rep["steps"]]
+    out += [f"- {r['label']}: {display(r, 'output_tps')} tok/s = reasoning {display(r, 'output_tps_reasoning')} + "
+            f"answer {display(r, 'output_tps_answer')}" for r in rep["steps"]]
     return [*out, ""]
 
 
-def _triple(row: dict[str, Any], key: str) -> str:
-    return " / ".join(_s(row[f"{key}_p{q}_s"]) for q in (50, 90, 99))
+#: The per-step table's columns: catalogue keys, several stats of one figure sharing a column.
+STEP_COLUMNS: tuple[tuple[str, ...], ...] = (
+    ("concurrency",), ("requests",), ("completed",), ("errors",), ("request_rate",), ("output_tps",),
+    ("per_stream_tps",), ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s"), ("ttfat_p50_s", "ttfat_p90_s", "ttfat_p99_s"),
+    ("gap_p50_s", "gap_p99_s"), ("tpot_mean_s", "tpot_p50_s"), ("e2e_p50_s",), ("mean_output_tokens",),
+    ("truncated_pct",), ("truncated_in_reasoning_pct",),
+)
+
+
+def _window_cell(r: dict[str, Any]) -> str:
+    """The steady window's length and start (s from the step start), or ``NOT steady †``."""
+    if not r["steady"]:
+        return with_flags(Flag.NOT_STEADY.word, [Flag.NOT_STEADY])
+    return f"{display(r, 'window_s')} (from +{display({'window_s': r['window_start_s']}, 'window_s')})"
 
 
 def _steps_table(rep: dict[str, Any]) -> list[str]:
-    header = [
-        "step", "C", "started (whole step)", "completed", "errors", "req/s", "output tok/s", "per-stream tok/s",
-        "TTFT p50/p90/p99 (s)", "TTFAT p50/p90/p99 (s)", "inter-chunk p50/p99 (ms)", "TPOT mean/p50 (ms)",
-        "E2E p50 (s)", "mean out tok", "% trunc", "% trunc in reasoning", "steady window (s)",
-    ]
-    rows = []
-    for r in rep["steps"]:
-        window = f"{r['window_s']:.1f} (from +{r['window_start_s']:.1f})" if r["steady"] else "NOT steady †"
-        rows.append([
-            _label(r), str(r["concurrency"]), str(r["requests"]), str(r["completed"]), str(r["errors"]),
-            _rate(r["request_rate"]),
-            _tps(r["output_tps"]), _tps(r["per_stream_tps"]), _triple(r, "ttft"), _triple(r, "ttfat"),
-            f"{_ms(r['gap_p50_s'])} / {_ms(r['gap_p99_s'])}", f"{_ms(r['tpot_mean_s'])} / {_ms(r['tpot_p50_s'])}",
-            _s(r["e2e_p50_s"]), _num(r["mean_output_tokens"], 0), _pct(r["truncated_pct"]),
-            _pct(r["truncated_in_reasoning_pct"]), window,
-        ])
+    header = ["step", *(group_header(c) for c in STEP_COLUMNS), FIGURES["window_s"].header]
+    rows = [[_label(r), *(group_text(r, c) for c in STEP_COLUMNS), _window_cell(r)] for r in rep["steps"]]
     return _table(header, rows)
 
 
@@ -91,26 +99,12 @@ def _usd(v: float | None) -> str:
     return "∞" if v is None else fmt.usd(v)
 
 
-def _usd_interval(v: float | None, lo: float | None, hi: float | None) -> str:
-    """US$ with its 95 % interval (``∞`` for an unbounded upper side, "no interval" when there is none)."""
-    if v is None:
-        return _DASH
-    if lo is None and hi is None:
-        return f"{_usd(v)} (no interval)"
-    return f"{_usd(v)} ({_usd(lo)}{_DASH}{_usd(hi)})"
-
-
 def _hours_cell(h: dict[str, Any]) -> str:
-    """The recommended hours with its 95 % prediction interval (``∞`` when unbounded, no bounds without one)."""
-    if h["hours"] is None:
-        return "∞ (no usable completions)"
-    if h["hours_low"] is None and h["hours_high"] is None:
-        cell = f"{_hours(h['hours'])} h (no interval)"
-    else:
-        hi = "∞" if h["hours_high"] is None else _hours(h["hours_high"])
-        cell = f"{_hours(h['hours'])} h ({fmt.sig3(h['hours_low'])}{_DASH}{hi})"
-    if h.get("usd") is not None:
-        cell += f" · {_usd_interval(h['usd'], h['usd_low'], h['usd_high'])}"
+    """The recommended hours with its 95 % prediction interval (:func:`harness.report.catalogue.hours_text`), and
+    its US$ when priced."""
+    cell = hours_text(h)
+    if h["hours"] is not None and h.get("usd") is not None:
+        cell += f" · {usd_text(h['usd'], h['usd_low'], h['usd_high'])}"
     return cell
 
 
@@ -134,53 +128,53 @@ def _token_cell(h: dict[str, Any] | None) -> str:
 def _hours_table(rep: dict[str, Any], real: bool = False) -> list[str]:
     ns = rep["hours_to_n"]
     priced = rep.get("cost_usd_per_hour") is not None
-    header = ["step", "C", "usable/ok", "% trunc", "% errors", "mean out tok", "batches (interval)"]
+    header = ["step", *(FIGURES[k].header for k in ("concurrency", "usable_share", "truncated_pct", "error_rate",
+                                                      "mean_output_tokens")), "batches (interval)"]
     if priced:
-        header += ["$ / 1M out tok", "$ / 1k usable"]
+        header += [FIGURES["usd_per_1m_output_tokens"].header, FIGURES["usd_per_1k_usable"].header]
     header += [f"N={n:,}" for n in ns]
     header += [f"tokens check N={ns[0]:,}" if ns else "tokens check"]
     rows = []
     for r in rep["steps"]:
         figures = r["real_time"] if real and r["real_time"] else r
         hours = figures["hours"]
-        err = None if r["error_rate"] is None else 100.0 * r["error_rate"]
-        share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
-        cells = [_label(r), str(r["concurrency"]), share, _pct(r["truncated_pct"]), _pct(err),
-                 _num(r["mean_output_tokens"], 0), _interval_cell(r, rep["time_scale"] if real else 1.0)]
+        cells = [_label(r), *(display(r, k) for k in ("concurrency", "usable_share", "truncated_pct", "error_rate",
+                                                       "mean_output_tokens")),
+                 _interval_cell(r, rep["time_scale"] if real else 1.0)]
         if priced:
             c = figures.get("cost") or {}
-            per_m = c.get("usd_per_1m_output_tokens")
-            cells += [_DASH if per_m is None else _usd(per_m),
-                      _usd_interval(c.get("usd_per_1k_usable"), c.get("usd_per_1k_usable_low"),
-                                    c.get("usd_per_1k_usable_high"))]
+            cells += [display(c, "usd_per_1m_output_tokens"),
+                      usd_text(c.get("usd_per_1k_usable"), c.get("usd_per_1k_usable_low"),
+                               c.get("usd_per_1k_usable_high"))]
         rows.append(cells + [_hours_cell(h) for h in hours] + [_token_cell(hours[0] if hours else None)])
     return _table(header, rows)
 
 
 def _finish_table(rep: dict[str, Any]) -> list[str]:
-    header = ["step", "C", "finish_reason", "requests", "TTFT p50 (s)", "TTFAT p50 (s)", "E2E p50 (s)",
-              "mean out tok", "mean reasoning tok", "mean answer tok"]
+    keys = ("ttft_p50_s", "ttfat_p50_s", "e2e_p50_s", "mean_output_tokens", "mean_reasoning_tokens",
+            "mean_answer_tokens")
+    header = ["step", FIGURES["concurrency"].header, "finish_reason", "requests", *(FIGURES[k].header for k in keys)]
     rows = []
     for r in rep["steps"]:
         for reason, f in (r.get("by_finish_reason") or {}).items():
             if not f["requests"]:
                 continue
-            rows.append([_label(r), str(r["concurrency"]), reason, str(f["requests"]), _s(f["ttft_p50_s"]),
-                         _s(f["ttfat_p50_s"]), _s(f["e2e_p50_s"]), _num(f["mean_output_tokens"], 0),
-                         _num(f["mean_reasoning_tokens"], 0), _num(f["mean_answer_tokens"], 0)])
+            rows.append([_label(r), display(r, "concurrency"), reason, fmt.count(f["requests"]),
+                         *(display(f, k) for k in keys)])
     return _table(header, rows) if rows else []
 
 
 def _prompt_table(rep: dict[str, Any]) -> list[str]:
-    header = ["prompt", "requests", "% usable", "% trunc", "% trunc in reasoning", "max_tokens",
-              "mean reasoning tok", "mean answer tok", "TTFAT p50 (s)", "not usable (why)"]
+    first = ("usable_pct", "truncated_pct", "truncated_in_reasoning_pct")
+    then = ("mean_reasoning_tokens", "mean_answer_tokens", "ttfat_p50_s")
+    header = ["prompt", "requests", *(FIGURES[k].header for k in first), "max_tokens",
+              *(FIGURES[k].header for k in then), "not usable (why)"]
     rows = []
     for p in rep.get("prompts") or []:
         cap = str(p["max_tokens"]) if p["max_tokens"] is not None else "/".join(map(str, p["max_tokens_seen"])) or _DASH
         why = ", ".join(f"{k} ×{v}" for k, v in p["usable_reasons"].items()) or _DASH
-        rows.append([p["prompt"], str(p["requests"]), _pct(p["usable_pct"]), _pct(p["truncated_pct"]),
-                     _pct(p["truncated_in_reasoning_pct"]), cap, _num(p["mean_reasoning_tokens"], 0),
-                     _num(p["mean_answer_tokens"], 0), _s(p["ttfat_p50_s"]), why])
+        rows.append([p["prompt"], display(p, "requests"), *(display(p, k) for k in first), cap,
+                     *(display(p, k) for k in then), why])
     return _table(header, rows)
 
 
@@ -206,14 +200,12 @@ def _what_if_lines(rep: dict[str, Any], real: bool = False) -> list[str]:
 
 
 def _real_table(rep: dict[str, Any]) -> list[str]:
-    header = ["step", "C", "window (s)", "output tok/s", "req/s", "per-stream tok/s", "TTFT p50 (s)",
-              "TTFAT p50 (s)", "TPOT mean (ms)", "E2E p50 (s)"]
+    keys = ("output_tps", "request_rate", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s", "tpot_mean_s", "e2e_p50_s")
+    header = ["step", FIGURES["concurrency"].header, "window (s)", *(FIGURES[k].header for k in keys)]
     rows = []
     for r in rep["steps"]:
         rt = r["real_time"] or {}
-        rows.append([_label(r), str(r["concurrency"]), _num(rt.get("window_s")), _tps(rt.get("output_tps")),
-                     _rate(rt.get("request_rate")), _tps(rt.get("per_stream_tps")), _s(rt.get("ttft_p50_s")),
-                     _s(rt.get("ttfat_p50_s")), _ms(rt.get("tpot_mean_s")), _s(rt.get("e2e_p50_s"))])
+        rows.append([_label(r), display(r, "concurrency"), display(rt, "window_s"), *(display(rt, k) for k in keys)])
     return _table(header, rows)
 
 
@@ -238,9 +230,10 @@ def _goodput_section(rep: dict[str, Any]) -> list[str]:
     lines = ["## Goodput (SLOs)", "",
              f"SLOs: {_slo_text(slo)}. % meeting all: over each step's latency sample; goodput: usable requests "
              "within every SLO ending in the window ÷ window length.", ""]
-    header = ["step", "C", "latency sample", "% meeting all SLOs", "goodput (req/s)", "req/s"]
-    rows = [[_label(r), str(r["concurrency"]), str(r.get("slo_sample_n") or 0), _share_pct(r.get("slo_met_share")),
-             _rate(r.get("goodput_rps")), _rate(r["request_rate"])] for r in rep["steps"]]
+    keys = ("slo_sample_n", "slo_met_share", "goodput_rps", "request_rate")
+    header = ["step", FIGURES["concurrency"].header, *(FIGURES[k].header for k in keys)]
+    rows = [[_label(r), display(r, "concurrency"), fmt.count(r.get("slo_sample_n") or 0),
+             *(display(r, k) for k in keys[1:])] for r in rep["steps"]]
     lines += _table(header, rows)
     lines.append("")
     target = f"{100.0 * cap.get('target_share', slo.get('target_share', 0.95)):g} %"
@@ -278,24 +271,17 @@ def _soak_section(rep: dict[str, Any]) -> list[str]:
     lines.append("")
     for r in steps:
         lines += [f"### Slices of {r['label']}", ""]
-        header = ["slice from (s)", "tok/s", "req/s", "TTFT p50/p99 (s)", "TTFAT p50/p99 (s)", "ended",
-                  "% errors", "% trunc"]
-        rows = [[f"+{s['start_s']:.0f}", _tps(s["output_tps"]), _rate(s["request_rate"]),
-                 f"{_s(s['ttft_p50_s'])} / {_s(s['ttft_p99_s'])}", f"{_s(s['ttfat_p50_s'])} / {_s(s['ttfat_p99_s'])}",
-                 str(s["ended"]), _share_pct(s["error_rate"]), _share_pct(s["truncation_rate"])]
-                for s in r["slices"]]
+        cols = (("output_tps",), ("request_rate",), ("ttft_p50_s", "ttft_p99_s"), ("ttfat_p50_s", "ttfat_p99_s"),
+                ("ended",), ("error_rate",), ("truncation_rate",))
+        header = ["slice from (s)", "tok/s", *(group_header(c) for c in cols[1:])]  # a slice's output tok/s
+        rows = [[f"+{s['start_s']:.0f}", *(group_text(s, c) for c in cols)] for s in r["slices"]]
         lines += _table(header, rows)
         lines.append("")
     return lines
 
 
 def _settings_hours(r: dict[str, Any]) -> str:
-    if r["hours"] is None:
-        return "∞ (no usable completions)"
-    if r["hours_low"] is None and r["hours_high"] is None:
-        return f"{_hours(r['hours'])} (no interval)"
-    hi = "∞" if r["hours_high"] is None else fmt.sig3(r["hours_high"])
-    return f"{_hours(r['hours'])} ({fmt.sig3(r['hours_low'])}{_DASH}{hi})"
+    return hours_text(r)
 
 
 def _settings_section(rep: dict[str, Any]) -> list[str]:
@@ -307,18 +293,15 @@ def _settings_section(rep: dict[str, Any]) -> list[str]:
     real = any(r.get("real_hours") is not None for r in rows)
     n = rows[0].get("n")
     at = f" N={n:,}" if n else ""
-    header = ["setting", "C", "completed", "TTFT p50 (s)", "TPOT p50 (ms)", "E2E p50 (s)", "mean reasoning tok",
-              "mean answer tok", "usable/ok", "% trunc", "output tok/s", f"hours{at}"]
+    keys = ("completed", "ttft_p50_s", "tpot_p50_s", "e2e_p50_s", "mean_reasoning_tokens", "mean_answer_tokens",
+            "usable_share", "truncated_pct", "output_tps")
+    header = ["setting", FIGURES["concurrency"].header, *(FIGURES[k].header for k in keys), f"hours{at}"]
     header += [f"${at}"] if priced else []
     header += [f"real-time hours{at}"] + ([f"real-time ${at}"] if priced else []) if real else []
     table = []
     for r in rows:
-        share = _DASH if r["usable_share"] is None else f"{r['usable_share']:.3f}"
-        flags = ("" if r["steady"] else " †") + (" ‡" if r.get("low_confidence") else "") + (
-            " STARVED" if r.get("client_starved") else "")
-        cells = [r["setting"], str(r["concurrency"]) + flags, str(r["completed"]),
-                 _s(r["ttft_p50_s"]), _ms(r["tpot_p50_s"]), _s(r["e2e_p50_s"]), _num(r["mean_reasoning_tokens"], 0),
-                 _num(r["mean_answer_tokens"], 0), share, _pct(r["truncated_pct"]), _tps(r["output_tps"]),
+        flags = [f for f in row_flags(r) if f is not Flag.HIDDEN_REASONING]
+        cells = [r["setting"], with_flags(display(r, "concurrency"), flags), *(display(r, k) for k in keys),
                  _settings_hours(r)]
         cells += [_usd(r["usd"])] if priced else []
         cells += [_hours(r["real_hours"])] + ([_usd(r["real_usd"])] if priced else []) if real else []
@@ -337,12 +320,10 @@ def _turns_section(rep: dict[str, Any]) -> list[str]:
     rows = rep.get("turns") or []
     if not rows:
         return []
-    header = ["turn", "requests", "completed", "TTFT p50 (s)", "TTFT p90 (s)", "TTFT mean (s)", "E2E p50 (s)",
-              "mean prompt tok", "mean cached tok", "cached share", "mean out tok"]
-    table = [[str(r["turn"]), str(r["requests"]), str(r["completed"]), _s(r["ttft_p50_s"]), _s(r["ttft_p90_s"]),
-              _s(r["ttft_mean_s"]), _s(r["e2e_p50_s"]), _num(r["mean_prompt_tokens"], 0),
-              _num(r["mean_cached_tokens"], 0), _DASH if r["cached_share"] is None else f"{r['cached_share']:.3f}",
-              _num(r["mean_output_tokens"], 0)] for r in rows]
+    keys = ("completed", "ttft_p50_s", "ttft_p90_s", "ttft_mean_s", "e2e_p50_s", "mean_prompt_tokens",
+            "mean_cached_tokens", "cached_share", "mean_output_tokens")
+    header = ["turn", "requests", *(FIGURES[k].header for k in keys)]
+    table = [[str(r["turn"]), display(r, "requests"), *(display(r, k) for k in keys)] for r in rows]
     return ["## By conversation turn", "",
             "Every successful non-warm-up request of each turn index (0 = a conversation's first), all steps "
             "together: the prompt grows with the turn; cached tokens are the server's "

@@ -1,8 +1,9 @@
 """The end-of-run terminal summary of a report: a few header lines, one compact row per step, short footnotes.
 
 Printed by the Locust end of a run and by ``llmload report`` on a terminal; every line fits :data:`MAX_WIDTH`
-(120) characters. The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; the numbers use the
-same formatting helpers (:mod:`harness.report.fmt`) as ``report.md``, so a value reads the same in both.
+(120) characters. The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; headers and numbers
+come from the catalogue of figures (:mod:`harness.report.catalogue`) as in ``report.md``, so a value reads the same
+in both. A step label too long for its column continues on the next lines, never cut.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import textwrap
 from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S
-from harness.report.fmt import DASH, MAX_WIDTH, count, hours, millis, pct, seconds, sig3, tps, wall_time
-from harness.report.render import _label
+from harness.report.catalogue import FIGURES, display, hours_text, label_text
+from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 
 __all__ = ["render_summary"]
 
@@ -23,29 +24,20 @@ _MIN_LABEL = 6
 
 def _hours_cell(row: dict[str, Any]) -> str:
     hs = row.get("hours") or []
-    if not hs:
-        return DASH
-    h = hs[0]
-    if h["hours"] is None:
-        return "∞ (no usable completions)"
-    if h["hours_low"] is None and h["hours_high"] is None:
-        return f"{hours(h['hours'])} h (no interval)"
-    return f"{hours(h['hours'])} h ({sig3(h['hours_low'])}{DASH}{hours(h['hours_high'])})"
+    return hours_text(hs[0]) if hs else DASH
+
+
+#: The figures of a step's line, in order (catalogue keys; headers and formats from the catalogue).
+SUMMARY_KEYS = ("concurrency", "completed", "errors", "output_tps", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s",
+                "tpot_mean_s", "e2e_p50_s", "truncated_pct")
 
 
 def _columns(rep: dict[str, Any]) -> tuple[list[tuple[str, str]], list[list[str]]]:
     """Two-line headers and the cells of each step row (strings, unpadded)."""
     ns = rep.get("hours_to_n") or []
     first_n = f"N={ns[0]:,} (95 %)" if ns else "N"
-    header = [("", "step"), ("", "C"), ("", "completed"), ("", "errors"), ("output", "tok/s"),
-              ("per-stream", "tok/s"), ("TTFT", "p50 s"), ("TTFAT", "p50 s"), ("TPOT", "mean ms"), ("E2E", "p50 s"),
-              ("%", "trunc"), ("hours to", first_n)]  # fmt: skip
-    rows = [
-        [_label(r), str(r["concurrency"]), count(r["completed"]), count(r["errors"]), tps(r["output_tps"]),
-         tps(r["per_stream_tps"]), seconds(r["ttft_p50_s"]), seconds(r["ttfat_p50_s"]), millis(r["tpot_mean_s"]),
-         seconds(r["e2e_p50_s"]), pct(r["truncated_pct"]), _hours_cell(r)]
-        for r in rep["steps"]
-    ]  # fmt: skip
+    header = [("", "step"), *(FIGURES[k].short for k in SUMMARY_KEYS), (FIGURES["hours"].short[0], first_n)]
+    rows = [[label_text(r), *(display(r, k) for k in SUMMARY_KEYS), _hours_cell(r)] for r in rep["steps"]]
     return header, rows
 
 
@@ -53,11 +45,18 @@ def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
+def _label_lines(label: str, width: int) -> list[str]:
+    """``label`` in lines of at most ``width`` characters, broken at spaces, commas and ``=`` where it can (a
+    longer word is cut into pieces): the whole label stays readable, so two settings never read the same."""
+    lines = textwrap.wrap(label, width, break_long_words=True, break_on_hyphens=False) or [""]
+    return lines
+
+
 def _table(rep: dict[str, Any], width: int) -> list[str]:
     header, rows = _columns(rep)
     widths = [max(len(h[0]), len(h[1]), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
-    if excess > 0:  # long step labels: shorten them, never the figures
+    if excess > 0:  # long step labels: wrap them onto more lines, never cut them nor the figures
         widths[0] = max(_MIN_LABEL, widths[0] - excess)
     left = {0, len(header) - 1}  # the label and the hours cell read left-aligned, the figures right-aligned
 
@@ -68,7 +67,11 @@ def _table(rep: dict[str, Any], width: int) -> list[str]:
 
     out = [line([h[0] for h in header]), line([h[1] for h in header])]
     out.append(_fit(_GAP.join("-" * w for w in widths), width))
-    return out + [line(r) for r in rows]
+    for r in rows:
+        first, *more = _label_lines(r[0], widths[0])
+        out.append(line([first, *r[1:]]))
+        out += [line([m, *([""] * (len(r) - 1))]) for m in more]
+    return out
 
 
 def _footnotes(rep: dict[str, Any]) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, make_response, request
 
+from harness.report.catalogue import FIGURES, display, hours_text, label_text
 from harness.webui.cache import ReportCache
 from harness.webui.downloads import FIGURES_ZIP, FILES, MIME, figures_zip, find_run
 from harness.webui.runs import run_dirs, stopping, workers
@@ -30,11 +31,12 @@ __all__ = ["STATIC", "TAB_COLUMNS", "install_routes", "tab_rows"]
 
 #: Files served from ``/llm/static/`` (nothing else is).
 STATIC = {"llm.js": "application/javascript", "llm.css": "text/css", "locust-ui.js": "application/javascript"}
-#: The Locust "LLM" tab's table: (key, title).
+#: The catalogued figures of the Locust "LLM" tab, between the step label and hours to the first N.
+TAB_KEYS = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s",
+            "truncated_pct")
+#: The Locust "LLM" tab's table: (key, title); titles are the catalogue's short headers.
 TAB_COLUMNS = (
-    ("label", "step"), ("concurrency", "C"), ("completed", "completed"), ("errors", "errors"),
-    ("output_tps", "out tok/s"), ("ttft_p50", "TTFT p50 s"), ("ttft_p99", "TTFT p99 s"),
-    ("ttfat_p50", "TTFAT p50 s"), ("truncated_pct", "trunc %"), ("hours", "hours to N"),
+    ("label", "step"), *((k, FIGURES[k].short_header) for k in TAB_KEYS), ("hours", FIGURES["hours"].short_header),
 )
 
 
@@ -42,33 +44,21 @@ def _static(name: str) -> str:
     return resources.files("harness.webui").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.{digits}g}"
-    return str(v)
-
-
 def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     """Rows of the Locust "LLM" tab from the view's JSON: finished steps, then the step in progress
-    (label ``… (so far)``), then a row naming the run and the target it measured and pointing to the full page."""
+    (label ``… (so far)``), then a row naming the run and the target it measured and pointing to the full page.
+
+    Every cell is the catalogue's display text (:mod:`harness.report.catalogue`), as the report shows it: labels
+    with their † / ‡ marks, hours to the first N as ``N=100,000: 27.1 h (25.0–30.2)``."""
     rows = list(data.get("steps") or [])
     cur = data.get("current")
     out = []
     for r in [*rows, *([cur] if cur else [])]:
-        h = (r.get("hours") or [{}])[0]
+        h = (r.get("hours") or [None])[0]
         out.append({
-            "label": r["label"] + (" (so far)" if r is cur else "") + ("" if r.get("steady") else " †"),
-            "concurrency": _fmt(r.get("concurrency")),
-            "completed": _fmt(r.get("completed")),
-            "errors": _fmt(r.get("errors")),
-            "output_tps": _fmt(r.get("output_tps"), 4),
-            "ttft_p50": _fmt(r.get("ttft_p50_s")),
-            "ttft_p99": _fmt(r.get("ttft_p99_s")),
-            "ttfat_p50": _fmt(r.get("ttfat_p50_s")),
-            "truncated_pct": _fmt(r.get("truncated_pct")),
-            "hours": f"{_fmt(h.get('hours'))} h (N={h.get('n', '–')})" if h else "–",
+            "label": label_text(r) + (" (so far)" if r is cur else ""),
+            **{k: display(r, k) for k in TAB_KEYS},
+            "hours": f"N={h['n']:,}: {hours_text(h)}" if h else "–",
         })
     run = data.get("run") or {}
     measured = (f"run {run.get('run_id')} measured {run.get('target')} (Locust's header shows the Host field as "

@@ -5,6 +5,10 @@ Every figure is a key of a row of ``harness.report.build.build_report`` (:mod:`h
 through unchanged; :data:`ROW_KEYS` lists those the page shows. The one value assembled here is the mean
 reasoning / answer tokens per successful request of the row's sample, the request-weighted mean of the report's own
 ``by_finish_reason`` groups (which partition that sample), i.e. the same mean the report's tokens chart draws.
+
+The page formats nothing itself: each row also carries ``display`` (the text of each table cell, from the
+catalogue of figures, :mod:`harness.report.catalogue`, as the report shows it) and the payload carries ``columns``
+(each column's key and header, from the same catalogue); the raw values stay for the charts.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.report.catalogue import FIGURES, Flag, display, hours_header, hours_text, label_text, usd_header, usd_text
 from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
 from harness.webui.runs import RunDirs, WorkerInfo
 
-__all__ = ["IN_PROGRESS_NOTE", "ROW_KEYS", "payload", "row_view"]
+__all__ = ["IN_PROGRESS_NOTE", "ROW_KEYS", "TABLE_KEYS", "columns", "payload", "row_display", "row_view"]
 
 #: Keys of a report row (:func:`harness.report.figures.step_row` + cost) the view sends, unchanged.
 ROW_KEYS = (
@@ -31,6 +36,14 @@ ROW_KEYS = (
     "hours", "hours_interval", "cost", "client_read_lag_p50_s", "client_read_lag_p99_s", "client_read_lag_max_s",
     "client_lagged_pct", "client_starved", "low_confidence", "users_seen",
 )
+#: The catalogued figures of the page's per-step table, in order (between the label and the errors column come
+#: C, window and completed; after the figures, one hours-to-N (and US$) column per N, the read lag, starved).
+TABLE_KEYS = (
+    "concurrency", "window_s", "completed", "errors", "output_tps", "output_tps_reasoning", "output_tps_answer",
+    "mean_reasoning_tokens", "mean_answer_tokens", "per_stream_tps", "ttft_p50_s", "ttft_p90_s", "ttft_p95_s",
+    "ttft_p99_s", "ttfat_p50_s", "ttfat_p90_s", "ttfat_p95_s", "ttfat_p99_s", "gap_p50_s", "gap_p95_s", "gap_p99_s",
+    "tpot_mean_s", "e2e_p50_s", "truncated_pct",
+)  # fmt: skip
 _SLICE_KEYS = ("start_wall", "end_wall", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p99_s")
 
 
@@ -45,13 +58,55 @@ def _token_split(row: dict[str, Any]) -> tuple[float | None, float | None]:
     return r, a
 
 
+def _errors_text(row: dict[str, Any]) -> str:
+    by = row.get("errors_by_class") or {}
+    text = display(row, "errors")
+    return f"{text} ({', '.join(f'{k} {v}' for k, v in by.items())})" if by else text
+
+
+def _starved_text(row: dict[str, Any]) -> str:
+    starved = row.get("client_starved")
+    return "not measured" if starved is None else (Flag.STARVED.glyph if starved else "no")
+
+
+def row_display(row: dict[str, Any]) -> dict[str, str]:
+    """The text of each table cell of ``row`` (a :func:`row_view`), keyed as :func:`columns`: the label with its
+    flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it),
+    errors with their classes, ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99 and starved."""
+    out = {"label": label_text(row)}
+    out.update({k: display(row, k) for k in TABLE_KEYS})
+    out["errors"] = _errors_text(row)
+    for h in row.get("hours") or []:
+        out[f"hours_{h['n']}"] = hours_text(h)
+        out[f"usd_{h['n']}"] = usd_text(h.get("usd"), h.get("usd_low"), h.get("usd_high"))
+    out["client_read_lag_p99_s"] = display(row, "client_read_lag_p99_s")
+    out["client_starved"] = _starved_text(row)
+    return out
+
+
+def columns(hours_to_n: list[int], priced: bool) -> list[dict[str, str]]:
+    """The per-step table's columns: ``[{key, header}]`` (headers from the catalogue), keys as in
+    :func:`row_display`."""
+    cols = [{"key": "label", "header": "step"}]
+    cols += [{"key": k, "header": FIGURES[k].header + (" (by class)" if k == "errors" else "")} for k in TABLE_KEYS]
+    for n in hours_to_n:
+        cols.append({"key": f"hours_{n}", "header": hours_header(n)})
+        if priced:
+            cols.append({"key": f"usd_{n}", "header": usd_header(n)})
+    cols.append({"key": "client_read_lag_p99_s", "header": FIGURES["client_read_lag_p99_s"].header})
+    cols.append({"key": "client_starved", "header": "starved"})
+    return cols
+
+
 def row_view(row: dict[str, Any]) -> dict[str, Any]:
     """The keys of ``row`` (a report step row) the page shows (:data:`ROW_KEYS`), the mean reasoning / answer
-    tokens (``mean_reasoning_tokens`` / ``mean_answer_tokens``) and its soak slices (``slices``: :data:`_SLICE_KEYS`
-    of each)."""
+    tokens (``mean_reasoning_tokens`` / ``mean_answer_tokens``), its soak slices (``slices``: :data:`_SLICE_KEYS`
+    of each) and ``display``, the text of each table cell (:func:`row_display`)."""
     out = {k: row.get(k) for k in ROW_KEYS}
+    out["hidden_reasoning"] = row.get("hidden_reasoning")
     out["mean_reasoning_tokens"], out["mean_answer_tokens"] = _token_split(row)
     out["slices"] = [{k: s.get(k) for k in _SLICE_KEYS} for s in row.get("slices") or []]
+    out["display"] = row_display(out)
     return out
 
 
@@ -76,6 +131,15 @@ def _live_notes(notes: Any) -> list[str]:
     ``run_end`` yet) replaced by :data:`IN_PROGRESS_NOTE`."""
     kept = [str(n) for n in (notes or []) if not str(n).startswith("INTERRUPTED RUN")]
     return [IN_PROGRESS_NOTE, *kept]
+
+
+def _banners(rep: dict[str, Any] | None) -> list[str]:
+    """The run's banners as the report shows them (compressed time)."""
+    ts = (rep or {}).get("time_scale") or 1.0
+    if ts == 1.0:
+        return []
+    return [f"{Flag.COMPRESSED_TIME.glyph} (simulator time_scale = {ts:g}): {Flag.COMPRESSED_TIME.text}; real-time "
+            "equivalents in report.md"]
 
 
 def _run_entry(path: Path, current: bool, url: str) -> dict[str, Any]:
@@ -126,6 +190,9 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         "state": runs.state,
         "run": run,
         "steps": rows,
+        "columns": columns(list(run.get("hours_to_n") or []) if run else [],
+                           bool(run and run.get("cost_usd_per_hour") is not None)),
+        "banners": _banners(rep),
         "current": row_view(cur) if cur is not None else None,
         "history": list(entry.history) if entry is not None else [],
         "report_age_s": (time.time() - entry.computed_at) if entry is not None and entry.computed_at else None,

@@ -213,7 +213,7 @@ def test_seconds_milliseconds_rates_and_thousands(report: dict[str, Any]) -> Non
     )  # fmt: skip
     row = dict(zip(STEP_HEADER, _tables(render_markdown(rep))[0][1], strict=True))
     assert row["step"] == "C=2"
-    assert row["completed"] == "12345"  # counts: plain integers
+    assert row["completed"] == "12,345"  # counts: integers, thousands separated (as the terminal shows them)
     assert row["TTFT p50/p90/p99 (s)"] == "0.123 / 12.3 / 123"
     assert row["TTFAT p50/p90/p99 (s)"] == "– / 0.500 / 100"
     assert row["inter-chunk p50/p99 (ms)"] == "1.23 / 45.7"
@@ -511,13 +511,49 @@ def test_report_command_prints_the_summary_on_a_terminal(
         assert capsys.readouterr().out == (root / "report.md").read_text()  # a pipe gets the raw Markdown
 
 
-def test_summary_shortens_long_step_labels_not_the_figures(report: dict[str, Any]) -> None:
+def _summary_labels(text: str) -> list[str]:
+    """The step labels of a terminal summary's table, each read whole across its continuation lines (the label
+    column holds a wrapped label's rest on the lines below its row, with every other cell blank)."""
+    lines = text.splitlines()
+    rule = next(i for i, ln in enumerate(lines) if ln.startswith("---"))
+    w = len(lines[rule].split("  ")[0])
+    labels: list[list[str]] = []
+    for ln in lines[rule + 1 :]:
+        if not ln.strip():
+            break
+        if ln[w:].strip():
+            labels.append([ln[:w].strip()])
+        else:
+            labels[-1].append(ln[:w].strip())
+    return [" ".join(parts) for parts in labels]
+
+
+def test_summary_wraps_long_step_labels_never_cuts_them(report: dict[str, Any]) -> None:
+    """A label too long for the table continues on the next lines (under the label column), whole: never cut
+    with ``…`` (cut labels made three sweep settings read the same), and the figures stay whole."""
     rep = _wide(report)
     rep["steps"][3]["label"] = "a-step-label-far-too-long-for-a-terminal-table"
-    lines = render_summary(rep).splitlines()
-    assert max(len(ln) for ln in lines) <= 120
+    out = render_summary(rep)
+    lines = out.splitlines()
+    assert max(len(ln) for ln in lines) <= 120 and "…" not in out
     row = next(ln for ln in lines if ln.startswith("a-step-"))
-    assert "…" in row.split()[0] and row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row
+    assert row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row
+    got = _summary_labels(out)[3].replace(" ", "")
+    assert got.startswith("a-step-label-far-too-long-for-a-terminal-table")
+
+
+def test_summary_settings_labels_stay_distinct(report: dict[str, Any]) -> None:
+    """Three sweep settings whose labels share a long prefix each read whole in the terminal table."""
+    rep = _wide(report)
+    labels = [f"C=8 (thinking=on, effort={e}, prompt=long-context-summarisation-{k})"
+              for k, e in enumerate(("low", "medium", "high"))]
+    for r, lab in zip(rep["steps"][:3], labels, strict=True):
+        r["label"], r["steady"], r["low_confidence"] = lab, True, None
+    out = render_summary(rep)
+    assert max(len(ln) for ln in out.splitlines()) <= 120
+    got = [g.replace(" ", "") for g in _summary_labels(out)[:3]]
+    assert got == [lab.replace(" ", "") for lab in labels] and len(set(got)) == 3
+
 
 
 def test_least_durations_round_up_with_separators() -> None:

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from harness.report.build import build_report
+from harness.report.catalogue import FIGURES, Format, hours_text
 from tests.procs import free_port
 from tests.webui.browser import (
     CHROMIUM_ARGS,
@@ -89,13 +90,18 @@ def check_view_against_records(view: Any, run_dir: Path) -> dict[str, Any]:
         reasoning, answer = _token_means(row)
         for key, rkey in COMPARED:
             want = row[rkey] if rkey else (reasoning if key == "mean_reasoning_tokens" else answer)
-            got = number(cell(view, row["label"], key, current))
-            assert close(got, want), (row["label"], key, got, want)
-            if want:
+            text = cell(view, row["label"], key, current)
+            # the page shows the catalogue's display text of the report's value (TPOT and gaps in ms), as report.md
+            assert text == FIGURES[key].text(want), (row["label"], key, text, want)
+            if FIGURES[key].format is not Format.SIG3:
+                continue  # counts and window lengths: rounded to whole units / one decimal, the text is the check
+            got = number(text)
+            got = None if got is None else got / (FIGURES[key].scale(1.0) or 1.0)
+            assert close(got, want), (row["label"], key, got, want)  # 3 significant digits: within 0.5 %
+            if want and got is not None:
                 diffs[f"{row['label']}.{key}"] = abs(got - want) / abs(want)
         h = row["hours"][0]
-        got = number(cell(view, row["label"], f"hours_{h['n']}", current))
-        assert close(got, h["hours"]), (row["label"], "hours", got, h["hours"])
+        assert cell(view, row["label"], f"hours_{h['n']}", current) == hours_text(h), (row["label"], "hours")
     # independent of the report engine: the C=2 window straight from records.jsonl
     c2 = rows[1]
     w0, w1 = c2["window_start_wall"], c2["window_end_wall"]

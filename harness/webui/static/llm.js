@@ -21,65 +21,14 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  function hoursText(h) {
-    if (!h || h.hours === null || h.hours === undefined) return "–";
-    const hi = h.hours_high === null || h.hours_high === undefined ? "∞" : num(h.hours_high, 3);
-    return `${num(h.hours, 4)} [${num(h.hours_low, 3)}–${hi}]`;
-  }
-  function usdText(h) {
-    if (!h || h.usd === null || h.usd === undefined) return "–";
-    const hi = h.usd_high === null || h.usd_high === undefined ? "∞" : num(h.usd_high, 3);
-    return `${num(h.usd, 4)} [${num(h.usd_low, 3)}–${hi}]`;
-  }
-  function errorsText(r) {
-    const by = r.errors_by_class || {};
-    const parts = Object.entries(by).map(([k, v]) => `${k} ${v}`);
-    return parts.length ? `${r.errors} (${parts.join(", ")})` : String(r.errors ?? "–");
-  }
-
-  // [key, title, render(row) -> text]; key is also the cell's data-key (the row's own key where there is one)
-  function columns(hoursN, priced) {
-    const cols = [
-      ["label", "step", (r) => r.label + (r.steady ? "" : " †") + (r.low_confidence ? " ‡" : "")],
-      ["concurrency", "C", (r) => num(r.concurrency)],
-      ["window_s", "window s", (r) => num(r.window_s, 4)],
-      ["completed", "completed", (r) => num(r.completed)],
-      ["errors", "errors (by class)", errorsText],
-      ["output_tps", "output tok/s", (r) => num(r.output_tps)],
-      ["output_tps_reasoning", "reasoning tok/s", (r) => num(r.output_tps_reasoning)],
-      ["output_tps_answer", "answer tok/s", (r) => num(r.output_tps_answer)],
-      ["mean_reasoning_tokens", "mean reasoning tok", (r) => num(r.mean_reasoning_tokens)],
-      ["mean_answer_tokens", "mean answer tok", (r) => num(r.mean_answer_tokens)],
-      ["per_stream_tps", "per-stream tok/s", (r) => num(r.per_stream_tps)],
-      ["ttft_p50_s", "TTFT p50 s", (r) => num(r.ttft_p50_s)],
-      ["ttft_p90_s", "TTFT p90 s", (r) => num(r.ttft_p90_s)],
-      ["ttft_p95_s", "TTFT p95 s", (r) => num(r.ttft_p95_s)],
-      ["ttft_p99_s", "TTFT p99 s", (r) => num(r.ttft_p99_s)],
-      ["ttfat_p50_s", "TTFAT p50 s", (r) => num(r.ttfat_p50_s)],
-      ["ttfat_p90_s", "TTFAT p90 s", (r) => num(r.ttfat_p90_s)],
-      ["ttfat_p95_s", "TTFAT p95 s", (r) => num(r.ttfat_p95_s)],
-      ["ttfat_p99_s", "TTFAT p99 s", (r) => num(r.ttfat_p99_s)],
-      ["gap_p50_s", "inter-chunk p50 s", (r) => num(r.gap_p50_s)],
-      ["gap_p95_s", "inter-chunk p95 s", (r) => num(r.gap_p95_s)],
-      ["gap_p99_s", "inter-chunk p99 s", (r) => num(r.gap_p99_s)],
-      ["tpot_mean_s", "TPOT mean s", (r) => num(r.tpot_mean_s)],
-      ["truncated_pct", "truncated %", (r) => num(r.truncated_pct)],
-    ];
-    (hoursN || []).forEach((n, i) => {
-      cols.push([`hours_${n}`, `hours to ${n.toLocaleString("en")} [95 %]`, (r) => hoursText((r.hours || [])[i])]);
-      if (priced) cols.push([`usd_${n}`, `US$ to ${n.toLocaleString("en")} [95 %]`, (r) => usdText((r.hours || [])[i])]);
-    });
-    cols.push(["client_read_lag_p99_s", "client read lag p99 s", (r) => num(r.client_read_lag_p99_s)]);
-    cols.push(["client_starved", "starved", (r) =>
-      r.client_starved === null || r.client_starved === undefined ? "not measured" : (r.client_starved ? "STARVED" : "no")]);
-    return cols;
-  }
-
+  // The table's columns and every cell's text come from the server ({key, header} in d.columns, the text of each
+  // cell in row.display): the catalogue of figures formats them as the report does; this page formats none.
   function rowEl(r, cols, current) {
     const tr = el("tr", { "data-step": r.label, "data-current": current ? "1" : "0",
       "data-provisional": r.provisional ? "1" : "0" });
-    for (const [key, , render] of cols) {
-      const td = el("td", { "data-key": key }, render(r));
+    const shown = r.display || {};
+    for (const { key } of cols) {
+      const td = el("td", { "data-key": key }, shown[key] ?? "–");
       if (key === "label" && current) td.textContent = `${td.textContent} (so far)`;
       if (key === "label" && !current && r.provisional) td.textContent = `${td.textContent} (provisional)`;
       if (key === "client_starved" && r.client_starved) td.className = "starved";
@@ -89,11 +38,10 @@
   }
 
   function renderTable(d) {
-    const hoursN = (d.run && d.run.hours_to_n) || [];
-    const cols = columns(hoursN, Boolean(d.run && d.run.cost_usd_per_hour));
+    const cols = d.columns || [];
     const head = document.querySelector("#steps thead");
     head.replaceChildren(el("tr"));
-    for (const [, title] of cols) head.firstChild.appendChild(el("th", {}, title));
+    for (const { header } of cols) head.firstChild.appendChild(el("th", {}, header));
     document.getElementById("step-rows").replaceChildren(...d.steps.map((r) => rowEl(r, cols, false)));
     document.getElementById("current-row").replaceChildren(...(d.current ? [rowEl(d.current, cols, true)] : []));
   }
@@ -122,6 +70,7 @@
     add("model", run.model);
     add("completed", run.totals ? num(run.totals.completed) : "–", "meta-completed");
     add("report age", d.report_age_s === null ? "–" : `${num(d.report_age_s, 2)} s`);
+    for (const b of d.banners || []) add("!", b, "meta-banner");
     const err = document.getElementById("error");
     err.hidden = !d.error;
     err.textContent = d.error ? `report: ${d.error}` : "";
@@ -235,17 +184,18 @@
     const rows = d.steps.concat(d.current ? [d.current] : []);
     const t0 = (d.run && d.run.start_wall) || (rows[0] && rows[0].start_wall) || d.now;
     const h = d.history || [];
+    const title = (key) => ((d.columns || []).find((c) => c.key === key) || { header: key }).header;
     const tps = [
-      ...seriesOf(rows, h, t0, "output_tps", "output tok/s", COLORS[0]),
-      ...seriesOf(rows, h, t0, "output_tps_reasoning", "reasoning tok/s", COLORS[4]),
-      ...seriesOf(rows, h, t0, "output_tps_answer", "answer tok/s", COLORS[2]),
+      ...seriesOf(rows, h, t0, "output_tps", title("output_tps"), COLORS[0]),
+      ...seriesOf(rows, h, t0, "output_tps_reasoning", title("output_tps_reasoning"), COLORS[4]),
+      ...seriesOf(rows, h, t0, "output_tps_answer", title("output_tps_answer"), COLORS[2]),
     ];
     chart(document.getElementById("chart-tps"), t0, tps, rows, "tok/s");
     const lat = [
-      ...seriesOf(rows, h, t0, "ttft_p50_s", "TTFT p50", COLORS[0]),
-      ...seriesOf(rows, h, t0, "ttft_p99_s", "TTFT p99", COLORS[3]),
-      ...seriesOf(rows, h, t0, "ttfat_p50_s", "TTFAT p50", COLORS[2]),
-      ...seriesOf(rows, h, t0, "ttfat_p99_s", "TTFAT p99", COLORS[1]),
+      ...seriesOf(rows, h, t0, "ttft_p50_s", title("ttft_p50_s"), COLORS[0]),
+      ...seriesOf(rows, h, t0, "ttft_p99_s", title("ttft_p99_s"), COLORS[3]),
+      ...seriesOf(rows, h, t0, "ttfat_p50_s", title("ttfat_p50_s"), COLORS[2]),
+      ...seriesOf(rows, h, t0, "ttfat_p99_s", title("ttfat_p99_s"), COLORS[1]),
     ].filter((s) => s.kind !== "dot" || s.points.length);
     chart(document.getElementById("chart-lat"), t0, lat, rows, "seconds");
   }

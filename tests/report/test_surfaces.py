@@ -1,0 +1,226 @@
+"""One run on every surface: each figure and flag reads the same on the terminal summary, report.md, report.html,
+report.json, the web LLM view's JSON and Locust's LLM tab.
+
+The expected text of every figure is derived from ``report.json``'s raw value and the figure's catalogue entry
+(:mod:`harness.report.catalogue`: display unit and format), never written here; each surface is parsed on its own
+(Markdown tables, HTML cells, the terminal's fixed-width columns, the view's ``display``, the tab's cells).
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import html as html_mod
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import fmt
+from harness.report.build import build_report
+from harness.report.catalogue import FIGURES, Flag, group_header, hours_header, hours_text, label_text
+from harness.report.html import render_html
+from harness.report.render import STEP_COLUMNS, render_markdown
+from harness.report.summary import SUMMARY_KEYS, render_summary
+from harness.webui.cache import Entry
+from harness.webui.routes import TAB_KEYS, tab_rows
+from harness.webui.runs import RunDirs
+from harness.webui.view import TABLE_KEYS, payload
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
+
+#: Figures every surface that has a per-step table shows (terminal, md, html, web, tab): the headline ones.
+HEADLINE = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "truncated_pct")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("surfaces") / "20261201-135255-demo"
+    d.mkdir()
+    for name in ("run.json", "phases.jsonl"):
+        shutil.copy(DEMO / name, d / name)
+    (d / "records.jsonl").write_bytes(gzip.decompress((DEMO / "records.jsonl.gz").read_bytes()))
+    return d
+
+
+@pytest.fixture(scope="module")
+def report(run_dir: Path) -> dict[str, Any]:
+    return json.loads(json.dumps(build_report(run_dir)))  # as report.json holds it
+
+
+def _flagged(rep: dict[str, Any]) -> dict[str, Any]:
+    """The demo report with every flag present: a NOT steady step, a STARVED step, hours with an interval, hours
+    without usable completions, compressed time."""
+    rep = copy.deepcopy(rep)
+    s = rep["steps"]
+    s[1].update(steady=False, not_steady_reason="the first wave ended after the step", low_confidence=None)
+    s[2].update(client_starved=True, client_lagged_pct=55.0, client_read_lag_max_s=2.5)
+    s[2]["hours"][0].update(hours_low=11.04, hours_high=15.93)
+    s[3]["hours"][0].update(hours_low=7.5, hours_high=None)
+    s[4]["hours"][0].update(hours=None, hours_low=None, hours_high=None)
+    rep["time_scale"] = 10.0
+    return rep
+
+
+def _md_tables(md: str, section: str) -> list[list[dict[str, str]]]:
+    """The tables of Markdown section ``## section`` as rows of {header: cell}."""
+    body = md.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    tables, cur = [], []
+    for ln in [*body.splitlines(), ""]:
+        if ln.startswith("|"):
+            cur.append([c.strip().replace("\\|", "|") for c in ln.strip("|").split(" | ")])
+        elif cur:
+            tables.append([dict(zip(cur[0], r, strict=True)) for r in cur[2:]])
+            cur = []
+    return tables
+
+
+def _html_rows(doc: str) -> list[list[str]]:
+    """Every table row of an HTML document as its cells' text."""
+    rows = []
+    for tr in re.findall(r"<tr>(.*?)</tr>", doc, flags=re.S):
+        cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", tr, flags=re.S)
+        rows.append([html_mod.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in cells])
+    return rows
+
+
+def _term_rows(text: str) -> list[list[str]]:
+    """The terminal summary's step rows, cells split on the column gap (2+ spaces)."""
+    lines = text.splitlines()
+    rule = next(i for i, ln in enumerate(lines) if ln.startswith("---"))
+    out = []
+    for ln in lines[rule + 1 :]:
+        if not ln.strip():
+            break
+        out.append(re.split(r" {2,}", ln.strip()))
+    return out
+
+
+def _surfaces(rep: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    web = json.loads(json.dumps(payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [],
+                                        "/llm")))
+    return {"md": render_markdown(rep), "html": render_html(rep, []), "terminal": render_summary(rep),
+            "web": web, "tab": tab_rows(web)}
+
+
+def _shown(rep: dict[str, Any], s: dict[str, Any]) -> dict[str, dict[str, dict[str, str]]]:
+    """{surface: {step label as shown: {figure key: text shown}}} for the per-step tables of every surface."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    md_rows = _md_tables(s["md"], "Per step")[0]
+    html_all = _html_rows(s["html"])
+    head = ["step", *(group_header(c) for c in STEP_COLUMNS), FIGURES["window_s"].header]
+    html_head = html_all.index(head)
+    n = len(rep["steps"])
+    html_rows = html_all[html_head + 1 : html_head + 1 + n]
+    for name, rows in (("md", [list(r.values()) for r in md_rows]), ("html", html_rows)):
+        got: dict[str, dict[str, str]] = {}
+        for cells in rows:
+            assert len(cells) == len(head)
+            figs: dict[str, str] = {}
+            for cols, cell in zip(STEP_COLUMNS, cells[1:], strict=False):
+                figs.update(zip(cols, cell.split(" / "), strict=True))
+            got[cells[0]] = figs
+        out[name] = got
+    term = _term_rows(s["terminal"])
+    out["terminal"] = {c[0]: dict(zip(SUMMARY_KEYS, c[1:], strict=False)) for c in term}
+    out["web"] = {r["display"]["label"]: {k: r["display"][k] for k in TABLE_KEYS} for r in s["web"]["steps"]}
+    out["tab"] = {r["label"]: {k: r[k] for k in TAB_KEYS} for r in s["tab"][:-1]}
+    return out
+
+
+@pytest.mark.parametrize("flagged", [False, True], ids=["demo", "every-flag"])
+def test_every_figure_reads_the_same_on_every_surface(report: dict[str, Any], run_dir: Path, flagged: bool) -> None:
+    rep = _flagged(report) if flagged else report
+    s = _surfaces(rep, run_dir)
+    shown = _shown(rep, s)
+    labels = [label_text(r) for r in rep["steps"]]
+    checked: dict[str, set[str]] = {name: set() for name in shown}
+    for name, rows in shown.items():
+        assert list(rows) == labels, (name, list(rows))  # every step, its label with its † / ‡ marks
+        for r in rep["steps"]:
+            for key, text in rows[label_text(r)].items():
+                want = FIGURES[key].text(r[key])  # report.json's raw value in the catalogue's display format
+                assert text == want, (name, r["label"], key, text, want)
+                checked[name].add(key)
+    for name in shown:
+        assert set(HEADLINE) <= checked[name], (name, set(HEADLINE) - checked[name])
+    assert {"tpot_mean_s", "per_stream_tps", "ttfat_p50_s", "e2e_p50_s"} <= checked["terminal"] & checked["md"] \
+        & checked["web"]  # TPOT in ms on all three (the view used to print seconds)
+    assert len(checked["web"]) >= 20 and len(checked["md"]) >= 15
+
+
+@pytest.mark.parametrize("flagged", [False, True], ids=["demo", "every-flag"])
+def test_hours_to_n_reads_the_same_on_every_surface(report: dict[str, Any], run_dir: Path, flagged: bool) -> None:
+    rep = _flagged(report) if flagged else report
+    s = _surfaces(rep, run_dir)
+    n = rep["hours_to_n"][0]
+    md_hours = next(t for t in _md_tables(s["md"], "Hours to N usable samples") if f"N={n:,}" in t[0])
+    html_rows = _html_rows(s["html"])
+    term = {c[0]: c for c in _term_rows(s["terminal"])}
+    web = {r["display"]["label"]: r["display"] for r in s["web"]["steps"]}
+    tab = {r["label"]: r["hours"] for r in s["tab"][:-1]}
+    assert any(c["header"] == hours_header(n) for c in s["web"]["columns"])
+    for r, md_row in zip(rep["steps"], md_hours, strict=True):
+        want, label = hours_text(r["hours"][0]), label_text(r)
+        assert md_row["step"] == label and md_row[f"N={n:,}"] == want
+        assert any(row[0] == label and want in row for row in html_rows)
+        assert term[label][-1] == want
+        assert web[label][f"hours_{n}"] == want
+        assert tab[label] == f"N={n:,}: {want}"
+    if flagged:  # every kind of interval, written one way
+        texts = [hours_text(r["hours"][0]) for r in rep["steps"]]
+        assert f"({Flag.NO_INTERVAL.glyph})" in texts[0] and texts[2].endswith("(11.0–15.9)")
+        assert texts[3].endswith("(7.50–∞)") and texts[4] == f"∞ ({Flag.NO_USABLE.glyph})"
+    hours_cells = [w for r in s["web"]["steps"] for k, w in r["display"].items() if k.startswith("hours_")]
+    assert len(hours_cells) == len(rep["steps"]) * len(rep["hours_to_n"])
+    assert not any("[" in w for w in hours_cells)  # not the view's old "159 [––∞]"
+
+
+def test_flags_read_the_same_on_every_surface(report: dict[str, Any], run_dir: Path) -> None:
+    rep = _flagged(report)
+    s = _surfaces(rep, run_dir)
+    steady, starved = rep["steps"][1], rep["steps"][2]
+    dagger = f"{steady['label']} {Flag.NOT_STEADY.glyph}"
+    assert label_text(steady) == dagger and any(label_text(r).endswith(Flag.LOW_CONFIDENCE.glyph)
+                                                for r in rep["steps"])
+    html_cells = [c for row in _html_rows(s["html"]) for c in row]
+    for name, labels in (("md", [r["step"] for r in _md_tables(s["md"], "Per step")[0]]),
+                         ("html", html_cells),
+                         ("terminal", [c[0] for c in _term_rows(s["terminal"])]),
+                         ("web", [r["display"]["label"] for r in s["web"]["steps"]]),
+                         ("tab", [r["label"] for r in s["tab"]])):
+        assert dagger in labels, name
+        for r in rep["steps"]:
+            if r.get("low_confidence") and r["steady"]:
+                assert f"{r['label']} {Flag.LOW_CONFIDENCE.glyph}" in labels, (name, r["label"])
+    # STARVED and compressed time: the same word on every surface that shows them
+    glyph = Flag.STARVED.glyph
+    assert f"Client {glyph} at {starved['label']}" in s["md"] and f"Client {glyph} at {starved['label']}" in \
+        s["terminal"] and f"Client {glyph} at {html_mod.escape(starved['label'])}" in s["html"]
+    assert [r["display"]["client_starved"] for r in s["web"]["steps"]][2] == glyph
+    for name in ("md", "terminal", "html"):
+        assert Flag.COMPRESSED_TIME.glyph in s[name], name
+    assert any(Flag.COMPRESSED_TIME.glyph in b for b in s["web"]["banners"])
+    assert not any(Flag.COMPRESSED_TIME.glyph in b for b in _surfaces(report, run_dir)["web"]["banners"])
+
+
+def test_report_json_keeps_raw_numbers_and_carries_the_catalogue(report: dict[str, Any]) -> None:
+    """report.json: every catalogued figure of a row is the raw number in its unit (never a display string), and
+    the catalogue's unit and format of each figure ride along under ``figures``."""
+    cat = report["figures"]
+    assert set(cat) == set(FIGURES)
+    for key, f in FIGURES.items():
+        assert cat[key]["unit"] == f.unit.value and cat[key]["display_unit"] == f.display_unit.value
+        assert cat[key]["header"] == f.header and cat[key]["topic"] in report["definitions"]
+    for r in report["steps"]:
+        for key in (k for k in FIGURES if k in r):
+            v = r[key]
+            if key == "hours":  # the entries of hours to each N: their hours are raw numbers too
+                v = [h["hours"] for h in v]
+            assert all(x is None or isinstance(x, int | float) for x in (v if isinstance(v, list) else [v])), key
+    tpot = report["steps"][1]["tpot_mean_s"]
+    assert 0.001 < tpot < 1.0  # seconds in report.json; every surface shows ms
+    assert FIGURES["tpot_mean_s"].text(tpot) == fmt.sig3(tpot * 1000.0)
