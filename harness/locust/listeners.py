@@ -1,5 +1,9 @@
 """Locust event listeners: run set-up at ``init``, record transport, and the end of the run.
 
+Nothing is registered by importing this module: :func:`register` adds the listeners to an event hook set, once
+(:func:`harness.locust.register` calls it for Locust's ``locust.events``), each bound to the process's
+:class:`harness.runtime.Run`, which ``init`` makes reachable as ``environment.llmload``.
+
 * ``init``: every process registers the messages; the master (or the single process) installs the signal
   handlers, opens the exporter (first: a port in use stops the run before anything starts), loads the profile
   and sets up the run (exit code 2 on a bad profile or an unreachable target) and serves its metrics; a worker
@@ -22,18 +26,20 @@ and ``quitting`` (Ctrl-C) first stops and ends a run that goes. Headless runs ar
 
 from __future__ import annotations
 
-from locust import events
 from locust.env import Environment
+from locust.event import Events
 from locust.runners import MasterRunner, WorkerRunner
 
 import logging
 import sys
+from functools import partial
 from typing import Any
 
 import gevent
 
+from harness import rate
 from harness.config import PROFILES_DIR, ProfileError
-from harness.locust import webrun
+from harness.locust import live, webrun
 from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, stop_workers
 from harness.locust.form import Knobs
 from harness.locust.live import open_exporter, serve_run
@@ -41,9 +47,9 @@ from harness.locust.lost import start_watch
 from harness.locust.options import metrics_options
 from harness.locust.setup import SimHolder, load_run_profile, resolve_target, setup_master, setup_worker_from_message
 from harness.locust.signals import install_master_signals, install_worker_sigint
-from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, current
+from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, of
 
-__all__: list[str] = []
+__all__ = ["register"]
 
 log = logging.getLogger("llmload")
 
@@ -54,12 +60,12 @@ _LAST_BATCH_WAIT_S = 1.0
 def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:], runner.client_id)
+        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:], runner.client_id, of(environment))
         ctx.start_flusher(runner)
 
 
 def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
-    ctx = current().ctx
+    ctx = of(environment).ctx
     if ctx is None or ctx.run_dir is None:
         return
     if ctx.run_dir.closed:  # a worker's batch after its run ended (it did not answer the stop in time)
@@ -110,9 +116,9 @@ def _init_web(run: Run, environment: Environment, runner: Any, role: str, web_ui
     log.info("llmload: web UI: profile %s, target %s; each Start is a run", path, target.shown)
 
 
-@events.init.add_listener
-def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -> None:
-    run = current()
+def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -> None:
+    environment.llmload = run  # type: ignore[attr-defined]
+    rate.register(runner)
     runner.register_message(MSG_PHASE, _on_phase)
     runner.register_message(MSG_RECORDS, _on_records)
     if isinstance(runner, WorkerRunner):
@@ -166,21 +172,18 @@ def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any
         serve_run(run, exporter, runner, mo.linger)
 
 
-@events.test_stopping.add_listener
-def _on_test_stopping(environment: Environment, **_: Any) -> None:
+def _on_test_stopping(run: Run, environment: Environment, **_: Any) -> None:
     """Master / single process, as a stop begins (web UI's Stop, Ctrl-C, SIGTERM, the shape's end): the last
     step's window ends now, before in-flight requests drain (``load_end``, written once a run)."""
     if isinstance(environment.runner, WorkerRunner):
         return
-    ctx = current().ctx
+    ctx = run.ctx
     if ctx is None or getattr(environment.shape_class, "warmup_error", None):
         return
     ctx.end_load("" if ctx.finished else "stop")
 
 
-@events.test_stop.add_listener
-def _on_test_stop(environment: Environment, **_: Any) -> None:
-    run = current()
+def _on_test_stop(run: Run, environment: Environment, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         flush_worker_records(run)
@@ -196,9 +199,7 @@ def _on_test_stop(environment: Environment, **_: Any) -> None:
         stop_workers(run, runner)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_: Any) -> None:
-    run = current()
+def _on_quitting(run: Run, environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         flush_worker_records(run)
         return
@@ -236,9 +237,7 @@ def _on_quitting(environment: Environment, **_: Any) -> None:
     run.ended_run(ctx.run_dir.path, status)
 
 
-@events.quit.add_listener
-def _on_quit(**_: Any) -> None:
-    run = current()
+def _on_quit(run: Run, **_: Any) -> None:
     ctx = run.ctx
     if run.sims is not None:
         run.sims.stop()
@@ -255,3 +254,22 @@ def _on_quit(**_: Any) -> None:
         run.exporter.linger(run.linger)
     if ctx.sim is not None:
         ctx.sim.stop()
+
+
+#: The events :func:`register` adds a listener to, in order (``tests/locust/test_lifecycle.py`` counts them).
+REGISTERED = ("init", "test_stopping", "test_stop", "quitting", "quit", "report_to_master", "worker_report")
+
+
+def register(events: Events, run: Run) -> None:
+    """Add llmload's run listeners to ``events`` (Locust's ``locust.events``, or a fresh
+    :class:`locust.event.Events` in a test), each bound to ``run``: ``init`` (set-up, :func:`_on_init`, which also
+    makes ``run`` reachable as ``environment.llmload`` and registers the custom messages), ``test_stopping``,
+    ``test_stop``, ``quitting``, ``quit`` and the workers' in-flight reports (:func:`harness.locust.live.register`):
+    one listener on each event of :data:`REGISTERED`. Call once per ``events``
+    (:func:`harness.locust.register` does)."""
+    events.init.add_listener(partial(_on_init, run))
+    events.test_stopping.add_listener(partial(_on_test_stopping, run))
+    events.test_stop.add_listener(partial(_on_test_stop, run))
+    events.quitting.add_listener(partial(_on_quitting, run))
+    events.quit.add_listener(partial(_on_quit, run))
+    live.register(events, run)

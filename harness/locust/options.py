@@ -7,19 +7,18 @@ run with the locustfile.
 
 from __future__ import annotations
 
-from locust import events
-
 import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
 
-__all__ = ["MetricsOptions", "metrics_options"]
+__all__ = ["MetricsOptions", "add_options", "metrics_options"]
 
 
-@events.init_command_line_parser.add_listener
-def _add_options(parser: Any, **_: Any) -> None:
+def add_options(parser: Any, **_: Any) -> None:
+    """Add ``--output-dir`` and the ``--metrics-*`` options to Locust's ``parser`` (called by
+    :func:`harness.locust.register`'s ``init_command_line_parser`` listener)."""
     parser.add_argument(
         "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
     )

@@ -52,7 +52,7 @@ from harness.locust.drain import STOP_MARGIN_S, stop_workers
 from harness.locust.form import MODES, Knobs, form_defaults, set_form_defaults
 from harness.locust.setup import SimHolder, load_run_profile, open_run, resolve_target
 from harness.records import redact_url
-from harness.runtime import FixedLoad, Run, RunContext
+from harness.runtime import FixedLoad, Run, RunContext, StopProgress, current
 
 __all__ = [
     "Launch", "StartError", "StopProgress", "begin_stop", "end_run", "install", "launch_of", "parse_fixed",
@@ -70,37 +70,10 @@ LAST_BATCH_WAIT_S = 1.0
 REPORT_TIMEOUT_S = 900.0
 
 
-@dataclass(frozen=True)
-class StopProgress:
-    """What the stop of the current run is doing (web UI; :func:`stop_progress`).
-
-    Attributes:
-        run_id: the run being stopped.
-        stage: ``draining`` (users stop, in-flight requests finish, for up to ``drain_timeout_s``; on a master the
-            workers then send their last records) or ``writing_report`` (run directory closed, report drawn).
-        since_wall: epoch seconds the stage began.
-        stop_wall: epoch seconds the stop began.
-        drain_timeout_s: the stop timeout in seconds (requests still unfinished then are cut off and counted).
-    """
-
-    run_id: str
-    stage: str
-    since_wall: float
-    stop_wall: float
-    drain_timeout_s: float
-
-
-_PROGRESS: StopProgress | None = None
-
-
-def stop_progress() -> StopProgress | None:
-    """The stop in progress of this process's current web-UI run, None when no run is stopping."""
-    return _PROGRESS
-
-
-def _set_progress(p: StopProgress | None) -> None:
-    global _PROGRESS
-    _PROGRESS = p
+def stop_progress(run: Run | None = None) -> StopProgress | None:
+    """The stop in progress of the current web-UI run of ``run`` (default: this process's,
+    :func:`harness.runtime.current`), None when no run is stopping (:attr:`harness.runtime.Run.progress`)."""
+    return (run if run is not None else current()).progress
 
 
 class StartError(Exception):
@@ -222,7 +195,7 @@ def _profile_arg(form: Mapping[str, str], launch: Launch) -> str | None:
 def _wait_for_report(run: Run) -> None:
     """A Start while the previous run's report is being written (its load is over, its records closed) waits
     for that report (cooperatively, at most :data:`REPORT_TIMEOUT_S` + 10 s) instead of being refused."""
-    progress = stop_progress()
+    progress = run.progress
     if not run.active() or progress is None or progress.stage != "writing_report":
         return
     deadline = time.monotonic() + REPORT_TIMEOUT_S + 10.0
@@ -320,9 +293,9 @@ def end_run(run: Run, environment: Any) -> None:
         run.any_failed = True
     rd.close(status)
     now = time.time()
-    progress = stop_progress()
+    progress = run.progress
     stop_wall = progress.stop_wall if progress is not None and progress.run_id == ctx.run_id else now
-    _set_progress(StopProgress(ctx.run_id, "writing_report", now, stop_wall, float(environment.stop_timeout or 0.0)))
+    run.progress = StopProgress(ctx.run_id, "writing_report", now, stop_wall, float(environment.stop_timeout or 0.0))
     try:
         from harness.report import render_summary
 
@@ -333,7 +306,7 @@ def end_run(run: Run, environment: Any) -> None:
         run.report_summary = None
     log.info("llmload: run %s %s; records and report in %s", ctx.run_id, status, rd.path)
     run.ended_run(rd.path, status)
-    _set_progress(None)
+    run.progress = None
 
 
 def write_report_child(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> dict[str, Any]:
@@ -398,7 +371,7 @@ def begin_stop(run: Run, environment: Any) -> None:
         return
     run.state = "stopping"
     now = time.time()
-    _set_progress(StopProgress(ctx.run_id, "draining", now, now, float(environment.stop_timeout or 0.0)))
+    run.progress = StopProgress(ctx.run_id, "draining", now, now, float(environment.stop_timeout or 0.0))
 
 
 def stop_at_once(run: Run, environment: Any) -> dict[str, Any] | None:
