@@ -401,6 +401,8 @@ class Run:
     ended: list[Path] = field(default_factory=list)
     #: Some run of this process wrote a failed (non-warm-up) record (the exit code's rule, see README).
     any_failed: bool = False
+    #: The last run's warm-up failed (every warm-up request failed: status ``warmup_failed``).
+    warmup_failed: bool = False
     #: The Locust runner (master or single process), for the workers' states in :func:`runs`.
     runner: Any = None
     #: Web UI: the built-in simulator shared by the runs (:class:`harness.locust.setup.SimHolder`).

@@ -27,7 +27,7 @@ the run's listeners from ``init`` on (:func:`harness.locust.listeners.register`)
 
 The run's state is one :class:`harness.runtime.Run` per process (:func:`harness.runtime.current`). Modules, in
 import order (each imports only those before it): ``options``, ``form``, ``setup``, ``drain``, ``signals``,
-``live``, ``webrun``, ``listeners``.
+``live``, ``end``, ``webrun``, ``listeners``.
 """
 
 from __future__ import annotations

@@ -12,16 +12,19 @@ Nothing is registered by importing this module: :func:`register` adds the listen
   master in ``llmload_records`` batches (:class:`harness.runtime.RunContext`); the master writes them.
 * Master: a worker lost while the load runs (no heartbeat, or it quit) is recorded as a ``worker_lost`` event
   (:mod:`harness.locust.lost`).
-* ``test_stopping`` (a stop begins): the master writes ``load_end`` (once a run) before in-flight requests drain.
-* ``test_stop``: a worker flushes its records; a master whose run stopped early drains its workers
-  (:func:`harness.locust.drain.stop_workers`).
-* ``quitting``: the master (or the single process) closes the run directory with its status (finished,
-  interrupted, warmup_failed: exit code 3) and writes the report; ``quit``: prints its compact summary
-  (:func:`harness.report.render_summary`), lingers for a last Prometheus scrape, stops the built-in simulator.
+* ``test_stopping`` (a stop begins): the master writes ``load_end`` (once a run) before in-flight requests drain;
+  the run is "stopping" (:func:`harness.locust.end.begin_stop`).
+* ``test_stop``: a worker flushes its records; the master (or the single process) ends the run
+  (:func:`harness.locust.end.end_run`: its workers drained, the run directory closed with its status, finished,
+  interrupted or warmup_failed, the report written).
+* ``quitting``: a run still going (web UI: Ctrl-C, SIGTERM) is stopped and ended the same way, and the exit code
+  set (:func:`harness.locust.end.set_exit_code`: 3 after a headless run's failed warm-up, 1 when a request
+  failed); ``quit``: prints the compact summary (:func:`harness.report.render_summary`), lingers for a last
+  Prometheus scrape, stops the built-in simulator.
 
-In web-UI mode (no ``--headless``) each Start is a run (:mod:`harness.locust.webrun`): ``init`` opens no run
-directory, a Start opens one, ``test_stop`` (the end of the load, Stop) drains and closes it and writes its report,
-and ``quitting`` (Ctrl-C) first stops and ends a run that goes. Headless runs are as described above.
+A headless run is the web UI's lifecycle with one run, opened at ``init`` (Locust's rule: headless is autostart
+without a web UI). In web-UI mode (no ``--headless``) each Start is a run (:mod:`harness.locust.webrun`): ``init``
+opens no run directory, a Start opens one; the rest is the same path.
 """
 
 from __future__ import annotations
@@ -35,12 +38,11 @@ import sys
 from functools import partial
 from typing import Any
 
-import gevent
-
 from harness import rate
 from harness.config import PROFILES_DIR, ProfileError
 from harness.locust import live, webrun
-from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, stop_workers
+from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped
+from harness.locust.end import begin_stop, end_run, set_exit_code, stop_for_quit
 from harness.locust.form import Knobs
 from harness.locust.live import open_exporter, serve_run
 from harness.locust.lost import start_watch
@@ -52,9 +54,6 @@ from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, 
 __all__ = ["register"]
 
 log = logging.getLogger("llmload")
-
-#: Seconds the master waits at quitting for the workers' last record batches, which arrive after test_stop.
-_LAST_BATCH_WAIT_S = 1.0
 
 
 def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
@@ -174,67 +173,38 @@ def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None
 
 def _on_test_stopping(run: Run, environment: Environment, **_: Any) -> None:
     """Master / single process, as a stop begins (web UI's Stop, Ctrl-C, SIGTERM, the shape's end): the last
-    step's window ends now, before in-flight requests drain (``load_end``, written once a run)."""
+    step's window ends now, before in-flight requests drain (``load_end``, written once a run; not after a failed
+    warm-up), and the run is "stopping" (:func:`harness.locust.end.begin_stop`)."""
     if isinstance(environment.runner, WorkerRunner):
         return
     ctx = run.ctx
-    if ctx is None or getattr(environment.shape_class, "warmup_error", None):
-        return
-    ctx.end_load("" if ctx.finished else "stop")
+    if ctx is not None and not getattr(environment.shape_class, "warmup_error", None):
+        ctx.end_load("" if ctx.finished else "stop")
+    begin_stop(run, environment)
 
 
 def _on_test_stop(run: Run, environment: Environment, **_: Any) -> None:
+    """The load stopped. A worker sends its records; the master (or the single process) ends the run, headless or
+    web UI alike (:func:`harness.locust.end.end_run`)."""
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         flush_worker_records(run)
-        if run.ctx is not None and run.ctx.web:
-            # Locust's worker sleeps the stop timeout after a stop before it reads the next message; the users
-            # are gone already, and the master's MSG_STOP (and the next Start) must not wait for nothing.
-            environment.stop_timeout = 0.0
+        # Locust's worker sleeps the stop timeout after a stop before it reads the next message; the users are gone
+        # already, and the master's MSG_STOP at the run's end (and a web UI's next Start) must not wait for nothing.
+        environment.stop_timeout = 0.0
         return
-    if run.web:
-        webrun.end_run(run, environment)
-        return
-    if isinstance(runner, MasterRunner) and run.ctx is not None and not run.ctx.finished:
-        stop_workers(run, runner)
+    end_run(run, environment)
 
 
 def _on_quitting(run: Run, environment: Environment, **_: Any) -> None:
+    """Quitting: a worker sends its records; the master (or the single process) stops and ends a run still going
+    (:func:`harness.locust.end.stop_for_quit`: the web UI's Ctrl-C; a headless run ended at ``test_stop``) and sets
+    the exit code (:func:`harness.locust.end.set_exit_code`)."""
     if isinstance(environment.runner, WorkerRunner):
         flush_worker_records(run)
         return
-    if run.web:
-        webrun.stop_for_quit(run, environment)
-        if run.any_failed and environment.process_exit_code is None:
-            opts = environment.parsed_options
-            environment.process_exit_code = int(getattr(opts, "exit_code_on_error", 1) if opts is not None else 1)
-        return
-    ctx = run.ctx
-    if ctx is None or ctx.run_dir is None:
-        return
-    if isinstance(environment.runner, MasterRunner):
-        gevent.sleep(_LAST_BATCH_WAIT_S)  # the workers' last record batches arrive after test_stop (see README)
-    warmup_error = getattr(environment.shape_class, "warmup_error", None)
-    status = "finished" if ctx.finished else ("warmup_failed" if warmup_error else "interrupted")
-    if warmup_error:
-        environment.process_exit_code = 3
-    elif ctx.run_dir.failed and environment.process_exit_code is None:
-        # Locust's rule (exit 1 when any request failed) from the records, not from Locust's stats: a master's
-        # stats miss the workers' last reports when a Ctrl-C reached every process (--processes N).
-        opts = environment.parsed_options
-        environment.process_exit_code = int(getattr(opts, "exit_code_on_error", 1) if opts is not None else 1)
-    if ctx.cut_off:
-        ctx.run_dir.meta["cut_off"] = ctx.cut_off
-    ctx.run_dir.close(status)
-    try:
-        from harness.report import render_summary, write_report
-
-        rep, _md = write_report(ctx.run_dir.path)
-        run.report_summary = render_summary(rep)
-    except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
-        log.exception("llmload: report failed: %s (rebuild with: llmload report %s)", e, ctx.run_dir.path)
-        run.report_summary = None
-    run.ended_run(ctx.run_dir.path, status)
+    stop_for_quit(run, environment)
+    set_exit_code(run, environment)
 
 
 def _on_quit(run: Run, **_: Any) -> None:
