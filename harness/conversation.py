@@ -110,13 +110,19 @@ class Conversation:
         self.transcript = Transcript()
         return self.prompt, {**settle(self.prompt, self.base), "messages": list(self.messages)}
 
+    @property
+    def position(self) -> tuple[str | None, int]:
+        """``(conversation id, turn)`` of the request :meth:`next_request` returned last (the request's identity,
+        :class:`harness.result.RequestIdentity`); ``(None, 0)`` before the first."""
+        return self.id, self.turn
+
     def after(self, res: RequestResult) -> float:
-        """Record the turn on ``res`` (``conversation``, ``turn``) and move the conversation on.
+        """Move the conversation on after the turn whose result is ``res`` (its ``conversation`` and ``turn`` came
+        with its identity, :attr:`position`).
 
         A successful turn carries its reply into the messages and, unless it was the last, returns the think time
         to wait before the next turn (seconds); a failed or last turn ends the conversation and returns 0.0.
         """
-        res.conversation, res.turn = self.id, self.turn
         if not res.ok or self.turn + 1 >= self.spec.turns:
             self.turn = 0
             self.messages = []

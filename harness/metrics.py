@@ -37,7 +37,6 @@ from harness.result import ERROR_CLASSES, FINISH_REASONS, RESERVED_PROMPT_LABELS
 
 __all__ = [
     "FINISH_REASONS",
-    "IN_FLIGHT",
     "MAX_PROMPT_LABELS",
     "OUTCOMES",
     "RESERVED_PROMPT_LABELS",
@@ -374,7 +373,8 @@ class RunMetrics:
 
 
 class InFlight:
-    """Requests in flight in this process (a gauge; Locust users increment and decrement it)."""
+    """Requests in flight in one process (a gauge; Locust users increment and decrement it). The process's one is
+    its run's (:attr:`harness.runtime.Run.in_flight`)."""
 
     __slots__ = ("n",)
 
@@ -389,6 +389,3 @@ class InFlight:
         """A request ended (success or failure)."""
         self.n -= 1
 
-
-#: This process's in-flight requests (see :class:`InFlight`).
-IN_FLIGHT = InFlight()

@@ -2,7 +2,7 @@
 
 The master's shape (:class:`harness.shapes.ReasoningSweepShape`) runs a rate step with enough users (the cap, or
 the pool) and, at the step's start, calls :func:`begin_step` (single process) or broadcasts a ``llmload_rate``
-message (workers: :func:`_on_rate`, registered at Locust's init). Each process then holds one
+message (workers: :func:`_on_rate`, registered by :func:`register` at Locust's init). Each process then holds one
 :class:`ArrivalSchedule`: the step's seeded arrival sequence (:func:`harness.arrivals.arrival_offsets`) anchored
 at the step's start wall time plus :data:`LEAD_S`, of which it takes its share.
 
@@ -23,7 +23,6 @@ record's ``scheduled_wall`` says by how much. The queue of an ended step is drop
 
 from __future__ import annotations
 
-from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 import logging
@@ -44,12 +43,15 @@ __all__ = [
     "MSG_RATE",
     "Arrival",
     "ArrivalSchedule",
+    "Dispatcher",
     "arrival_wait",
     "begin_step",
     "broadcast_step",
+    "dispatcher_of",
     "end_schedule",
     "give_back",
     "pending",
+    "register",
     "schedule",
     "take_arrival",
 ]
@@ -114,9 +116,10 @@ class ArrivalSchedule:
                 "seed": self.seed, "t0_wall": self.t0_wall, "workers": list(slots_ids), "run_id": self.run_id}
 
 
-class _Dispatcher:
-    """This process's schedule, its dispatcher greenlet, the idle users (a stack: the last idle first) and the
-    arrivals no user was idle for (a queue: the oldest first)."""
+class Dispatcher:
+    """A process's schedule, its dispatcher greenlet, the idle users (a stack: the last idle first) and the
+    arrivals no user was idle for (a queue: the oldest first). One per process, held by its run
+    (:attr:`harness.runtime.Run.dispatch`); :func:`dispatcher_of` finds it from a user."""
 
     def __init__(self) -> None:
         self.sched: ArrivalSchedule | None = None
@@ -185,24 +188,31 @@ class _Dispatcher:
                 self.pending.appendleft(a)
 
 
-_DISPATCH = _Dispatcher()
+def dispatcher_of(user: Any) -> Dispatcher:
+    """The dispatcher of ``user``'s process: its environment's run's (:attr:`harness.runtime.Run.dispatch`).
+
+    Raises:
+        AttributeError: the user's environment has no llmload run (``harness.locust.register`` was not called).
+    """
+    d: Dispatcher = user.environment.llmload.dispatch
+    return d
 
 
-def schedule(run_id: str) -> ArrivalSchedule | None:
-    """This process's current schedule of run ``run_id`` (None: none, or one of another run)."""
-    sched = _DISPATCH.sched
+def schedule(dispatch: Dispatcher, run_id: str) -> ArrivalSchedule | None:
+    """The current schedule of run ``run_id`` on ``dispatch`` (None: none, or one of another run)."""
+    sched = dispatch.sched
     return sched if sched is not None and sched.run_id == run_id else None
 
 
-def begin_step(sched: ArrivalSchedule) -> None:
-    """Make ``sched`` this process's schedule and start dispatching it (the previous step's waiting arrivals are
-    dropped; users waiting for an arrival get this step's)."""
-    _DISPATCH.begin(sched)
+def begin_step(dispatch: Dispatcher, sched: ArrivalSchedule) -> None:
+    """Make ``sched`` the schedule of ``dispatch`` and start dispatching it (the previous step's waiting arrivals
+    are dropped; users waiting for an arrival get this step's)."""
+    dispatch.begin(sched)
 
 
-def end_schedule() -> None:
+def end_schedule(dispatch: Dispatcher) -> None:
     """The load ended: no more arrivals (waiting users wait until Locust stops them)."""
-    _DISPATCH.halt()
+    dispatch.halt()
 
 
 def give_back(user: Any) -> None:
@@ -210,30 +220,30 @@ def give_back(user: Any) -> None:
     Locust can stop a user between its wait and its task, e.g. when it rebalances users over workers)."""
     a = getattr(user, "_llmload_arrival", None)
     user._llmload_arrival = None
-    _DISPATCH.give_back(a)
+    dispatcher_of(user).give_back(a)
 
 
-def pending() -> int:
+def pending(dispatch: Dispatcher) -> int:
     """Arrivals of the current step that are due but wait for a free user (the cap)."""
-    return len(_DISPATCH.pending)
+    return len(dispatch.pending)
 
 
-def broadcast_step(runner: Any, step: int, rate: float | None, spec: Any, start_wall: float, run_id: str,
-                   closed: bool = False) -> None:
+def broadcast_step(runner: Any, dispatch: Dispatcher, step: int, rate: float | None, spec: Any, start_wall: float,
+                   run_id: str, closed: bool = False) -> None:
     """Master / single process, at a phase start of a profile with ``rate:``: set up the step's schedule
     everywhere.
 
     ``rate`` None: with ``closed``, the phase ``step`` is closed-loop (the single stream, or the web UI's fixed
     mode): users waiting for an arrival are released and send closed-loop; without it (the load ended) every
     schedule stops and waiting users keep waiting until Locust stops them. ``spec`` is the profile's
-    :class:`harness.config.RateSpec`; ``run_id`` the run's id. On a master the workers' slots are their client ids,
-    sorted.
+    :class:`harness.config.RateSpec`; ``run_id`` the run's id; ``dispatch`` this process's dispatcher. On a master
+    the workers' slots are their client ids, sorted.
     """
     if rate is None:
         if closed:
-            _DISPATCH.close_loop(run_id, step)
+            dispatch.close_loop(run_id, step)
         else:
-            end_schedule()
+            end_schedule(dispatch)
         if isinstance(runner, MasterRunner):
             runner.send_message(MSG_RATE, {"step": step, "rate": None, "closed": closed, "run_id": run_id})
         return
@@ -243,17 +253,18 @@ def broadcast_step(runner: Any, step: int, rate: float | None, spec: Any, start_
         ids = worker_ids(runner)
         runner.send_message(MSG_RATE, sched.message(ids))  # the master sends nothing itself
     else:
-        begin_step(sched)
+        begin_step(dispatch, sched)
 
 
 def _on_rate(environment: Any, msg: Any, **_: Any) -> None:
     """Worker: a ``llmload_rate`` message: hold this worker's share of the step's schedule."""
+    dispatch: Dispatcher = environment.llmload.dispatch
     data = msg.data
     if data.get("rate") is None:
         if data.get("closed"):
-            _DISPATCH.close_loop(str(data.get("run_id") or ""), int(data["step"]))
+            dispatch.close_loop(str(data.get("run_id") or ""), int(data["step"]))
         else:
-            end_schedule()
+            end_schedule(dispatch)
         return
     runner = environment.runner
     ids = list(data.get("workers") or [])
@@ -261,15 +272,16 @@ def _on_rate(environment: Any, msg: Any, **_: Any) -> None:
     split = slot_of(ids, me)
     if split is None:
         log.warning("llmload: this worker (%s) is not in the master's rate split %s: it sends no arrivals", me, ids)
-        end_schedule()
+        end_schedule(dispatch)
         return
-    begin_step(ArrivalSchedule(int(data["step"]), float(data["rate"]), str(data["arrival"]),
-                               float(data["burstiness"]), int(data["seed"]), float(data["t0_wall"]),
-                               *split, str(data.get("run_id") or "")))
+    begin_step(dispatch, ArrivalSchedule(int(data["step"]), float(data["rate"]), str(data["arrival"]),
+                                         float(data["burstiness"]), int(data["seed"]), float(data["t0_wall"]),
+                                         *split, str(data.get("run_id") or "")))
 
 
-@events.init.add_listener
-def _on_init(environment: Any, runner: Any, **_: Any) -> None:
+def register(runner: Any) -> None:
+    """Called by :func:`harness.locust.register` at Locust's ``init``: a worker's ``runner`` takes the master's
+    ``llmload_rate`` messages (:func:`_on_rate`); no-op on a master or single process."""
     if isinstance(runner, WorkerRunner):
         runner.register_message(MSG_RATE, _on_rate)
 
@@ -282,12 +294,12 @@ def _in_rate_step(user: Any) -> bool:
     state = getattr(ctx, "state", None)
     if getattr(profile, "rate", None) is None or getattr(state, "phase", None) != "step":
         return False
-    return _DISPATCH.closed != (getattr(ctx, "run_id", ""), getattr(state, "step", None))
+    return dispatcher_of(user).closed != (getattr(ctx, "run_id", ""), getattr(state, "step", None))
 
 
 def _schedule_of(user: Any) -> ArrivalSchedule | None:
     """The schedule of ``user``'s run and current step, None when there is none (yet)."""
-    sched = _DISPATCH.sched
+    sched = dispatcher_of(user).sched
     ctx = user.ctx
     if sched is None or sched.run_id != ctx.run_id or sched.step != ctx.state.step:
         return None
@@ -302,7 +314,7 @@ def arrival_wait(user: Any) -> float:
     if not _in_rate_step(user):
         user._llmload_arrival = None
         return 0.0
-    user._llmload_arrival = _DISPATCH.wait()
+    user._llmload_arrival = dispatcher_of(user).wait()
     return 0.0
 
 

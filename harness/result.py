@@ -85,11 +85,11 @@ def _doc(unit: str, meaning: str, *, omit_empty: bool = False) -> dict[str, Any]
 class RequestIdentity:
     """Who sent a request and when in the run: built once by the caller, handed to ``ChatClient.stream_chat``.
 
-    The same names, types and meanings as the first fields of :class:`RequestResult` (see ``docs/records.md``;
-    ``tests/test_result.py`` checks they agree), so a result is created with its whole identity
-    (:meth:`RequestResult.for_request`) and the record stays flat. The request's ``max_tokens`` is not part of
-    it: it is a property of the request body, which the client reads (for the record and to detect truncation),
-    so it has one source.
+    The same names, types and meanings as the :class:`RequestResult` fields of the same names (see
+    ``docs/records.md``; ``tests/test_result.py`` checks they agree), so a result is created with its whole identity
+    (:meth:`RequestResult.for_request`), nothing patched on after the request, and the record stays flat. The
+    request's ``max_tokens`` is not part of it: it is a property of the request body, which the client reads (for
+    the record and to detect truncation), so it has one source.
 
     Attributes:
         prompt_id: the profile's prompt id (``warmup`` for the warm-up request).
@@ -98,6 +98,11 @@ class RequestIdentity:
         phase: ``warmup`` | ``single`` | ``step``, the phase the request started in.
         step: step index: -1 warm-up, 0 single stream, 1.. load steps.
         concurrency: target concurrency (users) of that step.
+        setting: the sweep-axes setting's label it is sent with (:attr:`harness.axes.Setting.label`); None without
+            ``axes:``.
+        conversation: id of the conversation it is a turn of (``<user>/<n>``); None for single requests.
+        turn: 0-based index of its turn in that conversation; None for single requests.
+        scheduled_wall: rate mode: epoch seconds the arrival schedule said to send it; None in closed-loop phases.
     """
 
     prompt_id: str
@@ -106,6 +111,10 @@ class RequestIdentity:
     phase: str = "step"
     step: int = 0
     concurrency: int = 1
+    setting: str | None = None
+    conversation: str | None = None
+    turn: int | None = None
+    scheduled_wall: float | None = None
 
 
 @dataclass(slots=True)
@@ -114,15 +123,16 @@ class RequestResult:
     otherwise; a timing is None when its event never happened.
 
     The fields (with unit and meaning in their metadata, rendered as ``docs/records.md``) are, in record order:
-    identity (:class:`RequestIdentity`'s fields), ``max_tokens``, the sweep setting and conversation turn (set by
-    the caller after the request: ``setting``, ``conversation``, ``turn``), ``start_wall``, ``scheduled_wall``,
+    identity (:class:`RequestIdentity`'s first fields), ``max_tokens``, the sweep setting and conversation turn
+    (``setting``, ``conversation``, ``turn``: also the identity's), ``start_wall``, ``scheduled_wall`` (the
+    identity's),
     timings, chunk counts and histograms, token counts, outcome, derived rates and ``extra``.
 
     Create one with :meth:`for_request` (the client does, with the caller's identity); write it with
     :meth:`to_record`; read a record back with :meth:`from_record`.
     """
 
-    # identity: the fields of RequestIdentity, in its order, then the request body's output cap
+    # identity: RequestIdentity's first six fields, in its order, then the request body's output cap
     prompt_id: str = field(metadata=_doc("", "the profile's prompt id (`warmup` for the warm-up request)"))
     prompt_class: str | None = field(
         default=None,
@@ -326,12 +336,17 @@ class RequestResult:
             identity.step,
             identity.concurrency,
             max_tokens,
+            setting=identity.setting,
+            conversation=identity.conversation,
+            turn=identity.turn,
+            scheduled_wall=identity.scheduled_wall,
         )
 
     @property
     def identity(self) -> RequestIdentity:
         """The identity fields as a :class:`RequestIdentity`."""
-        return RequestIdentity(self.prompt_id, self.prompt_class, self.user, self.phase, self.step, self.concurrency)
+        return RequestIdentity(self.prompt_id, self.prompt_class, self.user, self.phase, self.step, self.concurrency,
+                               self.setting, self.conversation, self.turn, self.scheduled_wall)
 
     @property
     def end_wall(self) -> float:

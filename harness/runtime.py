@@ -31,8 +31,9 @@ from harness.client import ChatClient, Timeouts
 from harness.clientlag import LagWatch
 from harness.config import Profile, TargetSpec
 from harness.exporter import Exporter
-from harness.metrics import RunMetrics
+from harness.metrics import InFlight, RunMetrics
 from harness.prompts.source import MixSource, PromptLike, PromptSource, build_source
+from harness.rate import Dispatcher
 from harness.records import RunDir
 from harness.result import RequestResult
 from harness.usable import UsableRule
@@ -45,10 +46,12 @@ __all__ = [
     "RunContext",
     "Runs",
     "SignalState",
+    "StopProgress",
     "WorkerBook",
     "WorkerStatus",
     "context",
     "current",
+    "of",
     "runs",
     "target_client",
 ]
@@ -285,6 +288,27 @@ class WorkerBook:
     seen: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class StopProgress:
+    """What the stop of the current run is doing (web UI; :attr:`Run.progress`,
+    :func:`harness.locust.webrun.stop_progress`).
+
+    Attributes:
+        run_id: the run being stopped.
+        stage: ``draining`` (users stop, in-flight requests finish, for up to ``drain_timeout_s``; on a master the
+            workers then send their last records) or ``writing_report`` (run directory closed, report drawn).
+        since_wall: epoch seconds the stage began.
+        stop_wall: epoch seconds the stop began.
+        drain_timeout_s: the stop timeout in seconds (requests still unfinished then are cut off and counted).
+    """
+
+    run_id: str
+    stage: str
+    since_wall: float
+    stop_wall: float
+    drain_timeout_s: float
+
+
 #: The states of :attr:`Runs.state`.
 RUN_STATES = ("idle", "running", "stopping", "finished", "interrupted")
 
@@ -345,11 +369,15 @@ class Runs:
 
 @dataclass
 class Run:
-    """Everything one Locust process holds for its run; one per process (:func:`current`).
+    """Everything one Locust process holds for its run; one per process (:func:`current`), reachable from Locust's
+    environment as ``environment.llmload`` (set by :func:`harness.locust.register`; :func:`of`).
 
     The context (:attr:`ctx`, with the run directory) is held here and nowhere else; :func:`context` reads it.
     The Locust wiring (:mod:`harness.locust`) keeps the rest here: the exporter and its metrics (master or single
-    process), the client lag watch, the signal and worker bookkeeping, and the report text printed at quit.
+    process), the client lag watch, the signal and worker bookkeeping, the rate mode's arrival dispatcher
+    (:attr:`dispatch`), the requests in flight (:attr:`in_flight`), a web-UI stop's progress (:attr:`progress`)
+    and the report text printed at quit. No run state lives in a module global elsewhere
+    (``tests/locust/test_lifecycle.py`` checks it).
     """
 
     ctx: RunContext | None = None
@@ -373,12 +401,21 @@ class Run:
     ended: list[Path] = field(default_factory=list)
     #: Some run of this process wrote a failed (non-warm-up) record (the exit code's rule: docs, exit codes).
     any_failed: bool = False
+    #: The last run's warm-up failed (every warm-up request failed: status ``warmup_failed``).
+    warmup_failed: bool = False
     #: The Locust runner (master or single process), for the workers' states in :func:`runs`.
     runner: Any = None
     #: Web UI: the built-in simulator shared by the runs (:class:`harness.locust.setup.SimHolder`).
     sims: Any = None
     #: Called with this Run when a run begins (web UI: serves the new run's metrics).
     on_begin: Callable[[Run], object] | None = None
+    #: The rate mode's arrival schedule and dispatcher of this process (:mod:`harness.rate`).
+    dispatch: Dispatcher = field(default_factory=Dispatcher)
+    #: Requests in flight in this process (the users count them; the exporter and the master's worker book read
+    #: it).
+    in_flight: InFlight = field(default_factory=InFlight)
+    #: Web UI: what the stop of the current run is doing; None when no run is stopping.
+    progress: StopProgress | None = None
 
     def begin(self, ctx: RunContext) -> None:
         """A run starts with ``ctx`` (its run directory open): hold it, state "running"."""
@@ -413,12 +450,22 @@ class Run:
             log.warning(warning)
 
 
+#: The process's one Run: the anchor through which code without a Locust environment at hand (the users' context,
+#: the shape, the web UI's views) reaches it; ``environment.llmload`` is the same object.
 _RUN = Run()
 
 
 def current() -> Run:
     """This process's :class:`Run`."""
     return _RUN
+
+
+def of(environment: Any) -> Run:
+    """The :class:`Run` of a Locust ``environment``: ``environment.llmload`` (set by
+    :func:`harness.locust.register`), else this process's (:func:`current`: an environment built without
+    llmload's registration, as in unit tests)."""
+    run = getattr(environment, "llmload", None)
+    return run if isinstance(run, Run) else _RUN
 
 
 def _worker_statuses(run: Run) -> tuple[WorkerStatus, ...]:

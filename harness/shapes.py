@@ -30,7 +30,7 @@ from harness import rate as rate_mode
 from harness.arrivals import arrivals_before
 from harness.client import Timeouts
 from harness.result import RequestIdentity, RequestResult
-from harness.runtime import MSG_PHASE, PhaseState, RunContext, context
+from harness.runtime import MSG_PHASE, PhaseState, RunContext, context, current
 from harness.search import CapacitySearch, measure_step
 from harness.split import worker_ids
 
@@ -284,7 +284,8 @@ class ReasoningSweepShape(LoadTestShape):
             if not ctx.finished:
                 ctx.finished = True
                 if ctx.profile.rate is not None:  # no arrival after the last step
-                    rate_mode.broadcast_step(self.runner, -1, None, ctx.profile.rate, time.time(), ctx.run_id)
+                    rate_mode.broadcast_step(self.runner, current().dispatch, -1, None, ctx.profile.rate,
+                                             time.time(), ctx.run_id)
                 ctx.end_load(wall=time.time())  # the last step ends here; in-flight requests drain after it
                 stop_timeout = self.runner.environment.stop_timeout if self.runner else 0.0
                 log.info(
@@ -318,8 +319,8 @@ class ReasoningSweepShape(LoadTestShape):
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message(worker_ids(self.runner)))
             if ctx.profile.rate is not None:
-                rate_mode.broadcast_step(self.runner, st.step, st.rate, ctx.profile.rate, wall, ctx.run_id,
-                                         closed=st.rate is None)
+                rate_mode.broadcast_step(self.runner, current().dispatch, st.step, st.rate, ctx.profile.rate, wall,
+                                         ctx.run_id, closed=st.rate is None)
         rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)
         return st.users, rate
 

@@ -11,9 +11,8 @@ import gevent
 
 from harness import rate
 from harness.conversation import Conversation
-from harness.metrics import IN_FLIGHT
 from harness.result import RequestIdentity, RequestResult
-from harness.runtime import context
+from harness.runtime import context, of
 
 __all__ = ["ReasoningChatUser", "RequestFailed"]
 
@@ -56,6 +55,7 @@ class ReasoningChatUser(User):
     def on_start(self) -> None:
         ctx = context()
         self.ctx = ctx
+        self.in_flight = of(self.environment).in_flight
         self.client = ctx.new_client()
         self.user_id = ctx.next_user_id()
         self.rng = random.Random(f"{self.user_id}:{time.time_ns()}")
@@ -81,10 +81,13 @@ class ReasoningChatUser(User):
             prompt, body = ctx.pick(self.rng)
         else:
             prompt, body = conv.next_request(lambda: ctx.pick_base(self.rng), ctx.settle)
-        identity = RequestIdentity(prompt.id, prompt.label, self.user_id, st.phase, st.step, st.concurrency)
+        conv_id, turn = conv.position if conv is not None else (None, None)
+        identity = RequestIdentity(prompt.id, prompt.label, self.user_id, st.phase, st.step, st.concurrency,
+                                   setting=st.setting, conversation=conv_id, turn=turn,
+                                   scheduled_wall=arrival.wall if arrival is not None else None)
         conn = self.client.conn
         rx0 = conn.rx_bytes
-        IN_FLIGHT.inc()
+        self.in_flight.inc()
         try:
             res = self.client.stream_chat(body, identity, keep_chunk_times=ctx.profile.output.chunk_times,
                                           transcript=conv.transcript if conv is not None else None)
@@ -92,11 +95,8 @@ class ReasoningChatUser(User):
             ctx.cut_off += 1
             raise
         finally:
-            IN_FLIGHT.dec()
+            self.in_flight.dec()
         size = conn.rx_bytes - rx0
-        res.setting = st.setting
-        if arrival is not None:
-            res.scheduled_wall = arrival.wall
         think = conv.after(res) if conv is not None else 0.0
         ctx.record(res)
         exc = None

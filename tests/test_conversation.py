@@ -43,22 +43,22 @@ def _reply(conv: Conversation, answer: str, reasoning: str = "", ok: bool = True
 def test_turns_append_the_answer_and_the_follow_up_then_a_new_conversation_starts() -> None:
     spec = ConversationSpec(turns=3, follow_ups=["more", "again"], system="shared")
     conv = Conversation(spec, "w:1", random.Random(0))
+    assert conv.position == (None, 0)
     prompt, body = conv.next_request(_draw(P1), _plain)
-    assert prompt is P1 and body["max_tokens"] == 100
+    assert prompt is P1 and body["max_tokens"] == 100 and conv.position == ("w:1/1", 0)  # the request's identity
     assert body["messages"] == [{"role": "system", "content": "shared"}, {"role": "user", "content": P1.text}]
     r0 = _reply(conv, "A0", "R0")
-    assert conv.after(r0) == 0.0 and (r0.conversation, r0.turn) == ("w:1/1", 0)
+    assert conv.after(r0) == 0.0
     prompt, body = conv.next_request(_no_draw, _plain)  # no draw mid-conversation
     assert prompt is P1
     assert body["messages"][1:] == [{"role": "user", "content": P1.text}, {"role": "assistant", "content": "A0"},
                                     {"role": "user", "content": "more"}]
-    r1 = _reply(conv, "A1")
-    conv.after(r1)
+    assert conv.position == ("w:1/1", 1)
+    conv.after(_reply(conv, "A1"))
     _, body = conv.next_request(_no_draw, _plain)
     assert [m["content"] for m in body["messages"][-3:]] == ["more", "A1", "again"]
-    r2 = _reply(conv, "A2")
-    conv.after(r2)
-    assert (r1.turn, r2.turn, r2.conversation) == (1, 2, "w:1/1")
+    assert conv.position == ("w:1/1", 2)
+    conv.after(_reply(conv, "A2"))
     prompt, body = conv.next_request(_draw(P2), _plain)  # 3 turns done: a new conversation with the draw
     assert prompt is P2 and conv.id == "w:1/2" and conv.turn == 0
     assert body["messages"] == [{"role": "system", "content": "shared"}, {"role": "user", "content": P2.text}]
@@ -70,8 +70,9 @@ def test_a_failed_turn_ends_the_conversation() -> None:
     conv.next_request(_draw(P1), _plain)
     assert conv.after(_reply(conv, "A")) == 2.0
     conv.next_request(_draw(P1), _plain)
+    assert conv.position == ("u/1", 1)
     failed = _reply(conv, "", ok=False)
-    assert conv.after(failed) == 0.0 and failed.turn == 1
+    assert conv.after(failed) == 0.0
     conv.next_request(_draw(P2), _plain)
     assert conv.id == "u/2" and conv.turn == 0
 

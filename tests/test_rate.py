@@ -16,6 +16,7 @@ import pytest
 from harness import rate
 from harness.config import Profile, ProfileError, load_profile
 from harness.rate import Arrival, ArrivalSchedule
+from harness.runtime import current
 from harness.shapes import Stage, plan_stages
 from tests.test_shapes import FakeRunner, install, make_profile, new_shape
 
@@ -24,17 +25,31 @@ PROFILES = Path(__file__).resolve().parent.parent / "profiles"
 
 @pytest.fixture(autouse=True)
 def _no_schedule_left() -> Iterator[None]:
+    """Each test its own process run's dispatcher (what the shape and the users reach), halted after it."""
+    saved = current().dispatch
+    current().dispatch = rate.Dispatcher()
     yield
-    rate.end_schedule()
-    rate._DISPATCH.sched = None
-    rate._DISPATCH.idle.clear()
+    rate.end_schedule(D())
+    current().dispatch = saved
+
+
+def D() -> rate.Dispatcher:
+    """The dispatcher of this test's process run."""
+    return current().dispatch
+
+
+def env(client_id: str) -> Any:
+    """A stand-in worker environment whose run holds :func:`D`."""
+    return SimpleNamespace(runner=SimpleNamespace(client_id=client_id), llmload=current())
 
 
 def user(run_id: str = "r", step: int = 1, phase: str = "step", rate_mode: bool = True) -> Any:
-    """A stand-in user: its context's run id, phase state and whether the profile has ``rate:``."""
+    """A stand-in user: its context's run id, phase state and whether the profile has ``rate:``; its environment's
+    run holds :func:`D`."""
     profile = SimpleNamespace(rate=object() if rate_mode else None)
     state = SimpleNamespace(phase=phase, step=step)
-    return SimpleNamespace(ctx=SimpleNamespace(run_id=run_id, profile=profile, state=state))
+    return SimpleNamespace(ctx=SimpleNamespace(run_id=run_id, profile=profile, state=state),
+                           environment=SimpleNamespace(llmload=current()))
 
 
 # -- the schedule ------------------------------------------------------------------------------------------
@@ -59,7 +74,7 @@ def test_each_step_has_its_own_sequence_and_every_worker_the_same_one() -> None:
 
 def test_dispatcher_hands_arrivals_at_their_time_to_the_last_idle_user() -> None:
     t0 = time.time() + 0.05
-    rate.begin_step(ArrivalSchedule(1, 20.0, "constant", 1.0, 0, t0, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(1, 20.0, "constant", 1.0, 0, t0, run_id="r"))
     u1, u2 = user(), user()
     g1 = gevent.spawn(rate.arrival_wait, u1)
     gevent.sleep(0.001)
@@ -75,23 +90,23 @@ def test_dispatcher_hands_arrivals_at_their_time_to_the_last_idle_user() -> None
 
 def test_arrivals_no_user_was_idle_for_wait_and_go_oldest_first() -> None:
     t0 = time.time()
-    rate.begin_step(ArrivalSchedule(1, 100.0, "constant", 1.0, 0, t0, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(1, 100.0, "constant", 1.0, 0, t0, run_id="r"))
     gevent.sleep(0.1)  # ~10 arrivals due, no user idle (all busy: the cap)
-    assert rate.pending() >= 5
+    assert rate.pending(D()) >= 5
     u = user()
     before = time.time()
     rate.arrival_wait(u)
     assert time.time() - before < 0.01  # taken at once, late
     assert u._llmload_arrival == Arrival(1, 0, t0)
-    rate.end_schedule()
-    assert rate.pending() == 0
+    rate.end_schedule(D())
+    assert rate.pending(D()) == 0
 
 
 def test_take_arrival_outside_and_inside_a_rate_step() -> None:
     for closed in (user(rate_mode=False), user(phase="single", step=0)):  # closed loop: send now, no wait
         assert rate.arrival_wait(closed) == 0.0 and rate.take_arrival(closed) == (True, None)
     u = user(step=3)
-    rate.begin_step(ArrivalSchedule(3, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(3, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
     assert rate.take_arrival(u) == (False, None)  # the first task of a rate step: wait for an arrival first
     u._llmload_arrival = Arrival(2, 7, 0.0)  # an arrival of an ended step is dropped
     assert rate.take_arrival(u) == (False, None)
@@ -99,38 +114,38 @@ def test_take_arrival_outside_and_inside_a_rate_step() -> None:
     assert rate.take_arrival(u) == (True, Arrival(3, 0, 0.0))
     other = user("another-run", step=3)  # a schedule of another run is not its schedule: it waits for its own
     other._llmload_arrival = Arrival(3, 0, 0.0)
-    assert rate.schedule("another-run") is None and rate.take_arrival(other) == (False, None)
+    assert rate.schedule(D(), "another-run") is None and rate.take_arrival(other) == (False, None)
 
 
 def test_a_user_in_a_rate_step_before_its_schedule_waits_for_it() -> None:
     """A worker gets the phase message, then the rate message: a user finishing a closed-loop request in between
     must not send closed-loop in the rate step; it waits and gets the step's first arrival."""
-    rate.begin_step(ArrivalSchedule(1, 50.0, "constant", 1.0, 0, time.time() - 10, run_id="r"))
-    rate.end_schedule()  # step 1 over
+    rate.begin_step(D(), ArrivalSchedule(1, 50.0, "constant", 1.0, 0, time.time() - 10, run_id="r"))
+    rate.end_schedule(D())  # step 1 over
     u = user(step=2)
     assert rate.take_arrival(u) == (False, None)
     g = gevent.spawn(rate.arrival_wait, u)
     gevent.sleep(0.05)
     assert not g.dead  # no schedule of step 2 yet
     t0 = time.time()
-    rate.begin_step(ArrivalSchedule(2, 50.0, "constant", 1.0, 0, t0, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(2, 50.0, "constant", 1.0, 0, t0, run_id="r"))
     g.join(timeout=1)
     assert u._llmload_arrival == Arrival(2, 0, t0) and rate.take_arrival(u) == (True, Arrival(2, 0, t0))
 
 
 def test_a_user_killed_while_waiting_leaves_no_idle_slot() -> None:
-    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
     g = gevent.spawn(rate.arrival_wait, user())
     gevent.sleep(0.01)
-    assert len(rate._DISPATCH.idle) == 1
+    assert len(D().idle) == 1
     g.kill()
-    assert rate._DISPATCH.idle == []
+    assert D().idle == []
 
 
 def test_after_the_load_ends_waiting_users_get_nothing() -> None:
     t0 = time.time() + 0.05
-    rate.begin_step(ArrivalSchedule(1, 100.0, "constant", 1.0, 0, t0, run_id="r"))
-    rate.end_schedule()
+    rate.begin_step(D(), ArrivalSchedule(1, 100.0, "constant", 1.0, 0, t0, run_id="r"))
+    rate.end_schedule(D())
     g = gevent.spawn(rate.arrival_wait, user())
     g.join(timeout=0.2)
     assert not g.dead  # still waiting (Locust kills it when it stops the user)
@@ -144,8 +159,7 @@ def test_a_step_announced_closed_loop_releases_waiting_users_and_sends_closed_lo
     g = gevent.spawn(rate.arrival_wait, u)
     gevent.sleep(0.01)
     assert not g.dead  # a rate profile's load step, no schedule yet: it waits
-    env = SimpleNamespace(runner=SimpleNamespace(client_id="w"))
-    rate._on_rate(env, SimpleNamespace(data={"step": 1, "rate": None, "closed": True, "run_id": "r"}))
+    rate._on_rate(env("w"), SimpleNamespace(data={"step": 1, "rate": None, "closed": True, "run_id": "r"}))
     g.join(timeout=1)
     assert g.value == 0.0 and u._llmload_arrival is None
     assert rate.take_arrival(u) == (True, None) and rate.arrival_wait(u) == 0.0
@@ -154,10 +168,10 @@ def test_a_step_announced_closed_loop_releases_waiting_users_and_sends_closed_lo
 
 def test_the_load_end_does_not_release_waiting_users() -> None:
     u = user(step=1)
-    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
     g = gevent.spawn(rate.arrival_wait, u)
     gevent.sleep(0.01)
-    rate.broadcast_step(None, -1, None, None, time.time(), "r")
+    rate.broadcast_step(None, D(), -1, None, None, time.time(), "r")
     g.join(timeout=0.1)
     assert not g.dead  # Locust stops it; no closed-loop request after the load end
     g.kill()
@@ -183,38 +197,36 @@ def _fake_master(ids: list[str]) -> Any:
 def test_master_sends_the_schedule_with_the_workers_in_slot_order_and_dispatches_nothing() -> None:
     spec = SimpleNamespace(arrival="gamma", burstiness=2.0, seed=5)
     m = _fake_master(["w-b", "w-a"])
-    rate.broadcast_step(m, 2, 7.5, spec, 1000.0, "run1")
+    rate.broadcast_step(m, D(), 2, 7.5, spec, 1000.0, "run1")
     assert m.sent == [(rate.MSG_RATE, {"step": 2, "rate": 7.5, "arrival": "gamma", "burstiness": 2.0, "seed": 5,
                                        "t0_wall": 1000.0 + rate.LEAD_S, "workers": ["w-a", "w-b"],
                                        "run_id": "run1"})]
-    assert rate.schedule("run1") is None
-    rate.broadcast_step(m, -1, None, spec, 1010.0, "run1")
+    assert rate.schedule(D(), "run1") is None
+    rate.broadcast_step(m, D(), -1, None, spec, 1010.0, "run1")
     assert m.sent[-1] == (rate.MSG_RATE, {"step": -1, "rate": None, "closed": False, "run_id": "run1"})
 
 
 def test_each_worker_takes_its_slot_and_together_they_take_every_arrival_once() -> None:
     spec = SimpleNamespace(arrival="poisson", burstiness=1.0, seed=5)
     m = _fake_master(["w-0", "w-1", "w-2"])
-    rate.broadcast_step(m, 1, 9.0, spec, 1000.0, "run1")
+    rate.broadcast_step(m, D(), 1, 9.0, spec, 1000.0, "run1")
     data = m.sent[0][1]
     taken = []
     for wid in ("w-0", "w-1", "w-2"):
-        env = SimpleNamespace(runner=SimpleNamespace(client_id=wid))
-        rate._on_rate(env, SimpleNamespace(data=data))
-        s = rate.schedule("run1")
+        rate._on_rate(env(wid), SimpleNamespace(data=data))
+        s = rate.schedule(D(), "run1")
         assert s is not None and s.slots == 3 and s.slot == int(wid[-1])
-        rate.end_schedule()
+        rate.end_schedule(D())
         taken += [s.take() for _ in range(20)]
     whole = ArrivalSchedule(1, 9.0, "poisson", 1.0, 5, 1000.0 + rate.LEAD_S)
     assert sorted(taken, key=lambda a: a.index) == [whole.take() for _ in range(60)]
 
 
 def test_a_worker_missing_from_the_split_sends_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    env = SimpleNamespace(runner=SimpleNamespace(client_id="late-joiner"))
     data = {"step": 1, "rate": 2.0, "arrival": "poisson", "burstiness": 1.0, "seed": 0, "t0_wall": 0.0,
             "workers": ["w-0"], "run_id": "r"}
-    rate._on_rate(env, SimpleNamespace(data=data))
-    assert rate._DISPATCH.greenlet is None and "not in the master's rate split" in caplog.text
+    rate._on_rate(env("late-joiner"), SimpleNamespace(data=data))
+    assert D().greenlet is None and "not in the master's rate split" in caplog.text
 
 
 # -- profile and stages ------------------------------------------------------------------------------------
@@ -283,42 +295,42 @@ def test_tick_writes_the_rate_and_starts_the_local_schedule(monkeypatch: pytest.
     ctx.run_id = "r"
     shape = new_shape(FakeRunner(stop_timeout=5))
     assert shape.tick() == (1, 1.0)  # single stream: closed loop
-    assert rate.schedule("r") is None
+    assert rate.schedule(D(), "r") is None
     clock.at(5.0)
     assert shape.tick() == (3, 3.0)
     ev = run_dir.phases[-1]
     assert (ev["step"], ev["rate"], ev["arrival"], ev["max_concurrency"]) == (1, 2.0, "poisson", 3)
-    s = rate.schedule("r")
+    s = rate.schedule(D(), "r")
     assert s is not None and (s.step, s.rate, s.t0_wall) == (1, 2.0, ev["wall"] + rate.LEAD_S)
     clock.at(25.0)
     assert shape.tick() == (0, 3.0)  # load end: the dispatcher stops
-    assert rate._DISPATCH.greenlet is None
+    assert D().greenlet is None
 
 
 def test_an_arrival_taken_but_not_sent_goes_back_to_the_queue() -> None:
     t0 = time.time()
-    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, t0, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(1, 1.0, "constant", 1.0, 0, t0, run_id="r"))
     gevent.sleep(0.01)  # arrival 0 due, nobody idle: queued
     u = user()
     rate.arrival_wait(u)
     assert u._llmload_arrival == Arrival(1, 0, t0)
     rate.give_back(u)  # the user stops before sending it (on_stop)
-    assert u._llmload_arrival is None and rate.pending() == 1
+    assert u._llmload_arrival is None and rate.pending(D()) == 1
     other = user()
     rate.arrival_wait(other)
     assert other._llmload_arrival == Arrival(1, 0, t0)
-    rate.end_schedule()
+    rate.end_schedule(D())
     rate.give_back(other)  # after the load end nothing is queued again
-    assert rate.pending() == 0
+    assert rate.pending(D()) == 0
 
 
 def test_a_user_killed_right_after_an_arrival_was_handed_to_it_gives_it_back() -> None:
-    rate.begin_step(ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
+    rate.begin_step(D(), ArrivalSchedule(1, 1.0, "constant", 1.0, 0, time.time() + 60, run_id="r"))
     u = user()
     g = gevent.spawn(rate.arrival_wait, u)
     gevent.sleep(0.01)
-    ev = rate._DISPATCH.idle.pop()
+    ev = D().idle.pop()
     ev.set(Arrival(1, 0, 1.0))  # handed over (as the dispatcher does) ...
     g.kill()  # ... and the user is stopped before its task sends it
     rate.give_back(u)  # what its on_stop does (Locust calls on_stop when it kills a user)
-    assert rate.pending() == 1 and rate._DISPATCH.pending[0] == Arrival(1, 0, 1.0)
+    assert rate.pending(D()) == 1 and D().pending[0] == Arrival(1, 0, 1.0)

@@ -112,14 +112,22 @@ def test_reader_tolerates_missing_null_and_unknown_keys_and_refuses_newer_schema
 
 
 def test_identity_is_the_results_first_fields() -> None:
-    """RequestIdentity repeats the names, types and defaults of RequestResult's first fields: they must agree."""
+    """RequestIdentity repeats the names, types and defaults of RequestResult's fields of the same names (its first
+    six are RequestResult's first six, then max_tokens), and a result is created with all of them: nothing of the
+    request's identity is patched on after the request."""
     ident = [(f.name, f.type, f.default) for f in fields(RequestIdentity)]
-    res = [(f.name, f.type, f.default) for f in fields(RequestResult)][: len(ident)]
-    assert ident == res
-    assert fields(RequestResult)[len(ident)].name == "max_tokens"
+    by_name = {f.name: (f.name, f.type, f.default) for f in fields(RequestResult)}
+    assert ident == [by_name[name] for name, _t, _d in ident]
+    assert [f.name for f in fields(RequestResult)][:7] == [n for n, _t, _d in ident[:6]] + ["max_tokens"]
+    assert {"setting", "conversation", "turn", "scheduled_wall"} <= {n for n, _t, _d in ident}
     i = RequestIdentity("p", "cls", "w:2", "step", 4, 32)
     r = RequestResult.for_request(i, 256)
     assert r.identity == i and r.max_tokens == 256 and r == RequestResult("p", "cls", "w:2", "step", 4, 32, 256)
+    whole = RequestIdentity("p", "cls", "w:2", "step", 4, 32, setting="thinking=off", conversation="w:2/3", turn=1,
+                            scheduled_wall=1_796_133_184.5)
+    r = RequestResult.for_request(whole, 256)
+    assert r.identity == whole
+    assert (r.setting, r.conversation, r.turn, r.scheduled_wall) == ("thinking=off", "w:2/3", 1, 1_796_133_184.5)
     with pytest.raises(AttributeError):
         i.step = 5  # type: ignore[misc]
 

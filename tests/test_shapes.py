@@ -46,7 +46,7 @@ class FakeRunner:
     """The part of a Locust runner the shape touches: stop timeout, live user count, custom messages."""
 
     def __init__(self, stop_timeout: float | None) -> None:
-        self.environment = SimpleNamespace(stop_timeout=stop_timeout)
+        self.environment = SimpleNamespace(stop_timeout=stop_timeout, llmload=current())
         self.user_count = 0
         self.messages: list[tuple[str, dict[str, Any]]] = []
 

@@ -7,6 +7,7 @@ import types
 import pytest
 
 import harness.users as users
+from harness.metrics import InFlight
 from harness.result import RequestIdentity, RequestResult
 
 
@@ -43,19 +44,25 @@ def test_backoff_reads_retry_after_from_the_field_not_the_detail(monkeypatch: py
     assert first_failure(error_class="http_429", error_detail="HTTP 429 retry-after=7: x") == 0.25  # no field
 
 
-def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0) -> dict[str, object]:
-    """The request event ReasoningChatUser.chat fires for ``res`` (the client receives ``size`` bytes)."""
+def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0, setting: str | None = None,
+          sent: list[RequestIdentity] | None = None) -> dict[str, object]:
+    """The request event ReasoningChatUser.chat fires for ``res`` (the client receives ``size`` bytes) in a phase
+    with sweep ``setting``; the identity it sends with is appended to ``sent``."""
     fired: list[dict[str, object]] = []
+    in_flight = InFlight()
     monkeypatch.setattr(users.gevent, "sleep", lambda s: None)
     prompt = types.SimpleNamespace(id="p", label="cls")
     conn = types.SimpleNamespace(rx_bytes=5000)  # bytes of earlier requests on the same connection
 
-    def stream_chat(body: object, identity: object, **kw: object) -> RequestResult:
+    def stream_chat(body: object, identity: RequestIdentity, **kw: object) -> RequestResult:
         conn.rx_bytes += size
+        assert in_flight.n == 1  # counted while it runs
+        if sent is not None:
+            sent.append(identity)
         return res
 
     client = types.SimpleNamespace(stream_chat=stream_chat, conn=conn)
-    state = types.SimpleNamespace(phase="step", step=1, concurrency=2, setting=None)
+    state = types.SimpleNamespace(phase="step", step=1, concurrency=2, setting=setting)
     ctx = types.SimpleNamespace(
         state=state,
         pick=lambda rng: (prompt, {"messages": []}),
@@ -68,13 +75,23 @@ def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0) ->
         user_id="u1",
         conversation=None,
         client=client,
+        in_flight=in_flight,
         environment=types.SimpleNamespace(
             events=types.SimpleNamespace(request=types.SimpleNamespace(fire=lambda **kw: fired.append(kw)))
         ),
         _backoff_after=lambda r: None,
     )
     users.ReasoningChatUser.chat(user)  # type: ignore[arg-type]
+    assert in_flight.n == 0
     return fired[0]
+
+
+def test_the_request_identity_is_complete_when_it_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sweep setting goes to the client with the identity (the result is created with it, not patched after)."""
+    sent: list[RequestIdentity] = []
+    _fire(RequestResult(prompt_id="p", ok=True, e2e=1.0), monkeypatch, setting="thinking=off", sent=sent)
+    assert [(i.prompt_id, i.prompt_class, i.user, i.setting, i.conversation, i.turn, i.scheduled_wall)
+            for i in sent] == [("p", "cls", "u1", "thinking=off", None, None, None)]
 
 
 def _failure_name(res: RequestResult, monkeypatch: pytest.MonkeyPatch) -> str:

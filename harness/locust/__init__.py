@@ -17,12 +17,61 @@
   sweep/fixed, prompt mix, max_tokens, thinking, steps) and each Start a run of its own, drained, closed and
   reported when it ends (:mod:`harness.locust.webrun`).
 
+**Registration is explicit.** No module of ``harness`` adds a Locust listener when it is imported (but
+:mod:`harness.webui`, whose ``init`` listener its owner is to move into a ``register`` of its own; :func:`register`
+adds it when it is missing). Importing this package calls :func:`register` once for Locust's ``locust.events``:
+the command-line options (``init_command_line_parser``: Locust fires it while it builds its parser, before any
+environment exists, so this one listener has to be on Locust's global hook when the locustfile is imported), and
+the run's listeners from ``init`` on (:func:`harness.locust.listeners.register`), each bound to the process's
+:class:`harness.runtime.Run`, reachable as ``environment.llmload`` once ``init`` fired.
+
 The run's state is one :class:`harness.runtime.Run` per process (:func:`harness.runtime.current`). Modules, in
 import order (each imports only those before it): ``options``, ``form``, ``setup``, ``drain``, ``signals``,
-``live``, ``webrun``, ``listeners``.
+``live``, ``end``, ``webrun``, ``listeners``.
 """
 
-from harness import webui  # noqa: F401  (the LLM view of the web UI: a no-op without one)
-from harness.locust import listeners, live, options
+from __future__ import annotations
 
-__all__ = ["listeners", "live", "options"]
+import locust
+from locust.event import Events
+
+from typing import Any
+
+from harness import webui
+from harness.locust import form, listeners, live, options
+from harness.runtime import Run, current
+
+__all__ = ["listeners", "live", "options", "register"]
+
+#: Attribute set on an :class:`locust.event.Events` once :func:`register` added llmload's listeners to it.
+_MARK = "_llmload_registered"
+
+
+def _add_options(parser: Any, **_: Any) -> None:
+    """``init_command_line_parser``: the start form's fields, then ``--output-dir`` and the ``--metrics-*``
+    options."""
+    form.add_form_options(parser)
+    options.add_options(parser)
+
+
+def register(events: Events, run: Run | None = None) -> Run:
+    """Add every llmload listener to ``events`` (Locust's ``locust.events``; a fresh :class:`Events` in a test),
+    bound to ``run`` (default: this process's, :func:`harness.runtime.current`), and return that run.
+
+    Adds: the command-line options (``init_command_line_parser``), the web UI's LLM view (:mod:`harness.webui`'s
+    ``init`` listener, unless it is on ``events`` already), then one listener on each event of
+    :data:`harness.locust.listeners.REGISTERED`. A second call for the same ``events`` adds nothing (returns the
+    run registered first).
+    """
+    done = getattr(events, _MARK, None)
+    if isinstance(done, Run):
+        return done
+    run = run if run is not None else current()
+    events.init_command_line_parser.add_listener(_add_options)
+    events.init.add_listener(webui.on_init)
+    listeners.register(events, run)
+    setattr(events, _MARK, run)
+    return run
+
+
+register(locust.events)

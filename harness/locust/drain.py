@@ -18,7 +18,7 @@ from typing import Any
 
 import gevent
 
-from harness.runtime import MSG_STOP, MSG_STOPPED, Run, current
+from harness.runtime import MSG_STOP, MSG_STOPPED, Run, of
 
 __all__ = ["STOP_MARGIN_S", "flush_worker_records", "stop_workers", "worker_stop_gracefully"]
 
@@ -55,7 +55,7 @@ def on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
     runner = environment.runner
     assert runner is not None
     data = msg.data if isinstance(msg.data, dict) else {}
-    run = current()
+    run = of(environment)
     worker_stop_gracefully(run, runner, float(data.get("stop_timeout") or 0.0))
     runner.send_message(MSG_STOPPED, {"cut_off": run.ctx.cut_off if run.ctx is not None else 0})
 
@@ -63,7 +63,7 @@ def on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
 def on_worker_stopped(environment: Environment, msg: Any, **_: Any) -> None:
     """Master, on MSG_STOPPED: that worker has sent all its records; its count of requests cut off by the stop
     timeout is added to the run's."""
-    run = current()
+    run = of(environment)
     if str(msg.node_id) in run.workers.stopped:
         return
     run.workers.stopped.add(str(msg.node_id))

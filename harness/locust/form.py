@@ -31,8 +31,6 @@ field overrides the profile (:func:`apply_knobs`). Every value is checked before
 
 from __future__ import annotations
 
-from locust import events
-
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -48,6 +46,7 @@ __all__ = [
     "KNOBS",
     "MODES",
     "Knobs",
+    "add_form_options",
     "apply_knobs",
     "form_defaults",
     "profile_choices",
@@ -69,8 +68,10 @@ def profile_choices() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
 
 
-@events.init_command_line_parser.add_listener
-def _add_form_options(parser: Any, **_: Any) -> None:
+def add_form_options(parser: Any, **_: Any) -> None:
+    """Add the start form's fields to Locust's ``parser`` (see the module docstring), with the values the form
+    shows (:func:`set_form_defaults`); called each time Locust builds its parser (by
+    :func:`harness.locust.register`'s ``init_command_line_parser`` listener)."""
     d = _DEFAULTS.get
     choices = profile_choices()
     launched = d("web_profile", "")

@@ -1,5 +1,9 @@
 """Locust event listeners: run set-up at ``init``, record transport, and the end of the run.
 
+Nothing is registered by importing this module: :func:`register` adds the listeners to an event hook set, once
+(:func:`harness.locust.register` calls it for Locust's ``locust.events``), each bound to the process's
+:class:`harness.runtime.Run`, which ``init`` makes reachable as ``environment.llmload``.
+
 * ``init``: every process registers the messages; the master (or the single process) installs the signal
   handlers, opens the exporter (first: a port in use stops the run before anything starts), loads the profile
   and sets up the run (exit code 2 on a bad profile or an unreachable target) and serves its metrics; a worker
@@ -8,58 +12,59 @@
   master in ``llmload_records`` batches (:class:`harness.runtime.RunContext`); the master writes them.
 * Master: a worker lost while the load runs (no heartbeat, or it quit) is recorded as a ``worker_lost`` event
   (:mod:`harness.locust.lost`).
-* ``test_stopping`` (a stop begins): the master writes ``load_end`` (once a run) before in-flight requests drain.
-* ``test_stop``: a worker flushes its records; a master whose run stopped early drains its workers
-  (:func:`harness.locust.drain.stop_workers`).
-* ``quitting``: the master (or the single process) closes the run directory with its status (finished,
-  interrupted, warmup_failed: exit code 3) and writes the report; ``quit``: prints its compact summary
-  (:func:`harness.report.render_summary`), lingers for a last Prometheus scrape, stops the built-in simulator.
+* ``test_stopping`` (a stop begins): the master writes ``load_end`` (once a run) before in-flight requests drain;
+  the run is "stopping" (:func:`harness.locust.end.begin_stop`).
+* ``test_stop``: a worker flushes its records; the master (or the single process) ends the run
+  (:func:`harness.locust.end.end_run`: its workers drained, the run directory closed with its status, finished,
+  interrupted or warmup_failed, the report written).
+* ``quitting``: a run still going (web UI: Ctrl-C, SIGTERM) is stopped and ended the same way, and the exit code
+  set (:func:`harness.locust.end.set_exit_code`: 3 after a headless run's failed warm-up, 1 when a request
+  failed); ``quit``: prints the compact summary (:func:`harness.report.render_summary`), lingers for a last
+  Prometheus scrape, stops the built-in simulator.
 
-In web-UI mode (no ``--headless``) each Start is a run (:mod:`harness.locust.webrun`): ``init`` opens no run
-directory, a Start opens one, ``test_stop`` (the end of the load, Stop) drains and closes it and writes its report,
-and ``quitting`` (Ctrl-C) first stops and ends a run that goes. Headless runs are as described above.
+A headless run is the web UI's lifecycle with one run, opened at ``init`` (Locust's rule: headless is autostart
+without a web UI). In web-UI mode (no ``--headless``) each Start is a run (:mod:`harness.locust.webrun`): ``init``
+opens no run directory, a Start opens one; the rest is the same path.
 """
 
 from __future__ import annotations
 
-from locust import events
 from locust.env import Environment
+from locust.event import Events
 from locust.runners import MasterRunner, WorkerRunner
 
 import logging
 import sys
+from functools import partial
 from typing import Any
 
-import gevent
-
+from harness import rate
 from harness.config import PROFILES_DIR, ProfileError
-from harness.locust import webrun
-from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, stop_workers
+from harness.locust import live, webrun
+from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped
+from harness.locust.end import begin_stop, end_run, set_exit_code, stop_for_quit
 from harness.locust.form import Knobs
 from harness.locust.live import open_exporter, serve_run
 from harness.locust.lost import start_watch
 from harness.locust.options import metrics_options
 from harness.locust.setup import SimHolder, load_run_profile, resolve_target, setup_master, setup_worker_from_message
 from harness.locust.signals import install_master_signals, install_worker_sigint
-from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, current
+from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, of
 
-__all__: list[str] = []
+__all__ = ["register"]
 
 log = logging.getLogger("llmload")
-
-#: Seconds the master waits at quitting for the workers' last record batches, which arrive after test_stop.
-_LAST_BATCH_WAIT_S = 1.0
 
 
 def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
-        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:], runner.client_id)
+        ctx = setup_worker_from_message(msg.data, runner.client_id[-12:], runner.client_id, of(environment))
         ctx.start_flusher(runner)
 
 
 def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
-    ctx = current().ctx
+    ctx = of(environment).ctx
     if ctx is None or ctx.run_dir is None:
         return
     if ctx.run_dir.closed:  # a worker's batch after its run ended (it did not answer the stop in time)
@@ -110,9 +115,9 @@ def _init_web(run: Run, environment: Environment, runner: Any, role: str, web_ui
     log.info("llmload: web UI: profile %s, target %s; each Start is a run", path, target.shown)
 
 
-@events.init.add_listener
-def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -> None:
-    run = current()
+def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -> None:
+    environment.llmload = run  # type: ignore[attr-defined]
+    rate.register(runner)
     runner.register_message(MSG_PHASE, _on_phase)
     runner.register_message(MSG_RECORDS, _on_records)
     if isinstance(runner, WorkerRunner):
@@ -166,79 +171,43 @@ def _on_init(environment: Environment, runner: Any, web_ui: Any = None, **_: Any
         serve_run(run, exporter, runner, mo.linger)
 
 
-@events.test_stopping.add_listener
-def _on_test_stopping(environment: Environment, **_: Any) -> None:
+def _on_test_stopping(run: Run, environment: Environment, **_: Any) -> None:
     """Master / single process, as a stop begins (web UI's Stop, Ctrl-C, SIGTERM, the shape's end): the last
-    step's window ends now, before in-flight requests drain (``load_end``, written once a run)."""
+    step's window ends now, before in-flight requests drain (``load_end``, written once a run; not after a failed
+    warm-up), and the run is "stopping" (:func:`harness.locust.end.begin_stop`)."""
     if isinstance(environment.runner, WorkerRunner):
         return
-    ctx = current().ctx
-    if ctx is None or getattr(environment.shape_class, "warmup_error", None):
-        return
-    ctx.end_load("" if ctx.finished else "stop")
+    ctx = run.ctx
+    if ctx is not None and not getattr(environment.shape_class, "warmup_error", None):
+        ctx.end_load("" if ctx.finished else "stop")
+    begin_stop(run, environment)
 
 
-@events.test_stop.add_listener
-def _on_test_stop(environment: Environment, **_: Any) -> None:
-    run = current()
+def _on_test_stop(run: Run, environment: Environment, **_: Any) -> None:
+    """The load stopped. A worker sends its records; the master (or the single process) ends the run, headless or
+    web UI alike (:func:`harness.locust.end.end_run`)."""
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         flush_worker_records(run)
-        if run.ctx is not None and run.ctx.web:
-            # Locust's worker sleeps the stop timeout after a stop before it reads the next message; the users
-            # are gone already, and the master's MSG_STOP (and the next Start) must not wait for nothing.
-            environment.stop_timeout = 0.0
+        # Locust's worker sleeps the stop timeout after a stop before it reads the next message; the users are gone
+        # already, and the master's MSG_STOP at the run's end (and a web UI's next Start) must not wait for nothing.
+        environment.stop_timeout = 0.0
         return
-    if run.web:
-        webrun.end_run(run, environment)
-        return
-    if isinstance(runner, MasterRunner) and run.ctx is not None and not run.ctx.finished:
-        stop_workers(run, runner)
+    end_run(run, environment)
 
 
-@events.quitting.add_listener
-def _on_quitting(environment: Environment, **_: Any) -> None:
-    run = current()
+def _on_quitting(run: Run, environment: Environment, **_: Any) -> None:
+    """Quitting: a worker sends its records; the master (or the single process) stops and ends a run still going
+    (:func:`harness.locust.end.stop_for_quit`: the web UI's Ctrl-C; a headless run ended at ``test_stop``) and sets
+    the exit code (:func:`harness.locust.end.set_exit_code`)."""
     if isinstance(environment.runner, WorkerRunner):
         flush_worker_records(run)
         return
-    if run.web:
-        webrun.stop_for_quit(run, environment)
-        if run.any_failed and environment.process_exit_code is None:
-            opts = environment.parsed_options
-            environment.process_exit_code = int(getattr(opts, "exit_code_on_error", 1) if opts is not None else 1)
-        return
-    ctx = run.ctx
-    if ctx is None or ctx.run_dir is None:
-        return
-    if isinstance(environment.runner, MasterRunner):
-        gevent.sleep(_LAST_BATCH_WAIT_S)  # the workers' last record batches arrive after test_stop (docs: distributed)
-    warmup_error = getattr(environment.shape_class, "warmup_error", None)
-    status = "finished" if ctx.finished else ("warmup_failed" if warmup_error else "interrupted")
-    if warmup_error:
-        environment.process_exit_code = 3
-    elif ctx.run_dir.failed and environment.process_exit_code is None:
-        # Locust's rule (exit 1 when any request failed) from the records, not from Locust's stats: a master's
-        # stats miss the workers' last reports when a Ctrl-C reached every process (--processes N).
-        opts = environment.parsed_options
-        environment.process_exit_code = int(getattr(opts, "exit_code_on_error", 1) if opts is not None else 1)
-    if ctx.cut_off:
-        ctx.run_dir.meta["cut_off"] = ctx.cut_off
-    ctx.run_dir.close(status)
-    try:
-        from harness.report import render_summary, write_report
-
-        rep, _md = write_report(ctx.run_dir.path)
-        run.report_summary = render_summary(rep)
-    except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
-        log.exception("llmload: report failed: %s (rebuild with: llmload report %s)", e, ctx.run_dir.path)
-        run.report_summary = None
-    run.ended_run(ctx.run_dir.path, status)
+    stop_for_quit(run, environment)
+    set_exit_code(run, environment)
 
 
-@events.quit.add_listener
-def _on_quit(**_: Any) -> None:
-    run = current()
+def _on_quit(run: Run, **_: Any) -> None:
     ctx = run.ctx
     if run.sims is not None:
         run.sims.stop()
@@ -255,3 +224,22 @@ def _on_quit(**_: Any) -> None:
         run.exporter.linger(run.linger)
     if ctx.sim is not None:
         ctx.sim.stop()
+
+
+#: The events :func:`register` adds a listener to, in order (``tests/locust/test_lifecycle.py`` counts them).
+REGISTERED = ("init", "test_stopping", "test_stop", "quitting", "quit", "report_to_master", "worker_report")
+
+
+def register(events: Events, run: Run) -> None:
+    """Add llmload's run listeners to ``events`` (Locust's ``locust.events``, or a fresh
+    :class:`locust.event.Events` in a test), each bound to ``run``: ``init`` (set-up, :func:`_on_init`, which also
+    makes ``run`` reachable as ``environment.llmload`` and registers the custom messages), ``test_stopping``,
+    ``test_stop``, ``quitting``, ``quit`` and the workers' in-flight reports (:func:`harness.locust.live.register`):
+    one listener on each event of :data:`REGISTERED`. Call once per ``events``
+    (:func:`harness.locust.register` does)."""
+    events.init.add_listener(partial(_on_init, run))
+    events.test_stopping.add_listener(partial(_on_test_stopping, run))
+    events.test_stop.add_listener(partial(_on_test_stop, run))
+    events.quitting.add_listener(partial(_on_quitting, run))
+    events.quit.add_listener(partial(_on_quit, run))
+    live.register(events, run)

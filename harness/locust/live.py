@@ -9,19 +9,20 @@ reports; the master adds them up for ``llmload_requests_in_flight``.
 
 from __future__ import annotations
 
-from locust import events
+from locust.event import Events
 
 import logging
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from harness.exporter import Exporter, RunCollector, run_info
 from harness.locust.options import MetricsOptions
-from harness.metrics import IN_FLIGHT, RunMetrics, prompt_labels
-from harness.runtime import Run, current
+from harness.metrics import RunMetrics, prompt_labels
+from harness.runtime import Run
 
-__all__ = ["open_exporter", "serve_run"]
+__all__ = ["open_exporter", "register", "serve_run"]
 
 log = logging.getLogger("llmload")
 
@@ -76,10 +77,11 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
     run_dir.on_record.add_listener(metrics.observe)
     run_dir.on_phase.add_listener(metrics.on_phase)
     workers = run.workers.in_flight
+    own = run.in_flight
 
     def in_flight() -> int:
         clients = getattr(runner, "clients", None)
-        return IN_FLIGHT.n + sum(n for cid, n in workers.items() if clients is None or cid in clients)
+        return own.n + sum(n for cid, n in workers.items() if clients is None or cid in clients)
 
     if exporter.collector is not None:  # web UI: the previous run's metrics make way for this run's
         exporter.registry.unregister(exporter.collector)  # type: ignore[arg-type]
@@ -98,15 +100,21 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
     return metrics
 
 
-@events.report_to_master.add_listener
-def _on_report_to_master(data: dict[str, Any], **_: Any) -> None:
-    data[_REPORT_KEY] = {"in_flight": IN_FLIGHT.n}
+def _on_report_to_master(run: Run, data: dict[str, Any], **_: Any) -> None:
+    data[_REPORT_KEY] = {"in_flight": run.in_flight.n}
 
 
-@events.worker_report.add_listener
-def _on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
-    book = current().workers
+def _on_worker_report(run: Run, client_id: str, data: dict[str, Any], **_: Any) -> None:
+    book = run.workers
     book.seen[client_id] = time.time()
     m = data.get(_REPORT_KEY)
     if isinstance(m, dict):
         book.in_flight[client_id] = int(m.get("in_flight") or 0)
+
+
+def register(events: Events, run: Run) -> None:
+    """Add the in-flight reports to ``events``, bound to ``run``: a worker adds its requests in flight
+    (:attr:`harness.runtime.Run.in_flight`) to each Locust report to the master (``report_to_master``); the master
+    keeps each worker's count and last report time in ``run.workers`` (``worker_report``)."""
+    events.report_to_master.add_listener(partial(_on_report_to_master, run))
+    events.worker_report.add_listener(partial(_on_worker_report, run))

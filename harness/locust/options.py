@@ -10,8 +10,6 @@ it imports the locustfile; :mod:`harness.locust_help` defers it, and importing t
 
 from __future__ import annotations
 
-from locust import events
-
 import argparse
 import sys
 from dataclasses import dataclass
@@ -20,7 +18,7 @@ from typing import Any, NoReturn
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
 from harness.locust_help import restore_help
 
-__all__ = ["GROUP", "MetricsOptions", "into_group", "metrics_options"]
+__all__ = ["GROUP", "MetricsOptions", "add_options", "into_group", "metrics_options"]
 
 #: Title of the argument group holding llmload's options in Locust's ``--help``.
 GROUP = "llmload"
@@ -43,8 +41,9 @@ def into_group(parser: Any, *actions: argparse.Action) -> None:
         group._group_actions.append(action)
 
 
-@events.init_command_line_parser.add_listener
-def _add_options(parser: Any, **_: Any) -> None:
+def add_options(parser: Any, **_: Any) -> None:
+    """Add ``--output-dir`` and the ``--metrics-*`` options to Locust's ``parser``, in the ``llmload`` group of
+    ``--help`` (called by :func:`harness.locust.register`'s ``init_command_line_parser`` listener)."""
     into_group(parser, *_option_actions(parser))
 
 

@@ -20,7 +20,7 @@ from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
 from harness.profile_check import load_checked_profile
 from harness.records import RunDir, redact_url
-from harness.runtime import PhaseState, RunContext, current, target_client
+from harness.runtime import PhaseState, Run, RunContext, current, target_client
 from harness.split import slot_of
 
 __all__ = [
@@ -236,12 +236,14 @@ def setup_master(
     return open_run(profile, path, target, role, output_dir, extra)
 
 
-def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: str | None = None) -> RunContext:
-    """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``current().ctx``.
+def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: str | None = None,
+                              run: Run | None = None) -> RunContext:
+    """Build (or update) a worker's context from a ``llmload_phase`` message; it becomes ``run.ctx`` (``run``:
+    default this process's, :func:`harness.runtime.current`).
 
     ``client_id``: the worker's Locust client id; with the message's ``workers`` list it sets the worker's share
     of a split prompt source (:meth:`harness.prompts.source.PromptSource.set_share`)."""
-    run = current()
+    run = run if run is not None else current()
     ctx = run.ctx
     run_id = str(data.get("run_id") or "")
     if ctx is None or ctx.base_url != data["base_url"] or ctx.model != data["model"] or ctx.run_id != run_id:

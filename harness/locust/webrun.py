@@ -15,7 +15,8 @@ the built-in simulator if needed (its URL is the Host field's default), but open
 * **The run ends** when the shape ends (the sweep, or a fixed run's run time), or on Stop: Locust stops the users,
   in-flight requests finishing for up to the stop timeout (the profile's ``steps.drain_timeout``), the workers
   send their last records (:func:`harness.locust.drain.stop_workers`), and at ``test_stop`` the run directory is
-  closed and the report written (:func:`end_run`). Requests cut off by the stop timeout are counted
+  closed and the report written (:func:`harness.locust.end.end_run`: the one end of a run, a headless run's too).
+  Requests cut off by the stop timeout are counted
   (``cut_off`` in ``run.json``; the report notes it).
 * **Ctrl-C** (or SIGTERM) during a run: the same drain and report at ``quitting``, status interrupted.
 * **Stop answers at once** (``POST /stop``, a hook before Locust's own handler): the runner's stop (drain, then
@@ -31,13 +32,9 @@ Status: "finished" when the load ran to its end (a fixed run without run time en
 
 from __future__ import annotations
 
-from locust.runners import MasterRunner
-
 import logging
 import math
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,59 +45,36 @@ import gevent
 from flask import Response, g, jsonify, request
 
 from harness.config import PROFILES_DIR, ProfileError
-from harness.locust.drain import STOP_MARGIN_S, stop_workers
+from harness.locust.end import (
+    LAST_BATCH_WAIT_S,
+    REPORT_TIMEOUT_S,
+    begin_stop,
+    cut_off_by_timeout,
+    end_run,
+    stop_for_quit,
+    write_report_child,
+)
 from harness.locust.form import MODES, Knobs, form_defaults, set_form_defaults
 from harness.locust.setup import SimHolder, load_run_profile, open_run, resolve_target
 from harness.records import redact_url
-from harness.runtime import FixedLoad, Run, RunContext
+from harness.runtime import FixedLoad, Run, RunContext, StopProgress, current
 
 __all__ = [
-    "Launch", "StartError", "StopProgress", "begin_stop", "end_run", "install", "launch_of", "parse_fixed",
-    "start_run", "stop_at_once", "stop_for_quit", "stop_progress", "write_report_child",
-]
+    "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "Launch", "StartError", "StopProgress", "begin_stop", "cut_off_by_timeout",
+    "end_run", "install", "launch_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "stop_progress",
+    "write_report_child",
+]  # (the end of a run is harness.locust.end's, re-exported here: one path for headless and web-UI runs)
 
 log = logging.getLogger("llmload")
 
 #: Form fields whose values are not written to ``run.json`` (a locustfile's own secret options).
 _SECRET_FIELD = re.compile(r"(?i)(api_?key|secret|password|(^|_)token$)")
-#: Seconds the master waits at a run's end for the workers' last record batches (after their MSG_STOPPED).
-LAST_BATCH_WAIT_S = 1.0
-#: Seconds the report's child process may take; after that the run is recorded without a report (the log says
-#: how to rebuild it).
-REPORT_TIMEOUT_S = 900.0
 
 
-@dataclass(frozen=True)
-class StopProgress:
-    """What the stop of the current run is doing (web UI; :func:`stop_progress`).
-
-    Attributes:
-        run_id: the run being stopped.
-        stage: ``draining`` (users stop, in-flight requests finish, for up to ``drain_timeout_s``; on a master the
-            workers then send their last records) or ``writing_report`` (run directory closed, report drawn).
-        since_wall: epoch seconds the stage began.
-        stop_wall: epoch seconds the stop began.
-        drain_timeout_s: the stop timeout in seconds (requests still unfinished then are cut off and counted).
-    """
-
-    run_id: str
-    stage: str
-    since_wall: float
-    stop_wall: float
-    drain_timeout_s: float
-
-
-_PROGRESS: StopProgress | None = None
-
-
-def stop_progress() -> StopProgress | None:
-    """The stop in progress of this process's current web-UI run, None when no run is stopping."""
-    return _PROGRESS
-
-
-def _set_progress(p: StopProgress | None) -> None:
-    global _PROGRESS
-    _PROGRESS = p
+def stop_progress(run: Run | None = None) -> StopProgress | None:
+    """The stop in progress of the current web-UI run of ``run`` (default: this process's,
+    :func:`harness.runtime.current`), None when no run is stopping (:attr:`harness.runtime.Run.progress`)."""
+    return (run if run is not None else current()).progress
 
 
 class StartError(Exception):
@@ -222,7 +196,7 @@ def _profile_arg(form: Mapping[str, str], launch: Launch) -> str | None:
 def _wait_for_report(run: Run) -> None:
     """A Start while the previous run's report is being written (its load is over, its records closed) waits
     for that report (cooperatively, at most :data:`REPORT_TIMEOUT_S` + 10 s) instead of being refused."""
-    progress = stop_progress()
+    progress = run.progress
     if not run.active() or progress is None or progress.stage != "writing_report":
         return
     deadline = time.monotonic() + REPORT_TIMEOUT_S + 10.0
@@ -280,127 +254,6 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     return ctx
 
 
-def cut_off_by_timeout(cut_off: int, meta: dict[str, Any]) -> int:
-    """The requests of ``cut_off`` (``run.json``'s count of unfinished, unrecorded requests) that the stop timeout
-    cut off: the rest were in flight on a worker lost during the run (``meta["workers_lost"]`` entries without
-    ``back_wall``: a worker that answered again had its count withdrawn), logged when it was lost."""
-    with_workers = sum(int(w.get("in_flight") or 0) for w in meta.get("workers_lost", []) if "back_wall" not in w)
-    return max(0, cut_off - with_workers)
-
-
-def end_run(run: Run, environment: Any) -> None:
-    """Close the current run (master: after its workers sent their last records) and write its report; the run
-    is listed in :attr:`harness.runtime.Runs.finished` once done. No-op when no run is going."""
-    ctx = run.ctx
-    if not run.active() or ctx is None or ctx.run_dir is None or ctx.run_dir.closed:
-        return
-    run.state = "stopping"
-    runner = environment.runner
-    if isinstance(runner, MasterRunner):
-        stop_workers(run, runner)
-        gevent.sleep(LAST_BATCH_WAIT_S)  # the last batches may trail the MSG_STOPPED answers by a flush
-    warmup_error = getattr(environment.shape_class, "warmup_error", None)
-    open_ended = ctx.fixed is not None and ctx.fixed.run_time is None
-    if warmup_error:
-        status = "warmup_failed"
-    elif ctx.finished or (open_ended and not run.signals.interrupted):
-        status = "finished"
-    else:
-        status = "interrupted"
-    rd = ctx.run_dir
-    if open_ended and not ctx.finished:
-        ctx.finished = True
-    ctx.end_load()  # no-op: written when the stop began (Stop, Ctrl-C) or the load ended (the shape)
-    if ctx.cut_off:
-        rd.meta["cut_off"] = ctx.cut_off
-        by_timeout = cut_off_by_timeout(ctx.cut_off, rd.meta)
-        if by_timeout:
-            log.warning("llmload: %d request(s) cut off by the stop timeout (not recorded)", by_timeout)
-    if rd.failed:
-        run.any_failed = True
-    rd.close(status)
-    now = time.time()
-    progress = stop_progress()
-    stop_wall = progress.stop_wall if progress is not None and progress.run_id == ctx.run_id else now
-    _set_progress(StopProgress(ctx.run_id, "writing_report", now, stop_wall, float(environment.stop_timeout or 0.0)))
-    try:
-        from harness.report import render_summary
-
-        rep = write_report_child(Path(rd.path))
-        run.report_summary = render_summary(rep)
-    except Exception as e:  # the records are safe on disk; the report can be rebuilt with `llmload report`
-        log.error("llmload: report failed: %s (rebuild with: llmload report %s)", e, rd.path)
-        run.report_summary = None
-    log.info("llmload: run %s %s; records and report in %s", ctx.run_id, status, rd.path)
-    run.ended_run(rd.path, status)
-    _set_progress(None)
-
-
-def write_report_child(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> dict[str, Any]:
-    """Write the report of ``run_dir`` (``report.json``, ``report.md``, ``report.html`` and its figures) in a child
-    process, ``python -m harness.report RUN_DIR --quiet``, waiting for it cooperatively: the gevent loop (the web
-    UI, a master's worker heartbeats) goes on meanwhile. Returns the report (``report.json`` as written).
-
-    Raises:
-        RuntimeError: the child failed (its last stderr lines), did not end within ``timeout_s`` seconds (killed),
-            or wrote no readable ``report.json``.
-    """
-    import json
-
-    from gevent import subprocess as gsubprocess
-
-    proc = gsubprocess.Popen(
-        [sys.executable, "-m", "harness.report", str(run_dir), "--quiet"],
-        stdin=gsubprocess.DEVNULL, stdout=gsubprocess.DEVNULL, stderr=gsubprocess.PIPE,
-    )  # fmt: skip
-    try:
-        _out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise RuntimeError(f"the report process took more than {timeout_s:.0f} s") from None
-    if proc.returncode != 0:
-        tail = " | ".join((err or b"").decode(errors="replace").strip().splitlines()[-3:])
-        raise RuntimeError(f"the report process exited {proc.returncode}: {tail}")
-    try:
-        rep = json.loads((run_dir / "report.json").read_text())
-    except (OSError, ValueError) as e:
-        raise RuntimeError(f"report.json unreadable: {e}") from None
-    if not isinstance(rep, dict):
-        raise RuntimeError("report.json is not a JSON object")
-    return rep
-
-
-def stop_for_quit(run: Run, environment: Any) -> None:
-    """At ``quitting`` (Ctrl-C, SIGTERM, Locust quitting): stop a run that goes, letting in-flight requests
-    finish and be recorded, then end it (:func:`end_run`, status interrupted unless its load had ended). A run
-    being stopped already (Stop) is waited for."""
-    if not run.active():
-        return
-    runner = environment.runner
-    if run.state == "running":
-        run.signals.interrupted = True
-        if runner is not None:
-            runner.stop()  # drains, then test_stop ends the run
-        end_run(run, environment)  # no-op once ended (e.g. the runner had already stopped)
-        return
-    deadline = time.monotonic() + float(environment.stop_timeout or 0.0) + STOP_MARGIN_S + 60.0
-    while run.active() and time.monotonic() < deadline:
-        gevent.sleep(0.2)
-
-
-def begin_stop(run: Run, environment: Any) -> None:
-    """``test_stopping`` listener (master / single process, web UI): a stop of the current run begins (Stop,
-    Ctrl-C, the load's end): its state is "stopping" and :func:`stop_progress` says ``draining``. No-op without a
-    running run."""
-    ctx = run.ctx
-    if run.state != "running" or ctx is None:
-        return
-    run.state = "stopping"
-    now = time.time()
-    _set_progress(StopProgress(ctx.run_id, "draining", now, now, float(environment.stop_timeout or 0.0)))
-
-
 def stop_at_once(run: Run, environment: Any) -> dict[str, Any] | None:
     """The answer to the web UI's Stop (``POST /stop``) when it can be given at once: the runner's stop (which
     drains in-flight requests, then ends the run and writes its report at ``test_stop``) is started in a greenlet
@@ -423,9 +276,9 @@ def stop_at_once(run: Run, environment: Any) -> dict[str, Any] | None:
 def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
     """Hook Locust's web UI: the Start (``POST /swarm``) validates the form and opens a run before Locust's
     ``swarm()`` starts the shape (:func:`start_run`), answers its errors and shows the target measured; the Stop
-    (``POST /stop``) answers at once (:func:`stop_at_once`); a stop's progress is tracked (:func:`begin_stop`)."""
+    (``POST /stop``) answers at once (:func:`stop_at_once`). (A stop's progress is tracked at ``test_stopping`` for
+    every run, :func:`harness.locust.end.begin_stop`.)"""
     app = web_ui.app
-    environment.events.test_stopping.add_listener(lambda **_: begin_stop(run, environment))
 
     def is_post(name: str) -> bool:
         return request.method == "POST" and request.path.rstrip("/").endswith("/" + name)

@@ -27,14 +27,11 @@ Modules: :mod:`~harness.webui.runs` (the one adapter onto the process's runs and
 
 from __future__ import annotations
 
-from locust import events
-
 from typing import Any
 
 __all__ = ["on_init"]
 
 
-@events.init.add_listener
 def on_init(environment: Any, **_: Any) -> None:
     """Install the LLM view's routes when this process serves the web UI (no-op otherwise)."""
     web_ui = getattr(environment, "web_ui", None)

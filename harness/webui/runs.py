@@ -80,14 +80,12 @@ def run_dirs() -> RunDirs:
 
 
 def stopping(runner: Any) -> dict[str, Any] | None:
-    """The stop in progress of the current run (:func:`harness.locust.webrun.stop_progress`) as the view shows
+    """The stop in progress of the current run (:attr:`harness.runtime.Run.progress`) as the view shows
     it, None when no run is stopping: ``{"run_id", "stage": "draining" | "writing_report", "since_wall",
     "stop_wall" (epoch s), "drain_timeout_s", "users_left" (users not stopped yet: each finishes its request;
     on a master the workers' last report; None when unknown)}``. Never raises."""
     try:
-        from harness.locust.webrun import stop_progress
-
-        p = stop_progress()
+        p = runtime.current().progress
     except Exception:
         return None
     if p is None:

@@ -47,7 +47,7 @@ def master(ids: list[str], stop_timeout: float, answer: set[str]) -> SimpleNames
 
 def test_master_waits_for_every_worker_then_returns(monkeypatch: pytest.MonkeyPatch) -> None:
     run = Run()
-    monkeypatch.setattr(drain, "current", lambda: run)
+    monkeypatch.setattr(drain, "of", lambda _env: run)
     runner = master(["a", "b"], stop_timeout=5.0, answer={"a", "b"})
     t0 = time.monotonic()
     drain.stop_workers(run, runner)
@@ -62,7 +62,7 @@ def test_a_silent_worker_is_waited_for_at_most_the_stop_timeout_plus_margin(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     run = Run()
-    monkeypatch.setattr(drain, "current", lambda: run)
+    monkeypatch.setattr(drain, "of", lambda _env: run)
     monkeypatch.setattr(drain, "STOP_MARGIN_S", 0.3)
     runner = master(["a", "silent"], stop_timeout=0.2, answer={"a"})
     t0 = time.monotonic()
@@ -75,7 +75,7 @@ def test_worker_stops_once_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """MSG_STOP on a worker: users stopped with the master's timeout, records flushed, MSG_STOPPED sent; a second
     request (its own Ctrl-C meanwhile) waits for the same stop instead of starting another."""
     run = Run()
-    monkeypatch.setattr(drain, "current", lambda: run)
+    monkeypatch.setattr(drain, "of", lambda _env: run)
     stops: list[float] = []
     answers: list[str] = []
     env = SimpleNamespace(stop_timeout=0.0)
@@ -95,7 +95,7 @@ def test_a_missing_worker_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> 
     """A worker Locust shows missing (killed: no heartbeat) cannot answer: the stop waits for the live one only,
     not the stop timeout + margin (F4: a dead worker made every stop wait 40 s)."""
     run = Run()
-    monkeypatch.setattr(drain, "current", lambda: run)
+    monkeypatch.setattr(drain, "of", lambda _env: run)
     runner = master(["a", "dead"], stop_timeout=30.0, answer={"a"})
     runner.clients["dead"].state = "missing"
     t0 = time.monotonic()
@@ -106,7 +106,7 @@ def test_a_missing_worker_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_a_worker_going_missing_during_the_wait_ends_it(monkeypatch: pytest.MonkeyPatch) -> None:
     run = Run()
-    monkeypatch.setattr(drain, "current", lambda: run)
+    monkeypatch.setattr(drain, "of", lambda _env: run)
     runner = master(["a", "b"], stop_timeout=30.0, answer={"a"})
 
     def die() -> None:

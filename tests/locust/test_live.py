@@ -15,7 +15,7 @@ from harness.exporter import Exporter
 from harness.locust import options
 from harness.locust.live import open_exporter, serve_run
 from harness.locust.options import metrics_options
-from harness.metrics import IN_FLIGHT, RunMetrics
+from harness.metrics import RunMetrics
 from harness.records import RunDir
 from harness.result import RequestResult
 from harness.runtime import Run, RunContext
@@ -76,6 +76,7 @@ def test_serve_run_counts_what_the_run_directory_writes(tmp_path: Path) -> None:
     connected = {"w1"}
     runner = SimpleNamespace(user_count=3, clients=connected)
     run.workers.in_flight.update({"w1": 4, "gone": 9})  # a worker that left no longer counts
+    run.in_flight.inc()  # one of its own
     try:
         metrics = serve_run(run, exporter, runner, linger=7.0)
         assert (run.metrics, run.exporter, run.linger) == (metrics, exporter, 7.0)
@@ -85,7 +86,7 @@ def test_serve_run_counts_what_the_run_directory_writes(tmp_path: Path) -> None:
         assert metrics.records == 2 and metrics.phase is not None and metrics.phase["step"] == 1
         assert isinstance(metrics, RunMetrics) and metrics.records == ctx.run_dir.count
         collector = exporter.collector
-        assert collector is not None and collector.in_flight() == IN_FLIGHT.n + 4 and collector.users() == 3
+        assert collector is not None and collector.in_flight() == 1 + 4 and collector.users() == 3
         assert collector.info["run"] == ctx.run_dir.path.name and collector.info["hostname"] == socket.gethostname()
         ctx.run_dir.close("finished")
         with pytest.raises(ValueError, match="closed"):

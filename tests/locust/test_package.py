@@ -52,7 +52,7 @@ def test_no_module_level_import_cycle() -> None:
 
 def test_each_wiring_module_imports_first() -> None:
     """Importing any module of the package first (as a test or a custom locustfile may) works."""
-    mods = ["options", "setup", "drain", "signals", "live", "listeners"]
+    mods = ["options", "setup", "drain", "signals", "live", "end", "webrun", "listeners"]
     code = "; ".join(f"import harness.locust.{m}" for m in mods)
     for m in mods:
         proc = subprocess.run([sys.executable, "-c", f"import harness.locust.{m}; {code}"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from harness import runtime
 from harness.locust import webrun
 from harness.webui.runs import RunDirs, stopping, workers
 
@@ -37,7 +38,7 @@ def test_rundirs_all_current_first(tmp_path) -> None:  # type: ignore[no-untyped
 def test_stopping_reports_the_stop_in_progress(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     assert stopping(SimpleNamespace(user_count=3)) is None  # no stop in progress
     p = webrun.StopProgress("r1", "draining", 10.0, 9.5, 30.0)
-    monkeypatch.setattr(webrun, "_PROGRESS", p)
+    monkeypatch.setattr(runtime.current(), "progress", p)
     assert stopping(SimpleNamespace(user_count=2)) == {
         "run_id": "r1", "stage": "draining", "since_wall": 10.0, "stop_wall": 9.5, "drain_timeout_s": 30.0,
         "users_left": 2}
