@@ -1,12 +1,13 @@
-"""Assemble the report dict of a run directory and write ``report.json`` / ``report.md``.
+"""Assemble the report of a run directory (a typed :class:`harness.report.model.Report`) and write ``report.json``
+/ ``report.md`` / ``report.html``.
 
-See :func:`build_report` for the keys. All durations are seconds, token counts are tokens, throughputs are
-tokens or requests per second, ``*_pct`` are percentages and ``*_share`` / ``*_rate`` (error rate) 0..1.
+See :func:`build_report` for the keys and :mod:`harness.report.model` for their types. All durations are seconds,
+token counts are tokens, throughputs are tokens or requests per second, ``*_pct`` are percentages and ``*_share`` /
+``*_rate`` (error rate) 0..1.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_no
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
+from harness.report.model import SCHEMA, Report
 from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
 from harness.report.search import SEARCH_DEFINITIONS, search_result
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
@@ -31,9 +33,6 @@ from harness.report.turns import turn_rows
 
 __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunInfo", "Settings", "assemble_report",
            "build_report", "report_settings", "run_figures", "write_report"]
-
-#: Identifies the layout of ``report.json``.
-SCHEMA = "llmload-report/1"
 
 #: The formulas behind every figure, shown in the Markdown report and stored in ``report.json``.
 DEFINITIONS: dict[str, str] = {
@@ -402,17 +401,17 @@ def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
                       search_result(run.events))
 
 
-def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
-    """The report of a run directory as a JSON-ready dict, computed over its records as a columnar frame
-    (:func:`harness.report.columns.load_frame_run`).
+def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> Report:
+    """The report of a run directory (:class:`harness.report.model.Report`; ``report.json`` is its
+    serialisation), computed over its records as a columnar frame (:func:`harness.report.columns.load_frame_run`).
 
     Args:
         run_dir: the run directory (``run.json``, ``records.jsonl``, ``phases.jsonl``).
         n: sample counts for hours-to-N (default: ``profile.report.hours_to_n``, else 100K/200K/500K/900K).
 
     Returns:
-        Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
-        start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
+        The report; its fields (the JSON keys): ``schema, run_id, run_dir, status, interrupted, profile_name,
+        target, model, start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
         cost_usd_per_hour, slice_s, slo, slo_capacity, search, prompts, settings, turns, definitions, notes``.
         ``search``: the SLO capacity search's outcome (:func:`harness.report.search.search_result`; None without
         one). ``steps`` holds one row per single-stream phase / load step (:func:`harness.report.columns.step_rows`,
@@ -434,14 +433,18 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     return _report_of(load_frame_run(run_dir), n)
 
 
-def _report_of(run: FrameRun, n: Sequence[int] | None) -> dict[str, Any]:
+def _report_of(run: FrameRun, n: Sequence[int] | None) -> Report:
     settings = report_settings(run.meta, n)
     return assemble_report(run, settings, run_figures(run, settings))
 
 
-def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[str, Any]:
-    """The report dict (see :func:`build_report`) of a run from its settings and computed figures: header, blocks,
-    capacity and notes. Every NaN or infinite float becomes None."""
+def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Report:
+    """The report (see :func:`build_report`) of a run from its settings and computed figures: header, blocks,
+    capacity and notes. Every NaN or infinite float becomes None.
+
+    Raises:
+        pydantic.ValidationError: a section builder produced a value of the wrong type (a bug, not bad input).
+    """
     meta = run.meta
     rows = figs.rows
     target = _sub(meta, "target")
@@ -489,7 +492,7 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[
     rep["notes"] += drift_notes(rows)
     if settings.slo_problem:
         rep["notes"].append(settings.slo_problem)
-    return _finite(rep)
+    return Report.model_validate(_finite(rep))
 
 
 def _finite(obj: Any) -> Any:
@@ -504,18 +507,25 @@ def _finite(obj: Any) -> Any:
 
 
 def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[dict[str, Any], str]:
-    """Build the report, write ``report.json``, ``report.md`` and (matplotlib permitting) ``report.html`` with
-    ``figures/*.png`` into the run directory; return the report dict and the Markdown."""
+    """Build the report, write ``report.json`` (:meth:`harness.report.model.Report.to_json`), ``report.md`` and
+    (matplotlib permitting) ``report.html`` with ``figures/*.png`` into the run directory.
+
+    Returns:
+        (the report as report.json holds it, :meth:`harness.report.model.Report.as_dict`; the Markdown).
+        Transitional: a dict because the end-of-run code hands it to the dict-reading terminal summary; read it
+        typed with :func:`harness.report.model.load_report` or :func:`build_report`.
+    """
     from harness.report.html import write_html
     from harness.report.render import render_markdown
 
     run = load_frame_run(run_dir)  # read once: the tables and the figures are drawn from the same frame
     rep = _report_of(run, n)
-    md = render_markdown(rep)
+    data = rep.as_dict()  # the renderers below read the dict by key until they move to the figure catalogue
+    md = render_markdown(data)
     root = Path(run_dir)
-    for name, text in (("report.json", json.dumps(rep, indent=2, allow_nan=False) + "\n"), ("report.md", md)):
+    for name, text in (("report.json", rep.to_json()), ("report.md", md)):
         tmp = root / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(root / name)
-    write_html(root, rep, run)
-    return rep, md
+    write_html(root, data, run)
+    return data, md

@@ -825,4 +825,4 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
 def oracle_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
     """The whole report dict of a run directory, its figures computed by this oracle."""
     run = load_run(run_dir)
-    return assemble_report(run, report_settings(run.meta, n), oracle_figures(run, n))
+    return assemble_report(run, report_settings(run.meta, n), oracle_figures(run, n)).as_dict()

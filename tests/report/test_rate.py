@@ -136,7 +136,7 @@ def test_the_reports_rate_figures_equal_the_record_by_record_oracle(tmp_path: Pa
     run = write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0.0, 5.0), ev, {"event": "load_end", "wall": T0 + 15},
                                            search, run_end(16.0)],
                     meta={"profile": {"name": "synthetic", "rate": {"seed": 3}}})
-    rep = build_report(run)
+    rep = build_report(run).as_dict()
     assert_same(oracle_report(run), rep, "report")  # every figure, rate and search included
     rows = rep["steps"]
     f = rows[1]["rate"]

@@ -63,7 +63,7 @@ def _run(root: Path, meta: dict[str, Any] | None = None) -> Path:
 
 @pytest.fixture
 def report(tmp_path: Path) -> dict[str, Any]:
-    return build_report(_run(tmp_path / "run-1"))
+    return build_report(_run(tmp_path / "run-1")).as_dict()
 
 
 def _cells(line: str) -> list[str]:
@@ -311,7 +311,7 @@ def test_no_steps_and_no_notes(report: dict[str, Any]) -> None:
 
 def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
     meta = {"simulator": {"preset": "demo", "time_scale": 0.1}}
-    rep = build_report(_run(tmp_path / "fast", meta))
+    rep = build_report(_run(tmp_path / "fast", meta)).as_dict()
     assert rep["time_scale"] == 0.1
     md = render_markdown(rep)
     assert "> **COMPRESSED TIME** (simulator time_scale = 0.1)" in md
@@ -501,7 +501,7 @@ def test_report_command_prints_the_summary_on_a_terminal(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main([str(root)]) == 0
     out = capsys.readouterr().out
-    assert out == render_summary(build_report(root), str(root))
+    assert out == render_summary(build_report(root).as_dict(), str(root))
     assert main([str(root), "--full"]) == 0
     full = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
     assert full == (root / "report.md").read_text()  # the whole report, as plain Markdown text
