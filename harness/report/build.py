@@ -25,7 +25,7 @@ from harness.report.diagnosis import NOTE_PCT, hidden_reasoning_notes, prompt_no
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
-from harness.report.model import SCHEMA, Report
+from harness.report.model import SCHEMA, Report, StepRow
 from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
 from harness.report.search import SEARCH_DEFINITIONS, search_result
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
@@ -205,49 +205,52 @@ def profile_of(meta: dict[str, Any]) -> dict[str, Any]:
     return _sub(meta, "profile")
 
 
-def _steady_notes(r: dict[str, Any]) -> list[str]:
+def _steady_notes(r: StepRow) -> list[str]:
     """Notes on one steady row's sample: Little's law, the hours interval's width and the token cross-check."""
-    if not r["steady"]:
+    if not r.steady:
         return []
     out: list[str] = []
-    lab, c = r["label"], r["concurrency"]
-    little = r.get("littles_law_c")
-    open_loop = bool(r.get("rate"))  # a rate step's C is its cap / pool, not the requests kept in flight
-    if little is not None and r.get("littles_law_ok") is False and not open_loop:
-        small = (f" (low confidence: {r['sample_requests']} requests over {r['window_s']:.1f} s; a short window "
-                 "misreads it)") if r.get("low_confidence") else ""
+    lab, c = r.label, r.concurrency
+    little = r.littles_law_c
+    open_loop = r.rate is not None  # a rate step's C is its cap / pool, not the requests kept in flight
+    if little is not None and r.littles_law_ok is False and not open_loop:
+        small = (f" (low confidence: {r.sample_requests} requests over {r.window_s:.1f} s; a short window "
+                 "misreads it)") if r.low_confidence else ""
         out.append(f"{lab}: Little's law does not hold: completions/s × mean E2E = {little:.2f} in flight, target "
                    f"C={c} ({100 * (little / c - 1):+.0f} %){small}: the window is not steady at C={c} or the load "
                    "generator did not keep C requests in flight.")
-    iv = r["hours_interval"]
-    if iv["reason"]:
-        least = "" if iv["needed_duration_s"] is None else f" to ≥ {_at_least_s(iv['needed_duration_s'])} s"
-        out.append(f"{lab}: hours to N has no interval ({iv['reason']}); lengthen {iv['duration_key']}{least}.")
-    elif iv["needed_window_s"] is not None:
-        out.append(f"{lab}: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, "
-                   f"{iv['batches']} × {iv['batch_s']:.1f} s); for ±10 % the window would need ~"
-                   f"{_at_least_s(iv['needed_window_s'])} s: set {iv['duration_key']} to ≥ "
-                   f"{_at_least_s(iv['needed_duration_s'])} s.")
-    outside = [h for h in r["hours"] if h.get("token_check") == "outside"]
+    iv = r.hours_interval
+    if iv.reason:
+        least = "" if iv.needed_duration_s is None else f" to ≥ {_at_least_s(iv.needed_duration_s)} s"
+        out.append(f"{lab}: hours to N has no interval ({iv.reason}); lengthen {iv.duration_key}{least}.")
+    elif iv.needed_window_s is not None:
+        out.append(f"{lab}: the hours-to-N interval is ±{100 * (iv.rel_halfwidth or 0.0):.0f} % (batch means, "
+                   f"{iv.batches} × {iv.batch_s or 0.0:.1f} s); for ±10 % the window would need ~"
+                   f"{_at_least_s(iv.needed_window_s)} s: set {iv.duration_key} to ≥ "
+                   f"{_at_least_s(iv.needed_duration_s or 0.0)} s.")
+    outside = [h for h in r.hours if h.token_check == "outside"]
     if outside:
         h = outside[0]
-        hi = fmt.hours(h["hours_high"])  # None: ∞
-        out.append(f"{lab}: the token-based cross-check ({fmt.hours(h['token_hours'])} h for N={h['n']:,}) is OUTSIDE "
-                   f"the interval of the recommended figure ({fmt.hours(h['hours'])} h, {fmt.sig3(h['hours_low'])}–"
+        hi = fmt.hours(h.hours_high)  # None: ∞
+        out.append(f"{lab}: the token-based cross-check ({fmt.hours(h.token_hours)} h for N={h.n:,}) is OUTSIDE "
+                   f"the interval of the recommended figure ({fmt.hours(h.hours)} h, {fmt.sig3(h.hours_low)}–"
                    f"{hi} h): output "
                    "lengths or token counts of the window's requests differ from its completions' (see tokens_by).")
     return out
 
 
-def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
+def _notes(run: RunInfo, rep: Report, unplaced: int) -> list[str]:
+    """The run-level and per-step notes of a report (interruption, compressed time, token estimates, failures,
+    steadiness, client starvation, the steady rows' own notes, users, unplaced and cut-off requests)."""
     notes: list[str] = list(run.problems)
-    status = rep["status"]
-    if rep["interrupted"]:
+    rows = rep.steps
+    status = rep.status
+    if rep.interrupted:
         why = f"status '{status}'" if status not in ("finished", "unknown") else "no run_end event"
         if not run.has_run_end:
             why += ", no run_end event: the last step ends at the latest request end"
         notes.append(f"INTERRUPTED RUN ({why}). Figures cover only what was recorded; the last step may be short.")
-    ts = rep["time_scale"]
+    ts = rep.time_scale
     if ts != 1.0:
         notes.append(
             f"COMPRESSED TIME: the target was the simulator at time_scale={ts:g} (wall seconds per simulated "
@@ -255,51 +258,51 @@ def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
             f"÷ {ts:g}, rates × {ts:g}) are in the 'Real-time equivalents' table. Client overheads do not scale, "
             "so the equivalents are approximate."
         )
-    tot = rep["totals"]
-    if tot["estimated_tokens"]:
+    tot = rep.totals
+    if tot.estimated_tokens:
         notes.append(
-            f"{tot['estimated_tokens']} of {tot['completed']} successful requests "
-            f"({100 * (tot['estimated_tokens_share'] or 0):.1f} %) have client-estimated output token counts "
+            f"{tot.estimated_tokens} of {tot.completed} successful requests "
+            f"({100 * (tot.estimated_tokens_share or 0):.1f} %) have client-estimated output token counts "
             "(token_source = estimate: the server sent no usage); token figures that include them are approximate."
         )
-    if tot["suspect_truncations"]:
+    if tot.suspect_truncations:
         notes.append(
-            f"{tot['suspect_truncations']} requests ended with finish_reason 'stop' but output tokens == max_tokens "
+            f"{tot.suspect_truncations} requests ended with finish_reason 'stop' but output tokens == max_tokens "
             "(suspect truncation); they are counted as truncated, not usable."
         )
     for r in rows:
-        rate = r.get("error_rate") or 0.0
+        rate = r.error_rate or 0.0
         if rate > 0.05:
-            top = ", ".join(f"{k} {v}" for k, v in sorted(r["errors_by_class"].items(), key=lambda kv: -kv[1])[:3])
-            if r.get("client_starved"):
-                notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}) while the load generator "
+            top = ", ".join(f"{k} {v}" for k, v in sorted(r.errors_by_class.items(), key=lambda kv: -kv[1])[:3])
+            if r.client_starved:
+                notes.append(f"{r.label}: {100 * rate:.1f} % of requests FAILED ({top}) while the load generator "
                              "was starved (below): timeouts may be the client's, not the server's.")
             else:
-                notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
+                notes.append(f"{r.label}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
                              "failing server.")
-        if not r["steady"]:
-            notes.append(f"{r['label']}: NOT steady, {r['not_steady_reason']}; its row shows burst figures over "
+        if not r.steady:
+            notes.append(f"{r.label}: NOT steady, {r.not_steady_reason}; its row shows burst figures over "
                          "the whole step.")
-        if r.get("client_starved"):
+        if r.client_starved:
             notes.append(
-                f"{r['label']}: the LOAD GENERATOR WAS STARVED: {r['client_lagged_pct']:.0f} % of requests were read "
+                f"{r.label}: the LOAD GENERATOR WAS STARVED: {r.client_lagged_pct:.0f} % of requests were read "
                 f"more than {CLIENT_LAG_LIMIT_S:g} s after their bytes arrived (client read lag p99 "
-                f"{r['client_read_lag_p99_s']:.2f} s, max {r['client_read_lag_max_s']:.2f} s). Requests started "
+                f"{r.client_read_lag_p99_s:.2f} s, max {r.client_read_lag_max_s:.2f} s). Requests started "
                 "late, so this step's throughput, request rate and hours to N are the client's limit, not the "
                 "server's, and its latencies include client delays. Give Locust its own CPUs (not the server's), "
                 "or more worker processes."
             )
         notes.extend(_steady_notes(r))
-        users = r.get("users_seen") or 0
-        if (r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]
-                and not r.get("rate")):
-            notes.append(f"{r['label']}: only {users} distinct users sent requests in this step (target "
-                         f"{r['concurrency']}): a worker may have died or users failed to start; its figures are for "
+        users = r.users_seen or 0
+        if (r.steady and r.phase == "step" and r.first_wave_method == "users" and 0 < users < r.concurrency
+                and r.rate is None):
+            notes.append(f"{r.label}: only {users} distinct users sent requests in this step (target "
+                         f"{r.concurrency}): a worker may have died or users failed to start; its figures are for "
                          f"about C={users}.")
-        if r["first_wave_method"] != "users":
-            notes.append(f"{r['label']}: records carry no user id; the first wave was taken as the requests in "
+        if r.first_wave_method != "users":
+            notes.append(f"{r.label}: records carry no user id; the first wave was taken as the requests in "
                          "flight at the step start plus the first C requests of the step.")
-    unmeasured = [r["label"] for r in rows if r["requests"] and r.get("client_starved") is None]
+    unmeasured = [r.label for r in rows if r.requests and r.client_starved is None]
     if unmeasured:
         notes.append(f"Client read lag was not measured at {', '.join(unmeasured)} (no kernel receive stamps: TLS, "
                      "or not Linux): whether the load generator kept up is unknown there.")
@@ -309,8 +312,8 @@ def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
     cut = run.meta.get("cut_off")
     lost = sum(x.in_flight or 0 for x in worker_losses(run.events))  # a lost worker's: noted on their own
     cut_off = isinstance(cut, int) and not isinstance(cut, bool) and cut - lost > 0
-    last_failed = bool(rows) and bool(rows[-1].get("errors") or rows[-1].get("step_errors"))
-    if rows and (cut_off or (last_failed and rows[-1]["end_source"] in ("run_end", "last_record"))):
+    last_failed = bool(rows) and bool(rows[-1].errors or rows[-1].step_errors)
+    if rows and (cut_off or (last_failed and rows[-1].end_source in ("run_end", "last_record"))):
         # only when some were: a run whose records are every request sent (nothing cut off) has nothing missing
         notes.append("Requests cut off when the run stopped (or that failed) are not counted in tok/s: the last "
                      "step's throughput can be slightly low.")
@@ -485,14 +488,17 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
         "turns": figs.turns,
         "definitions": dict(DEFINITIONS),
     }
-    rep["notes"] = _notes(run, rep, rows, figs.unplaced) + rate_notes(rows)
-    rep["notes"] += prompt_notes(figs.prompts, profile) + hidden_reasoning_notes(rows)
+    report = Report.model_validate(_finite(rep))
+    steps = report.steps  # the notes read the typed figures, as every surface does
+    notes = _notes(run, report, figs.unplaced) + rate_notes(steps)
+    notes += prompt_notes(report.prompts, profile) + hidden_reasoning_notes(steps)
     if settings.cost_problem:
-        rep["notes"].append(settings.cost_problem)
-    rep["notes"] += drift_notes(rows)
+        notes.append(settings.cost_problem)
+    notes += drift_notes(steps)
     if settings.slo_problem:
-        rep["notes"].append(settings.slo_problem)
-    return Report.model_validate(_finite(rep))
+        notes.append(settings.slo_problem)
+    report.notes = notes
+    return report
 
 
 def _finite(obj: Any) -> Any:

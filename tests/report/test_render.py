@@ -522,14 +522,15 @@ def test_summary_shortens_long_step_labels_not_the_figures(report: dict[str, Any
 
 def test_least_durations_round_up_with_separators() -> None:
     from harness.report.build import _steady_notes
+    from harness.report.model import StepRow
 
     iv = {"reason": None, "needed_window_s": 1612.2, "needed_duration_s": 52.128, "rel_halfwidth": 0.3,
           "batches": 10, "batch_s": 5.0, "duration_key": "steps.duration"}
     row = {"steady": True, "label": "C=4", "concurrency": 4, "littles_law_c": None, "hours_interval": iv,
            "hours": [{"n": 100_000, "token_check": "outside", "token_hours": 1234.5, "hours": 2000.4,
                       "hours_low": 1500.2, "hours_high": None}]}
-    notes = _steady_notes(row)
+    notes = _steady_notes(StepRow.model_validate(row))
     assert "~1,613 s: set steps.duration to ≥ 53 s." in notes[0]
     assert "(1,234 h for N=100,000)" in notes[1] and "(2,000 h, 1,500–∞ h)" in notes[1]
     row["hours_interval"] = {**iv, "reason": "too few batches", "needed_duration_s": 52.0}
-    assert "lengthen steps.duration to ≥ 52 s." in _steady_notes(row)[0]
+    assert "lengthen steps.duration to ≥ 52 s." in _steady_notes(StepRow.model_validate(row))[0]
