@@ -546,6 +546,8 @@ class SettingRow(ReportModel):
     usd: Num | None = None
     real_hours: Num | None = None
     real_usd: Num | None = None
+    low_confidence: str | None = None
+    client_starved: bool | None = None
 
 
 class TurnRow(ReportModel):

@@ -22,7 +22,7 @@ from harness.report.model import (
     parse_report,
     undeclared_keys,
 )
-from tests.report.rundir import phase, rec, run_end, write_run
+from tests.report.rundir import T0, phase, rec, run_end, write_run
 from tests.report.test_frame import demo_run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -52,6 +52,29 @@ def _priced_compressed_slo_run(root: Path) -> Path:
     meta = {"profile": {"name": "typed", "cost": {"hour_usd": 10.0}, "slo": {"ttft_s": 2.0}},
             "simulator": {"preset": "demo", "time_scale": 0.5}}
     return write_run(root, records, [phase("single", 0, 1, 0, 40), phase("step", 1, 2, 40, 60), run_end(100)], meta)
+
+
+def _axes_turns_rate_search_run(root: Path) -> Path:
+    """A sweep-axes step per setting, conversation turns, a rate step and a search event: every list section."""
+    recs = [rec(f"u{i}", 1, 1.0 + i, 2.0, setting="effort=low", turn=i % 2, conversation=f"c{i}") for i in range(4)]
+    recs += [rec(f"u{i}", 2, 11.0 + i, 2.0, setting="effort=high") for i in range(4)]
+    recs += [rec(f"u{i % 2}", 3, 21.0 + 0.25 * i, 0.4, concurrency=2, scheduled_wall=T0 + 21.0 + 0.25 * i)
+             for i in range(20)]
+    result = {"axis": "rate", "low": 1.0, "high": 8.0, "tolerance": 0.5, "highest_pass": None,
+              "lowest_fail": None, "converged": False, "verdict": "v", "probes": []}
+    events = [{**phase("step", 1, 4, 0.0), "setting": "effort=low"}, {**phase("step", 2, 4, 10.0),
+              "setting": "effort=high"}, {**phase("step", 3, 2, 20.0), "rate": 4.0, "arrival": "constant",
+              "burstiness": 1.0, "max_concurrency": 2}, {"event": "search", "wall": T0 + 29.0, "result": result},
+              run_end(30.0)]
+    return write_run(root, recs, events)
+
+
+def test_every_section_of_a_built_report_is_declared(tmp_path: Path) -> None:
+    rep = build_report(_axes_turns_rate_search_run(tmp_path / "run"))
+    assert rep.settings and rep.turns and rep.search is not None and rep.steps[2].rate is not None
+    assert undeclared_keys(rep) == []
+    for row in (*rep.settings, *rep.turns, rep.steps[2].rate, rep.search):
+        assert set(type(row).model_fields) <= row.model_fields_set, type(row).__name__  # the builder sets each
 
 
 def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_path: Path) -> None:
