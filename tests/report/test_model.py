@@ -173,3 +173,17 @@ def test_transitional_mapping_access_reads_like_the_dict() -> None:
     assert "usd" not in h and h.get("usd", "absent") == "absent"  # the demo has no price: no US$ keys, as in JSON
     with pytest.raises(KeyError):
         h["usd"]
+
+
+def test_compare_reads_the_previous_versions_report_json(tmp_path: Path) -> None:
+    from harness.report.compare import build_comparison, load_run_input
+
+    root = demo_run(tmp_path / "demo")
+    (root / "report.json").write_text(V1_DEMO.read_text())
+    run = load_run_input(root)
+    assert run.source == "report.json" and isinstance(run.report, Report)
+    assert run.report.as_dict() == json.loads(V1_DEMO.read_text())
+    cmp = build_comparison([root, root])
+    assert not [n for n in cmp["notes"] if "do not reproduce" in n]  # the records give the old report's figures
+    c8 = next(s for s in cmp["steps"] if s["key"] == "C=8")
+    assert c8["metrics"]["output_tps"]["values"][0]["value"] == run.report.steps[1].output_tps
