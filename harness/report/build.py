@@ -27,6 +27,7 @@ from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
 from harness.report.model import SCHEMA, Report, StepRow
 from harness.report.rate import RATE_DEFINITIONS, add_rate, rate_notes
+from harness.report.rundata import RunMeta
 from harness.report.search import SEARCH_DEFINITIONS, search_result
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES, drift_notes, step_drift, step_slices
 from harness.report.turns import turn_rows
@@ -157,18 +158,18 @@ def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _hours_n(meta: dict[str, Any], override: Sequence[int] | None) -> list[int]:
+def _hours_n(meta: RunMeta, override: Sequence[int] | None) -> list[int]:
     if override:
         return [int(n) for n in override]
-    ns = _sub(_sub(meta, "profile"), "report").get("hours_to_n")
+    ns = _sub(meta.profile, "report").get("hours_to_n")
     if isinstance(ns, list) and ns:
         return [int(n) for n in ns]
     return list(DEFAULT_HOURS_TO_N)
 
 
-def _slice_s(meta: dict[str, Any]) -> float:
+def _slice_s(meta: RunMeta) -> float:
     """``profile.report.slice_s`` from run.json (seconds), else :data:`harness.config.DEFAULT_SLICE_S`."""
-    v = _sub(_sub(meta, "profile"), "report").get("slice_s")
+    v = _sub(meta.profile, "report").get("slice_s")
     try:
         f = float(v) if v is not None else DEFAULT_SLICE_S
     except (TypeError, ValueError):
@@ -176,16 +177,15 @@ def _slice_s(meta: dict[str, Any]) -> float:
     return f if f > 0 and math.isfinite(f) else DEFAULT_SLICE_S
 
 
-def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
+def _time_scale(meta: RunMeta) -> tuple[float, bool]:
     """(time_scale, target is the built-in simulator) from run.json.
 
     Only the top-level ``simulator`` dict (written when the simulator was the target) counts: the profile's
     ``simulator`` section is present even when a real server was measured.
     """
-    sim = meta.get("simulator")
-    target = _sub(meta, "target")
-    if not isinstance(sim, dict):
-        return 1.0, bool(target.get("simulator") is True)
+    sim = meta.simulator
+    if sim is None:
+        return 1.0, bool(meta.target.get("simulator") is True)
     ts = sim.get("time_scale")
     try:
         v = float(ts) if ts is not None else 1.0
@@ -200,9 +200,9 @@ def _at_least_s(v_s: float) -> str:
     return f"{math.ceil(v_s - 1e-9):,}"
 
 
-def profile_of(meta: dict[str, Any]) -> dict[str, Any]:
+def profile_of(meta: RunMeta) -> dict[str, Any]:
     """The profile dict of run.json (empty when absent)."""
-    return _sub(meta, "profile")
+    return meta.profile
 
 
 def _steady_notes(r: StepRow) -> list[str]:
@@ -309,7 +309,7 @@ def _notes(run: RunInfo, rep: Report, unplaced: int) -> list[str]:
     if unplaced:
         notes.append(f"{unplaced} non-warm-up records belong to no phase in phases.jsonl and were ignored in the "
                      "per-step counts (they still count in throughput when inside a window).")
-    cut = run.meta.get("cut_off")
+    cut = run.meta.cut_off
     lost = sum(x.in_flight or 0 for x in worker_losses(run.events))  # a lost worker's: noted on their own
     cut_off = isinstance(cut, int) and not isinstance(cut, bool) and cut - lost > 0
     last_failed = bool(rows) and bool(rows[-1].errors or rows[-1].step_errors)
@@ -324,7 +324,7 @@ class RunInfo(Protocol):
     """What the report's header and notes read of a loaded run (:class:`harness.report.columns.FrameRun`)."""
 
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta
     phases: list[Phase]
     has_run_end: bool
     phases_inferred: bool
@@ -356,9 +356,9 @@ class Settings:
     slice_s: float
 
 
-def report_settings(meta: dict[str, Any], n: Sequence[int] | None = None) -> Settings:
+def report_settings(meta: RunMeta, n: Sequence[int] | None = None) -> Settings:
     """The :class:`Settings` of a run whose ``run.json`` is ``meta``; ``n`` overrides ``profile.report.hours_to_n``."""
-    profile = _sub(meta, "profile")
+    profile = meta.profile
     time_scale, simulated = _time_scale(meta)
     usd_h, cost_problem = usd_per_hour(profile)
     slo, slo_problem = slo_spec(profile)
@@ -450,23 +450,23 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
     """
     meta = run.meta
     rows = figs.rows
-    target = _sub(meta, "target")
-    profile = _sub(meta, "profile")
-    status = str(meta.get("status") or "unknown")
-    start = meta.get("start_wall")
+    target = meta.target
+    profile = meta.profile
+    status = str(meta.status or "unknown")
+    start = meta.start_wall
     if start is None and run.phases:
         start = run.phases[0].start
-    end = meta.get("end_wall")
+    end = meta.end_wall
     if end is None:
         end = run.phases[-1].end if run.phases else figs.last_end
     slo = settings.slo
     rep: dict[str, Any] = {
         "schema": SCHEMA,
-        "run_id": str(meta.get("run_id") or Path(run.path).resolve().name),
+        "run_id": str(meta.run_id or Path(run.path).resolve().name),
         "run_dir": str(run.path),
         "status": status,
         "interrupted": status in ("interrupted", "running") or (not run.has_run_end and not run.phases_inferred),
-        "profile_name": profile.get("name") or meta.get("profile_name"),
+        "profile_name": profile.get("name") or meta.get("profile_name"),  # profile_name, model: older run.json
         "target": target,
         "model": target.get("model") or meta.get("model"),
         "start_wall": start,

@@ -28,7 +28,7 @@ def test_the_demo_runs_files_read_typed_and_back_unchanged(tmp_path: Path) -> No
     raw = json.loads((root / "run.json").read_text())
     assert problems == [] and isinstance(meta, RunMeta) and meta.run_id == raw["run_id"] == "20261201-135255-demo"
     assert meta.status == "finished" and meta.profile["name"] == "demo" and meta.as_dict() == raw
-    assert read_meta(root, []) == raw  # the report's dict view is the typed read
+    assert read_meta(root, []) == meta  # the report reads run.json through it
     events = read_events(root, problems)
     lines = [json.loads(x) for x in (root / "phases.jsonl").read_text().splitlines()]
     assert [e.as_dict() for e in events] == lines and problems == []
