@@ -1,12 +1,13 @@
-"""Assemble the report dict of a run directory and write ``report.json`` / ``report.md``.
+"""Assemble the report of a run directory (a typed :class:`harness.report.model.Report`) and write ``report.json``
+/ ``report.md`` / ``report.html``.
 
-See :func:`build_report` for the keys. All durations are seconds, token counts are tokens, throughputs are
-tokens or requests per second, ``*_pct`` are percentages and ``*_share`` / ``*_rate`` (error rate) 0..1.
+See :func:`build_report` for the keys and :mod:`harness.report.model` for their types. All durations are seconds,
+token counts are tokens, throughputs are tokens or requests per second, ``*_pct`` are percentages and ``*_share`` /
+``*_rate`` (error rate) 0..1.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
@@ -25,16 +26,15 @@ from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, promp
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
+from harness.report.model import SCHEMA, Report, StepRow
 from harness.report.rate import add_rate, rate_notes
+from harness.report.rundata import RunMeta
 from harness.report.search import search_result
 from harness.report.soak import drift_notes, step_drift, step_slices
 from harness.report.turns import turn_rows
 
 __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunInfo", "Settings", "assemble_report",
            "build_report", "report_settings", "run_figures", "write_report"]
-
-#: Identifies the layout of ``report.json``.
-SCHEMA = "llmload-report/1"
 
 #: The formulas behind every figure (:data:`harness.report.catalogue.TOPICS`), shown in the Markdown report and
 #: stored in ``report.json``.
@@ -52,18 +52,18 @@ def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _hours_n(meta: dict[str, Any], override: Sequence[int] | None) -> list[int]:
+def _hours_n(meta: RunMeta, override: Sequence[int] | None) -> list[int]:
     if override:
         return [int(n) for n in override]
-    ns = _sub(_sub(meta, "profile"), "report").get("hours_to_n")
+    ns = _sub(meta.profile, "report").get("hours_to_n")
     if isinstance(ns, list) and ns:
         return [int(n) for n in ns]
     return list(DEFAULT_HOURS_TO_N)
 
 
-def _slice_s(meta: dict[str, Any]) -> float:
+def _slice_s(meta: RunMeta) -> float:
     """``profile.report.slice_s`` from run.json (seconds), else :data:`harness.config.DEFAULT_SLICE_S`."""
-    v = _sub(_sub(meta, "profile"), "report").get("slice_s")
+    v = _sub(meta.profile, "report").get("slice_s")
     try:
         f = float(v) if v is not None else DEFAULT_SLICE_S
     except (TypeError, ValueError):
@@ -71,16 +71,15 @@ def _slice_s(meta: dict[str, Any]) -> float:
     return f if f > 0 and math.isfinite(f) else DEFAULT_SLICE_S
 
 
-def _time_scale(meta: dict[str, Any]) -> tuple[float, bool]:
+def _time_scale(meta: RunMeta) -> tuple[float, bool]:
     """(time_scale, target is the built-in simulator) from run.json.
 
     Only the top-level ``simulator`` dict (written when the simulator was the target) counts: the profile's
     ``simulator`` section is present even when a real server was measured.
     """
-    sim = meta.get("simulator")
-    target = _sub(meta, "target")
-    if not isinstance(sim, dict):
-        return 1.0, bool(target.get("simulator") is True)
+    sim = meta.simulator
+    if sim is None:
+        return 1.0, bool(meta.target.get("simulator") is True)
     ts = sim.get("time_scale")
     try:
         v = float(ts) if ts is not None else 1.0
@@ -95,54 +94,57 @@ def _at_least_s(v_s: float) -> str:
     return f"{math.ceil(v_s - 1e-9):,}"
 
 
-def profile_of(meta: dict[str, Any]) -> dict[str, Any]:
+def profile_of(meta: RunMeta) -> dict[str, Any]:
     """The profile dict of run.json (empty when absent)."""
-    return _sub(meta, "profile")
+    return meta.profile
 
 
-def _steady_notes(r: dict[str, Any]) -> list[str]:
+def _steady_notes(r: StepRow) -> list[str]:
     """Notes on one steady row's sample: Little's law, the hours interval's width and the token cross-check."""
-    if not r["steady"]:
+    if not r.steady:
         return []
     out: list[str] = []
-    lab, c = r["label"], r["concurrency"]
-    little = r.get("littles_law_c")
-    open_loop = bool(r.get("rate"))  # a rate step's C is its cap / pool, not the requests kept in flight
-    if little is not None and r.get("littles_law_ok") is False and not open_loop:
-        small = (f" (low confidence: {r['sample_requests']} requests over {r['window_s']:.1f} s; a short window "
-                 "misreads it)") if r.get("low_confidence") else ""
+    lab, c = r.label, r.concurrency
+    little = r.littles_law_c
+    open_loop = r.rate is not None  # a rate step's C is its cap / pool, not the requests kept in flight
+    if little is not None and r.littles_law_ok is False and not open_loop:
+        small = (f" (low confidence: {r.sample_requests} requests over {r.window_s:.1f} s; a short window "
+                 "misreads it)") if r.low_confidence else ""
         out.append(f"{lab}: Little's law does not hold: completions/s × mean E2E = {little:.2f} in flight, target "
                    f"C={c} ({100 * (little / c - 1):+.0f} %){small}: the window is not steady at C={c} or the load "
                    "generator did not keep C requests in flight.")
-    iv = r["hours_interval"]
-    if iv["reason"]:
-        least = "" if iv["needed_duration_s"] is None else f" to ≥ {_at_least_s(iv['needed_duration_s'])} s"
-        out.append(f"{lab}: hours to N has no interval ({iv['reason']}); lengthen {iv['duration_key']}{least}.")
-    elif iv["needed_window_s"] is not None:
-        out.append(f"{lab}: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, "
-                   f"{iv['batches']} × {iv['batch_s']:.1f} s); for ±10 % the window would need ~"
-                   f"{_at_least_s(iv['needed_window_s'])} s: set {iv['duration_key']} to ≥ "
-                   f"{_at_least_s(iv['needed_duration_s'])} s.")
-    outside = [h for h in r["hours"] if h.get("token_check") == "outside"]
+    iv = r.hours_interval
+    if iv.reason:
+        least = "" if iv.needed_duration_s is None else f" to ≥ {_at_least_s(iv.needed_duration_s)} s"
+        out.append(f"{lab}: hours to N has no interval ({iv.reason}); lengthen {iv.duration_key}{least}.")
+    elif iv.needed_window_s is not None:
+        out.append(f"{lab}: the hours-to-N interval is ±{100 * (iv.rel_halfwidth or 0.0):.0f} % (batch means, "
+                   f"{iv.batches} × {iv.batch_s or 0.0:.1f} s); for ±10 % the window would need ~"
+                   f"{_at_least_s(iv.needed_window_s)} s: set {iv.duration_key} to ≥ "
+                   f"{_at_least_s(iv.needed_duration_s or 0.0)} s.")
+    outside = [h for h in r.hours if h.token_check == "outside"]
     if outside:
         h = outside[0]
-        hi = fmt.hours(h["hours_high"])  # None: ∞
-        out.append(f"{lab}: the token-based cross-check ({fmt.hours(h['token_hours'])} h for N={h['n']:,}) is OUTSIDE "
-                   f"the interval of the recommended figure ({fmt.hours(h['hours'])} h, {fmt.sig3(h['hours_low'])}–"
+        hi = fmt.hours(h.hours_high)  # None: ∞
+        out.append(f"{lab}: the token-based cross-check ({fmt.hours(h.token_hours)} h for N={h.n:,}) is OUTSIDE "
+                   f"the interval of the recommended figure ({fmt.hours(h.hours)} h, {fmt.sig3(h.hours_low)}–"
                    f"{hi} h): output "
                    "lengths or token counts of the window's requests differ from its completions' (see tokens_by).")
     return out
 
 
-def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplaced: int) -> list[str]:
+def _notes(run: RunInfo, rep: Report, unplaced: int) -> list[str]:
+    """The run-level and per-step notes of a report (interruption, compressed time, token estimates, failures,
+    steadiness, client starvation, the steady rows' own notes, users, unplaced and cut-off requests)."""
     notes: list[str] = list(run.problems)
-    status = rep["status"]
-    if rep["interrupted"]:
+    rows = rep.steps
+    status = rep.status
+    if rep.interrupted:
         why = f"status '{status}'" if status not in ("finished", "unknown") else "no run_end event"
         if not run.has_run_end:
             why += ", no run_end event: the last step ends at the latest request end"
         notes.append(f"INTERRUPTED RUN ({why}). Figures cover only what was recorded; the last step may be short.")
-    ts = rep["time_scale"]
+    ts = rep.time_scale
     if ts != 1.0:
         notes.append(
             f"COMPRESSED TIME: the target was the simulator at time_scale={ts:g} (wall seconds per simulated "
@@ -150,62 +152,62 @@ def _notes(run: RunInfo, rep: dict[str, Any], rows: list[dict[str, Any]], unplac
             f"÷ {ts:g}, rates × {ts:g}) are in the 'Real-time equivalents' table. Client overheads do not scale, "
             "so the equivalents are approximate."
         )
-    tot = rep["totals"]
-    if tot["estimated_tokens"]:
+    tot = rep.totals
+    if tot.estimated_tokens:
         notes.append(
-            f"{tot['estimated_tokens']} of {tot['completed']} successful requests "
-            f"({100 * (tot['estimated_tokens_share'] or 0):.1f} %) have client-estimated output token counts "
+            f"{tot.estimated_tokens} of {tot.completed} successful requests "
+            f"({100 * (tot.estimated_tokens_share or 0):.1f} %) have client-estimated output token counts "
             "(token_source = estimate: the server sent no usage); token figures that include them are approximate."
         )
-    if tot["suspect_truncations"]:
+    if tot.suspect_truncations:
         notes.append(
-            f"{tot['suspect_truncations']} requests ended with finish_reason 'stop' but output tokens == max_tokens "
+            f"{tot.suspect_truncations} requests ended with finish_reason 'stop' but output tokens == max_tokens "
             "(suspect truncation); they are counted as truncated, not usable."
         )
     for r in rows:
-        rate = r.get("error_rate") or 0.0
+        rate = r.error_rate or 0.0
         if rate > 0.05:
-            top = ", ".join(f"{k} {v}" for k, v in sorted(r["errors_by_class"].items(), key=lambda kv: -kv[1])[:3])
-            if r.get("client_starved"):
-                notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}) while the load generator "
+            top = ", ".join(f"{k} {v}" for k, v in sorted(r.errors_by_class.items(), key=lambda kv: -kv[1])[:3])
+            if r.client_starved:
+                notes.append(f"{r.label}: {100 * rate:.1f} % of requests FAILED ({top}) while the load generator "
                              "was starved (below): timeouts may be the client's, not the server's.")
             else:
-                notes.append(f"{r['label']}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
+                notes.append(f"{r.label}: {100 * rate:.1f} % of requests FAILED ({top}); its figures describe a "
                              "failing server.")
-        if not r["steady"]:
-            notes.append(f"{r['label']}: NOT steady, {r['not_steady_reason']}; its row shows burst figures over "
+        if not r.steady:
+            notes.append(f"{r.label}: NOT steady, {r.not_steady_reason}; its row shows burst figures over "
                          "the whole step.")
-        if r.get("client_starved"):
+        if r.client_starved:
             notes.append(
-                f"{r['label']}: the LOAD GENERATOR WAS STARVED: {r['client_lagged_pct']:.0f} % of requests were read "
+                f"{r.label}: the LOAD GENERATOR WAS STARVED: {r.client_lagged_pct:.0f} % of requests were read "
                 f"more than {CLIENT_LAG_LIMIT_S:g} s after their bytes arrived (client read lag p99 "
-                f"{r['client_read_lag_p99_s']:.2f} s, max {r['client_read_lag_max_s']:.2f} s). Requests started "
+                f"{r.client_read_lag_p99_s:.2f} s, max {r.client_read_lag_max_s:.2f} s). Requests started "
                 "late, so this step's throughput, request rate and hours to N are the client's limit, not the "
                 "server's, and its latencies include client delays. Give Locust its own CPUs (not the server's), "
                 "or more worker processes."
             )
         notes.extend(_steady_notes(r))
-        users = r.get("users_seen") or 0
-        if (r["steady"] and r["phase"] == "step" and r["first_wave_method"] == "users" and 0 < users < r["concurrency"]
-                and not r.get("rate")):
-            notes.append(f"{r['label']}: only {users} distinct users sent requests in this step (target "
-                         f"{r['concurrency']}): a worker may have died or users failed to start; its figures are for "
+        users = r.users_seen or 0
+        if (r.steady and r.phase == "step" and r.first_wave_method == "users" and 0 < users < r.concurrency
+                and r.rate is None):
+            notes.append(f"{r.label}: only {users} distinct users sent requests in this step (target "
+                         f"{r.concurrency}): a worker may have died or users failed to start; its figures are for "
                          f"about C={users}.")
-        if r["first_wave_method"] != "users":
-            notes.append(f"{r['label']}: records carry no user id; the first wave was taken as the requests in "
+        if r.first_wave_method != "users":
+            notes.append(f"{r.label}: records carry no user id; the first wave was taken as the requests in "
                          "flight at the step start plus the first C requests of the step.")
-    unmeasured = [r["label"] for r in rows if r["requests"] and r.get("client_starved") is None]
+    unmeasured = [r.label for r in rows if r.requests and r.client_starved is None]
     if unmeasured:
         notes.append(f"Client read lag was not measured at {', '.join(unmeasured)} (no kernel receive stamps: TLS, "
                      "or not Linux): whether the load generator kept up is unknown there.")
     if unplaced:
         notes.append(f"{unplaced} non-warm-up records belong to no phase in phases.jsonl and were ignored in the "
                      "per-step counts (they still count in throughput when inside a window).")
-    cut = run.meta.get("cut_off")
+    cut = run.meta.cut_off
     lost = sum(x.in_flight or 0 for x in worker_losses(run.events))  # a lost worker's: noted on their own
     cut_off = isinstance(cut, int) and not isinstance(cut, bool) and cut - lost > 0
-    last_failed = bool(rows) and bool(rows[-1].get("errors") or rows[-1].get("step_errors"))
-    if rows and (cut_off or (last_failed and rows[-1]["end_source"] in ("run_end", "last_record"))):
+    last_failed = bool(rows) and bool(rows[-1].errors or rows[-1].step_errors)
+    if rows and (cut_off or (last_failed and rows[-1].end_source in ("run_end", "last_record"))):
         # only when some were: a run whose records are every request sent (nothing cut off) has nothing missing
         notes.append("Requests cut off when the run stopped (or that failed) are not counted in tok/s: the last "
                      "step's throughput can be slightly low.")
@@ -216,7 +218,7 @@ class RunInfo(Protocol):
     """What the report's header and notes read of a loaded run (:class:`harness.report.columns.FrameRun`)."""
 
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta
     phases: list[Phase]
     has_run_end: bool
     phases_inferred: bool
@@ -248,9 +250,9 @@ class Settings:
     slice_s: float
 
 
-def report_settings(meta: dict[str, Any], n: Sequence[int] | None = None) -> Settings:
+def report_settings(meta: RunMeta, n: Sequence[int] | None = None) -> Settings:
     """The :class:`Settings` of a run whose ``run.json`` is ``meta``; ``n`` overrides ``profile.report.hours_to_n``."""
-    profile = _sub(meta, "profile")
+    profile = meta.profile
     time_scale, simulated = _time_scale(meta)
     usd_h, cost_problem = usd_per_hour(profile)
     slo, slo_problem = slo_spec(profile)
@@ -296,17 +298,17 @@ def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
                       search_result(run.events))
 
 
-def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
-    """The report of a run directory as a JSON-ready dict, computed over its records as a columnar frame
-    (:func:`harness.report.columns.load_frame_run`).
+def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> Report:
+    """The report of a run directory (:class:`harness.report.model.Report`; ``report.json`` is its
+    serialisation), computed over its records as a columnar frame (:func:`harness.report.columns.load_frame_run`).
 
     Args:
         run_dir: the run directory (``run.json``, ``records.jsonl``, ``phases.jsonl``).
         n: sample counts for hours-to-N (default: ``profile.report.hours_to_n``, else 100K/200K/500K/900K).
 
     Returns:
-        Top-level keys: ``schema, run_id, run_dir, status, interrupted, profile_name, target, model,
-        start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
+        The report; its fields (the JSON keys): ``schema, run_id, run_dir, status, interrupted, profile_name,
+        target, model, start_wall, end_wall, duration_s, simulated, time_scale, hours_to_n, warmup, totals, steps,
         cost_usd_per_hour, slice_s, slo, slo_capacity, search, prompts, settings, turns, definitions, notes``.
         ``search``: the SLO capacity search's outcome (:func:`harness.report.search.search_result`; None without
         one). ``steps`` holds one row per single-stream phase / load step (:func:`harness.report.columns.step_rows`,
@@ -328,33 +330,37 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     return _report_of(load_frame_run(run_dir), n)
 
 
-def _report_of(run: FrameRun, n: Sequence[int] | None) -> dict[str, Any]:
+def _report_of(run: FrameRun, n: Sequence[int] | None) -> Report:
     settings = report_settings(run.meta, n)
     return assemble_report(run, settings, run_figures(run, settings))
 
 
-def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[str, Any]:
-    """The report dict (see :func:`build_report`) of a run from its settings and computed figures: header, blocks,
-    capacity and notes. Every NaN or infinite float becomes None."""
+def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Report:
+    """The report (see :func:`build_report`) of a run from its settings and computed figures: header, blocks,
+    capacity and notes. Every NaN or infinite float becomes None.
+
+    Raises:
+        pydantic.ValidationError: a section builder produced a value of the wrong type (a bug, not bad input).
+    """
     meta = run.meta
     rows = figs.rows
-    target = _sub(meta, "target")
-    profile = _sub(meta, "profile")
-    status = str(meta.get("status") or "unknown")
-    start = meta.get("start_wall")
+    target = meta.target
+    profile = meta.profile
+    status = str(meta.status or "unknown")
+    start = meta.start_wall
     if start is None and run.phases:
         start = run.phases[0].start
-    end = meta.get("end_wall")
+    end = meta.end_wall
     if end is None:
         end = run.phases[-1].end if run.phases else figs.last_end
     slo = settings.slo
     rep: dict[str, Any] = {
         "schema": SCHEMA,
-        "run_id": str(meta.get("run_id") or Path(run.path).resolve().name),
+        "run_id": str(meta.run_id or Path(run.path).resolve().name),
         "run_dir": str(run.path),
         "status": status,
         "interrupted": status in ("interrupted", "running") or (not run.has_run_end and not run.phases_inferred),
-        "profile_name": profile.get("name") or meta.get("profile_name"),
+        "profile_name": profile.get("name") or meta.get("profile_name"),  # profile_name, model: older run.json
         "target": target,
         "model": target.get("model") or meta.get("model"),
         "start_wall": start,
@@ -377,14 +383,17 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> dict[
         "definitions": dict(DEFINITIONS),
         "figures": catalogue_json(),
     }
-    rep["notes"] = _notes(run, rep, rows, figs.unplaced) + rate_notes(rows)
-    rep["notes"] += prompt_notes(figs.prompts, profile) + hidden_reasoning_notes(rows)
+    report = Report.model_validate(_finite(rep))
+    steps = report.steps  # the notes read the typed figures, as every surface does
+    notes = _notes(run, report, figs.unplaced) + rate_notes(steps)
+    notes += prompt_notes(report.prompts, profile) + hidden_reasoning_notes(steps)
     if settings.cost_problem:
-        rep["notes"].append(settings.cost_problem)
-    rep["notes"] += drift_notes(rows)
+        notes.append(settings.cost_problem)
+    notes += drift_notes(steps)
     if settings.slo_problem:
-        rep["notes"].append(settings.slo_problem)
-    return _finite(rep)
+        notes.append(settings.slo_problem)
+    report.notes = notes
+    return report
 
 
 def _finite(obj: Any) -> Any:
@@ -399,18 +408,25 @@ def _finite(obj: Any) -> Any:
 
 
 def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[dict[str, Any], str]:
-    """Build the report, write ``report.json``, ``report.md`` and (matplotlib permitting) ``report.html`` with
-    ``figures/*.png`` into the run directory; return the report dict and the Markdown."""
+    """Build the report, write ``report.json`` (:meth:`harness.report.model.Report.to_json`), ``report.md`` and
+    (matplotlib permitting) ``report.html`` with ``figures/*.png`` into the run directory.
+
+    Returns:
+        (the report as report.json holds it, :meth:`harness.report.model.Report.as_dict`; the Markdown).
+        Transitional: a dict because the end-of-run code hands it to the dict-reading terminal summary; read it
+        typed with :func:`harness.report.model.load_report` or :func:`build_report`.
+    """
     from harness.report.html import write_html
     from harness.report.render import render_markdown
 
     run = load_frame_run(run_dir)  # read once: the tables and the figures are drawn from the same frame
     rep = _report_of(run, n)
-    md = render_markdown(rep)
+    data = rep.as_dict()  # the renderers below read the dict by key until they move to the figure catalogue
+    md = render_markdown(data)
     root = Path(run_dir)
-    for name, text in (("report.json", json.dumps(rep, indent=2, allow_nan=False) + "\n"), ("report.md", md)):
+    for name, text in (("report.json", rep.to_json()), ("report.md", md)):
         tmp = root / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(root / name)
-    write_html(root, rep, run)
-    return rep, md
+    write_html(root, data, run)
+    return data, md

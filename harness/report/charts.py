@@ -1,6 +1,6 @@
 """The report's figures as PNG images, drawn with matplotlib on Agg canvases (no display, no pyplot state).
 
-Every number drawn comes from the report dict (:func:`harness.report.build.build_report`) or from the run's
+Every number drawn comes from the report (:class:`harness.report.model.Report`) or from the run's
 record frame (:func:`harness.report.columns.load_frame_run`) by the columnar engine's own definitions: a step's
 latency sample is :func:`harness.report.series.row_latency_sample`, tokens per time bin
 :func:`harness.report.series.output_tokens_binned` (the aggregate tok/s rule, per bin), the TTFT p50 per bin
@@ -38,6 +38,7 @@ from harness.report.exprs import END as _END
 from harness.report.exprs import OK as _OK
 from harness.report.exprs import START as _START
 from harness.report.exprs import mean_tokens as _mean_tokens
+from harness.report.model import HoursEntry, Report, StepRow
 from harness.report.series import (
     main_frame,
     output_tokens_binned,
@@ -98,15 +99,15 @@ def _wide(values: Sequence[float]) -> bool:
     return bool(values) and min(values) > 0 and max(values) / min(values) > LOG_SPAN
 
 
-def _marker_kw(row: dict[str, Any], color: str) -> dict[str, Any]:
+def _marker_kw(row: StepRow, color: str) -> dict[str, Any]:
     """Filled markers for steady rows, hollow for NOT steady (burst figures) ones."""
-    face = color if row["steady"] else "white"
+    face = color if row.steady else "white"
     return {"marker": "o", "markersize": 5, "markerfacecolor": face, "markeredgecolor": color}
 
 
-def _conc_axis(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
+def _conc_axis(ax: Axes, rows: Sequence[StepRow]) -> None:
     """Concurrency x axis: log 2 when it spans more than a factor 4, ticks at the steps' concurrencies."""
-    cs = sorted({int(r["concurrency"]) for r in rows})
+    cs = sorted({r.concurrency for r in rows})
     if not cs:
         return
     if cs[-1] / max(cs[0], 1) > 4:
@@ -116,11 +117,11 @@ def _conc_axis(ax: Axes, rows: Sequence[dict[str, Any]]) -> None:
     ax.set_xlabel("concurrency C (users)")
 
 
-def _series(ax: Axes, rows: Sequence[dict[str, Any]], key: str, label: str, color: str, scale: float = 1.0,
+def _series(ax: Axes, rows: Sequence[StepRow], key: str, label: str, color: str, scale: float = 1.0,
             style: str = "-", flag: bool = True) -> bool:
-    """A line through the rows where ``row[key]`` is set, each point marked steady/not steady (and, with
+    """A line through the rows where figure ``key`` is set, each point marked steady/not steady (and, with
     ``flag``, † / ‡ as in the tables); False when no row has it."""
-    pts = [(r["concurrency"], r[key] * scale, r) for r in rows if r.get(key) is not None]
+    pts = [(r.concurrency, v * scale, r) for r in rows if (v := getattr(r, key)) is not None]
     if not pts:
         return False
     ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color, label=label, linewidth=1.2)
@@ -131,10 +132,10 @@ def _series(ax: Axes, rows: Sequence[dict[str, Any]], key: str, label: str, colo
     return True
 
 
-def _flag(ax: Axes, x: float, y: float, row: dict[str, Any]) -> None:
+def _flag(ax: Axes, x: float, y: float, row: StepRow) -> None:
     """The report's row flags next to a point: † NOT steady, ‡ low confidence, * client STARVED."""
-    mark = "†" if not row["steady"] else "‡" if row.get("low_confidence") else ""
-    if row.get("client_starved"):
+    mark = "†" if not row.steady else "‡" if row.low_confidence else ""
+    if row.client_starved:
         mark += "*"
     if mark:
         ax.annotate(mark, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8, color="#444444")
@@ -150,9 +151,9 @@ def _finish(ax: Axes, drawn: bool, ylabel: str, title: str) -> None:
         _no_data(ax)
 
 
-def throughput_chart(rep: dict[str, Any]) -> Figure:
+def throughput_chart(rep: Report) -> Figure:
     """Aggregate and per-stream output tok/s, and usable req/s with its 95 % batch-means interval, vs concurrency."""
-    rows = rep["steps"]
+    rows = rep.steps
     fig = _figure(12, 3.6)
     ax1, ax2, ax3 = fig.subplots(1, 3)
     drawn = _series(ax1, rows, "output_tps", "aggregate output tok/s", PALETTE[0])
@@ -161,23 +162,23 @@ def throughput_chart(rep: dict[str, Any]) -> Figure:
     _finish(ax2, drawn, "tokens / s per stream", "Per-stream decode tok/s")
     drawn = _series(ax3, rows, "request_rate", "usable req/s", PALETTE[2])
     for r in rows:
-        if r.get("request_rate") is None:
+        if r.request_rate is None:
             continue
-        iv = r.get("hours_interval") or {}
-        if iv.get("t") is None or iv.get("rate_se") is None:
+        iv = r.hours_interval
+        if iv.t is None or iv.rate_se is None or iv.rate is None:
             continue  # no batch-means interval for this step
-        half = float(iv["t"]) * float(iv["rate_se"])
-        lo, hi = float(iv["rate"]) - half, float(iv["rate"]) + half
-        ax3.vlines(r["concurrency"], max(lo, 0.0), hi, color=PALETTE[2], alpha=0.5, linewidth=3)
+        half = float(iv.t) * float(iv.rate_se)
+        lo, hi = float(iv.rate) - half, float(iv.rate) + half
+        ax3.vlines(r.concurrency, max(lo, 0.0), hi, color=PALETTE[2], alpha=0.5, linewidth=3)
     _finish(ax3, drawn, "usable requests / s", "Usable req/s, 95 % batch-means interval")
     for ax in (ax1, ax2, ax3):
         _conc_axis(ax, rows)
     return fig
 
 
-def latency_chart(rep: dict[str, Any]) -> Figure:
+def latency_chart(rep: Report) -> Figure:
     """TTFT and TTFAT p50/p90/p99 (s) and TPOT mean/p50 (ms) vs concurrency, from the report rows."""
-    rows = rep["steps"]
+    rows = rep.steps
     fig = _figure(12, 3.6)
     axes = fig.subplots(1, 3)
     for ax, key, name in ((axes[0], "ttft", "TTFT"), (axes[1], "ttfat", "TTFAT")):
@@ -208,9 +209,9 @@ def _ecdf(ax: Axes, xs: np.ndarray, label: str, color: str) -> None:
     ax.step(xs[ranks], (ranks + 1) / n, where="post", color=color, label=f"{label} (n={n})", linewidth=1.2)
 
 
-def distribution_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
+def distribution_chart(rep: Report, main: pl.DataFrame) -> Figure:
     """ECDFs of TTFT and E2E (seconds) per step over each step's latency sample, report percentiles marked."""
-    rows = rep["steps"]
+    rows = rep.steps
     fig = _figure(12, 4.0)
     axes = fig.subplots(1, 2)
     samples = [row_latency_sample(main, row).select("ttft", "e2e") for row in rows]
@@ -226,11 +227,11 @@ def distribution_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
             if vals.len() == 0:
                 continue
             color = PALETTE[i % len(PALETTE)]
-            _ecdf(ax, vals.to_numpy(), row["label"], color)
+            _ecdf(ax, vals.to_numpy(), row.label, color)
             lo = vals[0] if lo is None else min(lo, vals[0])
             hi = vals[-1] if hi is None else max(hi, vals[-1])
             for key in marks:
-                v = row.get(key)
+                v = getattr(row, key)
                 if v is not None:
                     q = float(key.split("_p")[1].split("_")[0])
                     ax.plot([v], [q / 100.0], linestyle="none", **_marker_kw(row, color))
@@ -249,11 +250,11 @@ def distribution_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
     return fig
 
 
-def _slice_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, key: str, label: str) -> bool:
+def _slice_marks(ax: Axes, rows: Sequence[StepRow], t0: float, key: str, label: str) -> bool:
     """Each soak slice's ``key`` (the report's ``steps[i].slices``) as a short black segment over the slice, in
     seconds since ``t0`` (one collection labelled ``label``); False when no row has slices with that figure."""
-    segs = [(float(sl[key]), sl["start_wall"] - t0, sl["end_wall"] - t0)
-            for r in rows for sl in r.get("slices") or [] if sl.get(key) is not None]
+    segs = [(float(v), float(sl.start_wall or 0.0) - t0, float(sl.end_wall or 0.0) - t0)
+            for r in rows for sl in r.slices if (v := getattr(sl, key)) is not None]
     if not segs:
         return False
     ax.hlines([v for v, _, _ in segs], [a for _, a, _ in segs], [b for _, _, b in segs], color="#000000",
@@ -261,17 +262,19 @@ def _slice_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, key: str, 
     return True
 
 
-def _step_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, label: bool) -> None:
+def _step_marks(ax: Axes, rows: Sequence[StepRow], t0: float, label: bool) -> None:
     """Step boundaries (dashed lines) and steady windows (shaded), in seconds since ``t0``."""
     for r in rows:
-        ax.axvline(r["start_wall"] - t0, color="#555555", linestyle="--", linewidth=0.8)
-        if r["steady"]:
-            ax.axvspan(r["window_start_wall"] - t0, r["window_end_wall"] - t0, color="#2ca02c", alpha=0.08)
+        start = float(r.start_wall or 0.0)
+        ax.axvline(start - t0, color="#555555", linestyle="--", linewidth=0.8)
+        if r.steady:
+            ax.axvspan(float(r.window_start_wall or 0.0) - t0, float(r.window_end_wall or 0.0) - t0, color="#2ca02c",
+                       alpha=0.08)
         if label:
-            ax.text(r["start_wall"] - t0, 1.0, f" {r['label']}", transform=ax.get_xaxis_transform(), va="bottom",
+            ax.text(start - t0, 1.0, f" {r.label}", transform=ax.get_xaxis_transform(), va="bottom",
                     ha="left", fontsize=8, color="#333333")
     if rows:
-        ax.axvline(rows[-1]["end_wall"] - t0, color="#555555", linestyle="--", linewidth=0.8)
+        ax.axvline(float(rows[-1].end_wall or 0.0) - t0, color="#555555", linestyle="--", linewidth=0.8)
 
 
 #: Most TTFT dots of the timeline: above, every k-th successful request (in record order) is drawn, k the least
@@ -280,17 +283,17 @@ def _step_marks(ax: Axes, rows: Sequence[dict[str, Any]], t0: float, label: bool
 TIMELINE_POINTS = 100_000
 
 
-def timeline_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
+def timeline_chart(rep: Report, main: pl.DataFrame) -> Figure:
     """Output tok/s per time bin and TTFT at its start of each successful request (every k-th above
     :data:`TIMELINE_POINTS` of them), with the per-bin p50, over the run."""
-    rows = rep["steps"]
+    rows = rep.steps
     fig = _figure(12, 5.6)
     ax1, ax2 = fig.subplots(2, 1, sharex=True)
-    t0 = rep.get("start_wall")
-    if t0 is None:
-        t0 = main.get_column(_START).min() if main.height else 0.0
-    t0 = float(t0)  # type: ignore[arg-type]
-    ends = [float(r["end_wall"]) for r in rows]
+    first: Any = rep.start_wall
+    if first is None:
+        first = main.get_column(_START).min() if main.height else 0.0
+    t0 = float(first)
+    ends = [float(r.end_wall) for r in rows if r.end_wall is not None]
     if main.height:
         ends.append(float(main.get_column(_END).max()))  # type: ignore[arg-type]
     t1 = max(ends, default=t0)
@@ -336,10 +339,10 @@ def timeline_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
     return fig
 
 
-def tokens_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
+def tokens_chart(rep: Report, main: pl.DataFrame) -> Figure:
     """Mean reasoning and answer tokens per successful request of each step's latency sample (stacked bars);
     the bar total is the report's mean output tokens."""
-    rows = rep["steps"]
+    rows = rep.steps
     fig = _figure(12, 3.6)
     ax = fig.subplots(1, 1)
     labels: list[str] = []
@@ -350,7 +353,7 @@ def tokens_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
                                                        _mean_tokens("answer_tokens")).row(0)
         if mr is None or ma is None:
             continue
-        labels.append(row["label"] + ("" if row["steady"] else " †"))
+        labels.append(row.label + ("" if row.steady else " †"))
         reasoning.append(mr)
         answer.append(ma)
     if labels:
@@ -368,45 +371,45 @@ def tokens_chart(rep: dict[str, Any], main: pl.DataFrame) -> Figure:
     return fig
 
 
-def hours_chart(rep: dict[str, Any], real: bool = False) -> Figure:
+def hours_chart(rep: Report, real: bool = False) -> Figure:
     """Hours to N usable samples vs concurrency, one colour per N: request-based with its 95 % interval (bars;
     an arrow when unbounded above; only the point when there is no interval), token-based dashed. ``real``: the
     real-time equivalents."""
-    rows = rep["steps"]
+    rows = rep.steps
     fig = _figure(12, 4.0)
     ax = fig.subplots(1, 1)
     drawn = False
-    for j, n in enumerate(rep.get("hours_to_n") or []):
+    for j, n in enumerate(rep.hours_to_n):
         color = PALETTE[j % len(PALETTE)]
-        pts: list[tuple[int, dict[str, Any], dict[str, Any]]] = []
+        pts: list[tuple[int, HoursEntry, StepRow]] = []
         for row in rows:
-            hours = row["real_time"]["hours"] if real and row.get("real_time") else row["hours"]
-            h = next((h for h in hours if h["n"] == n), None)
+            hours = row.real_time.hours if real and row.real_time is not None else row.hours
+            h = next((h for h in hours if h.n == n), None)
             if h is not None:
-                pts.append((row["concurrency"], h, row))
-        req = [(c, h, row) for c, h, row in pts if h["hours"] is not None]
+                pts.append((row.concurrency, h, row))
+        req = [(c, h.hours, h, row) for c, h, row in pts if h.hours is not None]
         if req:
-            ax.plot([c for c, _, _ in req], [h["hours"] for _, h, _ in req], "-", color=color, linewidth=1.2,
+            ax.plot([c for c, _, _, _ in req], [v for _, v, _, _ in req], "-", color=color, linewidth=1.2,
                     label=f"N={n:,} (requests)")
-            dodge = 2.0 ** (0.04 * (j - (len(rep["hours_to_n"]) - 1) / 2))  # intervals side by side
-            for c, h, row in req:
-                ax.plot([c], [h["hours"]], linestyle="none", **_marker_kw(row, color))
+            dodge = 2.0 ** (0.04 * (j - (len(rep.hours_to_n) - 1) / 2))  # intervals side by side
+            for c, v, h, row in req:
+                ax.plot([c], [v], linestyle="none", **_marker_kw(row, color))
                 if j == 0:
-                    _flag(ax, c, h["hours"], row)
-                lo = h["hours_low"] if h["hours_low"] is not None else h["hours"]
-                if h["hours_high"] is not None:
-                    ax.vlines(c * dodge, lo, h["hours_high"], color=color, alpha=0.5, linewidth=3)
-                elif h["hours_low"] is not None:  # bounded below only: an arrow up; no interval at all: the point
-                    ax.annotate("", xy=(c * dodge, h["hours"] * 3), xytext=(c * dodge, lo),
+                    _flag(ax, c, v, row)
+                lo = h.hours_low if h.hours_low is not None else v
+                if h.hours_high is not None:
+                    ax.vlines(c * dodge, lo, h.hours_high, color=color, alpha=0.5, linewidth=3)
+                elif h.hours_low is not None:  # bounded below only: an arrow up; no interval at all: the point
+                    ax.annotate("", xy=(c * dodge, v * 3), xytext=(c * dodge, lo),
                                 arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.6})
             drawn = True
-        tok = [(c, h) for c, h, _ in pts if h["token_hours"] is not None]
+        tok = [(c, h.token_hours) for c, h, _ in pts if h.token_hours is not None]
         if tok:
-            ax.plot([c for c, _ in tok], [h["token_hours"] for _, h in tok], "--", color=color, linewidth=1.0,
+            ax.plot([c for c, _ in tok], [v for _, v in tok], "--", color=color, linewidth=1.0,
                     alpha=0.8, label=f"N={n:,} (tokens)")
             drawn = True
     ax.set_ylabel("hours" + (" (real time)" if real else ""))
-    usd_h = rep.get("cost_usd_per_hour")
+    usd_h = rep.cost_usd_per_hour
     if drawn and usd_h:
         price = float(usd_h)  # US$ = hours × the deployment's price: the same curve on a second scale
 
@@ -436,19 +439,19 @@ REASON_COLORS = {"error": PALETTE[3], "truncated": PALETTE[1], "min_answer_token
                  "regex": PALETTE[5], "json": PALETTE[6]}
 
 
-def prompts_chart(rep: dict[str, Any]) -> Figure:
+def prompts_chart(rep: Report) -> Figure:
     """Yield per prompt class (report ``prompts``): the share of its requests usable and not usable by reason
     (stacked bars, % of requests), and the mean reasoning and answer tokens of its successful requests with its
     ``max_tokens`` cap (a tick when all its requests had the same cap)."""
-    prompts = list(rep.get("prompts") or [])
+    prompts = list(rep.prompts)
     if len(prompts) > MAX_PROMPTS:
-        worst = sorted(prompts, key=lambda p: (p["usable_pct"] if p["usable_pct"] is not None else -1.0,
-                                               p["prompt"]))[:MAX_PROMPTS]
-        prompts = sorted(worst, key=lambda p: p["prompt"])
+        worst = sorted(prompts, key=lambda p: (p.usable_pct if p.usable_pct is not None else -1.0,
+                                               p.prompt))[:MAX_PROMPTS]
+        prompts = sorted(worst, key=lambda p: p.prompt)
     fig = _figure(12, max(3.0, 1.4 + 0.3 * len(prompts)))
     ax1, ax2 = fig.subplots(1, 2)
     title = "Yield per prompt (% of its requests)"
-    if len(prompts) < len(rep.get("prompts") or []):
+    if len(prompts) < len(rep.prompts):
         title += f"; the {len(prompts)} with the lowest usable share"
     ax1.set_title(title)
     ax2.set_title("Tokens per successful request (mean; tick: max_tokens)")
@@ -457,15 +460,15 @@ def prompts_chart(rep: dict[str, Any]) -> Figure:
         _no_data(ax2)
         return fig
     ys = list(range(len(prompts)))[::-1]  # the first prompt at the top
-    names = [str(p["prompt"]) for p in prompts]
-    reasons = list(dict.fromkeys([*REASON_COLORS, *sorted({k for p in prompts for k in p["usable_reasons"]})]))
+    names = [p.prompt for p in prompts]
+    reasons = list(dict.fromkeys([*REASON_COLORS, *sorted({k for p in prompts for k in p.usable_reasons})]))
     extra = itertools.cycle(PALETTE[7:] + PALETTE[:7])
     colors = {k: REASON_COLORS.get(k) or next(extra) for k in reasons}
-    usable = [100.0 * p["usable"] / p["requests"] if p["requests"] else 0.0 for p in prompts]
+    usable = [100.0 * p.usable / p.requests if p.requests else 0.0 for p in prompts]
     ax1.barh(ys, usable, height=0.6, color=PALETTE[2], label="usable")
     left = usable
     for k in reasons:
-        part = [100.0 * p["usable_reasons"].get(k, 0) / p["requests"] if p["requests"] else 0.0 for p in prompts]
+        part = [100.0 * p.usable_reasons.get(k, 0) / p.requests if p.requests else 0.0 for p in prompts]
         if any(part):
             ax1.barh(ys, part, height=0.6, left=left, color=colors[k], label=f"not usable: {k}")
             left = [a + b for a, b in zip(left, part, strict=True)]
@@ -476,11 +479,11 @@ def prompts_chart(rep: dict[str, Any]) -> Figure:
     ax1.set_xticks([0, 25, 50, 75, 100])
     ax1.set_xlabel("% of the prompt's requests")
     ax1.legend(loc="upper left", bbox_to_anchor=(0.0, -0.12 if len(prompts) > 3 else -0.2), ncols=3)
-    mr = [p["mean_reasoning_tokens"] or 0.0 for p in prompts]
-    ma = [p["mean_answer_tokens"] or 0.0 for p in prompts]
+    mr = [p.mean_reasoning_tokens or 0.0 for p in prompts]
+    ma = [p.mean_answer_tokens or 0.0 for p in prompts]
     ax2.barh(ys, mr, height=0.6, color=PALETTE[4], label="reasoning tokens (mean)")
     ax2.barh(ys, ma, height=0.6, left=mr, color=PALETTE[2], label="answer tokens (mean)")
-    capped = [(y, p["max_tokens"]) for y, p in zip(ys, prompts, strict=True) if p.get("max_tokens") is not None]
+    capped = [(y, p.max_tokens) for y, p in zip(ys, prompts, strict=True) if p.max_tokens is not None]
     if capped:
         ax2.plot([c for _, c in capped], [y for y, _ in capped], linestyle="none", marker="|", markersize=14,
                  markeredgewidth=2, color="#000000", label="max_tokens")
@@ -500,16 +503,21 @@ CHART_NAMES = ("throughput", "latency_percentiles", "latency_distributions", "ti
                "hours", "hours_real_time")
 
 
-def draw_charts(report: dict[str, Any], run: FrameRun) -> list[Chart]:
+def draw_charts(report: Report | dict[str, Any], run: FrameRun) -> list[Chart]:
     """Draw every figure of a report.
 
     Args:
-        report: the report dict (:func:`harness.report.build.build_report`).
+        report: the report (:func:`harness.report.build.build_report`), or (transitional, as ``html.py`` passes
+            it) the dict report.json holds, validated into a :class:`harness.report.model.Report` here.
         run: the run's record frame (:func:`harness.report.columns.load_frame_run`); warm-up records are dropped.
 
+    Raises:
+        pydantic.ValidationError: ``report`` is a dict that is not a report.
+
     Returns:
-        The charts in :data:`CHART_NAMES` order (``hours_real_time`` only when ``report["time_scale"] != 1``).
+        The charts in :data:`CHART_NAMES` order (``hours_real_time`` only when ``report.time_scale != 1``).
     """
+    rep = report if isinstance(report, Report) else Report.model_validate(report)  # transitional: see Args
     main = main_frame(run)
     specs: list[tuple[str, str, str, Callable[[], Figure]]] = [
         ("throughput", "Throughput vs concurrency",
@@ -517,38 +525,38 @@ def draw_charts(report: dict[str, Any], run: FrameRun) -> list[Chart]:
          "of the window's usable rate (the estimate's part of the hours-to-N interval). Hollow markers † : NOT "
          "steady (burst figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the "
          "tables and notes).",
-         lambda: throughput_chart(report)),
+         lambda: throughput_chart(rep)),
         ("latency_percentiles", "Latency percentiles vs concurrency",
          "Report rows: ttft_p50/p90/p99, ttfat_p50/p90/p99 (s), tpot_mean and tpot_p50 (ms).",
-         lambda: latency_chart(report)),
+         lambda: latency_chart(rep)),
         ("latency_distributions", "Latency distributions per step",
          "Empirical CDFs over each step's latency sample (successful requests that ended in the steady window); the "
          "dots are the report's percentiles (interpolated between ranks, so with few requests a dot can sit "
          "beside the ECDF's steps).",
-         lambda: distribution_chart(report, main)),
+         lambda: distribution_chart(rep, main)),
         ("timeline", "Throughput and TTFT over time",
          "Output tokens per time bin by the output_tps rule (chunk arrivals, else spread over each request's "
          "decode interval); TTFT of every successful request at its start time (of every k-th one above "
          f"{TIMELINE_POINTS:,} requests, the legend says k). Black segments: the soak slices' "
          "output_tps and ttft_p99 (report steps[].slices). Warm-up excluded.",
-         lambda: timeline_chart(report, main)),
+         lambda: timeline_chart(rep, main)),
         ("tokens", "Reasoning vs answer tokens",
          "Mean reasoning_tokens and answer_tokens over each step's latency sample.",
-         lambda: tokens_chart(report, main)),
+         lambda: tokens_chart(rep, main)),
         ("prompts", "Yield per prompt",
          "Report prompts: every non-warm-up request of each prompt class, all steps together; usable and "
          "usable_reasons as % of its requests (see the per-prompt table), mean_reasoning_tokens and "
          "mean_answer_tokens over its successful requests, max_tokens its requests' cap.",
-         lambda: prompts_chart(report)),
+         lambda: prompts_chart(rep)),
         ("hours", "Hours to N usable samples",
          "Report rows: hours (request method, 95 % interval hours_low..hours_high) and token_hours; with a price "
          "(profile cost), the right axis is the same in US$ (hours × cost_usd_per_hour).",
-         lambda: hours_chart(report)),
+         lambda: hours_chart(rep)),
     ]
-    if report.get("time_scale", 1.0) != 1.0:
+    if rep.time_scale != 1.0:
         specs.append(("hours_real_time", "Hours to N usable samples (real-time equivalents)",
                       "Report rows' real_time.hours: compressed simulator time converted with time_scale.",
-                      lambda: hours_chart(report, real=True)))
+                      lambda: hours_chart(rep, real=True)))
     with matplotlib.rc_context({  # a literal: mypy checks the keys against matplotlib's rc names
         "font.family": "DejaVu Sans",
         "font.size": 9,

@@ -52,7 +52,6 @@ import polars as pl
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
-from harness.records import read_phases
 from harness.report.cost import add_cost
 from harness.report.diagnosis import low_confidence_fix
 from harness.report.exprs import (
@@ -90,6 +89,7 @@ from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame, record_fi
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, worker_losses
+from harness.report.rundata import RunMeta, read_events
 from harness.report.steady import Window, close_window
 from harness.report.tokens import window_phase_tokens
 
@@ -185,7 +185,7 @@ class FrameRun:
     phases: list[Phase]
     has_run_end: bool
     phases_inferred: bool
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RunMeta = field(default_factory=RunMeta)
     problems: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -224,14 +224,14 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     check_run_dir(root)
     problems: list[str] = []
     meta = read_meta(root, problems)
-    events = read_phases(root)
+    events = [e.as_dict() for e in read_events(root, problems)]  # validated (harness.report.rundata)
     losses = worker_losses(events)
-    cut = meta.get("cut_off")
-    if isinstance(cut, int) and not isinstance(cut, bool):  # the lost workers' requests have their own note
+    cut = meta.cut_off
+    if cut is not None:  # the lost workers' requests have their own note
         cut -= sum(x.in_flight or 0 for x in losses)
-    if isinstance(cut, int) and not isinstance(cut, bool) and cut > 0:
+    if cut is not None and cut > 0:
         fix = ("the run was stopped by SIGTERM, whose drain is a fixed 3 s: stop it with Ctrl-C (SIGINT) to let "
-               "them finish" if meta.get("stop_cause") == "sigterm" else "raise steps.drain_timeout or --stop-timeout")
+               "them finish" if meta.stop_cause == "sigterm" else "raise steps.drain_timeout or --stop-timeout")
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
                         f"ended unfinished and are not in the records ({fix}).")
     frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))

@@ -9,7 +9,8 @@
 Command line: ``llmload compare RUN_A RUN_B [RUN_C ...] [--out DIR] [--json] [--quiet]``.
 
 Run A is the baseline: every other run X gets ``X/A`` ratios per matched step (the single-stream row by itself,
-load steps by concurrency). Each run's figures come from its ``report.json`` (built with
+load steps by concurrency). Each run's figures come from its ``report.json`` (read with
+:func:`harness.report.model.load_report`, which reads earlier versions' files too; built with
 :func:`harness.report.build.build_report` when absent, nothing written into the run directory); latency
 intervals come from its records (:mod:`harness.report.compare_stats`). Units: values keep the report's units
 (seconds, tokens per second, hours); ratios are unitless.
@@ -31,12 +32,12 @@ from typing import Any
 
 import polars as pl
 
-from harness.report.build import SCHEMA as REPORT_SCHEMA
 from harness.report.build import build_report
 from harness.report.catalogue import FIGURES
 from harness.report.columns import load_frame_run
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
 from harness.report.load import NoRecordsError
+from harness.report.model import KNOWN_SCHEMAS, CostFigures, HoursEntry, Report, ReportError, StepRow, load_report
 
 __all__ = [
     "DEFINITIONS",
@@ -54,8 +55,8 @@ __all__ = [
 #: Identifies the layout of ``compare.json``.
 SCHEMA = "llmload-compare/1"
 
-#: ``report.json`` schemas this module reads.
-KNOWN_REPORT_SCHEMAS = frozenset({"llmload-report/1", REPORT_SCHEMA})
+#: ``report.json`` schemas this module reads (those :func:`harness.report.model.load_report` reads).
+KNOWN_REPORT_SCHEMAS = KNOWN_SCHEMAS
 
 #: How every figure of the comparison is defined; stored in ``compare.json`` and printed under the tables.
 DEFINITIONS: dict[str, str] = {
@@ -150,7 +151,7 @@ class RunInput:
 
     Attributes:
         path: the run directory.
-        report: its report dict (``report.json``, or built).
+        report: its report (``report.json`` read by :func:`harness.report.model.load_report`, or built).
         source: "report.json" or "built" (no report.json: built from the records, not written).
         records: its non-warm-up records as a prepared frame (:attr:`harness.report.columns.FrameRun.main`), or
             None when they could not be read (then no latency intervals).
@@ -158,7 +159,7 @@ class RunInput:
     """
 
     path: Path
-    report: dict[str, Any]
+    report: Report
     source: str
     records: pl.DataFrame | None
     problems: list[str] = field(default_factory=list)
@@ -178,17 +179,9 @@ def load_run_input(run_dir: str | os.PathLike[str]) -> RunInput:
     rj = root / "report.json"
     if rj.exists():
         try:
-            rep = json.loads(rj.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise CompareError(f"{rj}: unreadable report ({e})") from e
-        if not isinstance(rep, dict):
-            raise CompareError(f"{rj}: not a report (top level is not an object)")
-        schema = rep.get("schema")
-        if schema not in KNOWN_REPORT_SCHEMAS:
-            known = ", ".join(sorted(KNOWN_REPORT_SCHEMAS))
-            raise CompareError(f"{rj}: unknown report schema {schema!r} (this version reads {known})")
-        if not isinstance(rep.get("steps"), list):
-            raise CompareError(f"{rj}: report has no 'steps' list")
+            rep = load_report(rj)
+        except ReportError as e:
+            raise CompareError(str(e)) from e
         source = "report.json"
     else:
         try:
@@ -214,12 +207,12 @@ def _tags(n: int) -> list[str]:
     return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(n)]
 
 
-def _step_keys(rows: list[dict[str, Any]]) -> list[str]:
+def _step_keys(rows: list[StepRow]) -> list[str]:
     """Matching key of each row: its label, with '#k' for the k-th repeat of a label (k >= 2)."""
     seen: Counter[str] = Counter()
     keys = []
     for r in rows:
-        label = str(r.get("label"))
+        label = str(r.label)
         seen[label] += 1
         keys.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
     return keys
@@ -232,19 +225,16 @@ def _num(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _hours_entry(row: dict[str, Any], n: int) -> dict[str, Any] | None:
-    for h in row.get("hours") or []:
-        if isinstance(h, dict) and h.get("n") == n:
-            return h
-    return None
+def _hours_entry(row: StepRow, n: int) -> HoursEntry | None:
+    return next((h for h in row.hours if h.n == n), None)
 
 
-def _priced(rep: dict[str, Any]) -> bool:
-    """Whether a report carries cost figures (a row with a ``cost`` dict: the profile had a price)."""
-    return any(isinstance(row.get("cost"), dict) for row in rep.get("steps") or [])
+def _priced(rep: Report) -> bool:
+    """Whether a report carries cost figures (a row with ``cost``: the profile had a price)."""
+    return any(row.cost is not None for row in rep.steps)
 
 
-#: Row-level cost figures (``row["cost"]``, :func:`harness.report.cost.cost_figures`) compared when priced:
+#: Row-level cost figures (``row.cost``, :func:`harness.report.cost.cost_figures`) compared when priced:
 #: (key, label, has a ``_low`` / ``_high`` interval).
 ROW_COSTS: tuple[tuple[str, str, bool], ...] = (
     ("usd_per_1m_output_tokens", "US$ per 1M output tokens", False),
@@ -252,11 +242,11 @@ ROW_COSTS: tuple[tuple[str, str, bool], ...] = (
 )
 
 
-def _metrics(reports: list[dict[str, Any]]) -> list[Metric]:
+def _metrics(reports: list[Report]) -> list[Metric]:
     ns: list[int] = []
     for rep in reports:
-        for n in rep.get("hours_to_n") or []:
-            if isinstance(n, int) and n not in ns:
+        for n in rep.hours_to_n:
+            if n not in ns:
                 ns.append(n)
     out = list(BASE_METRICS)
     out += [Metric(f"hours@{n}", f"hours to {n:,}", "h", "lower", "interval_hours", n) for n in ns]
@@ -275,60 +265,58 @@ def _estimate(value: float | None, interval: tuple[float | None, float | None] |
     return {"value": value, "low": interval[0], "high": interval[1], "method": method}
 
 
-def _output_tps(row: dict[str, Any]) -> dict[str, Any] | None:
-    v = _num(row.get("output_tps"))
+def _output_tps(row: StepRow) -> dict[str, Any] | None:
+    v = _num(row.output_tps)
     if v is None:
         return None
-    hrs = row.get("hours") or []
-    h = hrs[0] if hrs and isinstance(hrs[0], dict) else None
-    if h is not None and _num(h.get("hours")):
-        point = float(h["hours"])
-        hi_h, lo_h = _num(h.get("hours_high")), _num(h.get("hours_low"))
+    h = row.hours[0] if row.hours else None
+    point = _num(h.hours) if h is not None else None
+    if h is not None and point:
+        hi_h, lo_h = _num(h.hours_high), _num(h.hours_low)
         if hi_h is None and lo_h is None:  # the hours have no interval (too few batches): nor has tok/s
             return _estimate(v, None, None)
         lo = v * point / hi_h if hi_h else None
         hi = v * point / lo_h if lo_h else None
         return _estimate(v, (lo, hi), "interval_output_tps")
-    iv = row.get("hours_interval") or {}
-    rate, se, t = _num(iv.get("rate")), _num(iv.get("rate_se")), _num(iv.get("t"))
+    iv = row.hours_interval
+    rate, se, t = _num(iv.rate), _num(iv.rate_se), _num(iv.t)
     if rate and se is not None and t is not None:  # the row's batch-means interval of its usable rate
         rlo, rhi = rate - t * se, rate + t * se
         return _estimate(v, (v * rlo / rate if rlo > 0 else None, v * rhi / rate), "interval_output_tps")
     return _estimate(v, None, None)
 
 
-def _row_estimates(run: RunInput, row: dict[str, Any], metrics: list[Metric],
+def _row_estimates(run: RunInput, row: StepRow, metrics: list[Metric],
                    notes: list[str], tag: str) -> dict[str, dict[str, Any] | None]:
     """Every metric's estimate (value, 95 % bounds, method) for one row of one run."""
     lat: dict[str, tuple[float | None, float | None]] = {}
     if run.records is not None:
         lat, bad = latency_intervals(run.records, row)
         if bad:
-            notes.append(f"{tag} {row.get('label')}: the records do not reproduce the report's "
+            notes.append(f"{tag} {row.label}: the records do not reproduce the report's "
                          f"{', '.join(bad)} (stale report.json?): no interval for them.")
     out: dict[str, dict[str, Any] | None] = {}
     for m in metrics:
         if m.key == "output_tps":
             out[m.key] = _output_tps(row)
         elif m.key in LATENCY_FIGURES:
-            out[m.key] = _estimate(_num(row.get(m.key)), lat.get(m.key), m.method)
+            out[m.key] = _estimate(_num(getattr(row, m.key)), lat.get(m.key), m.method)
         elif m.n is not None:
             h = _hours_entry(row, m.n)
             name = "hours" if m.method == "interval_hours" else "usd"
             out[m.key] = None if h is None else _bounded(h, name, m.method)
         else:  # a row-level cost figure
-            cost = row.get("cost")
-            out[m.key] = _bounded(cost, m.key, m.method) if isinstance(cost, dict) else None
+            out[m.key] = _bounded(row.cost, m.key, m.method) if row.cost is not None else None
     return out
 
 
-def _bounded(d: dict[str, Any], name: str, method: str | None) -> dict[str, Any] | None:
-    """The estimate of ``d[name]`` with its bounds ``d[name_low]``, ``d[name_high]``; no interval (method None)
-    when ``method`` is None or both bounds are missing (None): a figure with neither bound has no interval,
+def _bounded(d: HoursEntry | CostFigures, name: str, method: str | None) -> dict[str, Any] | None:
+    """The estimate of figure ``name`` of ``d`` with its bounds ``name_low``, ``name_high``; no interval (method
+    None) when ``method`` is None or both bounds are missing (None): a figure with neither bound has no interval,
     an unbounded upper side alone is a one-sided interval."""
-    lo, hi = _num(d.get(f"{name}_low")), _num(d.get(f"{name}_high"))
+    lo, hi = _num(getattr(d, f"{name}_low", None)), _num(getattr(d, f"{name}_high", None))
     has_iv = method is not None and (lo is not None or hi is not None)
-    return _estimate(_num(d.get(name)), (lo, hi) if has_iv else None, method)
+    return _estimate(_num(getattr(d, name, None)), (lo, hi) if has_iv else None, method)
 
 
 def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> dict[str, Any]:
@@ -352,43 +340,41 @@ def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> d
     return {"ratio": ratio, "low": low, "high": high, "within_noise": noise, "verdict": verdict}
 
 
-def _flags(row: dict[str, Any]) -> list[str]:
+def _flags(row: StepRow) -> list[str]:
     out = []
-    if not row.get("steady", True):
+    if not row.steady:
         out.append("not steady")
-    if row.get("low_confidence"):
+    if row.low_confidence:
         out.append("low confidence")
-    if row.get("client_starved"):
+    if row.client_starved:
         out.append("client starved")
     return out
 
 
 def _run_summary(run: RunInput, tag: str) -> dict[str, Any]:
     rep = run.report
-    raw_target = rep.get("target")
-    target: dict[str, Any] = raw_target if isinstance(raw_target, dict) else {}
+    target = rep.target
     return {
         "tag": tag,
-        "run_id": rep.get("run_id") or run.path.resolve().name,
+        "run_id": rep.run_id or run.path.resolve().name,
         "run_dir": str(run.path),
         "source": run.source,
-        "profile_name": rep.get("profile_name"),
-        "model": rep.get("model"),
+        "profile_name": rep.profile_name,
+        "model": rep.model,
         "target_url": target.get("base_url") or target.get("url") or target.get("host"),
-        "status": rep.get("status"),
-        "interrupted": bool(rep.get("interrupted")),
-        "start_wall": rep.get("start_wall"),
-        "duration_s": rep.get("duration_s"),
-        "time_scale": rep.get("time_scale", 1.0),
-        "hours_to_n": rep.get("hours_to_n") or [],
+        "status": rep.status,
+        "interrupted": rep.interrupted,
+        "start_wall": rep.start_wall,
+        "duration_s": rep.duration_s,
+        "time_scale": rep.time_scale,
+        "hours_to_n": rep.hours_to_n,
         "records": run.records.height if run.records is not None else None,
     }
 
 
-def _workload(rep: dict[str, Any]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def _workload(rep: Report) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """A report's prompt classes with the max_tokens their requests had (``prompts`` rows), sorted."""
-    rows = rep.get("prompts") or []
-    return tuple(sorted((str(r.get("prompt")), tuple(r.get("max_tokens_seen") or [])) for r in rows))
+    return tuple(sorted((r.prompt, tuple(r.max_tokens_seen)) for r in rep.prompts))
 
 
 def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
@@ -398,14 +384,14 @@ def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
     notes = []
     firsts: list[tuple[str, str, str]] = []  # (tag, resolved directory, run id) of each distinct run so far
     for t, r in zip(tags, runs, strict=True):
-        path, rid = str(r.path.resolve()), str(r.report.get("run_id") or "")
+        path, rid = str(r.path.resolve()), r.report.run_id
         same = next((u for u, p, q in firsts if p == path or (rid and q == rid)), None)
         if same is None:
             firsts.append((t, path, rid))
         else:
             notes.append(f"{same} and {t} are the same run ({rid or path}): their ratios are 1 by construction and "
                          "say nothing about noise.")
-    names = [str(r.report.get("profile_name")) for r in runs]
+    names = [str(r.report.profile_name) for r in runs]
     if len(set(names)) > 1:
         notes.append("The runs ran different profiles (" + ", ".join(
             f"{t} {n}" for t, n in zip(tags, names, strict=True)) + "): the ratios compare different workloads, "
@@ -440,7 +426,7 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
     reports = [r.report for r in runs]
     metrics = _metrics(reports)
     notes: list[str] = [p for r in runs for p in r.problems]
-    keyed = [dict(zip(_step_keys(rep["steps"]), rep["steps"], strict=True)) for rep in reports]
+    keyed = [dict(zip(_step_keys(rep.steps), rep.steps, strict=True)) for rep in reports]
     order: list[str] = []
     for k in keyed:
         order += [key for key in k if key not in order]
@@ -463,8 +449,8 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
                 for run, row, tag in zip(runs, rows, tags, strict=True)]
         entry: dict[str, Any] = {
             "key": key,
-            "label": base.get("label"),
-            "concurrency": base.get("concurrency"),
+            "label": base.label,
+            "concurrency": base.concurrency,
             "present": [row is not None for row in rows],
             "flags": [_flags(row) if row is not None else [] for row in rows],
             "metrics": {},
@@ -475,20 +461,20 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
             entry["metrics"][m.key] = {"values": values, "ratios": ratios}
         steps.append(entry)
 
-    scales = {float(r.report.get("time_scale") or 1.0) for r in runs}
+    scales = {float(r.report.time_scale or 1.0) for r in runs}
     if len(scales) > 1:
         notes.append("The runs used different simulator time scales ("
-                     + ", ".join(f"{t} {float(r.report.get('time_scale') or 1.0):g}" for t, r in zip(tags, runs,
+                     + ", ".join(f"{t} {float(r.report.time_scale or 1.0):g}" for t, r in zip(tags, runs,
                                                                                                     strict=True))
                      + "): their wall-time figures are not comparable; compare the real-time equivalents in "
                      "their reports instead.")
-    models = {str(r.report.get("model")) for r in runs}
+    models = {str(r.report.model) for r in runs}
     if len(models) > 1:
         notes.append("The runs measured different models: " + ", ".join(
-            f"{t} {r.report.get('model')}" for t, r in zip(tags, runs, strict=True)) + ".")
+            f"{t} {r.report.model}" for t, r in zip(tags, runs, strict=True)) + ".")
     notes.extend(_workload_notes(runs, tags))
     for t, r in zip(tags, runs, strict=True):
-        if r.report.get("interrupted"):
+        if r.report.interrupted:
             notes.append(f"{t} is an interrupted run: its figures are partial.")
     for flag in ("not steady", "low confidence", "client starved"):
         where = [f"{s['key']} ({', '.join(t for t, f in zip(tags, s['flags'], strict=True) if flag in f)})"

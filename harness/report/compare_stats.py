@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import polars as pl
 
 from harness.report.columns import without_gaps
 from harness.report.exprs import streamed_tokens
+from harness.report.model import StepRow
 from harness.report.series import row_latency_sample
 from harness.report.stats import mean
 from harness.stats.intervals import Interval, mean_interval, quantile_interval, ratio_of_sums_interval
@@ -86,7 +86,7 @@ def _same(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, rel_tol=REPRODUCE_RTOL, abs_tol=1e-12)
 
 
-def latency_intervals(main: pl.DataFrame, row: dict[str, Any]) -> tuple[dict[str, Interval], list[str]]:
+def latency_intervals(main: pl.DataFrame, row: StepRow) -> tuple[dict[str, Interval], list[str]]:
     """95 % intervals of a row's latency figures (:data:`LATENCY_FIGURES` keys) from the run's records.
 
     Args:
@@ -102,11 +102,12 @@ def latency_intervals(main: pl.DataFrame, row: dict[str, Any]) -> tuple[dict[str
     out: dict[str, Interval] = {}
     bad: list[str] = []
     for key, (point, interval, _method) in LATENCY_FIGURES.items():
-        if key not in row:
+        if key not in row.model_fields_set:  # a report.json of a version without this figure
             continue
-        if not _same(point(sample), row[key]):
+        value = getattr(row, key)
+        if not _same(point(sample), value):
             bad.append(key)
             continue
-        if row[key] is not None:
+        if value is not None:
             out[key] = interval(sample)
     return out, bad

@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from harness.report.exprs import OK, USABLE, flag, mean_tokens, not_usable_reason, pct, pctl
+from harness.report.model import PromptRow, StepRow
 
 __all__ = ["NOTE_PCT", "hidden_reasoning_notes", "low_confidence_fix", "prompt_notes", "prompt_rows"]
 
@@ -96,14 +97,14 @@ def prompt_rows(main: pl.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def _max_tokens_key(row: dict[str, Any], profile: dict[str, Any]) -> str:
+def _max_tokens_key(row: PromptRow, profile: dict[str, Any]) -> str:
     """The profile key(s) that set a prompt class's ``max_tokens``: ``prompts[i].max_tokens`` for prompts of the
     class that set their own, else ``request.max_tokens`` (the request default; a prompt's own value wins)."""
     prompts = profile.get("prompts")
     own: list[str] = []
     if isinstance(prompts, list):
         for i, p in enumerate(prompts):
-            if isinstance(p, dict) and p.get("id") in row["prompt_ids"] and p.get("max_tokens") is not None:
+            if isinstance(p, dict) and p.get("id") in row.prompt_ids and p.get("max_tokens") is not None:
                 own.append(f"prompts[{i}].max_tokens (id {p['id']})")
     if own:
         return ", ".join(own)
@@ -115,52 +116,52 @@ def _max_tokens_key(row: dict[str, Any], profile: dict[str, Any]) -> str:
     return "request.max_tokens (or give the prompt its own prompts[].max_tokens)"
 
 
-def _cap(row: dict[str, Any]) -> str:
-    if row["max_tokens"] is not None:
-        return f"max_tokens {row['max_tokens']}"
-    seen = row["max_tokens_seen"]
+def _cap(row: PromptRow) -> str:
+    if row.max_tokens is not None:
+        return f"max_tokens {row.max_tokens}"
+    seen = row.max_tokens_seen
     return f"max_tokens {'/'.join(str(c) for c in seen)}" if seen else "the server's output limit (no max_tokens)"
 
 
-def prompt_notes(rows: Sequence[dict[str, Any]], profile: dict[str, Any]) -> list[str]:
+def prompt_notes(rows: Sequence[PromptRow], profile: dict[str, Any]) -> list[str]:
     """Notes naming each prompt class whose yield suffers, the cause and the profile key that fixes it.
 
     Args:
-        rows: :func:`prompt_rows`.
+        rows: the report's ``prompts`` (:func:`prompt_rows`, typed).
         profile: the run's profile as stored in ``run.json`` (for the ``max_tokens`` key names; may be empty).
     """
     notes = []
     for row in rows:
-        name, done = row["prompt"], row["completed"]
+        name, done = row.prompt, row.completed
         if not done:
-            if row["requests"]:
-                notes.append(f"prompt {name}: none of its {row['requests']} requests succeeded (see the errors).")
+            if row.requests:
+                notes.append(f"prompt {name}: none of its {row.requests} requests succeeded (see the errors).")
             continue
-        tir, trunc = row["truncated_in_reasoning_pct"] or 0.0, row["truncated_pct"] or 0.0
+        tir, trunc = row.truncated_in_reasoning_pct or 0.0, row.truncated_pct or 0.0
         key = _max_tokens_key(row, profile)
         if tir >= NOTE_PCT:
-            ran = row["min_reasoning_tokens_truncated"]
+            ran = row.min_reasoning_tokens_truncated
             ran_s = f"its reasoning ran ≥ {ran} tokens without reaching an answer" if ran else "no answer started"
             notes.append(f"prompt {name}: {tir:.0f} % of successful requests truncated in reasoning at {_cap(row)}; "
                          f"{ran_s}: raise {key}. A longer step does not help.")
         elif trunc >= NOTE_PCT:
             notes.append(f"prompt {name}: {trunc:.0f} % of successful requests truncated at {_cap(row)} (answers "
-                         f"cut; mean reasoning {row['mean_reasoning_tokens'] or 0:.0f} tokens): raise {key}.")
+                         f"cut; mean reasoning {row.mean_reasoning_tokens or 0:.0f} tokens): raise {key}.")
         for reason, check in _CHECK_KEYS.items():
-            n = row["usable_reasons"].get(reason, 0)
+            n = row.usable_reasons.get(reason, 0)
             if n and 100.0 * n / done >= NOTE_PCT:
                 notes.append(f"prompt {name}: {100.0 * n / done:.0f} % of successful requests failed the usable "
-                             f"check {check} (mean answer {row['mean_answer_tokens'] or 0:.0f} tokens): the prompt "
+                             f"check {check} (mean answer {row.mean_answer_tokens or 0:.0f} tokens): the prompt "
                              "does not produce what the check expects, or the check is too strict.")
     return notes
 
 
-def hidden_reasoning_notes(steps: Sequence[dict[str, Any]]) -> list[str]:
+def hidden_reasoning_notes(steps: Sequence[StepRow]) -> list[str]:
     """One note (or none) listing the steps with hidden-reasoning requests (``hidden_reasoning`` > 0 in the row)."""
     where = [
-        f"{r['label']} {r['hidden_reasoning']} of {r['completed']} ({100 * (r['hidden_reasoning_share'] or 0):.0f} %)"
+        f"{r.label} {r.hidden_reasoning} of {r.completed} ({100 * (r.hidden_reasoning_share or 0):.0f} %)"
         for r in steps
-        if r.get("hidden_reasoning")
+        if r.hidden_reasoning
     ]
     if not where:
         return []

@@ -9,13 +9,13 @@ else (interrupted run) at the latest record end.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.config import DEFAULT_HOURS_TO_N
+from harness.report.rundata import RunMeta, read_run_meta
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",
@@ -87,19 +87,11 @@ def check_run_dir(root: Path) -> None:
         raise NoRecordsError(f"{root / 'records.jsonl'}: not found (is {root} a run directory?)")
 
 
-def read_meta(root: Path, problems: list[str]) -> dict[str, Any]:
-    """``run.json`` of ``root`` as a dict; empty (and a note appended to ``problems``) when it is missing,
-    unreadable or not an object."""
-    p = root / "run.json"
-    if not p.exists():
-        problems.append("run.json is missing: no metadata (profile, target, status) in this report.")
-        return {}
-    try:
-        meta = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        problems.append(f"run.json is unreadable ({e}); metadata ignored.")
-        return {}
-    return meta if isinstance(meta, dict) else {}
+def read_meta(root: Path, problems: list[str]) -> RunMeta:
+    """``run.json`` of ``root``, read and validated by :func:`harness.report.rundata.read_run_meta` (the one reader:
+    a key of the wrong type is dropped with a note); empty (and a note appended to ``problems``) when it is missing
+    or unreadable, empty when it is not an object."""
+    return read_run_meta(root, problems)
 
 
 def phases_from_events(events: Sequence[dict[str, Any]], last_end: float | None) -> tuple[list[Phase], bool]:

@@ -29,6 +29,7 @@ import polars as pl
 
 from harness.arrivals import LEAD_S, arrivals_before
 from harness.report.exprs import END, OK, START, STEP, pctl
+from harness.report.model import StepRow
 
 __all__ = [
     "LATE_S",
@@ -208,30 +209,30 @@ def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main:
         row["label"] = f"{float(ev['rate']):g} req/s" + (f" ({setting})" if setting else "")
 
 
-def rate_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+def rate_notes(rows: Sequence[StepRow]) -> list[str]:
     """The warnings of the rate steps: the rate not achieved (by how much), requests late for a free user."""
     out: list[str] = []
     for r in rows:
-        f = r.get("rate")
-        if not f:
+        f = r.rate
+        if f is None:
             continue
-        lab = f"step {r['step']} ({f['target_rate']:g} req/s)"
-        sf = f.get("shortfall")
+        lab = f"step {r.step} ({f.target_rate:g} req/s)"
+        sf = f.shortfall
         if sf is not None and sf > SHORTFALL_WARN:
-            out.append(f"{lab}: TARGET RATE NOT ACHIEVED: {f['sent']} of {f['scheduled']} scheduled requests were "
-                       f"sent in the step ({f['achieved_rate']:.3g} req/s of {f['scheduled_rate']:.3g} scheduled, "
-                       f"{100 * sf:.0f} % short): the client fell behind its schedule.")
-        n = f.get("requests") or 0
-        free = int(f.get("late_free_user") or 0)
-        waited = int(f.get("late") or 0) - free
-        p99 = f.get("dispatch_delay_p99_s") or 0.0
-        se2e, e2e = f.get("sched_e2e_p50_s"), f.get("e2e_p50_s")
+            out.append(f"{lab}: TARGET RATE NOT ACHIEVED: {f.sent} of {f.scheduled} scheduled requests were "
+                       f"sent in the step ({f.achieved_rate:.3g} req/s of {f.scheduled_rate:.3g} "
+                       f"scheduled, {100 * sf:.0f} % short): the client fell behind its schedule.")
+        n = f.requests or 0
+        free = int(f.late_free_user or 0)
+        waited = int(f.late or 0) - free
+        p99 = f.dispatch_delay_p99_s or 0.0
+        se2e, e2e = f.sched_e2e_p50_s, f.e2e_p50_s
         lat = (f"; schedule-relative E2E p50 {se2e:.3g} s vs service E2E p50 {e2e:.3g} s"
                if se2e is not None and e2e is not None else "")
         if n and waited / n > LATE_SHARE_WARN:
-            cap = f.get("max_concurrency")
+            cap = f.max_concurrency
             why = (f"the cap of {cap} in flight" if cap is not None else
-                   f"the pool of {f.get('users')} users (rate.pool)")
+                   f"the pool of {f.users} users (rate.pool)")
             out.append(f"{lab}: {100 * waited / n:.0f} % of requests waited for a free user ({why}): dispatch delay "
                        f"p99 {p99:.3g} s{lat}. Service latency alone hides this wait (coordinated omission): read "
                        "the schedule-relative figures.")

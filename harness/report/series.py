@@ -19,8 +19,6 @@ widths and latencies seconds, token counts tokens.
 
 from __future__ import annotations
 
-from typing import Any
-
 import polars as pl
 
 from harness.report.columns import FrameRun, _step_sample
@@ -31,6 +29,7 @@ from harness.report.exprs import STEP as _STEP
 from harness.report.exprs import WARMUP as _WARMUP
 from harness.report.exprs import pctl
 from harness.report.load import Phase
+from harness.report.model import StepRow
 from harness.report.steady import Window
 from harness.report.tokens import tokens_in_windows
 
@@ -51,8 +50,8 @@ def main_frame(run: FrameRun, columns: tuple[str, ...] | None = SERIES_COLUMNS) 
     return (main if columns is None else main.select(columns)).collect()  # only the columns are filtered
 
 
-def row_sample(main: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
-    """The sample of a report row (``build_report(...)["steps"][i]``), by ``columns._step_sample``: every request of
+def row_sample(main: pl.DataFrame, row: StepRow) -> pl.DataFrame:
+    """The sample of a report row (``build_report(...).steps[i]``), by ``columns._step_sample``: every request of
     ``main`` (ok or not, any step) that ended inside ``(window_start_wall, window_end_wall)`` when the row is steady,
     else every request of its step. Record order.
 
@@ -60,15 +59,19 @@ def row_sample(main: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
         main: the non-warm-up records (:func:`main_frame`).
         row: a step row; reads ``step``, ``phase``, ``concurrency``, ``start_wall``, ``end_wall``, ``steady``,
             ``window_start_wall``, ``window_end_wall``.
+
+    Raises:
+        ValueError: the row has no step interval or window (a row of a report.json edited by hand).
     """
-    phase = Phase(str(row["phase"]), int(row["step"]), int(row["concurrency"]), float(row["start_wall"]),
-                  float(row["end_wall"]))
-    w0, w1 = float(row["window_start_wall"]), float(row["window_end_wall"])
-    window = Window(w0, w1, w0, bool(row["steady"]), 0, str(row.get("first_wave_method") or "users"))
+    if None in (row.start_wall, row.end_wall, row.window_start_wall, row.window_end_wall):
+        raise ValueError(f"report row {row.label!r} has no step interval or window")
+    phase = Phase(row.phase, row.step, row.concurrency, float(row.start_wall or 0.0), float(row.end_wall or 0.0))
+    w0, w1 = float(row.window_start_wall or 0.0), float(row.window_end_wall or 0.0)
+    window = Window(w0, w1, w0, row.steady, 0, row.first_wave_method or "users")
     return _step_sample(main, phase, window)[2]
 
 
-def row_latency_sample(main: pl.DataFrame, row: dict[str, Any]) -> pl.DataFrame:
+def row_latency_sample(main: pl.DataFrame, row: StepRow) -> pl.DataFrame:
     """The successful requests of :func:`row_sample`: what a row's latency and token figures are over."""
     return row_sample(main, row).filter(pl.col(_OK))
 

@@ -29,6 +29,7 @@ from typing import Any
 import polars as pl
 
 from harness.report.exprs import END, OK, USABLE, flag, pctl
+from harness.report.model import StepRow
 from harness.report.stats import mean
 from harness.report.tokens import WINDOW_INDEX, tokens_in_windows, window_of
 from harness.stats.intervals import linear_fit, t_quantile_975
@@ -240,18 +241,18 @@ def step_drift(slices: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any] | N
     return out
 
 
-def drift_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+def drift_notes(rows: Sequence[StepRow]) -> list[str]:
     """One note per flagged drift of the report rows (each carrying ``slices`` and ``drift``)."""
     notes = []
     for row in rows:
-        slices = row.get("slices") or []
-        for d in (row.get("drift") or {}).values():
-            if not d or not d["flagged"]:
+        slices = row.slices
+        for d in (row.drift.output_tps, row.drift.ttft_p50_s, row.drift.error_rate):
+            if not d or not d.flagged:
                 continue
-            span = slices[-1]["end_wall"] - slices[0]["start_wall"] if slices else 0.0
+            span = float(slices[-1].end_wall or 0.0) - float(slices[0].start_wall or 0.0) if slices else 0.0
             notes.append(
-                f"{row['label']}: DRIFT: {d['text']} over {d['n']} slices ({span / 3600.0:.2f} h of the steady "
-                f"window); total change {d['change_pct']:+.1f} % of the step's mean: the step's averages do not "
+                f"{row.label}: DRIFT: {d.text} over {d.n} slices ({span / 3600.0:.2f} h of the steady "
+                f"window); total change {d.change_pct:+.1f} % of the step's mean: the step's averages do not "
                 "describe a stable server.".replace("-", "−")
             )
     return notes

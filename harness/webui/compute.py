@@ -21,7 +21,7 @@ def answer(path: str) -> str:
     from harness.report.build import build_report
 
     try:
-        return json.dumps({"report": build_report(path)}, allow_nan=False)
+        return json.dumps({"report": build_report(path).as_dict()}, allow_nan=False)
     except Exception as e:  # reported to the view, which shows it
         return json.dumps({"error": f"{type(e).__name__}: {e}"})
 

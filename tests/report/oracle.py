@@ -50,6 +50,7 @@ from harness.report.goodput import GOODPUT_ROW_KEYS
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, NoRecordsError, Phase, phases_from_events, read_meta
 from harness.report.rate import LATE_S as RATE_LATE_S
+from harness.report.rundata import RunMeta
 from harness.report.search import search_result
 from harness.report.soak import slice_bounds, step_drift
 from harness.report.stats import mean, overlap_fraction, percentile
@@ -73,7 +74,7 @@ class RunData:
     """
 
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta
     records: list[RequestResult]
     phases: list[Phase]
     has_run_end: bool
@@ -825,4 +826,4 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
 def oracle_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:
     """The whole report dict of a run directory, its figures computed by this oracle."""
     run = load_run(run_dir)
-    return assemble_report(run, report_settings(run.meta, n), oracle_figures(run, n))
+    return assemble_report(run, report_settings(run.meta, n), oracle_figures(run, n)).as_dict()

@@ -58,7 +58,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for name in ("run.json", "phases.jsonl"):
         shutil.copy(DEMO / name, d / name)
     (d / "records.jsonl").write_bytes(gzip.decompress((DEMO / "records.jsonl.gz").read_bytes()))
-    return json.loads(json.dumps(build_report(d)))
+    return json.loads(build_report(d).to_json())
 
 
 def _rendered(rep: dict[str, Any]) -> str:

@@ -75,7 +75,7 @@ def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
     from harness.report.frame import record_files, torn_last_line
 
     hours_n = n or HOURS_N
-    rep = build_report(run_dir, hours_n)
+    rep = build_report(run_dir, hours_n).as_dict()
     # the note on a torn last line is newer than the (frozen) oracle: checked here, then left out
     torn = [f"{f.name} ends in an incomplete line (the run was killed while writing it): that record was skipped."
             for f in record_files(run_dir) if torn_last_line(f)]
@@ -404,12 +404,12 @@ def test_a_torn_last_line_is_skipped_and_said(tmp_path: Path) -> None:
 
     root = demo_run(tmp_path / "demo")
     path = root / "records.jsonl"
-    whole = build_report(root)
+    whole = build_report(root).as_dict()
     assert not torn_last_line(path) and not [n for n in whole["notes"] if "incomplete line" in n]
     with open(path, "ab") as f:
         f.write(b'{"schema": 2, "prompt_id": "p", "step": 1, "gap_hist": {"n": 3')
     assert torn_last_line(path)
-    rep = build_report(root)
+    rep = build_report(root).as_dict()
     assert rep["totals"]["requests"] == whole["totals"]["requests"]
     assert [n for n in rep["notes"] if "incomplete line" in n] == [
         "records.jsonl ends in an incomplete line (the run was killed while writing it): that record was skipped."]

@@ -44,7 +44,7 @@ def _scenario(root: Path, meta: dict[str, Any] | None = None) -> Path:
 
 @pytest.fixture
 def report(tmp_path: Path) -> dict[str, Any]:
-    return build_report(_scenario(tmp_path / "run"))
+    return build_report(_scenario(tmp_path / "run")).as_dict()
 
 
 def test_steps_and_windows(report: dict[str, Any]) -> None:
@@ -171,7 +171,7 @@ def test_percentiles_and_gap_histograms(tmp_path: Path) -> None:
         records.append(rec(u, 1, 0, 10, ttft=5.0, concurrency=10))
         records.append(rec(u, 1, 10, 5, ttft=0.1 * (i + 1), concurrency=10, gap_hist=gaps))
     root = write_run(tmp_path / "run", records, [phase("step", 1, 10, 0), run_end(20)])
-    (row,) = build_report(root)["steps"]
+    (row,) = build_report(root).as_dict()["steps"]
     assert row["window_start_s"] == pytest.approx(10)
     assert row["latency_n"] == 10
     assert row["ttft_p50_s"] == pytest.approx(0.55)
@@ -193,7 +193,7 @@ def test_seed_figures_reproduced_from_a_step(tmp_path: Path) -> None:
             t += d
     root = write_run(tmp_path / "run", records, [phase("step", 1, 32, 0), run_end(10 * d)],
                      {"profile": {"name": "seed", "report": {"hours_to_n": [100_000]}}})
-    rep = build_report(root)
+    rep = build_report(root).as_dict()
     (row,) = rep["steps"]
     assert row["steady"]
     assert row["output_tps"] == pytest.approx(577.8, rel=1e-9)
@@ -206,7 +206,7 @@ def test_seed_figures_reproduced_from_a_step(tmp_path: Path) -> None:
 
 def test_time_scale_compressed_time(tmp_path: Path) -> None:
     root = _scenario(tmp_path / "run", {"simulator": {"preset": "demo", "time_scale": 0.1}})
-    rep = build_report(root)
+    rep = build_report(root).as_dict()
     assert rep["simulated"] and rep["time_scale"] == 0.1
     c2 = rep["steps"][1]
     rt = c2["real_time"]
@@ -231,7 +231,7 @@ def test_estimated_tokens_and_suspect_truncation_notes(tmp_path: Path) -> None:
         rec("u1", 0, 30, 10),
     ]
     root = write_run(tmp_path / "run", records, [phase("single", 0, 1, 0), run_end(40)])
-    rep = build_report(root)
+    rep = build_report(root).as_dict()
     assert rep["totals"]["estimated_tokens"] == 1
     assert rep["totals"]["estimated_tokens_share"] == pytest.approx(0.25)
     # of the sample: the 2nd and 3rd requests (the 1st opened the window, the 4th ends at the step end, e = 40)
@@ -287,7 +287,7 @@ def test_failing_step_is_called_out_in_the_notes(tmp_path: Path) -> None:
         rec(f"u{i % 4}", 1, 10.0 + 0.01 * i, 0.001, ttft=None, tokens=0, ok=False, concurrency=4) for i in range(300)
     ]
     run = write_run(tmp_path / "run", recs, [phase("single", 0, 1, 0.0), phase("step", 1, 4, 10.0), run_end(20.0)])
-    rep = build_report(run)
+    rep = build_report(run).as_dict()
     notes = " ".join(rep["notes"])
     assert "C=4: 100.0 % of requests FAILED (timeout_idle 296)" in notes  # the 4 of the first wave excepted
 
@@ -300,7 +300,7 @@ def test_client_read_lag_and_starved_steps(tmp_path: Path) -> None:
     step = [rec(f"u{1 + i % 2}", 1, 41 + 3 * (i // 2), 3, concurrency=2, read_lag_max=v) for i, v in enumerate(lags)]
     tls = [rec(f"u{1 + i % 2}", 2, 71 + 3 * (i // 2), 3, concurrency=2) for i in range(6)]
     phases = [phase("single", 0, 1, 10, 30), phase("step", 1, 2, 40, 30), phase("step", 2, 2, 70, 30), run_end(100)]
-    rep = build_report(write_run(tmp_path / "run", single + step + tls, phases))
+    rep = build_report(write_run(tmp_path / "run", single + step + tls, phases)).as_dict()
     s0, s1, s2 = rep["steps"]
     assert s0["client_lag_requests"] == 10 and s0["client_lagged_pct"] == 0 and not s0["client_starved"]
     assert s0["client_read_lag_max_s"] == pytest.approx(0.0003)
@@ -325,7 +325,7 @@ def test_notes_for_missing_users_unmeasured_lag_and_errors_of_a_starved_client(t
         for i in range(16)
     ]
     phases = [phase("step", 1, 4, 10, 20), phase("step", 2, 2, 30, 20), run_end(50)]
-    rep = build_report(write_run(tmp_path / "run", half + starved, phases))
+    rep = build_report(write_run(tmp_path / "run", half + starved, phases)).as_dict()
     s1, s2 = rep["steps"]
     assert s1["users_seen"] == 2 and s1["client_starved"] is None and s2["client_starved"] is True
     notes = "\n".join(rep["notes"])

@@ -106,7 +106,7 @@ def test_report_json_and_markdown_with_slo(tmp_path: Path) -> None:
             t += 10.0
     meta = {"profile": {"name": "s", "slo": {"ttft_s": 2.0, "target_share": 0.9}}}
     run = write_run(tmp_path / "run", records, [phase("step", 1, 2, 0.0, 200.0), run_end(200.0)], meta)
-    rep = build_report(run)
+    rep = build_report(run).as_dict()
     row = rep["steps"][0]
     # the step's sample: requests ending in the window (10, 200) (the one ending at +10 opened it): starts +10 ..
     # +180, 18 per user; u1's started from +100 (9) miss TTFT
@@ -123,10 +123,10 @@ def test_report_json_and_markdown_with_slo(tmp_path: Path) -> None:
 def test_no_slo_no_section_and_a_bad_slo_is_a_note(tmp_path: Path) -> None:
     records = [rec("u0", 1, float(t), 10.0) for t in range(0, 100, 10)]
     phases = [phase("step", 1, 1, 0.0, 100.0), run_end(100.0)]
-    rep = build_report(write_run(tmp_path / "plain", records, phases))
+    rep = build_report(write_run(tmp_path / "plain", records, phases)).as_dict()
     assert rep["slo"] is None and rep["slo_capacity"] is None and rep["steps"][0]["goodput_rps"] is None
     assert "## Goodput" not in render_markdown(rep)
-    bad = build_report(write_run(tmp_path / "bad", records, phases, {"profile": {"slo": {"ttft_s": -1}}}))
+    bad = build_report(write_run(tmp_path / "bad", records, phases, {"profile": {"slo": {"ttft_s": -1}}})).as_dict()
     assert bad["slo"] is None and any(n.startswith("run.json: profile.slo is not usable") for n in bad["notes"])
     assert slo_spec({"slo": {}}) == (None, "run.json: profile.slo is not usable (give at least one SLO: "
                                            "<ttft|ttfat|tpot|e2e>_p<q>_s, seconds (e.g. ttft_p95_s: 2)); no goodput "

@@ -25,6 +25,7 @@ from harness.report.charts import CHART_NAMES, draw_charts
 from harness.report.columns import load_frame_run
 from harness.report.fmt import sig3
 from harness.report.html import render_html, write_html
+from harness.report.model import Report, StepRow
 from harness.report.series import main_frame, output_tokens_binned, row_latency_sample, time_bin_s
 from harness.report.tokens import window_tokens as _window_tokens
 from tests.report.rundir import phase, rec, run_end, write_run
@@ -145,7 +146,7 @@ def test_figures_use_the_report_functions(written: tuple[Path, dict[str, Any], s
     root, rep, _, _ = written
     main = main_frame(load_frame_run(root))
     for row in rep["steps"]:
-        sample = row_latency_sample(main, row)
+        sample = row_latency_sample(main, StepRow.model_validate(row))
         assert sample.height == row["latency_n"]
         v = sample.select(pl.col("ttft").quantile(0.5, interpolation="linear"),
                           pl.col("e2e").quantile(0.5, interpolation="linear"),
@@ -293,13 +294,13 @@ def test_yield_figure_keeps_the_prompts_with_the_lowest_usable_share() -> None:
     prompts = [{"prompt": f"p{i:02d}", "requests": 100, "usable": i, "usable_pct": float(i),
                 "usable_reasons": {"truncated": 100 - i}, "mean_reasoning_tokens": 10.0, "mean_answer_tokens": 5.0,
                 "max_tokens": 64} for i in range(charts_mod.MAX_PROMPTS + 5)]
-    fig = charts_mod.prompts_chart({"prompts": prompts})
+    fig = charts_mod.prompts_chart(Report.model_validate({"prompts": prompts}))
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert sorted(ticks) == [f"p{i:02d}" for i in range(charts_mod.MAX_PROMPTS)]
     at = dict(zip(ticks, fig.axes[0].get_yticks(), strict=True))
     assert max(at, key=lambda k: at[k]) == "p00"  # the first prompt (by name) at the top
     assert any(f"the {charts_mod.MAX_PROMPTS} with the lowest usable share" in t for t in _texts(fig))
-    empty = charts_mod.prompts_chart({"prompts": []})
+    empty = charts_mod.prompts_chart(Report())
     assert "no data" in _texts(empty)
 
 
@@ -308,20 +309,20 @@ def test_hours_figure_draws_arrows_only_for_steps_bounded_below(tmp_path: Path) 
     from matplotlib.text import Annotation
 
     rep = build_report(_scenario(tmp_path / "run"))
-    rep["hours_to_n"] = rep["hours_to_n"][:1]
-    rows = rep["steps"]
+    rep.hours_to_n = rep.hours_to_n[:1]
+    rows = rep.steps
     assert len(rows) >= 2
     kinds = [(None, None), (0.5, None)] + [(0.5, 2.0)] * (len(rows) - 2)  # none, low only, both
     for row, (lo, hi) in zip(rows, kinds, strict=True):
-        h = row["hours"][0]
-        h["hours"] = 1.0
-        h["hours_low"] = None if lo is None else lo * h["hours"]
-        h["hours_high"] = None if hi is None else hi * h["hours"]
+        h = row.hours[0]
+        h.hours = 1.0
+        h.hours_low = None if lo is None else lo * h.hours
+        h.hours_high = None if hi is None else hi * h.hours
     with matplotlib.rc_context({"font.family": "DejaVu Sans"}):
         fig = charts_mod.hours_chart(rep)
     ax = fig.axes[0]
     arrows = [a for a in ax.texts if isinstance(a, Annotation) and a.arrow_patch is not None]
     assert len(arrows) == 1  # the step bounded below only; the step with no interval has just its point
-    assert arrows[0].xy[0] == pytest.approx(rows[1]["concurrency"], rel=0.1)
+    assert arrows[0].xy[0] == pytest.approx(rows[1].concurrency, rel=0.1)
     bars = [c for c in ax.collections if isinstance(c, LineCollection)]  # the interval bars (vlines)
     assert sum(len(c.get_segments()) for c in bars) == len(rows) - 2

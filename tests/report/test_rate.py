@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from harness.rate import LEAD_S
 from harness.report.build import build_report
+from harness.report.model import StepRow
 from harness.report.rate import add_rate, rate_figures, rate_notes, rate_table_rows
 from harness.result import RequestResult
 from tests.report.rundir import frame_of
 
 S = 1_800_000_000.0  # step start (epoch s)
 A = S + LEAD_S  # first arrival
+
+
+
+def _typed(rows: list[dict[str, Any]]) -> list[StepRow]:
+    """Step rows as the report holds them (rate_notes reads the typed report)."""
+    return [StepRow.model_validate(r) for r in rows]
 
 
 def rec(sched: float, sent: float, e2e: float = 0.5, ttft: float = 0.05, ok: bool = True) -> RequestResult:
@@ -43,7 +51,7 @@ def test_a_client_behind_its_schedule() -> None:
     rows = [{"step": 1, "phase": "step", "label": "C=1", "start_wall": S, "end_wall": end}]
     add_rate(rows, [ev()], frame_of(recs), {"rate": {"seed": 0}})
     assert rows[0]["label"] == "10 req/s" and rows[0]["rate"]["sent"] == 20
-    notes = rate_notes(rows)
+    notes = rate_notes(_typed(rows))
     assert len(notes) == 2
     assert "TARGET RATE NOT ACHIEVED: 20 of 100 scheduled" in notes[0] and "80 % short" in notes[0]
     assert "95 % of requests waited for a free user (the cap of 1 in flight)" in notes[1]
@@ -59,7 +67,7 @@ def test_an_on_time_client_gets_no_warning_and_failed_requests_count_as_sent() -
     f = rows[0]["rate"]
     assert f["sent"] == f["scheduled"] == 40 and f["shortfall"] == 0 and f["late"] == 0
     assert f["sched_e2e_p50_s"] == pytest.approx(0.501)
-    assert rate_notes(rows) == []
+    assert rate_notes(_typed(rows)) == []
 
 
 def test_closed_loop_rows_have_no_rate_figures() -> None:
@@ -68,7 +76,7 @@ def test_closed_loop_rows_have_no_rate_figures() -> None:
     closed = {"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": S + 5}
     add_rate(rows, [closed], frame_of([]), {})
     assert [r["rate"] for r in rows] == [None, None] and rows[1]["label"] == "C=8"
-    assert rate_notes(rows) == [] and rate_table_rows(rows) == []
+    assert rate_notes(_typed(rows)) == [] and rate_table_rows(rows) == []
 
 
 def test_pool_wait_is_named_as_the_pool() -> None:
@@ -80,7 +88,7 @@ def test_pool_wait_is_named_as_the_pool() -> None:
     e["concurrency"] = 5
     add_rate(rows, [e], frame_of(recs), {})
     assert rows[0]["rate"]["late"] == 45 and rows[0]["rate"]["late_free_user"] == 0
-    (note,) = rate_notes(rows)  # all sent (late): no shortfall warning, a wait warning
+    (note,) = rate_notes(_typed(rows))  # all sent (late): no shortfall warning, a wait warning
     assert "waited for a free user (the pool of 5 users (rate.pool))" in note
 
 
@@ -95,14 +103,14 @@ def test_late_with_a_user_free_is_the_client_not_the_cap() -> None:
     add_rate(rows, [{**ev(rate=2.0, cap=8), "concurrency": 8}], frame_of(recs), {})
     f = rows[0]["rate"]
     assert f["late"] == 1 and f["late_free_user"] == 1 and f["sent"] == f["scheduled"] == 12
-    (note,) = rate_notes(rows)
+    (note,) = rate_notes(_typed(rows))
     assert "8 % of requests were sent late (over 0.05 s) although a user was free" in note
     assert "fell behind its schedule" in note and "waited for a free user" not in note
     # the same lateness with every user busy (a cap of 2, both in flight: 1.2 s requests every 0.5 s) is a wait
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
     add_rate(rows, [{**ev(rate=2.0, cap=2), "concurrency": 2}], frame_of(recs), {})
     assert rows[0]["rate"]["late_free_user"] == 0
-    (note,) = rate_notes(rows)
+    (note,) = rate_notes(_typed(rows))
     assert "8 % of requests waited for a free user (the cap of 2 in flight)" in note
 
 
@@ -136,7 +144,7 @@ def test_the_reports_rate_figures_equal_the_record_by_record_oracle(tmp_path: Pa
     run = write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0.0, 5.0), ev, {"event": "load_end", "wall": T0 + 15},
                                            search, run_end(16.0)],
                     meta={"profile": {"name": "synthetic", "rate": {"seed": 3}}})
-    rep = build_report(run)
+    rep = build_report(run).as_dict()
     assert_same(oracle_report(run), rep, "report")  # every figure, rate and search included
     rows = rep["steps"]
     f = rows[1]["rate"]

@@ -63,7 +63,7 @@ def _run(root: Path, meta: dict[str, Any] | None = None) -> Path:
 
 @pytest.fixture
 def report(tmp_path: Path) -> dict[str, Any]:
-    return build_report(_run(tmp_path / "run-1"))
+    return build_report(_run(tmp_path / "run-1")).as_dict()
 
 
 def _cells(line: str) -> list[str]:
@@ -311,7 +311,7 @@ def test_no_steps_and_no_notes(report: dict[str, Any]) -> None:
 
 def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
     meta = {"simulator": {"preset": "demo", "time_scale": 0.1}}
-    rep = build_report(_run(tmp_path / "fast", meta))
+    rep = build_report(_run(tmp_path / "fast", meta)).as_dict()
     assert rep["time_scale"] == 0.1
     md = render_markdown(rep)
     assert "> **COMPRESSED TIME** (simulator time_scale = 0.1)" in md
@@ -501,7 +501,7 @@ def test_report_command_prints_the_summary_on_a_terminal(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     assert main([str(root)]) == 0
     out = capsys.readouterr().out
-    assert out == render_summary(build_report(root), str(root))
+    assert out == render_summary(build_report(root).as_dict(), str(root))
     assert main([str(root), "--full"]) == 0
     full = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
     assert full == (root / "report.md").read_text()  # the whole report, as plain Markdown text
@@ -558,14 +558,15 @@ def test_summary_settings_labels_stay_distinct(report: dict[str, Any]) -> None:
 
 def test_least_durations_round_up_with_separators() -> None:
     from harness.report.build import _steady_notes
+    from harness.report.model import StepRow
 
     iv = {"reason": None, "needed_window_s": 1612.2, "needed_duration_s": 52.128, "rel_halfwidth": 0.3,
           "batches": 10, "batch_s": 5.0, "duration_key": "steps.duration"}
     row = {"steady": True, "label": "C=4", "concurrency": 4, "littles_law_c": None, "hours_interval": iv,
            "hours": [{"n": 100_000, "token_check": "outside", "token_hours": 1234.5, "hours": 2000.4,
                       "hours_low": 1500.2, "hours_high": None}]}
-    notes = _steady_notes(row)
+    notes = _steady_notes(StepRow.model_validate(row))
     assert "~1,613 s: set steps.duration to ≥ 53 s." in notes[0]
     assert "(1,234 h for N=100,000)" in notes[1] and "(2,000 h, 1,500–∞ h)" in notes[1]
     row["hours_interval"] = {**iv, "reason": "too few batches", "needed_duration_s": 52.0}
-    assert "lengthen steps.duration to ≥ 52 s." in _steady_notes(row)[0]
+    assert "lengthen steps.duration to ≥ 52 s." in _steady_notes(StepRow.model_validate(row))[0]

@@ -116,7 +116,7 @@ def test_slice_bounds() -> None:
 
 
 def test_declining_throughput_is_flagged_with_the_true_slope_inside(tmp_path: Path) -> None:
-    rep = build_report(soak_run(tmp_path / "run", declining))
+    rep = build_report(soak_run(tmp_path / "run", declining)).as_dict()
     row = rep["steps"][0]
     assert row["steady"] and row["window_s"] == pytest.approx(3600.0)
     assert rep["slice_s"] == SLICE_S and len(row["slices"]) == 12
@@ -133,7 +133,7 @@ def test_declining_throughput_is_flagged_with_the_true_slope_inside(tmp_path: Pa
 
 
 def test_flat_series_is_not_flagged(tmp_path: Path) -> None:
-    rep = build_report(soak_run(tmp_path / "run", lambda t: 500.0))
+    rep = build_report(soak_run(tmp_path / "run", lambda t: 500.0)).as_dict()
     row = rep["steps"][0]
     assert len(row["slices"]) == 12
     assert all(d is not None and not d["flagged"] for d in row["drift"].values())
@@ -144,7 +144,7 @@ def test_flat_series_is_not_flagged(tmp_path: Path) -> None:
 
 def test_slice_figures_equal_direct_computations(tmp_path: Path) -> None:
     run = soak_run(tmp_path / "run", declining)
-    rep = build_report(run)
+    rep = build_report(run).as_dict()
     records = [RequestResult.from_record(r) for r in soak_records(declining)]
     main = frame_of(records)
     row = rep["steps"][0]
@@ -186,7 +186,7 @@ def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
     records = [rec("u0", 1, t, 700.0, ttft=50.0, tokens=7000) for t in (0.0, 700.0, 1400.0, 2100.0, 2800.0)]
     run = write_run(tmp_path / "run", records, [phase("step", 1, 1, 0.0, 3500.0), run_end(3500.0)],
                     {"profile": {"report": {"slice_s": 300.0}}})
-    rep = build_report(run)
+    rep = build_report(run).as_dict()
     slices = rep["steps"][0]["slices"]
     assert len(slices) == 9  # window [700, 3500)
     main = frame_of(records)
@@ -205,9 +205,10 @@ def test_requests_spanning_several_slices_count_in_each(tmp_path: Path) -> None:
 
 
 def test_short_steps_get_no_slices_and_no_section(tmp_path: Path) -> None:
-    rep = build_report(soak_run(tmp_path / "two", declining, slice_s=1800.0))  # exactly 2 slices: no drift test
+    # exactly 2 slices: no drift test
+    rep = build_report(soak_run(tmp_path / "two", declining, slice_s=1800.0)).as_dict()
     row = rep["steps"][0]
     assert len(row["slices"]) == 2 and all(d is None for d in row["drift"].values())
     assert "## Soak" not in render_markdown(rep)
-    rep = build_report(soak_run(tmp_path / "one", declining, slice_s=2000.0))  # 1.8 slices: none
+    rep = build_report(soak_run(tmp_path / "one", declining, slice_s=2000.0)).as_dict()  # 1.8 slices: none
     assert rep["steps"][0]["slices"] == [] and "## Soak" not in render_markdown(rep)

@@ -48,7 +48,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def report(run_dir: Path) -> dict[str, Any]:
-    return json.loads(json.dumps(build_report(run_dir)))  # as report.json holds it
+    return json.loads(build_report(run_dir).to_json())  # as report.json holds it
 
 
 def _flagged(rep: dict[str, Any]) -> dict[str, Any]:

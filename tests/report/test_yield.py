@@ -48,7 +48,7 @@ def _mixed_run(root: Path, meta: dict[str, Any] | None = None) -> Path:
 
 @pytest.fixture
 def report(tmp_path: Path) -> dict[str, Any]:
-    return build_report(_mixed_run(tmp_path / "run"))
+    return build_report(_mixed_run(tmp_path / "run")).as_dict()
 
 
 def test_prompt_table_counts_every_request_of_a_class(report: dict[str, Any]) -> None:
@@ -80,7 +80,7 @@ def test_a_prompt_without_its_own_cap_names_the_request_default(tmp_path: Path) 
     profile = {**PROFILE, "prompts": [{"id": "guide", "text": "g"}]}
     recs = [_guide("u1", 0, 10 * i, 10) for i in range(3)]
     rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 30), run_end(30)],
-                                 {"profile": profile}))
+                                 {"profile": profile})).as_dict()
     assert any("raise request.max_tokens (or give the prompt its own prompts[].max_tokens)." in n
                for n in rep["notes"])
 
@@ -91,7 +91,7 @@ def test_low_confidence_hint_blames_max_tokens_not_the_duration(tmp_path: Path) 
     recs += [_guide(f"u{u}", 1, 100 + 5 * i, 5, concurrency=2) for u in (1, 2) for i in range(20)]
     rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 100),
                                                         phase("step", 1, 2, 100, 100), run_end(200)],
-                                 {"profile": PROFILE}))
+                                 {"profile": PROFILE})).as_dict()
     single, c2 = rep["steps"]
     for r in (single, c2):
         assert r["low_confidence"] == "0 usable completions in the window (< 10)"
@@ -127,7 +127,7 @@ def test_failed_usable_checks_are_named(tmp_path: Path) -> None:
     recs = [rec("u1", 0, 10 * i, 10, prompt_id="quick", usable=i % 2 == 0,
                 usable_reason=None if i % 2 == 0 else "json") for i in range(6)]
     rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 60), run_end(60)],
-                                 {"profile": PROFILE}))
+                                 {"profile": PROFILE})).as_dict()
     (quick,) = rep["prompts"]
     assert quick["usable_reasons"] == {"json": 3} and quick["usable_pct"] == 50.0  # the prompt: every request
     # the step: its sample, the requests that ended in the steady window (10, 60): i = 1..4, two of them json
@@ -159,7 +159,7 @@ def test_hidden_reasoning_is_counted_and_noted(tmp_path: Path) -> None:
                 reasoning_chunks=0, answer_chunks=100, hidden_reasoning=True) for i in range(3)]
     recs.append(rec("u1", 0, 36, 12, ttft=2, tokens=500, prompt_id="quick"))  # reasoning streamed
     rep = build_report(write_run(tmp_path / "r", recs, [phase("single", 0, 1, 0, 60), run_end(60)],
-                                 {"profile": PROFILE}))
+                                 {"profile": PROFILE})).as_dict()
     row = rep["steps"][0]
     # the step's sample = the requests that ended in the window (12, 60): 2 hidden + 1 streamed, 10 s of decode each
     assert (row["hidden_reasoning"], row["hidden_reasoning_share"]) == (2, 2 / 3)
@@ -182,7 +182,7 @@ def _hours_row(md: str) -> dict[str, str]:
 
 def test_cost_per_million_tokens_per_usable_and_to_n(tmp_path: Path) -> None:
     meta = {"profile": {**PROFILE, "cost": {"gpu_hour_usd": 2.5, "gpus": 8}}}
-    rep = build_report(_mixed_run(tmp_path / "run", meta), n=[1000, 100_000])
+    rep = build_report(_mixed_run(tmp_path / "run", meta), n=[1000, 100_000]).as_dict()
     assert rep["cost_usd_per_hour"] == 20.0
     c2 = rep["steps"][1]
     cost = c2["cost"]
@@ -213,7 +213,7 @@ def test_cost_per_million_tokens_per_usable_and_to_n(tmp_path: Path) -> None:
 
 def test_cost_flat_price_compressed_time_and_bad_price(tmp_path: Path) -> None:
     meta = {"profile": {**PROFILE, "cost": {"hour_usd": 10.0}}, "simulator": {"preset": "demo", "time_scale": 0.5}}
-    rep = build_report(_mixed_run(tmp_path / "fast", meta), n=[1000])
+    rep = build_report(_mixed_run(tmp_path / "fast", meta), n=[1000]).as_dict()
     c2 = rep["steps"][1]
     real = c2["real_time"]
     assert real["cost"]["usd_per_1k_usable"] == pytest.approx(real["hours"][0]["hours"] * 10.0)
@@ -221,11 +221,11 @@ def test_cost_flat_price_compressed_time_and_bad_price(tmp_path: Path) -> None:
     assert real["cost"]["usd_per_1k_usable"] == pytest.approx(c2["cost"]["usd_per_1k_usable"] / 0.5)
     assert real["hours"][0]["usd"] == pytest.approx(c2["hours"][0]["usd"] / 0.5)
     assert real["cost"]["usd_per_1m_output_tokens"] == pytest.approx(c2["cost"]["usd_per_1m_output_tokens"] / 0.5)
-    plain = build_report(_mixed_run(tmp_path / "plain"))
+    plain = build_report(_mixed_run(tmp_path / "plain")).as_dict()
     assert plain["cost_usd_per_hour"] is None and plain["steps"][1]["cost"] is None
     assert "usd" not in plain["steps"][1]["hours"][0]
     assert "$ / 1M out tok" not in render_markdown(plain)
-    bad = build_report(_mixed_run(tmp_path / "bad", {"profile": {**PROFILE, "cost": {"gpus": 8}}}))
+    bad = build_report(_mixed_run(tmp_path / "bad", {"profile": {**PROFILE, "cost": {"gpus": 8}}})).as_dict()
     assert bad["cost_usd_per_hour"] is None
     assert any(n.startswith("run.json: profile.cost is not usable (gpus needs gpu_hour_usd") for n in bad["notes"])
 
@@ -233,5 +233,5 @@ def test_cost_flat_price_compressed_time_and_bad_price(tmp_path: Path) -> None:
 def test_records_without_usable_reason_are_still_explained(tmp_path: Path) -> None:
     old = rec("u1", 0, 0, 10, truncated=True)  # an older record: usable false, no usable_reason
     failed = rec("u1", 0, 10, 10, ok=False)
-    rep = build_report(write_run(tmp_path / "r", [old, failed], [phase("single", 0, 1, 0, 20), run_end(20)]))
+    rep = build_report(write_run(tmp_path / "r", [old, failed], [phase("single", 0, 1, 0, 20), run_end(20)])).as_dict()
     assert rep["prompts"][0]["usable_reasons"] == {"error": 1, "truncated": 1}

@@ -81,7 +81,7 @@ def dom_row(view: Any, label: str) -> bool:
 def check_view_against_records(view: Any, run_dir: Path) -> dict[str, Any]:
     """Every compared figure of every step row on the page = the report engine's over the final records (1 %),
     and one independent check straight from records.jsonl (C=2: completed count and TTFT p50 of its window)."""
-    rep = build_report(run_dir)
+    rep = build_report(run_dir).as_dict()
     rows = rep["steps"]
     assert [r["label"] for r in rows] == ["single", "C=2", "C=4"], [r["label"] for r in rows]
     diffs = {}

@@ -72,7 +72,7 @@ def _client(run_dir: Path, monkeypatch: pytest.MonkeyPatch, deny: bool = False) 
 def test_data_json_is_the_reports_rows(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _ui, c = _client(run_dir, monkeypatch)
     d = c.get("/llm/data.json").get_json()
-    rep = build_report(run_dir)
+    rep = build_report(run_dir).as_dict()
     assert d["error"] is None and d["run"]["run_id"] == rep["run_id"]
     assert [r["label"] for r in d["steps"]] == [r["label"] for r in rep["steps"]]
     for got, want in zip(d["steps"], rep["steps"], strict=True):
@@ -86,7 +86,7 @@ def test_data_json_carries_the_phase_tok_s_as_report_json(run_dir: Path, monkeyp
     """Reasoning and answer tok/s of every step: in the view's JSON as in report.json, summing to output tok/s."""
     _ui, c = _client(run_dir, monkeypatch)
     d = c.get("/llm/data.json").get_json()
-    rep = json.loads(json.dumps(build_report(run_dir)))  # as report.json holds it
+    rep = json.loads(json.dumps(build_report(run_dir).as_dict()))  # as report.json holds it
     assert d["steps"]
     for got, want in zip(d["steps"], rep["steps"], strict=True):
         for k in ("output_tps", "output_tps_reasoning", "output_tps_answer"):
@@ -96,7 +96,7 @@ def test_data_json_carries_the_phase_tok_s_as_report_json(run_dir: Path, monkeyp
 
 def test_token_means_are_the_latency_samples(run_dir: Path) -> None:
     """The one assembled value: the request-weighted mean over by_finish_reason = the mean over the row's sample."""
-    rep = build_report(run_dir)
+    rep = build_report(run_dir).as_dict()
     recs = [r for r in read_records(run_dir) if r.phase != "warmup" and r.step >= 0]
     for row in rep["steps"]:
         sample = latency_sample(recs, row["step"], row["steady"], row["window_start_wall"], row["window_end_wall"])
@@ -142,7 +142,7 @@ def test_page_and_locust_tab(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
     c.get("/llm/data.json")  # fills the cache
     body = json.loads(c.get("/stats/requests").data)
     rows = body["extended_stats"][0]["data"]
-    rep = build_report(run_dir)
+    rep = build_report(run_dir).as_dict()
     # labels keep the report's † / ‡ marks (the tab used to drop ‡): the catalogue's label text of each step
     assert [r["label"] for r in rows[:-1]] == [label_text(r) for r in rep["steps"]]
     assert any("‡" in r["label"] for r in rows[:-1])  # the demo run has low-confidence steps
@@ -230,7 +230,7 @@ def test_web_login_without_credentials_refuses(monkeypatch: pytest.MonkeyPatch) 
 
 def _live_report(run_dir: Path) -> dict[str, Any]:
     """The demo run's report as a report of that run while it was still going (status running, no run_end)."""
-    rep = build_report(run_dir)
+    rep = build_report(run_dir).as_dict()
     return {**rep, "status": "running",
             "notes": ["INTERRUPTED RUN (no run_end event). Figures cover only what was recorded.", "other note"]}
 
@@ -247,7 +247,7 @@ def test_live_run_is_in_progress_not_interrupted(run_dir: Path) -> None:
     d = payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", stop)
     assert d["run"]["status"] == "writing_report" and d["state"] == "stopping"
     assert payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", None)["run"]["status"] == "stopping"
-    done = Entry(report=build_report(run_dir))  # recorded: the report's own status and notes, rows final
+    done = Entry(report=build_report(run_dir).as_dict())  # recorded: the report's own status and notes, rows final
     d = payload(RunDirs(None, (run_dir,), "finished"), done, run_dir, [], "/llm")
     assert d["run"]["status"] == done.report["status"] and d["run"]["notes"] == done.report["notes"]
     assert not any(r["provisional"] for r in d["steps"])
@@ -263,7 +263,7 @@ def test_cache_takes_the_written_report_at_once(run_dir: Path, tmp_path: Path) -
         e = cache.entry(d)
         e.report, e.started_at, e.compute_s = _live_report(d), 1e12, 10.0  # fresh for a long while: no recompute
         assert cache.get(d).report["status"] == "running"  # no report.json yet
-        final = build_report(d)
+        final = build_report(d).as_dict()
         (d / "report.json").write_text(json.dumps(final))
         assert cache.get(d).report["status"] == final["status"] != "running"
         assert e.job is None
