@@ -10,7 +10,9 @@ Each generator returns Markdown (newline-terminated) built from the definition i
 * :func:`record_fields_markdown`: the request record's fields (:func:`harness.result.records_markdown`);
 * :func:`prometheus_metrics_markdown`: the exporter's metric families (:func:`harness.catalogue.markdown_table`);
 * :func:`report_figures_markdown`: the report's figure definitions (today :data:`harness.report.build.DEFINITIONS`
-  and :data:`harness.report.compare.DEFINITIONS`; the one place to switch to a figure catalogue).
+  and :data:`harness.report.compare.DEFINITIONS`; the one place to switch to a figure catalogue);
+* :func:`terms_markdown`: the field's terms (TTFT, TPOT, steady state, goodput, ...), from
+  :data:`harness.terms.TERMS`, each linked to the report-figure topics that define the figures built on it.
 
 A page of ``docs/`` asks for one with a line ``<!-- generated: NAME -->`` (NAME a key of :data:`GENERATORS`);
 :func:`expand` replaces those lines, and the mkdocs hook ``scripts/mkdocs_hooks.py`` calls it on every page at
@@ -37,6 +39,7 @@ from pydantic_core import PydanticUndefined
 __all__ = [
     "GENERATORS",
     "MARKER",
+    "REPORT_FIGURES_PAGE",
     "cli_help_texts",
     "cli_markdown",
     "expand",
@@ -47,6 +50,7 @@ __all__ = [
     "prometheus_metrics_markdown",
     "record_fields_markdown",
     "report_figures_markdown",
+    "terms_markdown",
 ]
 
 #: A line of a docs page that the generator NAME replaces: ``<!-- generated: NAME -->``.
@@ -274,6 +278,36 @@ def report_figures_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+#: The page of ``docs/reference/`` that holds the report figures' definitions (``### <topic>`` headings).
+REPORT_FIGURES_PAGE = "report-figures.md"
+
+
+def terms_markdown() -> str:
+    """The metric-definitions page's body: :data:`harness.terms.INTRO`, then one table row per term of
+    :data:`harness.terms.TERMS` (term, definition, record fields, links to the report-figure topics that define the
+    figures built on it).
+
+    Raises:
+        KeyError: a term names a topic that :data:`harness.report.catalogue.TOPICS` does not have.
+    """
+    from harness.report.catalogue import TOPICS
+    from harness.terms import INTRO, TERMS
+
+    out = [INTRO, "",
+           "Declared once in `harness/terms.py` (this table is generated from it). Where a report figure is computed "
+           "from a term, the last column links that figure's exact rule in [Report figures](report-figures.md) "
+           "(declared once in `harness/report/catalogue.py`); the term's text does not repeat it.", "",
+           "| term | definition | record field(s) | report figures |", "|---|---|---|---|"]
+    for t in TERMS:
+        unknown = [k for k in t.topics if k not in TOPICS]
+        if unknown:
+            raise KeyError(f"term {t.name!r}: no report topic {unknown} (harness/report/catalogue.py TOPICS)")
+        fields = ", ".join(f"`{f}`" for f in t.fields) or "-"
+        topics = ", ".join(f"[{k}]({REPORT_FIGURES_PAGE}#{k})" for k in t.topics) or "-"
+        out.append(f"| {_cell(t.title)} | {_cell(t.definition)} | {fields} | {topics} |")
+    return "\n".join(out) + "\n"
+
+
 #: The generators a docs page can ask for by name (``<!-- generated: NAME -->``).
 GENERATORS: dict[str, Callable[[], str]] = {
     "locust-options": locust_options_markdown,
@@ -282,6 +316,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "record-fields": record_fields_markdown,
     "prometheus-metrics": prometheus_metrics_markdown,
     "report-figures": report_figures_markdown,
+    "metric-terms": terms_markdown,
 }
 
 

@@ -1,8 +1,9 @@
 """Chunk interpreter: SSE payloads with arrival times in, a classified :class:`RequestResult` out.
 
 Pure: no sockets, no Locust, no clock reads (times are passed in, seconds since the request was sent).
-This module *is* the metric definitions of the docs (``docs/reference/metric-definitions.md``); change one
-there, change it here, and the stream-case tests in ``tests/test_interpret.py`` say whether the two still agree.
+This module *is* the metric definitions of the docs (:data:`harness.terms.TERMS`, rendered as
+``docs/reference/metric-definitions.md``); change one there, change it here, and the stream-case tests in
+``tests/test_interpret.py`` say whether the two still agree.
 """
 
 from __future__ import annotations

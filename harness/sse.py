@@ -1,7 +1,7 @@
 """Incremental Server-Sent Events decoder (bytes in, event payloads out).
 
 A pure function of the bytes it is fed: no sockets, no clocks. It follows the WHATWG SSE parsing rules that
-matter for OpenAI-compatible streams (see "token-bearing chunk" in ``docs/reference/metric-definitions.md``):
+matter for OpenAI-compatible streams (see "token-bearing chunk" in :mod:`harness.terms`):
 
 * lines end in ``\\n``, ``\\r\\n`` or ``\\r``; a ``\\r\\n`` split across two reads is one line end;
 * ``data:`` with or without the space after the colon; several ``data:`` lines in one event are joined with

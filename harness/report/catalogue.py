@@ -16,7 +16,7 @@ itself (:func:`catalogue_json`). Adding a figure is one entry in :data:`FIGURES`
   label with its row's flags.
 * :data:`TOPICS`: the definition texts (the report's Formulas, ``report.json``'s ``definitions``); each figure
   names the topic that defines it (:attr:`Figure.topic`), so one text serves every figure it defines.
-* :func:`markdown_reference`: the metric-definitions reference page (key, header, unit, definition).
+* :func:`markdown_reference`: the report-figures reference page (key, header, unit, definition).
 
 Rows are read with :func:`value`, which takes today's dict rows and attribute-style typed rows alike.
 """
@@ -509,7 +509,7 @@ def catalogue_json() -> dict[str, dict[str, Any]]:
 
 
 def markdown_reference() -> str:
-    """The metric-definitions reference page (Markdown): a table of every figure (key, header, unit stored,
+    """The report-figures reference page (Markdown): a table of every figure (key, header, unit stored,
     unit shown, computed by) and then each topic's definition, with the figures it defines."""
     lines = ["# Report figures", "",
              "Every figure of a report row, as declared in `harness/report/catalogue.py` (generated from it). "
