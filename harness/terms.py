@@ -208,10 +208,10 @@ TERMS: tuple[Term, ...] = (
     ),
     Term(
         "steady-state window",
-        "the part of a step after the first wave of requests has been replaced, from ws (the latest end of each "
-        "user's first request ending after the step starts) to the end of the step. **One sample per step**: every "
-        "request (ok or not) that *ended* inside the window; every column of the step's row is over it, "
-        "success-only figures over its successes.",
+        "the part of a step after the first wave of requests has been replaced: from ws, the latest over the step's "
+        "users of the end of each one's first request ending after the step starts, to the end of the step. **One "
+        "sample per step**: every request (ok or not) that *ended* inside the window; every column of the step's "
+        "row is over it, success-only figures over its successes.",
         topics=("steady_window", "sample"),
     ),
     Term(
@@ -263,7 +263,7 @@ TERMS: tuple[Term, ...] = (
         "goodput",
         "with the profile's `slo`: the request throughput counting only the requests that meet every SLO given "
         "(req/s). Beside it, the **SLO met share** of each step's latency sample and the **SLO capacity** (the "
-        "highest concurrency whose steps all meet the SLOs).",
+        "highest concurrency all of whose steps reach the target SLO met share).",
         topics=("goodput", "slo_capacity"),
     ),
     Term(
