@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import html
 import io
 import os
 import re
@@ -203,11 +204,14 @@ def _field_default(info: FieldInfo) -> str:
     if info.default_factory is not None:
         value = info.default_factory()  # type: ignore[call-arg]
     elif info.default is PydanticUndefined:
-        return "required"
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        return str(extra.get("doc_default", "required"))  # a default the loader fills in (name: the file's stem)
     else:
         value = info.default
     if isinstance(value, BaseModel):
         return "(section defaults)"
+    if value == "":
+        return "empty"
     if value is None or value == {} or value == []:
         return "-" if value is None else f"`{value!r}`"
     return f"`{value!r}`" if not isinstance(value, str) else f"`{value}`"
@@ -216,11 +220,16 @@ def _field_default(info: FieldInfo) -> str:
 def profile_keys(model: type[BaseModel] | None = None, prefix: str = "") -> list[tuple[str, str, str, str]]:
     """Every key of a profile (default :class:`harness.config.Profile`), depth first in declaration order:
     (dotted key path, type, default, description). A list of sections is written ``key[].sub``; a key's name is
-    its YAML name (the field's alias when it has one)."""
+    its YAML name (the field's alias when it has one). A model whose written keys are not its fields (the ``slo``
+    section: ``<metric>_p<q>_s`` keys, read into ``ttft_s`` ... + ``target_share``) declares them as
+    ``WRITTEN_KEYS``: (key, type, default, description) rows, documented instead of its fields."""
     if model is None:
         from harness.config import Profile
 
         model = Profile
+    written = getattr(model, "WRITTEN_KEYS", None)
+    if written is not None:
+        return [(prefix + k, tp, default, _cell(desc)) for k, tp, default, desc in written]
     rows: list[tuple[str, str, str, str]] = []
     for name, info in model.model_fields.items():
         key = prefix + (info.alias or name)
@@ -320,6 +329,48 @@ GENERATORS: dict[str, Callable[[], str]] = {
 }
 
 
+#: A Sphinx role in a docstring-derived text: ``:mod:`harness.x``` or ``:class:`~harness.x.Y```.
+_ROLE = re.compile(r":(?:mod|class|func|meth|attr|data|exc|obj):`~?([^`]+)`")
+#: A code span (single backticks, or double backticks around text that holds one).
+_CODE_SPAN = re.compile(r"(``.+?``|`[^`]+`)")
+
+
+def _safe_code(span: str) -> str:
+    """A code span as HTML ``<code>`` when it holds a ``|`` (escaped ``\\|`` in a table cell would show its backslash
+    inside a Markdown code span), else unchanged."""
+    inner = span.strip("`").strip()
+    if "|" not in inner:
+        return span
+    inner = inner.replace("\\|", "|")
+    return "<code>" + html.escape(inner, quote=False).replace("|", "&#124;") + "</code>"
+
+
+def md_safe(markdown: str) -> str:
+    """Generated Markdown made safe to render: outside code spans and fenced blocks, ``<`` and ``>`` are escaped
+    (placeholders such as ``<metric>_p<q>_s`` or ``'<tokens> <count>'`` would otherwise be read as HTML tags and
+    vanish), Sphinx roles (``:mod:`x```) become code spans, and code spans holding ``|`` become ``<code>`` elements.
+    HTML comments (a line starting ``<!--``) and fenced code blocks are left as they are."""
+    out: list[str] = []
+    fenced = False
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            out.append(line)
+            continue
+        if fenced or line.lstrip().startswith("<!--"):
+            out.append(line)
+            continue
+        line = _ROLE.sub(lambda m: f"`{m.group(1)}`", line)
+        parts = _CODE_SPAN.split(line)
+        for i, part in enumerate(parts):
+            if i % 2:  # a code span
+                parts[i] = _safe_code(part)
+            else:
+                parts[i] = part.replace("<", "&lt;").replace(">", "&gt;")
+        out.append("".join(parts))
+    return "\n".join(out)
+
+
 def expand(markdown: str) -> str:
     """``markdown`` with every ``<!-- generated: NAME -->`` line replaced by ``GENERATORS[NAME]()``.
 
@@ -331,7 +382,7 @@ def expand(markdown: str) -> str:
         name = m.group(1)
         if name not in GENERATORS:
             raise KeyError(f"<!-- generated: {name} -->: no such generator (known: {', '.join(GENERATORS)})")
-        return GENERATORS[name]().rstrip("\n")
+        return md_safe(GENERATORS[name]()).rstrip("\n")
 
     return MARKER.sub(one, markdown)
 

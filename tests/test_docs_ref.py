@@ -47,10 +47,13 @@ def test_an_unknown_marker_fails() -> None:
 
 def test_a_marker_is_replaced_in_place() -> None:
     out = docs_ref.expand("a\n<!-- generated: prometheus-metrics -->\nb\n")
-    assert out == "a\n" + markdown_table() + "b\n"
+    assert out == "a\n" + docs_ref.md_safe(markdown_table()) + "b\n"
 
 
 def _all_profile_fields(model: type[BaseModel], prefix: str = "") -> set[str]:
+    written = getattr(model, "WRITTEN_KEYS", None)
+    if written is not None:  # a section whose written keys are not its fields (slo): those are documented
+        return {prefix + row[0] for row in written}
     keys = set()
     for name, info in model.model_fields.items():
         key = prefix + (info.alias or name)
@@ -68,7 +71,8 @@ def test_profile_keys_cover_every_field_of_the_models() -> None:
     keys = _table_keys(md)
     assert len(keys) == len(set(keys))
     assert set(keys) == _all_profile_fields(Profile)
-    for must in ("steps.concurrency", "prompts[].class", "rate.rates", "slo.ttft_s", "dataset.path"):
+    for must in ("steps.concurrency", "prompts[].class", "rate.rates", "slo.<ttft|ttfat|tpot|e2e>_p<q>_s",
+                 "dataset.path"):
         assert must in keys
 
 
@@ -76,14 +80,14 @@ def test_profile_keys_show_defaults_types_and_descriptions() -> None:
     rows = {k: (tp, d, desc) for k, tp, d, desc in docs_ref.profile_keys()}
     assert rows["steps.duration"][1] == "`600.0`" and rows["steps.duration"][2] == "seconds per step"
     assert rows["steps.concurrency"][1] == "`[8, 16, 32, 64]`"
-    assert rows["name"][1] == "required"
+    assert rows["name"][1] == "the file's stem"  # required by the model, filled in by load_profile()
     assert "'poisson'" in rows["rate.arrival"][0] and rows["rate.arrival"][1] == "`poisson`"
     assert rows["target"][2]  # a section's description: its docstring's first paragraph
 
 
 def test_profile_keys_have_descriptions() -> None:
     missing = [k for k, _, _, desc in docs_ref.profile_keys() if not desc]
-    assert not missing, f"add Field(description=...) in harness/config.py (or the section's model): {missing}"
+    assert not missing, f"add Field(description=...) in harness/config/ (or the section's model): {missing}"
 
 
 def test_locust_options_are_the_parsers_additions() -> None:
@@ -132,3 +136,30 @@ def test_main_prints_one_generator(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out == markdown_table()
     with pytest.raises(SystemExit):
         docs_ref.main(["nope"])
+
+
+def test_md_safe_keeps_placeholders_visible_and_pipes_in_code_clean() -> None:
+    md = docs_ref.md_safe("| `slo.<a|b>_p<q>_s` | `str \\| None` | x <metric>_p<q>_s -> s; :mod:`~harness.x.y` |")
+    assert "&lt;metric&gt;_p&lt;q&gt;_s -&gt; s" in md  # not an HTML tag the browser drops
+    assert "<code>slo.&lt;a&#124;b&gt;_p&lt;q&gt;_s</code>" in md and "<code>str &#124; None</code>" in md
+    assert "`harness.x.y`" in md and ":mod:" not in md
+    kept = "```text\n<run> a|b\n```\n<!-- generated: x -->"
+    assert docs_ref.md_safe(kept) == kept  # fenced blocks and comments untouched
+
+
+def test_every_generated_page_is_md_safe() -> None:
+    for name in docs_ref.GENERATORS:
+        page = docs_ref.expand(f"<!-- generated: {name} -->")
+        assert ":mod:`" not in page and ":class:`" not in page, name
+        page = re.sub(r"```.*?```|<code>.*?</code>", "", page, flags=re.S)
+        outside = "\n".join(docs_ref._CODE_SPAN.sub("", line) for line in page.split("\n"))  # per line, as md_safe
+        tags = re.findall(r".{0,20}<(?!!--|/?code>|br>)[a-z].{0,20}", outside)
+        assert not tags, (name, tags[:3])
+
+
+def test_profile_keys_document_the_written_slo_spelling() -> None:
+    rows = {k: (tp, default, desc) for k, tp, default, desc in docs_ref.profile_keys()}
+    assert "slo.<ttft|ttfat|tpot|e2e>_p<q>_s" in rows
+    assert not any(k in rows for k in ("slo.ttft_s", "slo.target_share"))  # the old spelling only as a note
+    assert "still read" in rows["slo.<ttft|ttfat|tpot|e2e>_p<q>_s"][2]
+    assert rows["name"][1] == "the file's stem" and rows["description"][1] == "empty"

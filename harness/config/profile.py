@@ -37,7 +37,8 @@ class Profile(_Model):
     """A validated profile. Build with :func:`load_profile`."""
 
     name: str = Field(
-        min_length=1, description="run name (run directory, records, Prometheus); the file's stem when not set"
+        min_length=1, description="run name (run directory, records, Prometheus); the file's stem when not set",
+        json_schema_extra={"doc_default": "the file's stem"},  # load_profile() sets it; the reference shows it
     )
     description: str = Field("", description="free text describing the profile")
     target: TargetSpec = Field(default_factory=TargetSpec)

@@ -65,7 +65,10 @@ class SimulatorSpec(_Model):
 
     preset: str = Field("demo", description="the simulator's performance and length model (llmload sim serve --preset)")
     flavour: str = Field("vllm", description="the server the simulator imitates (llmload sim serve --flavour)")
-    time_scale: float = Field(1.0, gt=0, description="simulated time per real second: 0.05 runs at 1/20 of real time")
+    time_scale: float = Field(
+        1.0, gt=0, description="wall seconds per simulated second: every simulated duration is multiplied by it "
+        "(0.05 runs at 1/20 of real time); the report also gives real-time equivalents"
+    )
     seed: int = Field(0, description="seed of the simulator's output-length, acceptance and fault draws")
     model: str = Field("sim-reasoner", description="the model id the simulator serves")
     args: list[str] = Field(

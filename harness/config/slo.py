@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
@@ -63,6 +63,17 @@ class SloSpec(_Model):
     Raises (at validation): keys of both spellings, percentiles that differ, a percentile outside (0, 100], a
     threshold that is not a number of seconds > 0.
     """
+
+    #: The keys a profile writes (documented in the profile-keys reference instead of the fields below, which are
+    #: the section's read and serialised form): (key, type, default, description).
+    WRITTEN_KEYS: ClassVar[tuple[tuple[str, str, str, str], ...]] = (
+        ("<ttft|ttfat|tpot|e2e>_p<q>_s", "float", "-",
+         "latency SLO, seconds (TPOT: seconds per token), > 0, at least one; every key names the same q (0 < q ≤ 100): "
+         "the percent of a step's requests that must meet all of them together for its concurrency to count within "
+         "the SLOs (ttft_p95_s: 2 = 95 % of requests within 2 s). The older spelling ttft_s / ttfat_s / tpot_s / "
+         "e2e_s + target_share (0.95) is still read, with a deprecation warning, and is how run.json and report.json "
+         "store the section"),
+    )
 
     ttft_s: float | None = Field(None, gt=0, description="TTFT at most this many seconds")
     ttfat_s: float | None = Field(None, gt=0, description="TTFAT at most this many seconds")
