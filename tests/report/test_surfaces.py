@@ -21,8 +21,10 @@ import pytest
 
 from harness.report import fmt
 from harness.report.build import build_report
-from harness.report.catalogue import FIGURES, Flag, group_header, hours_header, hours_text, label_text
+from harness.report.catalogue import FIGURES, LABEL_FLAGS, Flag, group_header, hours_header, hours_text, label_text
+from harness.report.diagnosis import hidden_reasoning_notes
 from harness.report.html import render_html
+from harness.report.model import StepRow
 from harness.report.render import STEP_COLUMNS, render_markdown
 from harness.report.summary import SUMMARY_KEYS, render_summary
 from harness.webui.cache import Entry
@@ -52,8 +54,9 @@ def report(run_dir: Path) -> dict[str, Any]:
 
 
 def _flagged(rep: dict[str, Any]) -> dict[str, Any]:
-    """The demo report with every flag present: a NOT steady step, a STARVED step, hours with an interval, hours
-    without usable completions, compressed time."""
+    """The demo report with every flag present: a NOT steady step, a STARVED step, a low-confidence step with hidden
+    reasoning (and the report's note on it), hours with an interval, hours without usable completions, compressed
+    time."""
     rep = copy.deepcopy(rep)
     s = rep["steps"]
     s[1].update(steady=False, not_steady_reason="the first wave ended after the step", low_confidence=None)
@@ -61,6 +64,8 @@ def _flagged(rep: dict[str, Any]) -> dict[str, Any]:
     s[2]["hours"][0].update(hours_low=11.04, hours_high=15.93)
     s[3]["hours"][0].update(hours_low=7.5, hours_high=None)
     s[4]["hours"][0].update(hours=None, hours_low=None, hours_high=None)
+    s[3].update(hidden_reasoning=20, hidden_reasoning_share=20 / s[3]["completed"])
+    rep["notes"] += hidden_reasoning_notes([StepRow.model_validate(s[3])], Flag.HIDDEN_REASONING.glyph)
     rep["time_scale"] = 10.0
     return rep
 
@@ -195,7 +200,8 @@ def test_flags_read_the_same_on_every_surface(report: dict[str, Any], run_dir: P
         assert dagger in labels, name
         for r in rep["steps"]:
             if r.get("low_confidence") and r["steady"]:
-                assert f"{r['label']} {Flag.LOW_CONFIDENCE.glyph}" in labels, (name, r["label"])
+                assert label_text(r).startswith(f"{r['label']} {Flag.LOW_CONFIDENCE.glyph}"), r["label"]
+                assert label_text(r) in labels, (name, r["label"])
     # STARVED and compressed time: the same word on every surface that shows them
     glyph = Flag.STARVED.glyph
     assert f"Client {glyph} at {starved['label']}" in s["md"] and f"Client {glyph} at {starved['label']}" in \
@@ -205,6 +211,36 @@ def test_flags_read_the_same_on_every_surface(report: dict[str, Any], run_dir: P
         assert Flag.COMPRESSED_TIME.glyph in s[name], name
     assert any(Flag.COMPRESSED_TIME.glyph in b for b in s["web"]["banners"])
     assert not any(Flag.COMPRESSED_TIME.glyph in b for b in _surfaces(report, run_dir)["web"]["banners"])
+
+
+def test_hidden_reasoning_reads_the_same_on_every_surface(report: dict[str, Any], run_dir: Path) -> None:
+    """A step with hidden reasoning carries the flag's glyph after its label (after its ‡) on every surface, and
+    every surface that shows the report's notes explains it with the same glyph; a step without it carries none."""
+    assert Flag.HIDDEN_REASONING in LABEL_FLAGS and Flag.HIDDEN_REASONING.glyph not in report["steps"][3]["label"]
+    rep = _flagged(report)
+    s = _surfaces(rep, run_dir)
+    hidden = rep["steps"][3]
+    glyph = Flag.HIDDEN_REASONING.glyph
+    want = f"{hidden['label']} {Flag.LOW_CONFIDENCE.glyph} {glyph}"
+    assert label_text(hidden) == want and label_text(report["steps"][3]) == f"{hidden['label']} " \
+        f"{Flag.LOW_CONFIDENCE.glyph}"
+    html_rows = _html_rows(s["html"])
+    shown = {"md": [r["step"] for r in _md_tables(s["md"], "Per step")[0]],
+             "html": [row[0] for row in html_rows if row],
+             "terminal": [c[0] for c in _term_rows(s["terminal"])],
+             "web": [r["display"]["label"] for r in s["web"]["steps"]],
+             "tab": [r["label"] for r in s["tab"]]}
+    for name, labels in shown.items():
+        assert want in labels, (name, labels)
+        assert {lb for lb in labels if glyph in lb} == {want}, name  # only the step that has it (every table)
+    hours = next(t for t in _md_tables(s["md"], "Hours to N usable samples"))
+    assert [r["step"] for r in hours if glyph in r["step"]] == [want]
+    note = next(n for n in rep["notes"] if "HIDDEN REASONING" in n)
+    assert note.startswith(f"{glyph} HIDDEN REASONING") and f"{hidden['label']} 20 of" in note
+    web_notes = json.dumps(s["web"], ensure_ascii=False)
+    for name, text in (("md", s["md"]), ("terminal", s["terminal"]), ("html", html_mod.unescape(s["html"])),
+                       ("web", web_notes)):
+        assert f"{glyph} HIDDEN REASONING" in text, name
 
 
 def test_report_json_keeps_raw_numbers_and_carries_the_catalogue(report: dict[str, Any]) -> None:
