@@ -20,8 +20,20 @@ from typing import Any
 import pytest
 
 from harness.report import fmt
+from harness.report.axes import setting_rows
 from harness.report.build import build_report
-from harness.report.catalogue import FIGURES, LABEL_FLAGS, Flag, group_header, hours_header, hours_text, label_text
+from harness.report.catalogue import (
+    FIGURES,
+    LABEL_FLAGS,
+    Flag,
+    display,
+    group_header,
+    hours_header,
+    hours_text,
+    label_text,
+    row_flags,
+    with_flags,
+)
 from harness.report.diagnosis import hidden_reasoning_notes
 from harness.report.html import render_html
 from harness.report.model import StepRow
@@ -260,3 +272,19 @@ def test_report_json_keeps_raw_numbers_and_carries_the_catalogue(report: dict[st
     tpot = report["steps"][1]["tpot_mean_s"]
     assert 0.001 < tpot < 1.0  # seconds in report.json; every surface shows ms
     assert FIGURES["tpot_mean_s"].text(tpot) == fmt.sig3(tpot * 1000.0)
+
+
+def test_settings_rows_carry_the_step_flags(report: dict[str, Any]) -> None:
+    """The sweep-axes table marks each setting row's C with its step row's flags (§ hidden reasoning included), as
+    the per-step table marks the label."""
+    rep = _flagged(report)
+    for r in rep["steps"]:
+        r["setting"] = "thinking=on"
+    rep["settings"] = setting_rows(rep["steps"])
+    rows = _md_tables(render_markdown(rep), "Settings (sweep axes)")[0]
+    steps = [r for r in rep["steps"] if r["phase"] == "step"]
+    assert len(rows) == len(steps) >= 4
+    for row, step in zip(rows, steps, strict=True):
+        assert row[FIGURES["concurrency"].header] == with_flags(display(step, "concurrency"), row_flags(step))
+    hidden = next(row for row, step in zip(rows, steps, strict=True) if step["hidden_reasoning"])
+    assert hidden[FIGURES["concurrency"].header].endswith(f" {Flag.HIDDEN_REASONING.glyph}")
