@@ -288,3 +288,28 @@ def test_settings_rows_carry_the_step_flags(report: dict[str, Any]) -> None:
         assert row[FIGURES["concurrency"].header] == with_flags(display(step, "concurrency"), row_flags(step))
     hidden = next(row for row, step in zip(rows, steps, strict=True) if step["hidden_reasoning"])
     assert hidden[FIGURES["concurrency"].header].endswith(f" {Flag.HIDDEN_REASONING.glyph}")
+
+
+def test_chart_points_carry_the_catalogues_marks(report: dict[str, Any]) -> None:
+    """report.html's charts mark a point with its row's flags by their catalogue glyphs (§ hidden reasoning, STARVED;
+    not the charts' former own ``*``), and the caption explains each."""
+    from harness.report import charts
+    from harness.report.model import Report
+
+    rows = Report.model_validate(_flagged(report)).steps
+    marks: list[str] = []
+
+    class Ax:
+        def annotate(self, text: str, *args: Any, **kwargs: Any) -> None:
+            marks.append(text)
+
+    for r in rows:
+        before = len(marks)
+        charts._flag(Ax(), 1.0, 1.0, r)  # type: ignore[arg-type]
+        got = marks[before:]
+        want = [f.glyph for f in row_flags(r) if f in LABEL_FLAGS or f is Flag.STARVED]
+        assert got == ([" ".join(want)] if want else []), (r.label, got)
+    assert f"{Flag.LOW_CONFIDENCE.glyph} {Flag.HIDDEN_REASONING.glyph}" in marks and Flag.STARVED.glyph in marks
+    assert "*" not in "".join(marks)
+    for f in (*LABEL_FLAGS, Flag.STARVED):
+        assert f.named in charts._MARKS, f
