@@ -20,7 +20,7 @@ SETTING_ROW_KEYS = (
     "setting", "step", "concurrency", "steady", "completed", "ttft_p50_s", "ttfat_p50_s", "tpot_p50_s",
     "e2e_p50_s", "mean_reasoning_tokens", "mean_answer_tokens", "mean_output_tokens", "usable_share",
     "truncated_pct", "output_tps", "request_rate", "n", "hours", "hours_low", "hours_high", "usd", "real_hours",
-    "real_usd", "low_confidence", "client_starved",
+    "real_usd", "low_confidence", "client_starved", "hidden_reasoning",
 )
 
 #: The keys copied as they are from the step row.
@@ -39,7 +39,8 @@ def setting_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         ``mean_answer_tokens`` over the sample's successful requests), and its first hours-to-N entry (``n``,
         ``hours`` with its 95 % prediction interval ``hours_low`` / ``hours_high``, ``usd`` its cost or None
         without a price; ``real_hours`` / ``real_usd`` the same in real time when the run was time-compressed,
-        else None; ``low_confidence`` / ``client_starved`` the step row's flags). ``[]`` when no load step has a
+        else None; ``low_confidence`` / ``client_starved`` / ``hidden_reasoning`` the step row's flags, read by
+        :func:`harness.report.catalogue.row_flags`). ``[]`` when no load step has a
         setting (a run without ``axes:``).
     """
     steps = sorted((r for r in rows if r.get("phase") == "step" and r.get("setting") is not None),
@@ -60,6 +61,7 @@ def setting_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "real_usd": real.get("usd"),
             "low_confidence": row.get("low_confidence"),
             "client_starved": row.get("client_starved"),
+            "hidden_reasoning": row.get("hidden_reasoning") or 0,
         })
     out.sort(key=lambda r: (order.index(r["setting"]), r["step"]))
     return out

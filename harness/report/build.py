@@ -19,7 +19,7 @@ from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.config import DEFAULT_SLICE_S, SloSpec
 from harness.report import fmt
 from harness.report.axes import setting_rows
-from harness.report.catalogue import TOPICS, catalogue_json
+from harness.report.catalogue import TOPICS, Flag, catalogue_json
 from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary, without_gaps
 from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, prompt_rows
@@ -386,7 +386,7 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
     report = Report.model_validate(_finite(rep))
     steps = report.steps  # the notes read the typed figures, as every surface does
     notes = _notes(run, report, figs.unplaced) + rate_notes(steps)
-    notes += prompt_notes(report.prompts, profile) + hidden_reasoning_notes(steps)
+    notes += prompt_notes(report.prompts, profile) + hidden_reasoning_notes(steps, Flag.HIDDEN_REASONING.glyph)
     if settings.cost_problem:
         notes.append(settings.cost_problem)
     notes += drift_notes(steps)

@@ -11,9 +11,9 @@ itself (:func:`catalogue_json`). Adding a figure is one entry in :data:`FIGURES`
   US$, count); a figure's :attr:`Figure.display_unit` may differ (TPOT: s stored, ms shown; error rate: share
   stored, % shown), converted by :data:`CONVERSIONS`.
 * :class:`Format`: one formatter per kind of display (the helpers of :mod:`harness.report.fmt`).
-* :class:`Flag`: the marks a value or row carries (†, ‡, STARVED, hidden reasoning, compressed time, no interval),
-  each with one glyph and one text; :func:`with_flags` renders a value with its flags, :func:`label_text` a step
-  label with its row's flags.
+* :class:`Flag`: the marks a value or row carries (†, ‡, STARVED, § hidden reasoning, compressed time, no
+  interval), each with one glyph and one text; :func:`with_flags` renders a value with its flags, :func:`label_text`
+  a step label with its row's :data:`LABEL_FLAGS` (†, ‡, §), :func:`flags_legend` a legend of flags.
 * :data:`TOPICS`: the definition texts (the report's Formulas, ``report.json``'s ``definitions``); each figure
   names the topic that defines it (:attr:`Figure.topic`), so one text serves every figure it defines.
 * :func:`markdown_reference`: the report-figures reference page (key, header, unit, definition).
@@ -37,9 +37,10 @@ from harness.report.search import SEARCH_DEFINITIONS
 from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES
 
 __all__ = [
-    "CONVERSIONS", "DEFINITIONS", "FIGURES", "LABEL_FLAGS", "TOPICS", "Figure", "Flag", "Format", "Unit",
-    "catalogue_json", "display", "figure", "group_header", "group_text", "hours_header", "hours_text", "label_text",
-    "markdown_reference", "row_flags", "usd_header", "usd_text", "value", "with_flags",
+    "CONVERSIONS", "DEFINITIONS", "FIGURES", "FLAG_KEYS", "LABEL_FLAGS", "TOPICS", "Figure", "Flag", "Format", "Unit",
+    "catalogue_json", "display", "figure", "flags_legend", "group_header", "group_text", "hours_header", "hours_text",
+    "label_flags", "label_text", "markdown_reference", "row_flags", "to_n_label", "usd_header", "usd_text", "value",
+    "with_flags",
 ]  # fmt: skip
 
 
@@ -403,8 +404,9 @@ class Flag(Enum):
     NOT_STEADY = ("†", "NOT steady", "no steady window: burst figures over the whole step")
     LOW_CONFIDENCE = ("‡", "low confidence", "the steady window is too short or holds too few usable completions")
     STARVED = ("STARVED", "client STARVED", "the load generator could not keep up: the figures are its limit")
-    HIDDEN_REASONING = ("hidden reasoning", "hidden reasoning",
-                        "reasoning tokens counted but not streamed: TPOT and decode rate over the answer only")
+    HIDDEN_REASONING = ("§", "hidden reasoning",
+                        "requests of the step had reasoning tokens counted but not streamed: TTFT includes the "
+                        "reasoning, TPOT, decode rate and per-stream tok/s count the streamed answer only")
     COMPRESSED_TIME = ("COMPRESSED TIME", "COMPRESSED TIME",
                        "a time-compressed simulator run: figures in compressed wall time")
     NO_INTERVAL = ("no interval", "no interval", "the window is too short for a batch-means interval")
@@ -425,9 +427,21 @@ class Flag(Enum):
         """What the flag means (legends, tooltips)."""
         return str(self.value[2])
 
+    @property
+    def named(self) -> str:
+        """Its glyph and word as a legend or note names it: ``† NOT steady``, ``§ hidden reasoning``, ``client
+        STARVED`` (the glyph alone when the word holds it)."""
+        return self.word if self.glyph in self.word else f"{self.glyph} {self.word}"
 
-#: The flags a step label carries on every surface (in this order).
-LABEL_FLAGS = (Flag.NOT_STEADY, Flag.LOW_CONFIDENCE)
+
+#: The flags a step label carries on every surface (in this order): ``C=64 †``, ``C=32 ‡ §``.
+LABEL_FLAGS = (Flag.NOT_STEADY, Flag.LOW_CONFIDENCE, Flag.HIDDEN_REASONING)
+
+
+#: The step-row key each row flag is read from (:func:`row_flags`): a surface shows these keys only as the flag's
+#: mark, never as a figure.
+FLAG_KEYS: dict[str, Flag] = {"steady": Flag.NOT_STEADY, "low_confidence": Flag.LOW_CONFIDENCE,
+                              "client_starved": Flag.STARVED, "hidden_reasoning": Flag.HIDDEN_REASONING}
 
 
 def row_flags(row: Any) -> tuple[Flag, ...]:
@@ -450,11 +464,23 @@ def with_flags(text: str, flags: Iterable[Flag]) -> str:
     return " ".join([text, *(f.glyph for f in flags)])
 
 
+def label_flags(flags: Iterable[Flag], extra: Iterable[Flag] = ()) -> list[Flag]:
+    """Those of ``flags`` a step label shows: the :data:`LABEL_FLAGS` and those in ``extra``, in :class:`Flag`
+    order."""
+    have, shown = set(flags), set(LABEL_FLAGS) | set(extra)
+    return [f for f in Flag if f in have and f in shown]
+
+
 def label_text(row: Any, extra: Iterable[Flag] = ()) -> str:
-    """A step's label with its :data:`LABEL_FLAGS` (``C=32 ‡``, ``C=64 †``), plus those of ``extra`` it has."""
-    flags = row_flags(row)
-    shown = [f for f in flags if f in LABEL_FLAGS or f in tuple(extra)]
-    return with_flags(str(value(row, "label")), shown)
+    """A step's label with its :data:`LABEL_FLAGS` (``C=32 ‡``, ``C=64 †``, ``C=8 ‡ §``), plus those of ``extra``
+    it has."""
+    return with_flags(str(value(row, "label")), label_flags(row_flags(row), extra))
+
+
+def flags_legend(flags: Iterable[Flag]) -> str:
+    """One legend sentence for ``flags`` (in :class:`Flag` order): ``† NOT steady: no steady window: ...; ‡ ...``."""
+    have = set(flags)
+    return "; ".join(f"{f.named}: {f.text}" for f in Flag if f in have) + "."
 
 
 def _interval(v: str, lo: float | None, hi: float | None, text: Callable[[float | None], str],
@@ -488,14 +514,20 @@ def usd_text(v: float | None, lo: float | None, hi: float | None) -> str:
     return _interval(usd(v), lo, hi, usd, usd)
 
 
+def to_n_label(key: str, n: int) -> str:
+    """The name of figure ``key`` (``hours`` or ``usd``) to ``n`` usable samples: ``hours to N=100,000``,
+    ``US$ to N=100,000``. Raises KeyError when ``key`` is not catalogued."""
+    return f"{FIGURES[key].short[0]} N={n:,}"
+
+
 def hours_header(n: int) -> str:
     """The header of the hours-to-N column of ``n`` with its interval: ``hours to N=100,000 (95 %)``."""
-    return f"{FIGURES['hours'].short[0]} N={n:,} (95 %)"
+    return f"{to_n_label('hours', n)} (95 %)"
 
 
 def usd_header(n: int) -> str:
     """The header of the US$-to-N column of ``n``: ``US$ to N=100,000 (95 %)``."""
-    return f"{FIGURES['usd'].short[0]} N={n:,} (95 %)"
+    return f"{to_n_label('usd', n)} (95 %)"
 
 
 def catalogue_json() -> dict[str, dict[str, Any]]:
@@ -519,6 +551,9 @@ def markdown_reference() -> str:
         lines.append(f"| `{f.key}` | {f.header} | {f.unit.value} | {f.display_unit.value} | `{f.computed_by}` |")
     lines += ["", "## Flags", "", "| mark | name | meaning |", "|---|---|---|"]
     lines += [f"| {f.glyph} | {f.word} | {f.text} |" for f in Flag]
+    lines += ["", f"A step's label carries its {', '.join(f.glyph for f in LABEL_FLAGS)} marks on every surface "
+              "(`harness.report.catalogue.label_text`: `C=64 †`, `C=32 ‡ §`); the others are shown next to the "
+              "value or in the notes."]
     lines += ["", "## Definitions", ""]
     for topic, text in TOPICS.items():
         keys = [f"`{f.key}`" for f in FIGURES.values() if f.topic == topic]

@@ -33,6 +33,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from harness.report.catalogue import Flag, label_flags, label_text, row_flags
 from harness.report.columns import FrameRun
 from harness.report.exprs import END as _END
 from harness.report.exprs import OK as _OK
@@ -120,7 +121,7 @@ def _conc_axis(ax: Axes, rows: Sequence[StepRow]) -> None:
 def _series(ax: Axes, rows: Sequence[StepRow], key: str, label: str, color: str, scale: float = 1.0,
             style: str = "-", flag: bool = True) -> bool:
     """A line through the rows where figure ``key`` is set, each point marked steady/not steady (and, with
-    ``flag``, † / ‡ as in the tables); False when no row has it."""
+    ``flag``, its flags' glyphs as in the tables: :func:`_flag`); False when no row has it."""
     pts = [(r.concurrency, v * scale, r) for r in rows if (v := getattr(r, key)) is not None]
     if not pts:
         return False
@@ -132,11 +133,16 @@ def _series(ax: Axes, rows: Sequence[StepRow], key: str, label: str, color: str,
     return True
 
 
+#: The flags a chart point carries besides the step label's (:data:`harness.report.catalogue.LABEL_FLAGS`).
+_POINT_EXTRA = (Flag.STARVED,)
+#: The point marks' legend in a chart's caption: ``† NOT steady, ‡ low confidence, STARVED, § hidden reasoning``.
+_MARKS = ", ".join(f.named for f in label_flags(Flag, _POINT_EXTRA))
+
+
 def _flag(ax: Axes, x: float, y: float, row: StepRow) -> None:
-    """The report's row flags next to a point: † NOT steady, ‡ low confidence, * client STARVED."""
-    mark = "†" if not row.steady else "‡" if row.low_confidence else ""
-    if row.client_starved:
-        mark += "*"
+    """The report's row flags next to a point, each by its catalogue glyph (:class:`harness.report.catalogue.Flag`):
+    the label's († NOT steady, ‡ low confidence, § hidden reasoning) and STARVED."""
+    mark = " ".join(f.glyph for f in label_flags(row_flags(row), _POINT_EXTRA))
     if mark:
         ax.annotate(mark, (x, y), xytext=(4, 3), textcoords="offset points", fontsize=8, color="#444444")
 
@@ -353,7 +359,7 @@ def tokens_chart(rep: Report, main: pl.DataFrame) -> Figure:
                                                        _mean_tokens("answer_tokens")).row(0)
         if mr is None or ma is None:
             continue
-        labels.append(row.label + ("" if row.steady else " †"))
+        labels.append(label_text(row))
         reasoning.append(mr)
         answer.append(ma)
     if labels:
@@ -522,9 +528,8 @@ def draw_charts(report: Report | dict[str, Any], run: FrameRun) -> list[Chart]:
     specs: list[tuple[str, str, str, Callable[[], Figure]]] = [
         ("throughput", "Throughput vs concurrency",
          "Report rows: output_tps, per_stream_tps, request_rate; the interval is the 95 % batch-means interval "
-         "of the window's usable rate (the estimate's part of the hours-to-N interval). Hollow markers † : NOT "
-         "steady (burst figures); ‡ : low confidence; * : client STARVED, the load generator's limit (see the "
-         "tables and notes).",
+         "of the window's usable rate (the estimate's part of the hours-to-N interval). Hollow markers: NOT steady "
+         f"(burst figures). Marks as in the tables: {_MARKS} (see the tables and notes).",
          lambda: throughput_chart(rep)),
         ("latency_percentiles", "Latency percentiles vs concurrency",
          "Report rows: ttft_p50/p90/p99, ttfat_p50/p90/p99 (s), tpot_mean and tpot_p50 (ms).",

@@ -33,7 +33,7 @@ from typing import Any
 import polars as pl
 
 from harness.report.build import build_report
-from harness.report.catalogue import FIGURES
+from harness.report.catalogue import FIGURES, Flag, row_flags, to_n_label
 from harness.report.columns import load_frame_run
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
 from harness.report.load import NoRecordsError
@@ -126,7 +126,7 @@ class Metric:
                 "method": self.method, "n": self.n}
 
 
-def _catalogued(key: str, better: str, method: str) -> Metric:
+def _catalogued(key: str, better: str, method: str | None) -> Metric:
     """A compared figure with its label and display unit from the catalogue (:mod:`harness.report.catalogue`)."""
     f = FIGURES[key]
     return Metric(key, f.label, f.display_unit.value, better, method)
@@ -234,12 +234,18 @@ def _priced(rep: Report) -> bool:
     return any(row.cost is not None for row in rep.steps)
 
 
-#: Row-level cost figures (``row.cost``, :func:`harness.report.cost.cost_figures`) compared when priced:
-#: (key, label, has a ``_low`` / ``_high`` interval).
-ROW_COSTS: tuple[tuple[str, str, bool], ...] = (
-    ("usd_per_1m_output_tokens", "US$ per 1M output tokens", False),
-    ("usd_per_1k_usable", "US$ per 1,000 usable", True),
+#: Row-level cost figures (``row.cost``, :func:`harness.report.cost.cost_figures`) compared when priced: (catalogue
+#: key, has a ``_low`` / ``_high`` interval); their labels and units are the catalogue's.
+ROW_COSTS: tuple[tuple[str, bool], ...] = (
+    ("usd_per_1m_output_tokens", False),
+    ("usd_per_1k_usable", True),
 )
+
+
+def _to_n(key: str, n: int, method: str) -> Metric:
+    """Hours (``key`` ``hours``) or US$ (``usd``) to ``n``: the catalogue's name (``hours to N=100,000``) and
+    display unit."""
+    return Metric(f"{key}@{n}", to_n_label(key, n), FIGURES[key].display_unit.value, "lower", method, n)
 
 
 def _metrics(reports: list[Report]) -> list[Metric]:
@@ -249,10 +255,10 @@ def _metrics(reports: list[Report]) -> list[Metric]:
             if n not in ns:
                 ns.append(n)
     out = list(BASE_METRICS)
-    out += [Metric(f"hours@{n}", f"hours to {n:,}", "h", "lower", "interval_hours", n) for n in ns]
+    out += [_to_n("hours", n, "interval_hours") for n in ns]
     if sum(_priced(rep) for rep in reports) >= 2:  # a cost ratio needs two priced runs
-        out += [Metric(f"usd@{n}", f"US$ to {n:,}", "US$", "lower", "cost", n) for n in ns]
-        out += [Metric(k, label, "US$", "lower", "cost" if iv else None) for k, label, iv in ROW_COSTS]
+        out += [_to_n("usd", n, "cost") for n in ns]
+        out += [_catalogued(k, "lower", "cost" if iv else None) for k, iv in ROW_COSTS]
     return out
 
 
@@ -341,14 +347,9 @@ def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> d
 
 
 def _flags(row: StepRow) -> list[str]:
-    out = []
-    if not row.steady:
-        out.append("not steady")
-    if row.low_confidence:
-        out.append("low confidence")
-    if row.client_starved:
-        out.append("client starved")
-    return out
+    """The row's flags (:func:`harness.report.catalogue.row_flags`) by :class:`~harness.report.catalogue.Flag`
+    name (``NOT_STEADY``, ``LOW_CONFIDENCE``, ``STARVED``, ``HIDDEN_REASONING``), as ``compare.json`` holds them."""
+    return [f.name for f in row_flags(row)]
 
 
 def _run_summary(run: RunInput, tag: str) -> dict[str, Any]:
@@ -410,8 +411,9 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
     Returns:
         A JSON-ready dict: ``schema, generated_wall, baseline, runs, metrics, steps, unmatched, definitions,
         notes``. ``runs`` has one summary per run (``tag`` A, B, ...). ``steps`` has one entry per step of the
-        baseline present in at least one other run: ``key, label, concurrency, flags`` (per run: "not steady",
-        "low confidence", "client starved"), ``present`` (per run) and ``metrics[key] = {"values": [estimate
+        baseline present in at least one other run: ``key, label, concurrency, flags`` (per run: the names of its
+        row's :class:`~harness.report.catalogue.Flag` s, ``NOT_STEADY``, ``LOW_CONFIDENCE``, ``STARVED``,
+        ``HIDDEN_REASONING``), ``present`` (per run) and ``metrics[key] = {"values": [estimate
         or None per run], "ratios": [{"vs", "ratio", "low", "high", "within_noise", "verdict"} per other
         run]}``; an estimate is ``{"value", "low", "high", "method"}`` in the report's units (seconds, tok/s,
         hours). ``unmatched`` lists steps missing from some run: ``{"key", "present_in", "missing_in"}`` (tags).
@@ -476,12 +478,12 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
     for t, r in zip(tags, runs, strict=True):
         if r.report.interrupted:
             notes.append(f"{t} is an interrupted run: its figures are partial.")
-    for flag in ("not steady", "low confidence", "client starved"):
-        where = [f"{s['key']} ({', '.join(t for t, f in zip(tags, s['flags'], strict=True) if flag in f)})"
-                 for s in steps if any(flag in f for f in s["flags"])]
+    for flag in Flag:
+        where = [f"{s['key']} ({', '.join(t for t, f in zip(tags, s['flags'], strict=True) if flag.name in f)})"
+                 for s in steps if any(flag.name in f for f in s["flags"])]
         if where:
-            notes.append(f"{flag.capitalize()} (see those runs' reports): {'; '.join(where)}. Ratios at these "
-                         "steps are less reliable.")
+            notes.append(f"{flag.named}: {flag.text} (see those runs' reports): {'; '.join(where)}. "
+                         "Ratios at these steps are less reliable.")
     return {
         "schema": SCHEMA,
         "generated_wall": time.time(),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.report import fmt
-from harness.report.catalogue import FIGURES
+from harness.report.catalogue import FIGURES, Flag, flags_legend, label_flags, with_flags
 from harness.report.fmt import wall_time
 
 __all__ = ["Cell", "Table", "render_html", "render_markdown", "tables"]
@@ -113,19 +113,24 @@ def _ratio_cell(r: dict[str, Any], detail: bool) -> Cell:
 def _with_unit(m: dict[str, Any]) -> str:
     """A metric's label with its display unit, unless the label already ends with it."""
     label, unit = str(m["label"]), str(m["unit"])
-    return label if label.endswith(unit) or label.startswith(unit) else f"{label} ({unit})"
+    words = label.split()
+    return label if unit in (words[0], words[-1]) else f"{label} ({unit})"
+
+
+#: The flags a compared step's label shows: the report's label flags (†, ‡, §) and STARVED, which has no column
+#: here.
+LABEL_EXTRA = (Flag.STARVED,)
+
+
+def _step_flags(step: dict[str, Any]) -> list[Flag]:
+    """The flags any run has at ``step`` (``compare.json`` holds their :class:`Flag` names), in :class:`Flag`
+    order."""
+    return label_flags((Flag[name] for fl in step["flags"] for name in fl), LABEL_EXTRA)
 
 
 def _step_label(step: dict[str, Any]) -> str:
-    marks = {f for fl in step["flags"] for f in fl}
-    extra = []
-    if "not steady" in marks:
-        extra.append("†")
-    if "low confidence" in marks:
-        extra.append("‡")
-    if "client starved" in marks:
-        extra.append("§")
-    return step["key"] + (" " + "".join(extra) if extra else "")
+    """The step's key with the flags any run has there, as every report surface marks a label: ``C=8 † §``."""
+    return with_flags(step["key"], _step_flags(step))
 
 
 def tables(cmp: dict[str, Any]) -> list[Table]:
@@ -183,8 +188,11 @@ def tables(cmp: dict[str, Any]) -> list[Table]:
     return out
 
 
-_FOOT = ("† not steady in at least one run (burst figures), ‡ low confidence (short or sparse steady window), "
-         "§ load generator starved; see the notes.")
+def _foot(cmp: dict[str, Any]) -> str:
+    """The legend of the flags the steps' labels carry (in at least one run), from the catalogue's
+    :class:`Flag` texts; empty when none."""
+    flags = {f for s in cmp["steps"] for f in _step_flags(s)}
+    return f"In at least one run: {flags_legend(flags)} See the notes." if flags else ""
 
 
 def _md_table(t: Table) -> list[str]:
@@ -208,8 +216,8 @@ def render_markdown(cmp: dict[str, Any]) -> str:
         lines += [f"## {t.title}", ""]
         lines += _md_table(t) if t.rows else ["No step to compare."]
         lines.append("")
-        if t.title.endswith("per step") and t.rows:
-            lines += [_FOOT, ""]
+        if t.title.endswith("per step") and t.rows and _foot(cmp):
+            lines += [_foot(cmp), ""]
     lines += ["## Notes", ""]
     lines += [f"- {n}" for n in cmp["notes"]] or ["- none"]
     lines += ["", "## Definitions", ""]
@@ -252,8 +260,8 @@ def render_html(cmp: dict[str, Any]) -> str:
     for t in tables(cmp):
         parts.append(f"<h2>{html.escape(t.title)}</h2>")
         parts.append(_html_table(t) if t.rows else "<p>No step to compare.</p>")
-        if t.title.endswith("per step") and t.rows:
-            parts.append(f'<p class="legend">{html.escape(_FOOT)}</p>')
+        if t.title.endswith("per step") and t.rows and _foot(cmp):
+            parts.append(f'<p class="legend">{html.escape(_foot(cmp))}</p>')
     parts.append("<h2>Notes</h2><ul>")
     parts += [f"<li>{html.escape(n)}</li>" for n in cmp["notes"]] or ["<li>none</li>"]
     parts.append("</ul><h2>Definitions</h2><ul>")

@@ -156,8 +156,10 @@ def prompt_notes(rows: Sequence[PromptRow], profile: dict[str, Any]) -> list[str
     return notes
 
 
-def hidden_reasoning_notes(steps: Sequence[StepRow]) -> list[str]:
-    """One note (or none) listing the steps with hidden-reasoning requests (``hidden_reasoning`` > 0 in the row)."""
+def hidden_reasoning_notes(steps: Sequence[StepRow], glyph: str) -> list[str]:
+    """One note (or none) listing the steps with hidden-reasoning requests (``hidden_reasoning`` > 0 in the row),
+    led by ``glyph``, the mark their labels carry (:attr:`harness.report.catalogue.Flag.HIDDEN_REASONING`'s; passed
+    in because the catalogue imports this module)."""
     where = [
         f"{r.label} {r.hidden_reasoning} of {r.completed} ({100 * (r.hidden_reasoning_share or 0):.0f} %)"
         for r in steps
@@ -166,7 +168,8 @@ def hidden_reasoning_notes(steps: Sequence[StepRow]) -> list[str]:
     if not where:
         return []
     return [
-        f"HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was streamed) in successful requests at "
+        f"{glyph} HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was "
+        "streamed) in successful requests at "
         f"{', '.join(where)}: TTFT and TTFAT include the whole reasoning, TPOT and per-stream tok/s count the "
         "streamed answer tokens only, and the reasoning phase's own rate is unknown."
     ]

@@ -549,6 +549,7 @@ class SettingRow(ReportModel):
     real_usd: Num | None = None
     low_confidence: str | None = None
     client_starved: bool | None = None
+    hidden_reasoning: int = 0
 
 
 class TurnRow(ReportModel):

@@ -300,7 +300,7 @@ def _settings_section(rep: dict[str, Any]) -> list[str]:
     header += [f"real-time hours{at}"] + ([f"real-time ${at}"] if priced else []) if real else []
     table = []
     for r in rows:
-        flags = [f for f in row_flags(r) if f is not Flag.HIDDEN_REASONING]
+        flags = row_flags(r)
         cells = [r["setting"], with_flags(display(r, "concurrency"), flags), *(display(r, k) for k in keys),
                  _settings_hours(r)]
         cells += [_usd(r["usd"])] if priced else []
@@ -311,7 +311,7 @@ def _settings_section(rep: dict[str, Any]) -> list[str]:
             "the requests that ended in the steady window), the mean reasoning and answer tokens over its "
             "successful requests; hours to N usable samples with the 95 % prediction interval (as measured; the "
             "real-time columns convert a time-compressed simulator run). † = not steady; ‡ = low confidence (see the "
-            "per-step table's notes); STARVED = the load generator could not keep up (figures are its limit).",
+            "per-step table's notes); § = hidden reasoning; STARVED = the load generator's limit (see the notes).",
             "", *_table(header, table), ""]
 
 

@@ -12,7 +12,7 @@ import textwrap
 from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S
-from harness.report.catalogue import FIGURES, display, hours_text, label_text
+from harness.report.catalogue import FIGURES, Flag, display, hours_text, label_text
 from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 
 __all__ = ["render_summary"]
@@ -84,6 +84,7 @@ def _footnotes(rep: dict[str, Any]) -> list[str]:
         if r.get("low_confidence"):
             fix = r.get("low_confidence_fix") or "lengthen steps.duration"
             notes.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; {fix}.")
+    notes += [n for n in rep.get("notes") or [] if n.startswith(f"{Flag.HIDDEN_REASONING.glyph} ")]  # its § labels
     for r in steps:
         if r.get("client_starved"):
             notes.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "

@@ -49,7 +49,7 @@ def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
     (label ``… (so far)``), then a row naming the run and the target it measured and pointing to the full page.
 
     Every cell is the catalogue's display text (:mod:`harness.report.catalogue`), as the report shows it: labels
-    with their † / ‡ marks, hours to the first N as ``N=100,000: 27.1 h (25.0–30.2)``."""
+    with their † / ‡ / § marks, hours to the first N as ``N=100,000: 27.1 h (25.0–30.2)``."""
     rows = list(data.get("steps") or [])
     cur = data.get("current")
     out = []

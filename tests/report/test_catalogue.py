@@ -18,11 +18,13 @@ from harness.report import fmt
 from harness.report.build import DEFINITIONS, build_report
 from harness.report.catalogue import (
     FIGURES,
+    FLAG_KEYS,
     TOPICS,
     Flag,
     Format,
     Unit,
     display,
+    flags_legend,
     group_header,
     hours_text,
     label_text,
@@ -87,7 +89,8 @@ def test_every_figure_a_surface_shows_has_an_entry(report: dict[str, Any]) -> No
         if changed:
             shown.add(key)
     assert {"output_tps", "ttft_p50_s", "tpot_mean_s", "completed"} <= shown  # the probe sees the figures
-    missing = shown - set(FIGURES) - set(PROSE_ONLY)
+    assert "hidden_reasoning" in shown  # its § after the step label
+    missing = shown - set(FIGURES) - set(PROSE_ONLY) - set(FLAG_KEYS)  # a flag's key shows as the flag's mark
     assert not missing, f"shown on a surface without a catalogue entry: {sorted(missing)}"
 
 
@@ -150,6 +153,21 @@ def test_value_reads_dict_rows_and_typed_rows() -> None:
     assert display(Row(), "tpot_mean_s") == display(d, "tpot_mean_s") == "20.0"
     assert label_text(Row()) == label_text(d) == "C=2 ‡"
     assert label_text({"label": "C=4", "steady": False}) == "C=4 †"
+    assert label_text({"label": "C=8", "steady": True, "hidden_reasoning": 3}) == "C=8 §"
+    assert label_text({"label": "C=8", "steady": False, "client_starved": True, "hidden_reasoning": 3}) == "C=8 † §"
+    assert label_text({"label": "C=8", "steady": True, "client_starved": True}, extra=[Flag.STARVED]) == \
+        "C=8 STARVED"
+
+
+def test_every_flag_is_documented_for_the_reference_page() -> None:
+    """Each flag's glyph, word and text are distinct (a mark names one flag) and the label flags are explained on
+    the report-figures page."""
+    assert len({f.glyph for f in Flag}) == len({f.word for f in Flag}) == len({f.text for f in Flag}) == len(Flag)
+    page = markdown_reference()
+    assert f"| {Flag.HIDDEN_REASONING.glyph} | hidden reasoning | {Flag.HIDDEN_REASONING.text} |" in page
+    assert "A step's label carries its †, ‡, § marks on every surface" in page
+    assert flags_legend([Flag.STARVED, Flag.NOT_STEADY]) == f"† NOT steady: {Flag.NOT_STEADY.text}; client STARVED: " \
+        f"{Flag.STARVED.text}."
 
 
 def test_flags_intervals_and_groups() -> None:

@@ -21,6 +21,7 @@ import pytest
 from harness.cli import main as llmload_main
 from harness.report import fmt
 from harness.report.build import write_report
+from harness.report.catalogue import FIGURES, Flag, flags_legend, to_n_label, with_flags
 from harness.report.compare import (
     BASE_METRICS,
     CompareError,
@@ -182,7 +183,7 @@ def test_records_intervals_follow_the_report_sample(tmp_path: Path) -> None:
     cmp = build_comparison([a, a])
     assert not any("do not reproduce" in n for n in cmp["notes"])
     c4 = next(s for s in cmp["steps"] if s["key"] == "C=4")
-    assert c4["flags"][0] == ["not steady"]
+    assert c4["flags"][0] == [Flag.NOT_STEADY.name]
     assert c4["metrics"]["e2e_p50_s"]["values"][0]["method"] == "interval_percentiles"
     assert "C=4 †" in render_markdown(cmp)
 
@@ -232,7 +233,11 @@ def test_cost_compared_only_when_both_priced(tmp_path: Path) -> None:
     c2 = next(s for s in cmp["steps"] if s["key"] == "C=2")
     v = c2["metrics"]["usd@200000"]["values"][0]
     md = render_markdown(cmp)
-    assert "| US$ to 200,000 |" in md and "| US$ per 1M output tokens |" in md
+    for key in ("usd@200000", "usd_per_1m_output_tokens", "usd_per_1k_usable"):  # the catalogue's labels
+        label = next(m["label"] for m in cmp["metrics"] if m["key"] == key)
+        assert label == (to_n_label("usd", 200_000) if key == "usd@200000" else FIGURES[key].label), key
+        assert f"| {label} |" in md or f"| {label} (US$) |" in md, key
+    assert next(m["label"] for m in cmp["metrics"] if m["key"] == "hours@200000") == to_n_label("hours", 200_000)
     assert f"{fmt.usd(v['value'])} ({fmt.usd(v['low'])}–{fmt.usd(v['high'])})" in md
 
 
@@ -443,3 +448,31 @@ def test_same_run_twice_and_different_workloads_are_noted(tmp_path: Path) -> Non
     assert "The runs ran different profiles (A synthetic, B other): the ratios compare different workloads, not " \
         "only the servers." in notes
     assert not [n for n in build_comparison([a, _run(tmp_path / "d")])["notes"] if "differen" in n]
+
+
+def test_flags_are_the_catalogues(tmp_path: Path) -> None:
+    """compare.json holds each run's row flags as the catalogue computes them (:func:`row_flags`, by Flag name);
+    compare.md and compare.html mark a step's label with their glyphs as every report surface does and explain
+    them with the catalogue's texts; the notes name each flag as the catalogue does."""
+    a, b = _run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)
+    rep, _ = write_report(b)
+    rep["steps"][1].update(hidden_reasoning=3, client_starved=True)  # C=2 of run B
+    rep["steps"][0].update(steady=False, low_confidence=None)  # single of run B
+    (b / "report.json").write_text(json.dumps(rep))
+    cmp = build_comparison([a, b])
+    flags = {s["key"]: s["flags"] for s in cmp["steps"]}
+    assert flags["C=2"][1] == [Flag.STARVED.name, Flag.HIDDEN_REASONING.name]
+    assert flags["single"][1][0] == Flag.NOT_STEADY.name
+    assert all(Flag[n] for fl in flags.values() for f in fl for n in f)  # every flag is a catalogue Flag
+    md, doc = render_markdown(cmp), render_html(cmp)
+    c2 = with_flags("C=2", [Flag.STARVED, Flag.HIDDEN_REASONING])
+    assert c2 == f"C=2 {Flag.STARVED.glyph} {Flag.HIDDEN_REASONING.glyph}"
+    assert f"| {c2} |" in md and f"## Step {c2}" in md and f"<td>{c2}</td>" in doc
+    assert f"| single {Flag.NOT_STEADY.glyph}" in md
+    legend = flags_legend([Flag.NOT_STEADY, Flag.STARVED, Flag.HIDDEN_REASONING])
+    assert Flag.HIDDEN_REASONING.text in legend and legend in md
+    for f in (Flag.NOT_STEADY, Flag.STARVED, Flag.HIDDEN_REASONING):
+        assert any(n.startswith(f"{f.named}: {f.text}") for n in cmp["notes"]), f
+    shown = md.split("## Definitions")[0]  # tables, legends and notes
+    for old in ("not steady", "client starved", "load generator starved"):  # compare's former own strings
+        assert old not in shown, old

@@ -20,9 +20,23 @@ from typing import Any
 import pytest
 
 from harness.report import fmt
+from harness.report.axes import setting_rows
 from harness.report.build import build_report
-from harness.report.catalogue import FIGURES, Flag, group_header, hours_header, hours_text, label_text
+from harness.report.catalogue import (
+    FIGURES,
+    LABEL_FLAGS,
+    Flag,
+    display,
+    group_header,
+    hours_header,
+    hours_text,
+    label_text,
+    row_flags,
+    with_flags,
+)
+from harness.report.diagnosis import hidden_reasoning_notes
 from harness.report.html import render_html
+from harness.report.model import StepRow
 from harness.report.render import STEP_COLUMNS, render_markdown
 from harness.report.summary import SUMMARY_KEYS, render_summary
 from harness.webui.cache import Entry
@@ -52,8 +66,9 @@ def report(run_dir: Path) -> dict[str, Any]:
 
 
 def _flagged(rep: dict[str, Any]) -> dict[str, Any]:
-    """The demo report with every flag present: a NOT steady step, a STARVED step, hours with an interval, hours
-    without usable completions, compressed time."""
+    """The demo report with every flag present: a NOT steady step, a STARVED step, a low-confidence step with hidden
+    reasoning (and the report's note on it), hours with an interval, hours without usable completions, compressed
+    time."""
     rep = copy.deepcopy(rep)
     s = rep["steps"]
     s[1].update(steady=False, not_steady_reason="the first wave ended after the step", low_confidence=None)
@@ -61,6 +76,8 @@ def _flagged(rep: dict[str, Any]) -> dict[str, Any]:
     s[2]["hours"][0].update(hours_low=11.04, hours_high=15.93)
     s[3]["hours"][0].update(hours_low=7.5, hours_high=None)
     s[4]["hours"][0].update(hours=None, hours_low=None, hours_high=None)
+    s[3].update(hidden_reasoning=20, hidden_reasoning_share=20 / s[3]["completed"])
+    rep["notes"] += hidden_reasoning_notes([StepRow.model_validate(s[3])], Flag.HIDDEN_REASONING.glyph)
     rep["time_scale"] = 10.0
     return rep
 
@@ -195,7 +212,8 @@ def test_flags_read_the_same_on_every_surface(report: dict[str, Any], run_dir: P
         assert dagger in labels, name
         for r in rep["steps"]:
             if r.get("low_confidence") and r["steady"]:
-                assert f"{r['label']} {Flag.LOW_CONFIDENCE.glyph}" in labels, (name, r["label"])
+                assert label_text(r).startswith(f"{r['label']} {Flag.LOW_CONFIDENCE.glyph}"), r["label"]
+                assert label_text(r) in labels, (name, r["label"])
     # STARVED and compressed time: the same word on every surface that shows them
     glyph = Flag.STARVED.glyph
     assert f"Client {glyph} at {starved['label']}" in s["md"] and f"Client {glyph} at {starved['label']}" in \
@@ -205,6 +223,36 @@ def test_flags_read_the_same_on_every_surface(report: dict[str, Any], run_dir: P
         assert Flag.COMPRESSED_TIME.glyph in s[name], name
     assert any(Flag.COMPRESSED_TIME.glyph in b for b in s["web"]["banners"])
     assert not any(Flag.COMPRESSED_TIME.glyph in b for b in _surfaces(report, run_dir)["web"]["banners"])
+
+
+def test_hidden_reasoning_reads_the_same_on_every_surface(report: dict[str, Any], run_dir: Path) -> None:
+    """A step with hidden reasoning carries the flag's glyph after its label (after its ‡) on every surface, and
+    every surface that shows the report's notes explains it with the same glyph; a step without it carries none."""
+    assert Flag.HIDDEN_REASONING in LABEL_FLAGS and Flag.HIDDEN_REASONING.glyph not in report["steps"][3]["label"]
+    rep = _flagged(report)
+    s = _surfaces(rep, run_dir)
+    hidden = rep["steps"][3]
+    glyph = Flag.HIDDEN_REASONING.glyph
+    want = f"{hidden['label']} {Flag.LOW_CONFIDENCE.glyph} {glyph}"
+    assert label_text(hidden) == want and label_text(report["steps"][3]) == f"{hidden['label']} " \
+        f"{Flag.LOW_CONFIDENCE.glyph}"
+    html_rows = _html_rows(s["html"])
+    shown = {"md": [r["step"] for r in _md_tables(s["md"], "Per step")[0]],
+             "html": [row[0] for row in html_rows if row],
+             "terminal": [c[0] for c in _term_rows(s["terminal"])],
+             "web": [r["display"]["label"] for r in s["web"]["steps"]],
+             "tab": [r["label"] for r in s["tab"]]}
+    for name, labels in shown.items():
+        assert want in labels, (name, labels)
+        assert {lb for lb in labels if glyph in lb} == {want}, name  # only the step that has it (every table)
+    hours = next(t for t in _md_tables(s["md"], "Hours to N usable samples"))
+    assert [r["step"] for r in hours if glyph in r["step"]] == [want]
+    note = next(n for n in rep["notes"] if "HIDDEN REASONING" in n)
+    assert note.startswith(f"{glyph} HIDDEN REASONING") and f"{hidden['label']} 20 of" in note
+    web_notes = json.dumps(s["web"], ensure_ascii=False)
+    for name, text in (("md", s["md"]), ("terminal", s["terminal"]), ("html", html_mod.unescape(s["html"])),
+                       ("web", web_notes)):
+        assert f"{glyph} HIDDEN REASONING" in text, name
 
 
 def test_report_json_keeps_raw_numbers_and_carries_the_catalogue(report: dict[str, Any]) -> None:
@@ -224,3 +272,44 @@ def test_report_json_keeps_raw_numbers_and_carries_the_catalogue(report: dict[st
     tpot = report["steps"][1]["tpot_mean_s"]
     assert 0.001 < tpot < 1.0  # seconds in report.json; every surface shows ms
     assert FIGURES["tpot_mean_s"].text(tpot) == fmt.sig3(tpot * 1000.0)
+
+
+def test_settings_rows_carry_the_step_flags(report: dict[str, Any]) -> None:
+    """The sweep-axes table marks each setting row's C with its step row's flags (§ hidden reasoning included), as
+    the per-step table marks the label."""
+    rep = _flagged(report)
+    for r in rep["steps"]:
+        r["setting"] = "thinking=on"
+    rep["settings"] = setting_rows(rep["steps"])
+    rows = _md_tables(render_markdown(rep), "Settings (sweep axes)")[0]
+    steps = [r for r in rep["steps"] if r["phase"] == "step"]
+    assert len(rows) == len(steps) >= 4
+    for row, step in zip(rows, steps, strict=True):
+        assert row[FIGURES["concurrency"].header] == with_flags(display(step, "concurrency"), row_flags(step))
+    hidden = next(row for row, step in zip(rows, steps, strict=True) if step["hidden_reasoning"])
+    assert hidden[FIGURES["concurrency"].header].endswith(f" {Flag.HIDDEN_REASONING.glyph}")
+
+
+def test_chart_points_carry_the_catalogues_marks(report: dict[str, Any]) -> None:
+    """report.html's charts mark a point with its row's flags by their catalogue glyphs (§ hidden reasoning, STARVED;
+    not the charts' former own ``*``), and the caption explains each."""
+    from harness.report import charts
+    from harness.report.model import Report
+
+    rows = Report.model_validate(_flagged(report)).steps
+    marks: list[str] = []
+
+    class Ax:
+        def annotate(self, text: str, *args: Any, **kwargs: Any) -> None:
+            marks.append(text)
+
+    for r in rows:
+        before = len(marks)
+        charts._flag(Ax(), 1.0, 1.0, r)  # type: ignore[arg-type]
+        got = marks[before:]
+        want = [f.glyph for f in row_flags(r) if f in LABEL_FLAGS or f is Flag.STARVED]
+        assert got == ([" ".join(want)] if want else []), (r.label, got)
+    assert f"{Flag.LOW_CONFIDENCE.glyph} {Flag.HIDDEN_REASONING.glyph}" in marks and Flag.STARVED.glyph in marks
+    assert "*" not in "".join(marks)
+    for f in (*LABEL_FLAGS, Flag.STARVED):
+        assert f.named in charts._MARKS, f

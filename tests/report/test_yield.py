@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from harness.report import build_report, fmt, render_markdown
+from harness.report.catalogue import Flag
 from harness.report.diagnosis import low_confidence_fix
 from tests.report.rundir import phase, rec, run_end, write_run
 
@@ -167,9 +168,9 @@ def test_hidden_reasoning_is_counted_and_noted(tmp_path: Path) -> None:
     assert row["latency_n"] == 3
     assert row["per_stream_tps"] == pytest.approx((2 * 100 + 500) / (3 * 10))  # streamed tokens only
     assert [n for n in rep["notes"] if "HIDDEN" in n] == [
-        "HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was streamed) in successful requests at "
-        "single 2 of 3 (67 %): TTFT and TTFAT include the whole reasoning, TPOT and per-stream tok/s count the "
-        "streamed answer tokens only, and the reasoning phase's own rate is unknown."
+        f"{Flag.HIDDEN_REASONING.glyph} HIDDEN REASONING (usage counted reasoning tokens, no reasoning text was "
+        "streamed) in successful requests at single 2 of 3 (67 %): TTFT and TTFAT include the whole reasoning, TPOT "
+        "and per-stream tok/s count the streamed answer tokens only, and the reasoning phase's own rate is unknown."
     ]
 
 
