@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -62,6 +63,7 @@ __all__ = [
     "TurnRow",
     "UsableIsSuccess",
     "Warmup",
+    "as_report",
     "load_report",
     "undeclared_keys",
 ]
@@ -698,3 +700,16 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ReportError(f"{p}: unreadable report ({e})") from e
     return parse_report(data, str(p))
+
+
+def as_report(report: Report | Mapping[str, Any], source: str = "report") -> Report:
+    """``report`` as a :class:`Report`: a Report unchanged, a report dict (report.json's decoded JSON, e.g. from
+    older code paths or a test) validated by :func:`parse_report`. The boundary of every renderer that still
+    accepts a dict.
+
+    Raises:
+        ReportError: a dict that is not a report (see :func:`parse_report`).
+    """
+    if isinstance(report, Report):
+        return report
+    return parse_report(dict(report), source)
