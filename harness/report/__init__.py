@@ -8,7 +8,7 @@
     old = load_report("runs/20250101-120000-k2")     # report.json read back (this or an earlier version's)
     print(render_markdown(rep))                      # GitHub Markdown (the renderers read the typed Report)
     print(render_summary(rep.as_dict()))             # compact terminal summary (120 columns)
-    data, md = write_report("runs/20250101-120000-k2")  # also writes report.json, report.md, report.html
+    rep, md = write_report("runs/20250101-120000-k2")   # also writes report.json, report.md, report.html
 
 Command line: ``python -m harness.report RUN_DIR [--json] [--full] [--n 100000 900000] [--quiet]``.
 """

@@ -117,7 +117,8 @@ def test_a_built_report_sets_and_declares_every_key(tmp_path: Path) -> None:
 
 def test_write_report_writes_the_models_serialisation(tmp_path: Path) -> None:
     root = _priced_compressed_slo_run(tmp_path / "run")
-    data, md = write_report(root)
+    written, md = write_report(root)
+    data = written.as_dict()
     text = (root / "report.json").read_text()
     assert text.isascii() and json.loads(text) == data  # strict JSON, as before the models
     rep = load_report(root)  # a run directory or its report.json
