@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -123,6 +123,13 @@ class ReportModel(BaseModel):
         """The JSON-ready dict this model was built or read from: the keys that were set (a key absent from an
         older report.json stays absent), nested models as dicts."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+    def pick(self, keys: Sequence[str]) -> dict[str, Any]:
+        """``{key: value}`` for each of ``keys`` (field names), in that order, as :meth:`as_dict` holds the value
+        (JSON-ready, nested models as dicts); None for a key that is not set (absent from an older report.json).
+        For JSON built from a few figures of a model (the web view's rows)."""
+        data = self.model_dump(mode="json", include=set(keys), exclude_unset=True)
+        return {k: data.get(k) for k in keys}
 
 
 class Warmup(ReportModel):

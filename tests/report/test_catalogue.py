@@ -31,6 +31,7 @@ from harness.report.catalogue import (
     value,
     with_flags,
 )
+from harness.report.model import StepRow
 from harness.report.render import render_markdown
 from harness.report.summary import render_summary
 from harness.webui.routes import tab_rows
@@ -63,7 +64,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _rendered(rep: dict[str, Any]) -> str:
     """Everything the surfaces show of ``rep``'s rows (md, terminal, the view's cell texts, the tab's cells)."""
-    view = {"steps": [row_view(r) for r in rep["steps"]], "current": None, "run": None}
+    view = {"steps": [row_view(StepRow.model_validate(r)) for r in rep["steps"]], "current": None, "run": None}
     cells = [r["display"] for r in view["steps"]]
     return "\n".join([render_markdown(rep), render_summary(rep), json.dumps(cells), json.dumps(tab_rows(view))])
 

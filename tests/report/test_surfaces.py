@@ -23,6 +23,7 @@ from harness.report import fmt
 from harness.report.build import build_report
 from harness.report.catalogue import FIGURES, Flag, group_header, hours_header, hours_text, label_text
 from harness.report.html import render_html
+from harness.report.model import as_report
 from harness.report.render import STEP_COLUMNS, render_markdown
 from harness.report.summary import SUMMARY_KEYS, render_summary
 from harness.webui.cache import Entry
@@ -100,8 +101,8 @@ def _term_rows(text: str) -> list[list[str]]:
 
 
 def _surfaces(rep: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    web = json.loads(json.dumps(payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [],
-                                        "/llm")))
+    entry = Entry(report=as_report(rep))  # the view's cache holds the typed report (report.json validated)
+    web = json.loads(json.dumps(payload(RunDirs(None, (run_dir,), "finished"), entry, run_dir, [], "/llm")))
     return {"md": render_markdown(rep), "html": render_html(rep, []), "terminal": render_summary(rep),
             "web": web, "tab": tab_rows(web)}
 
