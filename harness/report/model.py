@@ -17,10 +17,11 @@ Every field has a default so that a report.json of an earlier version (which lac
 a report built now sets every field (``tests/report/test_model.py`` checks it). Unknown keys are kept (``extra``),
 so an old or newer file round-trips; :func:`undeclared_keys` lists them, and a freshly built report has none.
 
-Transitional: the renderers being moved to the figure catalogue (render.py, summary.py, html.py, the web UI,
-Locust's LLM tab) still read a dict by key; their call sites pass :meth:`Report.as_dict` (exactly today's dict).
-The models also have a read-only Mapping-style ``model["key"]`` / ``model.get("key")`` / ``"key" in model``, so
-code and tests written against the dict keep working until they move to attributes; new code reads attributes.
+The renderers (render.py, summary.py, html.py, the web UI's cache and view) take a :class:`Report` and read
+attributes; one that still accepts a report dict validates it at its boundary with :func:`as_report`.
+Transitional: the models also have a read-only Mapping-style ``model["key"]`` / ``model.get("key")`` /
+``"key" in model``, so code and tests written against the dict keep working until they move to attributes; new
+code reads attributes.
 """
 
 from __future__ import annotations
