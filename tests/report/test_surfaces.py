@@ -104,7 +104,7 @@ def _surfaces(rep: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     entry = Entry(report=as_report(rep))  # the view's cache holds the typed report (report.json validated)
     web = json.loads(json.dumps(payload(RunDirs(None, (run_dir,), "finished"), entry, run_dir, [], "/llm")))
     return {"md": render_markdown(rep), "html": render_html(rep, []), "terminal": render_summary(rep),
-            "web": web, "tab": tab_rows(web)}
+            "web": web, "tab": tab_rows(entry.report)}
 
 
 def _shown(rep: dict[str, Any], s: dict[str, Any]) -> dict[str, dict[str, dict[str, str]]]:
