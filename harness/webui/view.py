@@ -60,27 +60,29 @@ def _token_split(row: StepRow) -> tuple[float | None, float | None]:
     return r, a
 
 
-def _errors_text(row: dict[str, Any]) -> str:
-    by = row.get("errors_by_class") or {}
+def _errors_text(row: StepRow) -> str:
+    by = row.errors_by_class
     text = display(row, "errors")
     return f"{text} ({', '.join(f'{k} {v}' for k, v in by.items())})" if by else text
 
 
-def _starved_text(row: dict[str, Any]) -> str:
-    starved = row.get("client_starved")
+def _starved_text(row: StepRow) -> str:
+    starved = row.client_starved
     return "not measured" if starved is None else (Flag.STARVED.glyph if starved else "no")
 
 
-def row_display(row: dict[str, Any]) -> dict[str, str]:
-    """The text of each table cell of ``row`` (a :func:`row_view`), keyed as :func:`columns`: the label with its
-    flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it),
-    errors with their classes, ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99 and starved."""
+def row_display(row: StepRow) -> dict[str, str]:
+    """The text of each table cell of ``row`` (a report step row), keyed as :func:`columns`: the label with its
+    flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it;
+    the mean reasoning / answer tokens are the view's, :func:`_token_split`), errors with their classes,
+    ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99 and starved."""
+    split = dict(zip(("mean_reasoning_tokens", "mean_answer_tokens"), _token_split(row), strict=True))
     out = {"label": label_text(row)}
-    out.update({k: display(row, k) for k in TABLE_KEYS})
+    out.update({k: FIGURES[k].text(split[k]) if k in split else display(row, k) for k in TABLE_KEYS})
     out["errors"] = _errors_text(row)
-    for h in row.get("hours") or []:
-        out[f"hours_{h['n']}"] = hours_text(h)
-        out[f"usd_{h['n']}"] = usd_text(h.get("usd"), h.get("usd_low"), h.get("usd_high"))
+    for h in row.hours:
+        out[f"hours_{h.n}"] = hours_text(h)
+        out[f"usd_{h.n}"] = usd_text(h.usd, h.usd_low, h.usd_high)
     out["client_read_lag_p99_s"] = display(row, "client_read_lag_p99_s")
     out["client_starved"] = _starved_text(row)
     return out
@@ -109,7 +111,7 @@ def row_view(row: StepRow) -> dict[str, Any]:
     out["hidden_reasoning"] = row.pick(("hidden_reasoning",))["hidden_reasoning"]
     out["mean_reasoning_tokens"], out["mean_answer_tokens"] = _token_split(row)
     out["slices"] = [s.pick(_SLICE_KEYS) for s in row.slices]
-    out["display"] = row_display(out)
+    out["display"] = row_display(row)
     return out
 
 
