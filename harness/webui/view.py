@@ -107,8 +107,7 @@ def row_view(row: StepRow) -> dict[str, Any]:
     holds them; None when not set), ``hidden_reasoning``, the mean reasoning / answer tokens
     (``mean_reasoning_tokens`` / ``mean_answer_tokens``), its soak slices (``slices``: :data:`_SLICE_KEYS` of each)
     and ``display``, the text of each table cell (:func:`row_display`)."""
-    out = row.pick(ROW_KEYS)
-    out["hidden_reasoning"] = row.pick(("hidden_reasoning",))["hidden_reasoning"]
+    out = row.pick((*ROW_KEYS, "hidden_reasoning"))
     out["mean_reasoning_tokens"], out["mean_answer_tokens"] = _token_split(row)
     out["slices"] = [s.pick(_SLICE_KEYS) for s in row.slices]
     out["display"] = row_display(row)
