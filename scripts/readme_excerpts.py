@@ -44,6 +44,7 @@ from typing import Any
 
 import yaml
 
+from harness.report.model import Report, load_report
 from harness.report.render import render_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,10 +234,11 @@ def excerpt_text(ex: Excerpt, md: str, wall_s: float, started: float | None) -> 
     return "\n".join(out).rstrip() + "\n"
 
 
-def excerpt_of_report(ex: Excerpt, rep: dict[str, Any]) -> str:
-    """The docs block of one excerpt from its run's report dict (``report.json``), rendered by the current
-    report code; the wall time stated is the report's ``duration_s`` (first record to run end)."""
-    return excerpt_text(ex, render_markdown(rep), float(rep.get("duration_s") or 0.0), rep.get("start_wall"))
+def excerpt_of_report(ex: Excerpt, rep: Report) -> str:
+    """The docs block of one excerpt from its run's report (``report.json`` read by
+    :func:`harness.report.model.load_report`), rendered by the current report code; the wall time stated is the
+    report's ``duration_s`` (first record to run end)."""
+    return excerpt_text(ex, render_markdown(rep), float(rep.duration_s or 0.0), rep.start_wall)
 
 
 BEGIN = "<!-- excerpt {name} begin: written by scripts/readme_excerpts.py -->"
@@ -288,10 +290,11 @@ def main(argv: list[str] | None = None) -> int:
                     run_dir, wall = run_profile(ex, work)
                     print(f"{name}: ran in {wall:.0f} s wall: {run_dir}", file=sys.stderr, flush=True)
                 src = run_dir / "report.json"
-            rep = json.loads(src.read_text(encoding="utf-8"))
-            if not args.rerender and render_markdown(rep) != (run_dir / "report.md").read_text(encoding="utf-8"):
+            rep = json.loads(src.read_text(encoding="utf-8"))  # the dict too: written back key for key below
+            typed = load_report(src)
+            if not args.rerender and render_markdown(typed) != (run_dir / "report.md").read_text(encoding="utf-8"):
                 raise RuntimeError(f"{name}: {src} does not render to its report.md (report code changed since?)")
-            body = excerpt_of_report(ex, rep)
+            body = excerpt_of_report(ex, typed)
             print(f"===== {name} ({src})\n{body}", flush=True)
             if args.write:
                 PAGE.write_text(replace_block(PAGE.read_text(encoding="utf-8"), name, body), encoding="utf-8")

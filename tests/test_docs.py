@@ -27,7 +27,6 @@ import importlib
 import importlib.util
 import inspect
 import itertools
-import json
 import re
 import sys
 from functools import cache
@@ -39,6 +38,7 @@ import pytest
 
 from harness.catalogue import FAMILIES
 from harness.config import load_profile
+from harness.report.model import load_report
 from harness.result import RECORD_FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -341,8 +341,8 @@ def test_each_excerpts_headers_are_what_the_current_report_renders(name: str) ->
     ex = rx.BY_NAME[name]
     fixture = ROOT / "tests" / "data" / "excerpts" / f"{name}.report.json"
     assert fixture.exists(), f"{fixture} missing: run scripts/readme_excerpts.py --write {name}"
-    rep = json.loads(fixture.read_text(encoding="utf-8"))
-    assert rep["profile_name"] == load_profile(ROOT / ex.profile).name  # the fixture is a run of that profile
+    rep = load_report(fixture)
+    assert rep.profile_name == load_profile(ROOT / ex.profile).name  # the fixture is a run of that profile
     md = render_markdown(rep)
     rendered: list[str] = []
     for part in ex.parts:
@@ -399,7 +399,7 @@ def test_each_excerpt_is_verbatim_the_kept_runs_report(name: str) -> None:
     the report's format: ``scripts/readme_excerpts.py --rerender --write``."""
     rx = _excerpts_script()
     ex = rx.BY_NAME[name]
-    rep = json.loads((ROOT / "tests" / "data" / "excerpts" / f"{name}.report.json").read_text(encoding="utf-8"))
+    rep = load_report(ROOT / "tests" / "data" / "excerpts" / f"{name}.report.json")
     want = rx.excerpt_of_report(ex, rep)
     fix = f"run scripts/readme_excerpts.py --rerender --write {name}"
     assert _block(name).strip() == want.strip(), f"{_PAGE} excerpt {name} is not its kept run's report: {fix}"

@@ -30,12 +30,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gevent
 
 from harness.locust.drain import STOP_MARGIN_S, stop_workers
 from harness.runtime import Run, RunContext, StopProgress
+
+if TYPE_CHECKING:
+    from harness.report.model import Report
 
 __all__ = [
     "LAST_BATCH_WAIT_S",
@@ -135,18 +138,19 @@ def _write_report(run_dir: Path, child: bool) -> str | None:
         return None
 
 
-def write_report_child(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> dict[str, Any]:
+def write_report_child(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> Report:
     """Write the report of ``run_dir`` (``report.json``, ``report.md``, ``report.html`` and its figures) in a child
     process, ``python -m harness.report RUN_DIR --quiet``, waiting for it cooperatively: the gevent loop (the web
-    UI, a master's worker heartbeats) goes on meanwhile. Returns the report (``report.json`` as written).
+    UI, a master's worker heartbeats) goes on meanwhile. Returns the report (``report.json`` as written, read by
+    :func:`harness.report.model.load_report`).
 
     Raises:
         RuntimeError: the child failed (its last stderr lines), did not end within ``timeout_s`` seconds (killed),
             or wrote no readable ``report.json``.
     """
-    import json
-
     from gevent import subprocess as gsubprocess
+
+    from harness.report.model import ReportError, load_report
 
     proc = gsubprocess.Popen(
         [sys.executable, "-m", "harness.report", str(run_dir), "--quiet"],
@@ -162,12 +166,9 @@ def write_report_child(run_dir: Path, timeout_s: float = REPORT_TIMEOUT_S) -> di
         tail = " | ".join((err or b"").decode(errors="replace").strip().splitlines()[-3:])
         raise RuntimeError(f"the report process exited {proc.returncode}: {tail}")
     try:
-        rep = json.loads((run_dir / "report.json").read_text())
-    except (OSError, ValueError) as e:
+        return load_report(run_dir / "report.json")
+    except ReportError as e:
         raise RuntimeError(f"report.json unreadable: {e}") from None
-    if not isinstance(rep, dict):
-        raise RuntimeError("report.json is not a JSON object")
-    return rep
 
 
 def stop_for_quit(run: Run, environment: Any) -> None:

@@ -2,13 +2,13 @@
 
 ::
 
-    from harness.report import build_report, load_report, render_markdown, write_report
+    from harness.report import build_report, load_report, render_markdown, render_summary, write_report
     rep = build_report("runs/20250101-120000-k2")    # a typed Report (harness.report.model; seconds, tokens)
     rep.steps[1].output_tps                          # figures are attributes
     old = load_report("runs/20250101-120000-k2")     # report.json read back (this or an earlier version's)
-    print(render_markdown(rep.as_dict()))            # GitHub Markdown (the renderers read the JSON dict)
-    print(render_summary(rep.as_dict()))             # compact terminal summary (120 columns)
-    data, md = write_report("runs/20250101-120000-k2")  # also writes report.json, report.md, report.html
+    print(render_markdown(rep))                      # GitHub Markdown (the renderers read the typed Report)
+    print(render_summary(rep))                       # compact terminal summary (120 columns)
+    rep, md = write_report("runs/20250101-120000-k2")   # also writes report.json, report.md, report.html
 
 Command line: ``python -m harness.report RUN_DIR [--json] [--full] [--n 100000 900000] [--quiet]``.
 """

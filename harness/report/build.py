@@ -407,26 +407,27 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[dict[str, Any], str]:
+def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[Report, str]:
     """Build the report, write ``report.json`` (:meth:`harness.report.model.Report.to_json`), ``report.md`` and
     (matplotlib permitting) ``report.html`` with ``figures/*.png`` into the run directory.
 
     Returns:
-        (the report as report.json holds it, :meth:`harness.report.model.Report.as_dict`; the Markdown).
-        Transitional: a dict because the end-of-run code hands it to the dict-reading terminal summary; read it
-        typed with :func:`harness.report.model.load_report` or :func:`build_report`.
+        (the typed report, whose :meth:`harness.report.model.Report.to_json` is the report.json written; the
+        Markdown of report.md).
+
+    Raises:
+        NoRecordsError, ValueError, OSError: as :func:`build_report`, or report.json / report.md not writable.
     """
     from harness.report.html import write_html
     from harness.report.render import render_markdown
 
     run = load_frame_run(run_dir)  # read once: the tables and the figures are drawn from the same frame
     rep = _report_of(run, n)
-    data = rep.as_dict()  # the renderers below read the dict by key until they move to the figure catalogue
-    md = render_markdown(data)
+    md = render_markdown(rep)
     root = Path(run_dir)
     for name, text in (("report.json", rep.to_json()), ("report.md", md)):
         tmp = root / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(root / name)
-    write_html(root, data, run)
-    return data, md
+    write_html(root, rep, run)
+    return rep, md

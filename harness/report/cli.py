@@ -10,7 +10,6 @@ Exit codes: 0 done, 2 bad input (missing run directory or records.jsonl, corrupt
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from harness.report.build import write_report
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m harness.report") 
         return 1
     if not args.quiet:
         if args.json:
-            sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+            sys.stdout.write(rep.to_json())
         else:
             _print_markdown(md, None if args.full else render_summary(rep, args.run_dir))
     return 0

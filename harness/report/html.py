@@ -16,14 +16,15 @@ import base64
 import html
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markdown_it import MarkdownIt
 
 from harness.report.fmt import wall_time
-from harness.report.render import render_markdown
+from harness.report.model import Report, as_report
+from harness.report.render import render_markdown, target_url
 
 if TYPE_CHECKING:
     from harness.report.charts import Chart
@@ -70,26 +71,25 @@ def _markdown() -> MarkdownIt:
     return md
 
 
-def _header(rep: dict[str, Any]) -> str:
-    target = rep.get("target") or {}
-    url = target.get("base_url") or target.get("url") or target.get("host") or "?"
-    status = str(rep.get("status") or "unknown")
-    good = status == "finished" and not rep.get("interrupted")
+def _header(rep: Report) -> str:
+    url = target_url(rep)
+    status = rep.status or "unknown"
+    good = status == "finished" and not rep.interrupted
     cls = "ok" if good else "bad"
-    dur = rep.get("duration_s")
-    ts = rep.get("time_scale", 1.0)
+    dur = rep.duration_s
+    ts = rep.time_scale
     rows = [
-        ("profile", html.escape(str(rep.get("profile_name") or "?"))),
-        ("target", f"<code>{html.escape(str(url))}</code>" + (" (built-in simulator)" if rep.get("simulated") else "")),
-        ("model", f"<code>{html.escape(str(rep.get('model') or '?'))}</code>"),
-        ("started", html.escape(wall_time(rep.get("start_wall")))),
+        ("profile", html.escape(rep.profile_name or "?")),
+        ("target", f"<code>{html.escape(url)}</code>" + (" (built-in simulator)" if rep.simulated else "")),
+        ("model", f"<code>{html.escape(rep.model or '?')}</code>"),
+        ("started", html.escape(wall_time(rep.start_wall))),
         ("duration", "?" if dur is None else f"{dur:.0f} s"),
         ("status", f'<span class="status {cls}">{html.escape(status)}</span>'
-                   + (" interrupted: figures are partial" if rep.get("interrupted") else "")),
+                   + (" interrupted: figures are partial" if rep.interrupted else "")),
     ]
     if ts != 1.0:
         rows.append(("time scale", f"{ts:g} (COMPRESSED TIME: see the real-time equivalents)"))
-    notes = rep.get("notes") or []
+    notes = rep.notes
     rows.append(("notes", f"{len(notes)} (see Notes)" if notes else "none"))
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
     return f'<table class="meta">{body}</table>'
@@ -110,17 +110,19 @@ def _figures(charts: Sequence[Chart]) -> str:
     return "\n".join(parts)
 
 
-def render_html(report: dict[str, Any], charts: Sequence[Chart]) -> str:
+def render_html(report: Report | Mapping[str, Any], charts: Sequence[Chart]) -> str:
     """The HTML report: header, the Markdown report's sections and tables, the figures before the formulas.
 
     Args:
-        report: the report dict (:func:`harness.report.build.build_report`).
+        report: the typed report (:func:`harness.report.build.build_report`); a report dict (report.json's JSON)
+            is validated first (:func:`harness.report.model.as_report`; ReportError when it is not a report).
         charts: the drawn figures (:func:`harness.report.charts.draw_charts`), embedded as base64 PNGs.
 
     Returns:
         One HTML5 document (str) with inline CSS, no script and no external reference.
     """
-    md_text = render_markdown(report)
+    rep = as_report(report)
+    md_text = render_markdown(rep)
     lines = md_text.split("\n")
     if lines and lines[0].startswith("# "):  # the title and the one-line run summary: the header shows both
         lines = lines[1:]
@@ -136,13 +138,13 @@ def render_html(report: dict[str, Any], charts: Sequence[Chart]) -> str:
         out = md.render(src)
         return out.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
 
-    title = html.escape(f"Load report: {report['run_id']}")
+    title = html.escape(f"Load report: {rep.run_id}")
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{title}</title><style>{_CSS}</style></head>\n<body>\n"
-        f"<h1>{title}</h1>\n{_header(report)}\n{block(before)}\n{_figures(charts)}\n{block(after)}\n"
+        f"<h1>{title}</h1>\n{_header(rep)}\n{block(before)}\n{_figures(charts)}\n{block(after)}\n"
         "</body></html>\n"
     )
 
@@ -155,14 +157,15 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def write_html(
     run_dir: str | os.PathLike[str],
-    report: dict[str, Any],
+    report: Report | Mapping[str, Any],
     run: FrameRun | None = None,
 ) -> Path | None:
     """Draw the figures and write ``figures/<name>.png`` and ``report.html`` into the run directory.
 
     Args:
         run_dir: the run directory the report was built from.
-        report: its report dict (:func:`harness.report.build.build_report`).
+        report: its typed report (:func:`harness.report.build.build_report`; a report dict is validated first, as
+            by :func:`render_html`).
         run: the run's record frame; read from ``run_dir`` (:func:`harness.report.columns.load_frame_run`) when
             None.
 
@@ -183,8 +186,9 @@ def write_html(
             from harness.report.columns import load_frame_run
 
             run = load_frame_run(root)
-        charts = draw_charts(report, run)
-        page = render_html(report, charts)
+        rep = as_report(report)
+        charts = draw_charts(rep, run)
+        page = render_html(rep, charts)
         figs = root / FIGURES_DIR
         figs.mkdir(exist_ok=True)
         for c in charts:

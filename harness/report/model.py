@@ -17,16 +17,18 @@ Every field has a default so that a report.json of an earlier version (which lac
 a report built now sets every field (``tests/report/test_model.py`` checks it). Unknown keys are kept (``extra``),
 so an old or newer file round-trips; :func:`undeclared_keys` lists them, and a freshly built report has none.
 
-Transitional: the renderers being moved to the figure catalogue (render.py, summary.py, html.py, the web UI,
-Locust's LLM tab) still read a dict by key; their call sites pass :meth:`Report.as_dict` (exactly today's dict).
-The models also have a read-only Mapping-style ``model["key"]`` / ``model.get("key")`` / ``"key" in model``, so
-code and tests written against the dict keep working until they move to attributes; new code reads attributes.
+The renderers (render.py, summary.py, html.py, the web UI's cache and view) take a :class:`Report` and read
+attributes; one that still accepts a report dict validates it at its boundary with :func:`as_report`.
+Transitional: the models also have a read-only Mapping-style ``model["key"]`` / ``model.get("key")`` /
+``"key" in model``, so code and tests written against the dict keep working until they move to attributes; new
+code reads attributes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -62,6 +64,7 @@ __all__ = [
     "TurnRow",
     "UsableIsSuccess",
     "Warmup",
+    "as_report",
     "load_report",
     "undeclared_keys",
 ]
@@ -121,6 +124,13 @@ class ReportModel(BaseModel):
         """The JSON-ready dict this model was built or read from: the keys that were set (a key absent from an
         older report.json stays absent), nested models as dicts."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+    def pick(self, keys: Sequence[str]) -> dict[str, Any]:
+        """``{key: value}`` for each of ``keys`` (field names), in that order, as :meth:`as_dict` holds the value
+        (JSON-ready, nested models as dicts); None for a key that is not set (absent from an older report.json).
+        For JSON built from a few figures of a model (the web view's rows)."""
+        data = self.model_dump(mode="json", include=set(keys), exclude_unset=True)
+        return {k: data.get(k) for k in keys}
 
 
 class Warmup(ReportModel):
@@ -699,3 +709,16 @@ def load_report(path: str | os.PathLike[str]) -> Report:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ReportError(f"{p}: unreadable report ({e})") from e
     return parse_report(data, str(p))
+
+
+def as_report(report: Report | Mapping[str, Any], source: str = "report") -> Report:
+    """``report`` as a :class:`Report`: a Report unchanged, a report dict (report.json's decoded JSON, e.g. from
+    older code paths or a test) validated by :func:`parse_report`. The boundary of every renderer that still
+    accepts a dict.
+
+    Raises:
+        ReportError: a dict that is not a report (see :func:`parse_report`).
+    """
+    if isinstance(report, Report):
+        return report
+    return parse_report(dict(report), source)

@@ -255,21 +255,22 @@ RATE_TABLE_HEADER = ["step", "target req/s", "scheduled req/s", "achieved req/s"
                      "sched. E2E p50 / p99 s"]
 
 
-def rate_table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
-    """The Markdown cells of the "Open-loop rates" table, one row per rate step (none without rate steps)."""
+def rate_table_rows(rows: Sequence[StepRow]) -> list[list[str]]:
+    """The Markdown cells of the "Open-loop rates" table, one row per rate step (none without rate steps): rates in
+    req/s, shortfall and late share in %, delays and latencies in s (p50 / p99)."""
     out = []
     for r in rows:
-        f = r.get("rate")
-        if not f:
+        f = r.rate
+        if f is None:
             continue
-        sf, ls = f.get("shortfall"), f.get("late_share")
+        sf, ls = f.shortfall, f.late_share
         out.append([
-            str(r["label"]), _f(f["target_rate"]), _f(f["scheduled_rate"]), _f(f["achieved_rate"]),
+            str(r.label), _f(f.target_rate), _f(f.scheduled_rate), _f(f.achieved_rate),
             "–" if sf is None else f"{100 * sf:.1f}", "–" if ls is None else f"{100 * ls:.1f}",
-            f"{_f(f['dispatch_delay_p50_s'])} / {_f(f['dispatch_delay_p99_s'])}",
-            f"{_f(f['ttft_p50_s'])} / {_f(f['ttft_p99_s'])}",
-            f"{_f(f['sched_ttft_p50_s'])} / {_f(f['sched_ttft_p99_s'])}",
-            f"{_f(f['e2e_p50_s'])} / {_f(f['e2e_p99_s'])}",
-            f"{_f(f['sched_e2e_p50_s'])} / {_f(f['sched_e2e_p99_s'])}",
+            f"{_f(f.dispatch_delay_p50_s)} / {_f(f.dispatch_delay_p99_s)}",
+            f"{_f(f.ttft_p50_s)} / {_f(f.ttft_p99_s)}",
+            f"{_f(f.sched_ttft_p50_s)} / {_f(f.sched_ttft_p99_s)}",
+            f"{_f(f.e2e_p50_s)} / {_f(f.e2e_p99_s)}",
+            f"{_f(f.sched_e2e_p50_s)} / {_f(f.sched_e2e_p99_s)}",
         ])
     return out

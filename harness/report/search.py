@@ -8,7 +8,10 @@ setting) with each SLO figure and its 95 % interval on both sides, and every pro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.report.model import SearchFigure, SearchResult
 
 __all__ = ["SEARCH_DEFINITIONS", "search_lines", "search_result"]
 
@@ -37,35 +40,36 @@ def _v(x: float | None) -> str:
     return "–" if x is None else f"{x:.3g}"
 
 
-def _figure(f: dict[str, Any] | None) -> str:
-    if not f:
+def _figure(f: SearchFigure | None) -> str:
+    if f is None:
         return "–"
-    return f"{_v(f.get('value'))} [{_v(f.get('low'))}, {_v(f.get('high'))}] {'ok' if f.get('ok') else 'FAIL'}"
+    return f"{_v(f.value)} [{_v(f.low)}, {_v(f.high)}] {'ok' if f.ok else 'FAIL'}"
 
 
-def search_lines(search: dict[str, Any] | None) -> list[str]:
-    """The Markdown lines of the section (none without a search)."""
-    if not search:
+def search_lines(search: SearchResult | None) -> list[str]:
+    """The Markdown lines of the section (none without a search): settings in users or req/s, figures in s."""
+    if search is None:
         return []
-    unit = "users" if search["axis"] == "concurrency" else "req/s"
+    unit = "users" if search.axis == "concurrency" else "req/s"
     lines = ["## SLO capacity search", "",
-             f"Over {search['axis']} from {search['low']:g} to {search['high']:g} {unit}, tolerance "
-             f"{search['tolerance']:g}: **{search['verdict']}**. Each figure: percentile [95 % interval] against its "
+             f"Over {search.axis} from {search.low:g} to {search.high:g} {unit}, tolerance "
+             f"{search.tolerance:g}: **{search.verdict}**. Each figure: percentile [95 % interval] against its "
              "threshold; see slo_search in Formulas.", ""]
-    best, fail = search.get("highest_pass"), search.get("lowest_fail")
+    best, fail = search.highest_pass, search.lowest_fail
     keys: list[str] = []
-    for p in (best, fail, *search.get("probes", [])):
-        for k in (p or {}).get("figures", {}):
+    for p in (best, fail, *search.probes):
+        for k in p.figures if p is not None else {}:
             if k not in keys:
                 keys.append(k)
-    thr = {k: f["threshold"] for p in search.get("probes", []) for k, f in p.get("figures", {}).items()}
-    header = ["side", "setting", "step", "sample", *(f"{k} ≤ {thr.get(k, 0):g}" for k in keys), "failed because"]
+    thr = {k: f.threshold for p in search.probes for k, f in p.figures.items()}
+    header = ["side", "setting", "step", "sample", *(f"{k} ≤ {thr.get(k, 0) or 0:g}" for k in keys),
+              "failed because"]
     rows = []
     sides = [("highest passing", best), ("lowest failing", fail)]
-    for side, p in [*sides, *(("probe", p) for p in search.get("probes", []))]:
-        if p:
-            rows.append([side, f"{p['setting']:g}", str(p["step"]), str(p["sample"]),
-                         *(_figure(p["figures"].get(k)) for k in keys), p.get("reason") or "–"])
+    for side, p in [*sides, *(("probe", p) for p in search.probes)]:
+        if p is not None:
+            rows.append([side, f"{p.setting:g}", str(p.step), str(p.sample),
+                         *(_figure(p.figures.get(k)) for k in keys), p.reason or "–"])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return [*lines, ""]

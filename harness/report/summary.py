@@ -9,11 +9,14 @@ in both. A step label too long for its column continues on the next lines, never
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.report.catalogue import FIGURES, Flag, display, hours_text, label_text
 from harness.report.fmt import DASH, MAX_WIDTH, wall_time
+from harness.report.model import Report, StepRow, as_report
+from harness.report.render import target_url
 
 __all__ = ["render_summary"]
 
@@ -22,9 +25,8 @@ _GAP = "  "
 _MIN_LABEL = 6
 
 
-def _hours_cell(row: dict[str, Any]) -> str:
-    hs = row.get("hours") or []
-    return hours_text(hs[0]) if hs else DASH
+def _hours_cell(row: StepRow) -> str:
+    return hours_text(row.hours[0]) if row.hours else DASH
 
 
 #: The figures of a step's line, in order (catalogue keys; headers and formats from the catalogue).
@@ -32,12 +34,12 @@ SUMMARY_KEYS = ("concurrency", "completed", "errors", "output_tps", "per_stream_
                 "tpot_mean_s", "e2e_p50_s", "truncated_pct")
 
 
-def _columns(rep: dict[str, Any]) -> tuple[list[tuple[str, str]], list[list[str]]]:
+def _columns(rep: Report) -> tuple[list[tuple[str, str]], list[list[str]]]:
     """Two-line headers and the cells of each step row (strings, unpadded)."""
-    ns = rep.get("hours_to_n") or []
+    ns = rep.hours_to_n
     first_n = f"N={ns[0]:,} (95 %)" if ns else "N"
     header = [("", "step"), *(FIGURES[k].short for k in SUMMARY_KEYS), (FIGURES["hours"].short[0], first_n)]
-    rows = [[label_text(r), *(display(r, k) for k in SUMMARY_KEYS), _hours_cell(r)] for r in rep["steps"]]
+    rows = [[label_text(r), *(display(r, k) for k in SUMMARY_KEYS), _hours_cell(r)] for r in rep.steps]
     return header, rows
 
 
@@ -52,7 +54,7 @@ def _label_lines(label: str, width: int) -> list[str]:
     return lines
 
 
-def _table(rep: dict[str, Any], width: int) -> list[str]:
+def _table(rep: Report, width: int) -> list[str]:
     header, rows = _columns(rep)
     widths = [max(len(h[0]), len(h[1]), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
@@ -74,26 +76,26 @@ def _table(rep: dict[str, Any], width: int) -> list[str]:
     return out
 
 
-def _footnotes(rep: dict[str, Any]) -> list[str]:
+def _footnotes(rep: Report) -> list[str]:
     notes: list[str] = []
-    steps = rep["steps"]
+    steps = rep.steps
     for r in steps:
-        if not r["steady"]:
-            notes.append(f"† {r['label']}: NOT steady, {r['not_steady_reason']}; burst figures over the whole step.")
+        if not r.steady:
+            notes.append(f"† {r.label}: NOT steady, {r.not_steady_reason}; burst figures over the whole step.")
     for r in steps:
-        if r.get("low_confidence"):
-            fix = r.get("low_confidence_fix") or "lengthen steps.duration"
-            notes.append(f"‡ {r['label']}: low confidence, {r['low_confidence']}; {fix}.")
-    notes += [n for n in rep.get("notes") or [] if n.startswith(f"{Flag.HIDDEN_REASONING.glyph} ")]  # its § labels
+        if r.low_confidence:
+            fix = r.low_confidence_fix or "lengthen steps.duration"
+            notes.append(f"‡ {r.label}: low confidence, {r.low_confidence}; {fix}.")
+    notes += [n for n in rep.notes if n.startswith(f"{Flag.HIDDEN_REASONING.glyph} ")]  # its § labels
     for r in steps:
-        if r.get("client_starved"):
-            notes.append(f"Client STARVED at {r['label']}: {r['client_lagged_pct']:.0f} % of requests read > "
+        if r.client_starved:
+            notes.append(f"Client STARVED at {r.label}: {r.client_lagged_pct or 0:.0f} % of requests read > "
                          f"{CLIENT_LAG_LIMIT_S:g} s late: figures are the load generator's limit.")
     for r in steps:
-        step_errors = r.get("step_errors_by_class") or r["errors_by_class"]
+        step_errors = r.step_errors_by_class or r.errors_by_class
         if step_errors:
             classes = ", ".join(f"{k} ×{v}" for k, v in step_errors.items())
-            notes.append(f"Errors at {r['label']}: {classes} (requests started in the step).")
+            notes.append(f"Errors at {r.label}: {classes} (requests started in the step).")
     return notes
 
 
@@ -101,11 +103,12 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
 
 
-def render_summary(report: dict[str, Any], where: str | None = None, width: int = MAX_WIDTH) -> str:
+def render_summary(report: Report | Mapping[str, Any], where: str | None = None, width: int = MAX_WIDTH) -> str:
     """The compact plain-text summary of ``report`` (:func:`harness.report.build.build_report`) for a terminal.
 
     Args:
-        report: the report dict.
+        report: the typed report; a report dict (report.json's JSON) is validated first
+            (:func:`harness.report.model.as_report`, which raises ReportError when it is not a report).
         where: the run directory, named in the closing line that points to the full report (None: not named).
         width: widest line in characters (default 120); only a single word longer than that (a long URL) can
             exceed it.
@@ -115,24 +118,22 @@ def render_summary(report: dict[str, Any], where: str | None = None, width: int 
         one row per step (label with †/‡, C, completed, errors, output and per-stream tok/s, TTFT/TTFAT/E2E p50
         in s, TPOT mean in ms, % truncated, hours to the first N with its 95 % interval), footnotes, units.
     """
-    rep = report
-    target = rep.get("target") or {}
-    url = target.get("base_url") or target.get("url") or target.get("host") or "?"
-    head = [f"llmload report {rep['run_id']}", f"status {rep['status']}"]
-    if rep.get("duration_s") is not None:
-        head.append(f"started {wall_time(rep.get('start_wall'))}, {rep['duration_s']:.0f} s")
-    meta = [f"target {url}", f"model {rep.get('model') or '?'}"]
-    if rep.get("profile_name"):
-        meta.append(f"profile {rep['profile_name']}")
+    rep = as_report(report)
+    head = [f"llmload report {rep.run_id}", f"status {rep.status}"]
+    if rep.duration_s is not None:
+        head.append(f"started {wall_time(rep.start_wall)}, {rep.duration_s:.0f} s")
+    meta = [f"target {target_url(rep)}", f"model {rep.model or '?'}"]
+    if rep.profile_name:
+        meta.append(f"profile {rep.profile_name}")
     lines = _wrap(" · ".join(head), width) + _wrap(" · ".join(meta), width)
-    if rep.get("interrupted"):
+    if rep.interrupted:
         lines += _wrap("! Interrupted run: figures are partial (see the notes in report.md).", width)
-    ts = rep.get("time_scale", 1.0)
+    ts = rep.time_scale
     if ts != 1.0:
         lines += _wrap(f"! COMPRESSED TIME (simulator time_scale = {ts:g}): figures in compressed wall time; "
                        "real-time equivalents in report.md.", width)
     lines.append("")
-    if rep["steps"]:
+    if rep.steps:
         lines += _table(rep, width)
     else:
         lines.append("No steps recorded.")
@@ -142,7 +143,7 @@ def render_summary(report: dict[str, Any], where: str | None = None, width: int 
         for note in foot:
             lines += _wrap(note, width)
     lines.append("")
-    n_notes = len(rep.get("notes") or [])
+    n_notes = len(rep.notes)
     where_md = f"{where}/report.md (also report.json, report.html)" if where else "report.md / .json / .html"
     units = (f"Hours to N: usable samples per hour in the steady window, with the 95 % batch-means prediction "
              f"interval. Every table (every N, the token-based cross-check), "

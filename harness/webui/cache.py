@@ -23,6 +23,8 @@ import gevent
 import gevent.lock
 from gevent import subprocess as gsubprocess
 
+from harness.report.model import Report, ReportError, StepRow, load_report, parse_report
+
 __all__ = ["HISTORY_KEYS", "MIN_INTERVAL_S", "SLOWDOWN", "ComputeChild", "Entry", "ReportCache", "current_row"]
 
 log = logging.getLogger("llmload")
@@ -41,7 +43,7 @@ HISTORY_KEYS = (
 _HISTORY_MAX = 3000
 
 
-def current_row(rep: dict[str, Any]) -> dict[str, Any] | None:
+def current_row(rep: Report) -> StepRow | None:
     """The report's row of the step in progress, or None.
 
     While a run is in progress (``status`` ``running``) the report ends its last step at the latest request end
@@ -49,11 +51,11 @@ def current_row(rep: dict[str, Any]) -> dict[str, Any] | None:
     the step's figures over its window so far: the steady window ``[ws, latest end)`` once the first wave has been
     replaced, else (marked NOT steady) the step's own requests.
     """
-    steps = rep.get("steps") or []
-    if rep.get("status") != "running" or not steps:
+    steps = rep.steps
+    if rep.status != "running" or not steps:
         return None
     last = steps[-1]
-    return last if last.get("end_source") == "last_record" else None
+    return last if last.end_source == "last_record" else None
 
 
 @dataclass
@@ -71,7 +73,7 @@ class Entry:
         job: the greenlet of the compute in progress (None when none).
     """
 
-    report: dict[str, Any] | None = None
+    report: Report | None = None
     error: str | None = None
     computed_at: float = 0.0
     started_at: float = 0.0
@@ -84,18 +86,18 @@ class Entry:
         return max(MIN_INTERVAL_S, SLOWDOWN * self.compute_s)
 
 
-def _report_file(run_dir: Path) -> dict[str, Any] | None:
-    """``report.json`` of a run that is no longer running when it is at least as new as its records, else None."""
+def _report_file(run_dir: Path) -> Report | None:
+    """``report.json`` of a run that is no longer running when it is at least as new as its records (read by
+    :func:`harness.report.model.load_report`), else None (also when it is unreadable or not a report)."""
     rj, meta, recs = run_dir / "report.json", run_dir / "run.json", run_dir / "records.jsonl"
     try:
         if json.loads(meta.read_text()).get("status") == "running":
             return None
         if rj.stat().st_mtime < max(recs.stat().st_mtime, meta.stat().st_mtime):
             return None
-        rep = json.loads(rj.read_text())
-    except (OSError, ValueError):
+        return load_report(rj)
+    except (OSError, ValueError):  # ReportError is a ValueError
         return None
-    return rep if isinstance(rep, dict) else None
 
 
 class ComputeChild:
@@ -106,8 +108,9 @@ class ComputeChild:
         self._proc: Any = None
         self._lock = gevent.lock.Semaphore()
 
-    def report(self, run_dir: Path) -> dict[str, Any]:
-        """The report of ``run_dir``. Raises RuntimeError with the child's error text (or its death)."""
+    def report(self, run_dir: Path) -> Report:
+        """The report of ``run_dir`` (the child's JSON validated, :func:`harness.report.model.parse_report`).
+        Raises RuntimeError with the child's error text (or its death, or an answer that is not a report)."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = gsubprocess.Popen(
@@ -129,10 +132,10 @@ class ComputeChild:
         ans = json.loads(line)
         if "error" in ans:
             raise RuntimeError(str(ans["error"]))
-        rep = ans.get("report")
-        if not isinstance(rep, dict):
-            raise RuntimeError("the report is not a JSON object")
-        return rep
+        try:
+            return parse_report(ans.get("report"), "the report process's answer")
+        except ReportError as e:
+            raise RuntimeError(str(e)) from None
 
     def stop(self) -> None:
         """End the child (it is started again on the next compute)."""
@@ -162,12 +165,12 @@ class ReportCache:
         """
         e = self.entry(run_dir)
         now = time.time()
-        if e.report is not None and e.report.get("status") == "running":  # the run may have been recorded since
+        if e.report is not None and e.report.status == "running":  # the run may have been recorded since
             done = _report_file(Path(run_dir))
             if done is not None:
                 e.report, e.error, e.computed_at = done, None, now
         if e.job is None and (e.report is None or now - e.started_at >= e.interval()):
-            if e.report is None or e.report.get("status") == "running":
+            if e.report is None or e.report.status == "running":
                 done = _report_file(Path(run_dir))
                 if done is not None:
                     e.report, e.error, e.computed_at = done, None, now
@@ -186,12 +189,12 @@ class ReportCache:
             e.error = str(exc) or type(exc).__name__
             log.debug("llmload: LLM view report failed for %s: %s", run_dir, e.error)
         else:
-            if rep.get("status") == "running" and e.report is not None and e.report.get("status") != "running":
+            if rep.status == "running" and e.report is not None and e.report.status != "running":
                 return  # computed before the run was recorded: the final report is already here
             e.report, e.error = rep, None
             row = current_row(rep)
             if row is not None:
-                e.history.append({"t": time.time(), **{k: row.get(k) for k in HISTORY_KEYS}})
+                e.history.append({"t": time.time(), **row.pick(HISTORY_KEYS)})
                 del e.history[:-_HISTORY_MAX]
         finally:
             e.compute_s = time.monotonic() - t0

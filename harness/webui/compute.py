@@ -2,7 +2,9 @@
 
 It reads one run directory path per line on stdin and answers each with one line on stdout: ``{"report":
 harness.report.build.build_report(path)}`` or ``{"error": "<type>: <message>"}``; it exits at the end of stdin. One
-child serves every compute of the view, so the report's imports are paid once.
+child serves every compute of the view, so the report's imports are paid once. The report crosses the pipe as
+report.json's JSON (:meth:`harness.report.model.Report.as_dict`); the parent validates it back into the typed
+:class:`harness.report.model.Report` (:meth:`harness.webui.cache.ComputeChild.report`).
 
 The LLM view runs the report in a child process so the report's CPU-bound pass never holds the load
 generator's gevent loop (or its GIL): the requests being measured keep their timing while the view refreshes.

@@ -22,7 +22,8 @@ from typing import Any
 from flask import Blueprint, Response, abort, jsonify, make_response, request
 
 from harness.report.catalogue import FIGURES, display, hours_text, label_text
-from harness.webui.cache import ReportCache
+from harness.report.model import Report
+from harness.webui.cache import ReportCache, current_row
 from harness.webui.downloads import FIGURES_ZIP, FILES, MIME, figures_zip, find_run
 from harness.webui.runs import run_dirs, stopping, workers
 from harness.webui.view import payload
@@ -44,25 +45,26 @@ def _static(name: str) -> str:
     return resources.files("harness.webui").joinpath("static", name).read_text(encoding="utf-8")
 
 
-def tab_rows(data: dict[str, Any]) -> list[dict[str, str]]:
-    """Rows of the Locust "LLM" tab from the view's JSON: finished steps, then the step in progress
-    (label ``… (so far)``), then a row naming the run and the target it measured and pointing to the full page.
+def tab_rows(rep: Report | None) -> list[dict[str, str]]:
+    """Rows of the Locust "LLM" tab from the cached typed report (None: no report yet): its step rows, the step in
+    progress last (label ``… (so far)``, :func:`harness.webui.cache.current_row`), then a row naming the run and
+    the target it measured and pointing to the full page.
 
     Every cell is the catalogue's display text (:mod:`harness.report.catalogue`), as the report shows it: labels
     with their † / ‡ / § marks, hours to the first N as ``N=100,000: 27.1 h (25.0–30.2)``."""
-    rows = list(data.get("steps") or [])
-    cur = data.get("current")
+    steps = rep.steps if rep is not None else []
+    cur = current_row(rep) if rep is not None else None
     out = []
-    for r in [*rows, *([cur] if cur else [])]:
-        h = (r.get("hours") or [None])[0]
+    for r in steps:
+        h = r.hours[0] if r.hours else None
         out.append({
             "label": label_text(r) + (" (so far)" if r is cur else ""),
             **{k: display(r, k) for k in TAB_KEYS},
-            "hours": f"N={h['n']:,}: {hours_text(h)}" if h else "–",
+            "hours": f"N={h.n:,}: {hours_text(h)}" if h else "–",
         })
-    run = data.get("run") or {}
-    measured = (f"run {run.get('run_id')} measured {run.get('target')} (Locust's header shows the Host field as "
-                "typed); ") if run.get("target") else ""
+    target = rep.target.get("base_url") if rep is not None else None
+    measured = (f"run {rep.run_id} measured {target} (Locust's header shows the Host field as "
+                "typed); ") if rep is not None and target else ""
     out.append({"label": f"{measured}all figures, charts and downloads: open 'LLM view' in the Download Data tab, "
                          "or /llm/"})
     return out
@@ -158,8 +160,7 @@ def install_routes(environment: Any, web_ui: Any) -> None:
             runs = run_dirs()
             known = runs.all()
             entry = cache.get(known[0], wait_s=0.0) if known else None
-            view = payload(runs, entry, known[0] if known else None, [], url)
-            body["extended_stats"] = [{"key": "llm", "data": tab_rows(view)}]
+            body["extended_stats"] = [{"key": "llm", "data": tab_rows(entry.report if entry is not None else None)}]
             response.set_data(json.dumps(body))
         except Exception:  # never break Locust's own UI
             return response

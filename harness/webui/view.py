@@ -1,10 +1,11 @@
 """The JSON the LLM view polls: the report's step rows, the row of the step in progress, the live history, the
 workers and the downloads.
 
-Every figure is a key of a row of ``harness.report.build.build_report`` (:mod:`harness.webui.cache`), passed
-through unchanged; :data:`ROW_KEYS` lists those the page shows. The one value assembled here is the mean
-reasoning / answer tokens per successful request of the row's sample, the request-weighted mean of the report's own
-``by_finish_reason`` groups (which partition that sample), i.e. the same mean the report's tokens chart draws.
+Every figure is a field of a step row (:class:`harness.report.model.StepRow`) of the cached typed report
+(:mod:`harness.webui.cache`), passed through unchanged as report.json holds it; :data:`ROW_KEYS` lists those the
+page shows. The one value assembled here is the mean reasoning / answer tokens per successful request of the row's
+sample, the request-weighted mean of the report's own ``by_finish_reason`` groups (which partition that sample),
+i.e. the same mean the report's tokens chart draws.
 
 The page formats nothing itself: each row also carries ``display`` (the text of each table cell, from the
 catalogue of figures, :mod:`harness.report.catalogue`, as the report shows it) and the payload carries ``columns``
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.catalogue import FIGURES, Flag, display, hours_header, hours_text, label_text, usd_header, usd_text
+from harness.report.model import Report, StepRow
 from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
 from harness.webui.runs import RunDirs, WorkerInfo
@@ -47,38 +49,40 @@ TABLE_KEYS = (
 _SLICE_KEYS = ("start_wall", "end_wall", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s", "ttfat_p99_s")
 
 
-def _token_split(row: dict[str, Any]) -> tuple[float | None, float | None]:
+def _token_split(row: StepRow) -> tuple[float | None, float | None]:
     """Mean reasoning and answer tokens per successful request of the row's sample (see the module docstring)."""
-    groups = [g for g in (row.get("by_finish_reason") or {}).values() if g.get("requests")]
-    n = sum(int(g["requests"]) for g in groups)
+    groups = [g for g in row.by_finish_reason.values() if g.requests]
+    n = sum(g.requests for g in groups)
     if not n:
         return None, None
-    r = sum(int(g["requests"]) * float(g.get("mean_reasoning_tokens") or 0.0) for g in groups) / n
-    a = sum(int(g["requests"]) * float(g.get("mean_answer_tokens") or 0.0) for g in groups) / n
+    r = sum(g.requests * float(g.mean_reasoning_tokens or 0.0) for g in groups) / n
+    a = sum(g.requests * float(g.mean_answer_tokens or 0.0) for g in groups) / n
     return r, a
 
 
-def _errors_text(row: dict[str, Any]) -> str:
-    by = row.get("errors_by_class") or {}
+def _errors_text(row: StepRow) -> str:
+    by = row.errors_by_class
     text = display(row, "errors")
     return f"{text} ({', '.join(f'{k} {v}' for k, v in by.items())})" if by else text
 
 
-def _starved_text(row: dict[str, Any]) -> str:
-    starved = row.get("client_starved")
+def _starved_text(row: StepRow) -> str:
+    starved = row.client_starved
     return "not measured" if starved is None else (Flag.STARVED.glyph if starved else "no")
 
 
-def row_display(row: dict[str, Any]) -> dict[str, str]:
-    """The text of each table cell of ``row`` (a :func:`row_view`), keyed as :func:`columns`: the label with its
-    flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it),
-    errors with their classes, ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99 and starved."""
+def row_display(row: StepRow) -> dict[str, str]:
+    """The text of each table cell of ``row`` (a report step row), keyed as :func:`columns`: the label with its
+    flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it;
+    the mean reasoning / answer tokens are the view's, :func:`_token_split`), errors with their classes,
+    ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99 and starved."""
+    split = dict(zip(("mean_reasoning_tokens", "mean_answer_tokens"), _token_split(row), strict=True))
     out = {"label": label_text(row)}
-    out.update({k: display(row, k) for k in TABLE_KEYS})
+    out.update({k: FIGURES[k].text(split[k]) if k in split else display(row, k) for k in TABLE_KEYS})
     out["errors"] = _errors_text(row)
-    for h in row.get("hours") or []:
-        out[f"hours_{h['n']}"] = hours_text(h)
-        out[f"usd_{h['n']}"] = usd_text(h.get("usd"), h.get("usd_low"), h.get("usd_high"))
+    for h in row.hours:
+        out[f"hours_{h.n}"] = hours_text(h)
+        out[f"usd_{h.n}"] = usd_text(h.usd, h.usd_low, h.usd_high)
     out["client_read_lag_p99_s"] = display(row, "client_read_lag_p99_s")
     out["client_starved"] = _starved_text(row)
     return out
@@ -98,15 +102,15 @@ def columns(hours_to_n: list[int], priced: bool) -> list[dict[str, str]]:
     return cols
 
 
-def row_view(row: dict[str, Any]) -> dict[str, Any]:
-    """The keys of ``row`` (a report step row) the page shows (:data:`ROW_KEYS`), the mean reasoning / answer
-    tokens (``mean_reasoning_tokens`` / ``mean_answer_tokens``), its soak slices (``slices``: :data:`_SLICE_KEYS`
-    of each) and ``display``, the text of each table cell (:func:`row_display`)."""
-    out = {k: row.get(k) for k in ROW_KEYS}
-    out["hidden_reasoning"] = row.get("hidden_reasoning")
+def row_view(row: StepRow) -> dict[str, Any]:
+    """The view's JSON of ``row`` (a report step row): the fields the page shows (:data:`ROW_KEYS`, as report.json
+    holds them; None when not set), ``hidden_reasoning``, the mean reasoning / answer tokens
+    (``mean_reasoning_tokens`` / ``mean_answer_tokens``), its soak slices (``slices``: :data:`_SLICE_KEYS` of each)
+    and ``display``, the text of each table cell (:func:`row_display`)."""
+    out = row.pick((*ROW_KEYS, "hidden_reasoning"))
     out["mean_reasoning_tokens"], out["mean_answer_tokens"] = _token_split(row)
-    out["slices"] = [{k: s.get(k) for k in _SLICE_KEYS} for s in row.get("slices") or []]
-    out["display"] = row_display(out)
+    out["slices"] = [s.pick(_SLICE_KEYS) for s in row.slices]
+    out["display"] = row_display(row)
     return out
 
 
@@ -133,9 +137,9 @@ def _live_notes(notes: Any) -> list[str]:
     return [IN_PROGRESS_NOTE, *kept]
 
 
-def _banners(rep: dict[str, Any] | None) -> list[str]:
+def _banners(rep: Report | None) -> list[str]:
     """The run's banners as the report shows them (compressed time)."""
-    ts = (rep or {}).get("time_scale") or 1.0
+    ts = (rep.time_scale if rep is not None else None) or 1.0
     if ts == 1.0:
         return []
     return [f"{Flag.COMPRESSED_TIME.glyph} (simulator time_scale = {ts:g}): {Flag.COMPRESSED_TIME.text}; real-time "
@@ -171,18 +175,16 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
     rep = entry.report if entry is not None else None
     cur = current_row(rep) if rep is not None else None
     live = shown is not None and shown == runs.current and runs.state in ("running", "stopping")
-    rows = [row_view(r) for r in (rep.get("steps") or [])] if rep is not None else []
+    rows = [row_view(r) for r in rep.steps] if rep is not None else []
     if cur is not None:
         rows = rows[:-1]
     for r in rows:
         r["provisional"] = live
     run = None
     if rep is not None:
-        run = {k: rep.get(k) for k in ("run_id", "status", "profile_name", "model", "start_wall", "end_wall",
-                                       "duration_s", "time_scale", "hours_to_n", "totals", "notes",
-                                       "cost_usd_per_hour")}
-        tgt = rep.get("target") or {}
-        run["target"] = tgt.get("base_url") if isinstance(tgt, dict) else None
+        run = rep.pick(("run_id", "status", "profile_name", "model", "start_wall", "end_wall", "duration_s",
+                        "time_scale", "hours_to_n", "totals", "notes", "cost_usd_per_hour"))
+        run["target"] = rep.target.get("base_url")
         if live:
             run["status"], run["notes"] = _live_status(runs.state, stopping), _live_notes(run.get("notes"))
     return {

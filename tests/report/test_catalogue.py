@@ -33,6 +33,7 @@ from harness.report.catalogue import (
     value,
     with_flags,
 )
+from harness.report.model import as_report
 from harness.report.render import render_markdown
 from harness.report.summary import render_summary
 from harness.webui.routes import tab_rows
@@ -65,9 +66,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def _rendered(rep: dict[str, Any]) -> str:
     """Everything the surfaces show of ``rep``'s rows (md, terminal, the view's cell texts, the tab's cells)."""
-    view = {"steps": [row_view(r) for r in rep["steps"]], "current": None, "run": None}
-    cells = [r["display"] for r in view["steps"]]
-    return "\n".join([render_markdown(rep), render_summary(rep), json.dumps(cells), json.dumps(tab_rows(view))])
+    typed = as_report(rep)
+    cells = [row_view(r)["display"] for r in typed.steps]
+    return "\n".join([render_markdown(typed), render_summary(typed), json.dumps(cells), json.dumps(tab_rows(typed))])
 
 
 def test_every_figure_a_surface_shows_has_an_entry(report: dict[str, Any]) -> None:

@@ -179,7 +179,7 @@ def test_records_intervals_follow_the_report_sample(tmp_path: Path) -> None:
     # the step's successful requests, as in the report
     a = _run(tmp_path / "a", steps=((0, 1), (1, 4)), last_step_s=5.0)
     rep, _ = write_report(a)
-    assert not rep["steps"][1]["steady"]
+    assert not rep.steps[1].steady
     cmp = build_comparison([a, a])
     assert not any("do not reproduce" in n for n in cmp["notes"])
     c4 = next(s for s in cmp["steps"] if s["key"] == "C=4")
@@ -205,7 +205,7 @@ def test_stale_report_json_gets_no_interval(tmp_path: Path) -> None:
 
 def _price(run: Path, usd_h: float | None) -> None:
     """Rewrite a run's report.json as if its profile had priced the deployment at ``usd_h`` US$/h."""
-    rep, _ = write_report(run)
+    rep = write_report(run)[0].as_dict()
     for row in rep["steps"]:
         add_cost(row, usd_h)
     (run / "report.json").write_text(json.dumps(rep))
@@ -244,7 +244,7 @@ def test_cost_compared_only_when_both_priced(tmp_path: Path) -> None:
 def test_no_interval_in_either_run_has_no_noise_flag(tmp_path: Path) -> None:
     a, b = _run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)
     for run in (a, b):
-        rep, _ = write_report(run)
+        rep = write_report(run)[0].as_dict()
         for row in rep["steps"]:
             for h in row["hours"]:
                 h["hours_low"] = h["hours_high"] = None  # keys present, no bound: no interval at all
@@ -455,7 +455,7 @@ def test_flags_are_the_catalogues(tmp_path: Path) -> None:
     compare.md and compare.html mark a step's label with their glyphs as every report surface does and explain
     them with the catalogue's texts; the notes name each flag as the catalogue does."""
     a, b = _run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)
-    rep, _ = write_report(b)
+    rep = write_report(b)[0].as_dict()
     rep["steps"][1].update(hidden_reasoning=3, client_starved=True)  # C=2 of run B
     rep["steps"][0].update(steady=False, low_confidence=None)  # single of run B
     (b / "report.json").write_text(json.dumps(rep))

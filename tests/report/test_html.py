@@ -55,14 +55,14 @@ def _scenario(root: Path, meta: dict[str, Any] | None = None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], str, str]:
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report, str, str]:
     """(run dir, report, report.md, report.html) of the scenario after write_report."""
     root = _scenario(tmp_path_factory.mktemp("html") / "run")
     rep, md = write_report(root)
     return root, rep, md, (root / "report.html").read_text(encoding="utf-8")
 
 
-def test_one_self_contained_file(written: tuple[Path, dict[str, Any], str, str]) -> None:
+def test_one_self_contained_file(written: tuple[Path, Report, str, str]) -> None:
     root, _, _, page = written
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     low = page.lower()
@@ -76,9 +76,9 @@ def test_one_self_contained_file(written: tuple[Path, dict[str, Any], str, str])
     assert not (root / "report.html.tmp").exists()
 
 
-def test_every_figure_embedded_and_written_as_png(written: tuple[Path, dict[str, Any], str, str]) -> None:
+def test_every_figure_embedded_and_written_as_png(written: tuple[Path, Report, str, str]) -> None:
     root, rep, _, page = written
-    assert rep["time_scale"] == 1.0
+    assert rep.time_scale == 1.0
     files = sorted((root / "figures").glob("*.png"))
     names = [p.stem for p in files]
     assert sorted(names) == sorted(n for n in CHART_NAMES if n != "hours_real_time")
@@ -95,7 +95,7 @@ def test_every_figure_embedded_and_written_as_png(written: tuple[Path, dict[str,
         assert f'id="fig-{p.stem}"' in page
 
 
-def test_tables_hold_the_report_values_as_in_the_markdown(written: tuple[Path, dict[str, Any], str, str]) -> None:
+def test_tables_hold_the_report_values_as_in_the_markdown(written: tuple[Path, Report, str, str]) -> None:
     _, rep, md, page = written
     single, c2, c4 = rep["steps"]
     assert (single["steady"], c2["steady"], c4["steady"]) == (True, True, False)
@@ -123,7 +123,7 @@ def test_tables_hold_the_report_values_as_in_the_markdown(written: tuple[Path, d
     assert md_tables == 4 and page.count("<table>") == md_tables
 
 
-def test_header_definitions_and_notes(written: tuple[Path, dict[str, Any], str, str]) -> None:
+def test_header_definitions_and_notes(written: tuple[Path, Report, str, str]) -> None:
     _, rep, _, page = written
     head = page[: page.index("<h2>")]
     assert "synthetic" in head and "k2-test" in head and "http://127.0.0.1:8000/v1" in head
@@ -142,7 +142,7 @@ def test_header_definitions_and_notes(written: tuple[Path, dict[str, Any], str, 
     assert page.index("<h2>Hours to N") < page.index("<h2>Figures</h2>") < page.index("<h2>Formulas</h2>")
 
 
-def test_figures_use_the_report_functions(written: tuple[Path, dict[str, Any], str, str]) -> None:
+def test_figures_use_the_report_functions(written: tuple[Path, Report, str, str]) -> None:
     root, rep, _, _ = written
     main = main_frame(load_frame_run(root))
     for row in rep["steps"]:
@@ -170,10 +170,10 @@ def test_figures_use_the_report_functions(written: tuple[Path, dict[str, Any], s
     assert sum(bins) == pytest.approx(main.filter(pl.col("_ok")).get_column("output_tokens").sum())
 
 
-def test_drawing_is_deterministic(written: tuple[Path, dict[str, Any], str, str]) -> None:
+def test_drawing_is_deterministic(written: tuple[Path, Report, str, str]) -> None:
     root, rep, _, _ = written
     a = draw_charts(rep, load_frame_run(root))
-    b = draw_charts(json.loads(json.dumps(rep)), load_frame_run(root))
+    b = draw_charts(rep.as_dict(), load_frame_run(root))  # a report dict draws the same
     assert [c.name for c in a] == [c.name for c in b]
     assert [c.png for c in a] == [c.png for c in b]
     assert [c.png for c in a] == [(root / "figures" / f"{c.name}.png").read_bytes() for c in a]
@@ -182,7 +182,7 @@ def test_drawing_is_deterministic(written: tuple[Path, dict[str, Any], str, str]
 def test_compressed_time_adds_real_time_hours_and_stale_figures_go(tmp_path: Path) -> None:
     root = _scenario(tmp_path / "run", {"simulator": {"time_scale": 0.5}})
     rep, md = write_report(root)
-    assert rep["time_scale"] == 0.5
+    assert rep.time_scale == 0.5
     page = (root / "report.html").read_text(encoding="utf-8")
     assert (root / "figures" / "hours_real_time.png").read_bytes().startswith(PNG_MAGIC)
     assert 'id="fig-hours_real_time"' in page and "COMPRESSED TIME" in page
@@ -211,7 +211,7 @@ def test_text_from_the_run_is_escaped(tmp_path: Path) -> None:
 def test_run_without_steps_still_writes_the_page(tmp_path: Path) -> None:
     root = write_run(tmp_path / "run", [rec("w", -1, 0, 2)], [phase("warmup", -1, 1, 0), run_end(5)])
     rep = build_report(root)
-    assert rep["steps"] == []
+    assert rep.steps == []
     out = write_html(root, rep)
     assert out == root / "report.html"
     page = out.read_text(encoding="utf-8")
@@ -227,7 +227,7 @@ def test_without_matplotlib_md_and_json_are_written(tmp_path: Path, monkeypatch:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
     with caplog.at_level(logging.WARNING, logger="llmload"):
         rep, md = write_report(root)
-    assert (root / "report.md").read_text() == md and json.loads((root / "report.json").read_text()) == rep
+    assert (root / "report.md").read_text() == md and json.loads((root / "report.json").read_text()) == rep.as_dict()
     assert not (root / "report.html").exists() and not (root / "figures").exists()
     assert any("HTML report skipped" in r.getMessage() and "matplotlib" in r.getMessage() for r in caplog.records)
 
@@ -242,7 +242,7 @@ def test_a_failing_figure_does_not_lose_the_report(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(charts_mod, "draw_charts", boom)
     with caplog.at_level(logging.ERROR, logger="llmload"):
         rep, md = write_report(root)
-    assert (root / "report.md").read_text() == md and rep["steps"]
+    assert (root / "report.md").read_text() == md and rep.steps
     assert not (root / "report.html").exists()
     assert any("HTML report failed" in r.getMessage() and "drawing failed" in r.getMessage() for r in caplog.records)
 

@@ -18,6 +18,7 @@ from harness.report.model import (
     Report,
     ReportError,
     StepRow,
+    as_report,
     load_report,
     parse_report,
     undeclared_keys,
@@ -117,7 +118,8 @@ def test_a_built_report_sets_and_declares_every_key(tmp_path: Path) -> None:
 
 def test_write_report_writes_the_models_serialisation(tmp_path: Path) -> None:
     root = _priced_compressed_slo_run(tmp_path / "run")
-    data, md = write_report(root)
+    written, md = write_report(root)
+    data = written.as_dict()
     text = (root / "report.json").read_text()
     assert text.isascii() and json.loads(text) == data  # strict JSON, as before the models
     rep = load_report(root)  # a run directory or its report.json
@@ -165,6 +167,29 @@ def test_unknown_keys_are_kept_and_listed() -> None:
     rep = parse_report(raw)
     assert undeclared_keys(rep) == ["$.brand_new_block", "$.steps[0].future_figure"]
     assert rep.as_dict() == raw
+
+
+def test_as_report_validates_a_dict_at_the_boundary_and_keeps_a_report() -> None:
+    raw = json.loads(V1_DEMO.read_text())
+    rep = as_report(raw)
+    assert isinstance(rep, Report) and rep.as_dict() == raw and as_report(rep) is rep
+    with pytest.raises(ReportError, match="unknown report schema"):
+        as_report({"steps": []})  # a dict that is not a report.json
+    bad = {**raw, "steps": [{"label": "C=2", "requests": "many"}]}
+    with pytest.raises(ReportError, match=r"steps\.0\.requests"):
+        as_report(bad)
+
+
+def test_pick_gives_the_json_values_in_order_and_none_when_unset() -> None:
+    raw = json.loads(V1_DEMO.read_text())
+    del raw["steps"][1]["completed"]  # as an older report.json lacking a key added since
+    row = parse_report(raw).steps[1]
+    keys = ("output_tps", "label", "hours", "completed")
+    got = row.pick(keys)
+    assert list(got) == list(keys) and got["completed"] is None and row.completed == 0  # absent: None, not 0
+    assert got["output_tps"] == raw["steps"][1]["output_tps"] and got["label"] == raw["steps"][1]["label"]
+    assert got["hours"] == raw["steps"][1]["hours"] and isinstance(got["hours"][0], dict)  # nested: as JSON
+    assert StepRow().pick(("completed", "steady")) == {"completed": None, "steady": None}  # defaults are not set
 
 
 def test_transitional_mapping_access_reads_like_the_dict() -> None:

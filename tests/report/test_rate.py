@@ -56,7 +56,7 @@ def test_a_client_behind_its_schedule() -> None:
     assert "TARGET RATE NOT ACHIEVED: 20 of 100 scheduled" in notes[0] and "80 % short" in notes[0]
     assert "95 % of requests waited for a free user (the cap of 1 in flight)" in notes[1]
     assert "coordinated omission" in notes[1]
-    (cells,) = rate_table_rows(rows)
+    (cells,) = rate_table_rows(_typed(rows))
     assert cells[:6] == ["10 req/s", "10", "10.1", "2.01", "80.0", "95.0"]
 
 
@@ -76,7 +76,7 @@ def test_closed_loop_rows_have_no_rate_figures() -> None:
     closed = {"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": S + 5}
     add_rate(rows, [closed], frame_of([]), {})
     assert [r["rate"] for r in rows] == [None, None] and rows[1]["label"] == "C=8"
-    assert rate_notes(_typed(rows)) == [] and rate_table_rows(rows) == []
+    assert rate_notes(_typed(rows)) == [] and rate_table_rows(_typed(rows)) == []
 
 
 def test_pool_wait_is_named_as_the_pool() -> None:

@@ -79,7 +79,7 @@ def test_missing_directory_raises_naming_the_path(tmp_path: Path) -> None:
 def test_write_report_writes_both_files(tmp_path: Path) -> None:
     root = _simple(tmp_path / "run")
     rep, md = write_report(root)
-    assert json.loads((root / "report.json").read_text()) == json.loads(json.dumps(rep))
+    assert json.loads((root / "report.json").read_text()) == rep.as_dict()
     assert (root / "report.md").read_text() == md
 
 

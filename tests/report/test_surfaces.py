@@ -36,7 +36,7 @@ from harness.report.catalogue import (
 )
 from harness.report.diagnosis import hidden_reasoning_notes
 from harness.report.html import render_html
-from harness.report.model import StepRow
+from harness.report.model import StepRow, as_report
 from harness.report.render import STEP_COLUMNS, render_markdown
 from harness.report.summary import SUMMARY_KEYS, render_summary
 from harness.webui.cache import Entry
@@ -117,10 +117,10 @@ def _term_rows(text: str) -> list[list[str]]:
 
 
 def _surfaces(rep: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    web = json.loads(json.dumps(payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [],
-                                        "/llm")))
+    entry = Entry(report=as_report(rep))  # the view's cache holds the typed report (report.json validated)
+    web = json.loads(json.dumps(payload(RunDirs(None, (run_dir,), "finished"), entry, run_dir, [], "/llm")))
     return {"md": render_markdown(rep), "html": render_html(rep, []), "terminal": render_summary(rep),
-            "web": web, "tab": tab_rows(web)}
+            "web": web, "tab": tab_rows(entry.report)}
 
 
 def _shown(rep: dict[str, Any], s: dict[str, Any]) -> dict[str, dict[str, dict[str, str]]]:

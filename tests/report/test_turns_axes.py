@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from harness.report.axes import SETTING_ROW_KEYS, setting_rows
+from harness.report.model import Report
 from harness.report.render import _settings_section, _turns_section
 from harness.report.turns import TURN_ROW_KEYS, turn_rows
 from harness.result import RequestResult
@@ -38,9 +39,9 @@ def test_turn_rows_group_by_turn_index() -> None:
     assert t1["cached_share"] == pytest.approx(288 / 300) and t1["mean_output_tokens"] == 30
     assert t2["mean_cached_tokens"] is None and t2["cached_share"] is None and t2["cached_sent"] == 0
     assert turn_rows(frame_of([_rec()])) == []
-    md = "\n".join(_turns_section({"turns": rows}))
+    md = "\n".join(_turns_section(Report.model_validate({"turns": rows})))
     assert "## By conversation turn" in md and "| 1 | 2 | 1 |" in md
-    assert _turns_section({"turns": []}) == []
+    assert _turns_section(Report()) == []
 
 
 def _row(step: int, conc: int, hours: float, **kw: Any) -> dict[str, Any]:
@@ -67,10 +68,10 @@ def test_setting_rows_pair_steps_with_their_setting() -> None:
     assert off["mean_reasoning_tokens"] == 0 and (off["hours"], off["usd"], off["n"]) == (1.0, 20.0, 1000)
     assert on["real_hours"] is None
     assert setting_rows([{**r, "setting": None} for r in rows]) == []  # no axes: no rows
-    md = "\n".join(_settings_section({"settings": out, "cost_usd_per_hour": 20.0}))
+    md = "\n".join(_settings_section(Report.model_validate({"settings": out, "cost_usd_per_hour": 20.0})))
     assert "## Settings (sweep axes)" in md and "| thinking=off | 8 | 10 |" in md and "$ N=1,000" in md
     assert "real-time" not in md.split("\n\n")[2]  # the table has no real-time columns without compressed time
-    assert _settings_section({"settings": []}) == []
+    assert _settings_section(Report()) == []
 
 
 def test_step_rows_carry_the_setting_and_the_sample_mean_tokens(tmp_path: Any) -> None:

@@ -18,6 +18,7 @@ from flask import Flask, jsonify
 from harness.records import read_records
 from harness.report.build import build_report
 from harness.report.catalogue import label_text
+from harness.report.model import Report
 from harness.report.stats import mean
 from harness.webui import routes
 from harness.webui.cache import ReportCache, current_row
@@ -96,10 +97,10 @@ def test_data_json_carries_the_phase_tok_s_as_report_json(run_dir: Path, monkeyp
 
 def test_token_means_are_the_latency_samples(run_dir: Path) -> None:
     """The one assembled value: the request-weighted mean over by_finish_reason = the mean over the row's sample."""
-    rep = build_report(run_dir).as_dict()
+    rep = build_report(run_dir)
     recs = [r for r in read_records(run_dir) if r.phase != "warmup" and r.step >= 0]
-    for row in rep["steps"]:
-        sample = latency_sample(recs, row["step"], row["steady"], row["window_start_wall"], row["window_end_wall"])
+    for row in rep.steps:
+        sample = latency_sample(recs, row.step, row.steady, row.window_start_wall, row.window_end_wall)
         v = row_view(row)
         want_r = mean(float(r.reasoning_tokens) for r in sample)
         want_a = mean(float(r.answer_tokens) for r in sample)
@@ -152,16 +153,18 @@ def test_page_and_locust_tab(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_current_row_is_the_running_last_step() -> None:
     running = {"status": "running", "steps": [{"label": "C=2", "end_source": "next_phase"},
                                               {"label": "C=4", "end_source": "last_record"}]}
-    assert current_row(running) == {"label": "C=4", "end_source": "last_record"}
-    assert current_row({**running, "status": "finished"}) is None
-    assert current_row({"status": "running", "steps": [{"label": "C=4", "end_source": "load_end"}]}) is None
+    row = current_row(Report.model_validate(running))
+    assert row is not None and (row.label, row.end_source) == ("C=4", "last_record")
+    assert current_row(Report.model_validate({**running, "status": "finished"})) is None
+    last = {"status": "running", "steps": [{"label": "C=4", "end_source": "load_end"}]}
+    assert current_row(Report.model_validate(last)) is None
 
 
 def test_cache_computes_in_the_child_and_rate_limits(run_dir: Path) -> None:
     cache = ReportCache()
     try:
         e = cache.get(run_dir)
-        assert e.error is None and e.report is not None and e.report["run_dir"] == str(run_dir)
+        assert e.error is None and e.report is not None and e.report.run_dir == str(run_dir)
         assert e.interval() >= 2.0 and e.compute_s > 0
         first = e.computed_at
         assert cache.get(run_dir).computed_at == first  # fresh: not recomputed
@@ -228,11 +231,12 @@ def test_web_login_without_credentials_refuses(monkeypatch: pytest.MonkeyPatch) 
     assert credentials({"LLMLOAD_WEB_USER": "a", "LLMLOAD_WEB_PASSWORD": "b"}) == ("a", "b")
 
 
-def _live_report(run_dir: Path) -> dict[str, Any]:
+def _live_report(run_dir: Path) -> Report:
     """The demo run's report as a report of that run while it was still going (status running, no run_end)."""
-    rep = build_report(run_dir).as_dict()
-    return {**rep, "status": "running",
-            "notes": ["INTERRUPTED RUN (no run_end event). Figures cover only what was recorded.", "other note"]}
+    rep = build_report(run_dir)
+    return rep.model_copy(update={
+        "status": "running",
+        "notes": ["INTERRUPTED RUN (no run_end event). Figures cover only what was recorded.", "other note"]})
 
 
 def test_live_run_is_in_progress_not_interrupted(run_dir: Path) -> None:
@@ -247,9 +251,10 @@ def test_live_run_is_in_progress_not_interrupted(run_dir: Path) -> None:
     d = payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", stop)
     assert d["run"]["status"] == "writing_report" and d["state"] == "stopping"
     assert payload(RunDirs(run_dir, (), "stopping"), entry, run_dir, [], "/llm", None)["run"]["status"] == "stopping"
-    done = Entry(report=build_report(run_dir).as_dict())  # recorded: the report's own status and notes, rows final
+    done = Entry(report=build_report(run_dir))  # recorded: the report's own status and notes, rows final
     d = payload(RunDirs(None, (run_dir,), "finished"), done, run_dir, [], "/llm")
-    assert d["run"]["status"] == done.report["status"] and d["run"]["notes"] == done.report["notes"]
+    assert done.report is not None
+    assert d["run"]["status"] == done.report.status and d["run"]["notes"] == done.report.notes
     assert not any(r["provisional"] for r in d["steps"])
 
 
@@ -262,13 +267,13 @@ def test_cache_takes_the_written_report_at_once(run_dir: Path, tmp_path: Path) -
     try:
         e = cache.entry(d)
         e.report, e.started_at, e.compute_s = _live_report(d), 1e12, 10.0  # fresh for a long while: no recompute
-        assert cache.get(d).report["status"] == "running"  # no report.json yet
-        final = build_report(d).as_dict()
-        (d / "report.json").write_text(json.dumps(final))
-        assert cache.get(d).report["status"] == final["status"] != "running"
+        assert cache.get(d).report.status == "running"  # type: ignore[union-attr]  # no report.json yet
+        final = build_report(d)
+        (d / "report.json").write_text(final.to_json())
+        assert cache.get(d).report.status == final.status != "running"  # type: ignore[union-attr]
         assert e.job is None
         cache.child.report = lambda _p: _live_report(d)  # type: ignore[method-assign]  # a compute begun before
         cache._run(d, e)
-        assert e.report["status"] == final["status"]
+        assert e.report.status == final.status
     finally:
         cache.child.stop()
