@@ -8,6 +8,7 @@ in both. A step label too long for its column continues on the next lines, never
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -48,9 +49,22 @@ def _fit(text: str, width: int) -> str:
 
 
 def _label_lines(label: str, width: int) -> list[str]:
-    """``label`` in lines of at most ``width`` characters, broken at spaces, commas and ``=`` where it can (a
-    longer word is cut into pieces): the whole label stays readable, so two settings never read the same."""
-    lines = textwrap.wrap(label, width, break_long_words=True, break_on_hyphens=False) or [""]
+    """``label`` in lines of at most ``width`` characters, broken after spaces, commas and ``(`` (a sweep setting
+    such as ``C=2 (thinking=on,effort=low,max_tokens=512)`` breaks between its axes, never inside a name); a
+    single piece longer than ``width`` is cut into pieces. The whole label stays readable, so two settings never
+    read the same."""
+    lines: list[str] = []
+    cur = ""
+    for piece in re.findall(r"[^ ,(]*[ ,(]|[^ ,(]+$", label):
+        if cur and len(cur + piece.rstrip()) > width:
+            lines.append(cur.rstrip())
+            cur = ""
+        while len(piece.rstrip()) > width:
+            lines.append(piece[:width])
+            piece = piece[width:]
+        cur += piece
+    if cur.strip() or not lines:
+        lines.append(cur.rstrip())
     return lines
 
 
@@ -58,7 +72,7 @@ def _table(rep: Report, width: int) -> list[str]:
     header, rows = _columns(rep)
     widths = [max(len(h[0]), len(h[1]), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
-    if excess > 0:  # long step labels: wrap them onto more lines, never cut them nor the figures
+    if excess > 0:  # long step labels go on a line of their own (below), never cut, nor the figures
         widths[0] = max(_MIN_LABEL, widths[0] - excess)
     left = {0, len(header) - 1}  # the label and the hours cell read left-aligned, the figures right-aligned
 
@@ -70,9 +84,11 @@ def _table(rep: Report, width: int) -> list[str]:
     out = [line([h[0] for h in header]), line([h[1] for h in header])]
     out.append(_fit(_GAP.join("-" * w for w in widths), width))
     for r in rows:
-        first, *more = _label_lines(r[0], widths[0])
-        out.append(line([first, *r[1:]]))
-        out += [line([m, *([""] * (len(r) - 1))]) for m in more]
+        if len(r[0]) <= widths[0]:
+            out.append(line(r))
+        else:  # a label wider than its column: whole, on its own line(s), then the figures on the next line
+            out += _label_lines(r[0], width)
+            out.append(line(["", *r[1:]]))
     return out
 
 

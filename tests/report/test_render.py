@@ -512,20 +512,24 @@ def test_report_command_prints_the_summary_on_a_terminal(
 
 
 def _summary_labels(text: str) -> list[str]:
-    """The step labels of a terminal summary's table, each read whole across its continuation lines (the label
-    column holds a wrapped label's rest on the lines below its row, with every other cell blank)."""
+    """The step labels of a terminal summary's table, each read whole: a label that fits its column starts its
+    row; a longer one stands on its own line(s) above its row, whose label cell is then blank."""
     lines = text.splitlines()
     rule = next(i for i, ln in enumerate(lines) if ln.startswith("---"))
-    w = len(lines[rule].split("  ")[0])
-    labels: list[list[str]] = []
+    labels: list[str] = []
+    pending: list[str] = []
     for ln in lines[rule + 1 :]:
         if not ln.strip():
             break
-        if ln[w:].strip():
-            labels.append([ln[:w].strip()])
+        cells = re.split(r" {2,}", ln.strip())
+        if ln.startswith(" "):  # the figures of a label given above
+            labels.append("".join(pending))
+            pending = []
+        elif len(cells) == 1:  # (part of) a label on its own line
+            pending.append(cells[0])
         else:
-            labels[-1].append(ln[:w].strip())
-    return [" ".join(parts) for parts in labels]
+            labels.append(cells[0])
+    return labels
 
 
 def test_summary_wraps_long_step_labels_never_cuts_them(report: dict[str, Any]) -> None:
@@ -536,8 +540,10 @@ def test_summary_wraps_long_step_labels_never_cuts_them(report: dict[str, Any]) 
     out = render_summary(rep)
     lines = out.splitlines()
     assert max(len(ln) for ln in lines) <= 120 and "…" not in out
-    row = next(ln for ln in lines if ln.startswith("a-step-"))
-    assert row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("a-step-"))
+    assert lines[at].startswith("a-step-label-far-too-long-for-a-terminal-table")  # whole, on its own line
+    row = lines[at + 1]  # then its figures, whole
+    assert row.startswith(" ") and row.endswith("12,346 h (11,000–13,800)") and " 1,234,567 " in row
     got = _summary_labels(out)[3].replace(" ", "")
     assert got.startswith("a-step-label-far-too-long-for-a-terminal-table")
 
@@ -570,3 +576,15 @@ def test_least_durations_round_up_with_separators() -> None:
     assert "(1,234 h for N=100,000)" in notes[1] and "(2,000 h, 1,500–∞ h)" in notes[1]
     row["hours_interval"] = {**iv, "reason": "too few batches", "needed_duration_s": 52.0}
     assert "lengthen steps.duration to ≥ 52 s." in _steady_notes(StepRow.model_validate(row))[0]
+
+
+def test_summary_breaks_setting_labels_between_axes_never_inside_a_name() -> None:
+    from harness.report.summary import _label_lines
+
+    label = "C=2 (thinking=on,effort=low,max_tokens=512)"
+    assert _label_lines(label, 120) == [label]
+    lines = _label_lines(label, 20)
+    assert all(len(ln) <= 20 for ln in lines) and "".join(lines).replace(" ", "") == label.replace(" ", "")
+    for name in ("thinking=on,", "effort=low,", "max_tokens=512)"):
+        assert any(name in ln for ln in lines), (name, lines)  # each axis whole on one line
+    assert _label_lines("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]  # a longer piece is cut, never lost
