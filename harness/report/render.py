@@ -313,7 +313,8 @@ def _settings_section(rep: Report) -> list[str]:
         cells = [r.setting, with_flags(display(r, "concurrency"), flags), *(display(r, k) for k in keys),
                  hours_text(r)]
         cells += [_usd(r.usd)] if priced else []
-        cells += [_hours(r.real_hours)] + ([_usd(r.real_usd)] if priced else []) if real else []
+        real_h = fmt.DASH if r.real_hours is None else f"{_hours(r.real_hours)} h"  # as the hours cells beside it
+        cells += [real_h] + ([_usd(r.real_usd)] if priced else []) if real else []
         table.append(cells)
     return ["## Settings (sweep axes)", "",
             "Each setting of the profile's `axes:` ran every concurrency step; the figures are the step rows' (over "

@@ -89,3 +89,15 @@ def test_step_rows_carry_the_setting_and_the_sample_mean_tokens(tmp_path: Any) -
     high = rep["steps"][1]
     assert high["mean_reasoning_tokens"] == 150 and high["mean_answer_tokens"] == 150  # successes only
     assert rep["settings"][1]["mean_reasoning_tokens"] == high["mean_reasoning_tokens"]
+
+
+def test_settings_real_time_hours_read_like_the_hours_beside_them() -> None:
+    """With compressed time the settings table's real-time hours carry ``h`` like its hours column (they were bare
+    numbers: "1.18" beside "0.295 h (0.287–0.303)")."""
+    rows = [_row(1, 8, 2.0, setting="thinking=on",
+                 real_time={"hours": [{"n": 1000, "hours": 8.0, "hours_low": 7.2, "hours_high": 8.8}]})]
+    out = setting_rows(rows)
+    assert out[0]["real_hours"] == 8.0
+    md = "\n".join(_settings_section(Report.model_validate({"settings": out})))
+    row = next(ln for ln in md.splitlines() if ln.startswith("| thinking=on |"))
+    assert row.rstrip(" |").endswith("| 8.00 h"), row
