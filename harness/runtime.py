@@ -290,8 +290,8 @@ class WorkerBook:
 
 @dataclass(frozen=True)
 class StopProgress:
-    """What the stop of the current run is doing (web UI; :attr:`Run.progress`,
-    :func:`harness.locust.webrun.stop_progress`).
+    """What the stop of the current run is doing (web UI; :attr:`Run.progress`, read by
+    :func:`harness.webui.runs.stopping`).
 
     Attributes:
         run_id: the run being stopped.

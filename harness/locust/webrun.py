@@ -22,9 +22,9 @@ the built-in simulator if needed (its URL is the Host field's default), but open
 * **Stop answers at once** (``POST /stop``, a hook before Locust's own handler): the runner's stop (drain, then
   ``test_stop``) goes on in a greenlet of its own; Locust's handler would answer only after the drain and the
   report. From the moment a stop begins (``test_stopping``) until the run is recorded the run's state is
-  "stopping" and :func:`stop_progress` says what it does (``draining``, then ``writing_report``), which the LLM
-  view shows. The report is written by a child process (``python -m harness.report RUN_DIR --quiet``), so the
-  web UI (and a master's heartbeats) keep answering while it is drawn.
+  "stopping" and the run's :attr:`harness.runtime.Run.progress` says what it does (``draining``, then
+  ``writing_report``), which the LLM view shows. The report is written by a child process (``python -m
+  harness.report RUN_DIR --quiet``), so the web UI (and a master's heartbeats) keep answering while it is drawn.
 
 Status: "finished" when the load ran to its end (a fixed run without run time ended by Stop counts as finished),
 "interrupted" when Stop or Ctrl-C cut it short, "warmup_failed" when every warm-up request failed.
@@ -57,11 +57,11 @@ from harness.locust.end import (
 from harness.locust.form import MODES, Knobs, form_defaults, set_form_defaults
 from harness.locust.setup import SimHolder, load_run_profile, open_run, resolve_target
 from harness.records import redact_url
-from harness.runtime import FixedLoad, Run, RunContext, StopProgress, current
+from harness.runtime import FixedLoad, Run, RunContext, StopProgress
 
 __all__ = [
     "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "Launch", "StartError", "StopProgress", "begin_stop", "cut_off_by_timeout",
-    "end_run", "install", "launch_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "stop_progress",
+    "end_run", "install", "launch_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit",
     "write_report_child",
 ]  # (the end of a run is harness.locust.end's, re-exported here: one path for headless and web-UI runs)
 
@@ -69,12 +69,6 @@ log = logging.getLogger("llmload")
 
 #: Form fields whose values are not written to ``run.json`` (a locustfile's own secret options).
 _SECRET_FIELD = re.compile(r"(?i)(api_?key|secret|password|(^|_)token$)")
-
-
-def stop_progress(run: Run | None = None) -> StopProgress | None:
-    """The stop in progress of the current web-UI run of ``run`` (default: this process's,
-    :func:`harness.runtime.current`), None when no run is stopping (:attr:`harness.runtime.Run.progress`)."""
-    return (run if run is not None else current()).progress
 
 
 class StartError(Exception):

@@ -279,8 +279,9 @@ class Figure:
 
 def _latency(key: str, name: str, stat: str, unit: Unit = Unit.S, topic: str = "latency") -> Figure:
     u = unit.value
+    how = "latency means" if stat == "mean" else "latency percentiles, exprs.pctl"
     return Figure(key, f"{name} {stat} ({u})", (name, f"{stat} {u}"), Unit.S, unit, Format.SIG3, topic,
-                  "harness.report.columns.step_rows (latency percentiles, exprs.pctl)", name, stat)
+                  f"harness.report.columns.step_rows ({how})", name, stat)
 
 
 _C = "harness.report.columns.step_rows"

@@ -66,9 +66,7 @@ def test_the_run_owns_the_process_state() -> None:
     assert isinstance(a.in_flight, InFlight) and a.in_flight is not b.in_flight
     assert a.progress is None
     a.progress = StopProgress("r", "draining", 1.0, 1.0, 30.0)
-    from harness.locust.webrun import stop_progress
-
-    assert stop_progress(a) is a.progress and stop_progress(b) is None
+    assert a.progress.stage == "draining" and b.progress is None
 
 
 def test_importing_harness_registers_only_what_register_adds() -> None:
