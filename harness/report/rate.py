@@ -29,7 +29,7 @@ import polars as pl
 
 from harness.arrivals import LEAD_S, arrivals_before
 from harness.report.exprs import END, OK, START, STEP, pctl
-from harness.report.model import StepRow
+from harness.report.model import RateFigures, StepRow
 from harness.report.rundata import PhaseEvent, PhaseStart
 
 __all__ = [
@@ -126,12 +126,12 @@ def late_with_free_user(late: pl.DataFrame, every: pl.DataFrame, procs: int, use
 
 
 def rate_figures(ev: PhaseStart, seed: int, start: float, end: float, recs: pl.DataFrame,
-                 every: pl.DataFrame | None = None) -> dict[str, Any]:
+                 every: pl.DataFrame | None = None) -> RateFigures:
     """The rate figures of one step (module docstring), over the polars record frame ``recs``: the step's
     non-warm-up records, prepared (:func:`harness.report.columns.prepare`: ``scheduled_wall`` among its columns).
     ``ev`` is its ``phase_start`` event, ``seed`` the profile's ``rate.seed``, ``[start, end)`` the step (epoch s);
     ``every`` the run's non-warm-up records (what was in flight, for ``late_free_user``; default ``recs``).
-    Seconds, requests/s, shares 0..1."""
+    Seconds, requests/s, shares 0..1; a NaN or infinite figure is None (strict JSON)."""
     a = start + LEAD_S
     span = max(0.0, end - a)
     target = float(ev.rate or 0.0)
@@ -159,7 +159,7 @@ def rate_figures(ev: PhaseStart, seed: int, start: float, end: float, recs: pl.D
     free = late_with_free_user(timed.filter(pl.col("_delay") > LATE_S), recs if every is None else every, procs,
                                ev.concurrency)
     n_sched = _scheduled_count(ev, seed, span)
-    return {
+    figures = {
         "target_rate": target,
         "arrival": ev.arrival,
         "burstiness": ev.burstiness,
@@ -180,6 +180,8 @@ def rate_figures(ev: PhaseStart, seed: int, start: float, end: float, recs: pl.D
         "dispatch_delay_max_s": f["dmax"],
         **g,
     }
+    return RateFigures.model_validate(
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in figures.items()})
 
 
 def add_rate(rows: list[dict[str, Any]], events: Sequence[PhaseEvent], main: pl.DataFrame,

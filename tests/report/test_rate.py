@@ -40,18 +40,18 @@ def test_a_client_behind_its_schedule() -> None:
     end = A + 9.95
     recs = [rec(A + 0.1 * i, A + 0.5 * i) for i in range(20)]
     f = rate_figures(PhaseStart.model_validate(ev()), 0, S, end, frame_of(recs))
-    assert f["scheduled"] == 100 and f["scheduled_rate"] == pytest.approx(100 / 9.95)
-    assert f["sent"] == 20 and f["achieved_rate"] == pytest.approx(20 / 9.95) and f["shortfall"] == pytest.approx(0.8)
+    assert f.scheduled == 100 and f.scheduled_rate == pytest.approx(100 / 9.95)
+    assert f.sent == 20 and f.achieved_rate == pytest.approx(20 / 9.95) and f.shortfall == pytest.approx(0.8)
     delays = [0.4 * i for i in range(20)]
-    assert f["dispatch_delay_p50_s"] == pytest.approx((delays[9] + delays[10]) / 2)
-    assert f["dispatch_delay_max_s"] == pytest.approx(7.6)
-    assert f["late"] == 19 and f["late_share"] == pytest.approx(0.95)  # all but the first
-    assert f["e2e_p50_s"] == pytest.approx(0.5) and f["ttft_p50_s"] == pytest.approx(0.05)
-    assert f["sched_e2e_p50_s"] == pytest.approx(0.5 + 3.8) and f["sched_e2e_mean_s"] == pytest.approx(0.5 + 3.8)
-    assert 7.0 < f["sched_ttft_p99_s"] < 7.7 and f["sched_ttft_p50_s"] == pytest.approx(0.05 + 3.8)
+    assert f.dispatch_delay_p50_s == pytest.approx((delays[9] + delays[10]) / 2)
+    assert f.dispatch_delay_max_s == pytest.approx(7.6)
+    assert f.late == 19 and f.late_share == pytest.approx(0.95)  # all but the first
+    assert f.e2e_p50_s == pytest.approx(0.5) and f.ttft_p50_s == pytest.approx(0.05)
+    assert f.sched_e2e_p50_s == pytest.approx(0.5 + 3.8) and f.sched_e2e_mean_s == pytest.approx(0.5 + 3.8)
+    assert 7.0 < f.sched_ttft_p99_s < 7.7 and f.sched_ttft_p50_s == pytest.approx(0.05 + 3.8)
     rows = [{"step": 1, "phase": "step", "label": "C=1", "start_wall": S, "end_wall": end}]
     add_rate(rows, [parse_event(ev())], frame_of(recs), {"rate": {"seed": 0}})
-    assert rows[0]["label"] == "10 req/s" and rows[0]["rate"]["sent"] == 20
+    assert rows[0]["label"] == "10 req/s" and rows[0]["rate"].sent == 20
     notes = rate_notes(_typed(rows))
     assert len(notes) == 2
     assert "TARGET RATE NOT ACHIEVED: 20 of 100 scheduled" in notes[0] and "80 % short" in notes[0]
@@ -66,8 +66,8 @@ def test_an_on_time_client_gets_no_warning_and_failed_requests_count_as_sent() -
     rows = [{"step": 1, "phase": "step", "label": "C=64", "start_wall": S, "end_wall": A + 9.99}]
     add_rate(rows, [parse_event(ev(rate=4.0, cap=None))], frame_of(recs), {})
     f = rows[0]["rate"]
-    assert f["sent"] == f["scheduled"] == 40 and f["shortfall"] == 0 and f["late"] == 0
-    assert f["sched_e2e_p50_s"] == pytest.approx(0.501)
+    assert f.sent == f.scheduled == 40 and f.shortfall == 0 and f.late == 0
+    assert f.sched_e2e_p50_s == pytest.approx(0.501)
     assert rate_notes(_typed(rows)) == []
 
 
@@ -88,7 +88,7 @@ def test_pool_wait_is_named_as_the_pool() -> None:
     e = ev(cap=None)
     e["concurrency"] = 5
     add_rate(rows, [parse_event(e)], frame_of(recs), {})
-    assert rows[0]["rate"]["late"] == 45 and rows[0]["rate"]["late_free_user"] == 0
+    assert rows[0]["rate"].late == 45 and rows[0]["rate"].late_free_user == 0
     (note,) = rate_notes(_typed(rows))  # all sent (late): no shortfall warning, a wait warning
     assert "waited for a free user (the pool of 5 users (rate.pool))" in note
 
@@ -103,14 +103,14 @@ def test_late_with_a_user_free_is_the_client_not_the_cap() -> None:
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
     add_rate(rows, [parse_event({**ev(rate=2.0, cap=8), "concurrency": 8})], frame_of(recs), {})
     f = rows[0]["rate"]
-    assert f["late"] == 1 and f["late_free_user"] == 1 and f["sent"] == f["scheduled"] == 12
+    assert f.late == 1 and f.late_free_user == 1 and f.sent == f.scheduled == 12
     (note,) = rate_notes(_typed(rows))
     assert "8 % of requests were sent late (over 0.05 s) although a user was free" in note
     assert "fell behind its schedule" in note and "waited for a free user" not in note
     # the same lateness with every user busy (a cap of 2, both in flight: 1.2 s requests every 0.5 s) is a wait
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
     add_rate(rows, [parse_event({**ev(rate=2.0, cap=2), "concurrency": 2})], frame_of(recs), {})
-    assert rows[0]["rate"]["late_free_user"] == 0
+    assert rows[0]["rate"].late_free_user == 0
     (note,) = rate_notes(_typed(rows))
     assert "8 % of requests waited for a free user (the cap of 2 in flight)" in note
 
@@ -122,7 +122,7 @@ def test_workers_count_their_own_users_in_flight() -> None:
     recs[0].user, recs[1].user, recs[2].user = "a:1", "a:1", "b:1"
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 2}]
     add_rate(rows, [parse_event({**ev(rate=2.0, cap=2), "concurrency": 2})], frame_of(recs), {})
-    assert rows[0]["rate"]["late"] == 1 and rows[0]["rate"]["late_free_user"] == 0
+    assert rows[0]["rate"].late == 1 and rows[0]["rate"].late_free_user == 0
 
 
 def test_the_reports_rate_figures_equal_the_record_by_record_oracle(tmp_path: Path) -> None:
