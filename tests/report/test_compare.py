@@ -209,7 +209,7 @@ def _price(run: Path, usd_h: float | None) -> None:
     rep = write_report(run)[0].as_dict()
     for row in rep["steps"]:
         add_cost(row, usd_h)
-    (run / "report.json").write_text(json.dumps(rep))
+    (run / "report.json").write_text(json.dumps(rep, default=lambda typed: typed.as_dict()))  # CostFigures
 
 
 def test_cost_compared_only_when_both_priced(tmp_path: Path) -> None:
