@@ -13,6 +13,12 @@ in it. This module defers the help past that import:
    Locust's second parse, with every option registered, then prints the whole help (llmload's options in their own
    group, "llmload") and exits 0.
 
+3. When the locustfile fails to import before it imports :mod:`harness.locust` (or that import fails), nothing
+   puts the flags back and Locust never parses again. :func:`defer_help` therefore also registers
+   :func:`help_if_not_restored` to run at exit: with flags still deferred it puts them back and prints Locust's own
+   help (without llmload's options, after the import's traceback, with a one-line note); the exit code stays the
+   failed import's.
+
 In any other process (pytest, the simulator, a locustfile without llmload, a locustfile given as a directory, a
 URL or ``-``) :func:`defer_help` changes nothing. It imports only the standard library (it runs while ``locust`` is
 half imported), and never raises: a failure leaves Locust's own help as it was.
@@ -20,6 +26,7 @@ half imported), and never raises: a failure leaves Locust's own help as it was.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import sys
@@ -27,7 +34,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HELP_FLAGS", "defer_help", "imports_llmload", "locustfiles_of", "restore_help", "wants_locust_help"]
+__all__ = [
+    "HELP_FLAGS", "defer_help", "help_if_not_restored", "imports_llmload", "locustfiles_of", "restore_help",
+    "wants_locust_help",
+]
 
 #: The flags that ask Locust for its help.
 HELP_FLAGS = ("-h", "--help")
@@ -100,6 +110,8 @@ def defer_help(event: Any = None) -> None:
         for i in range(len(sys.argv) - 1, 0, -1):
             if sys.argv[i] in HELP_FLAGS:
                 _deferred.insert(0, (i, sys.argv.pop(i)))
+        if _deferred:
+            atexit.register(help_if_not_restored)
     except Exception:  # a plugin must not break gevent's patching; Locust's help stays as it was
         return
 
@@ -109,3 +121,24 @@ def restore_help() -> None:
     while _deferred:
         i, flag = _deferred.pop(0)
         sys.argv.insert(min(i, len(sys.argv)), flag)
+
+
+def help_if_not_restored() -> bool:
+    """At exit: when the help flags are still deferred (the locustfile failed to import before it imported
+    :mod:`harness.locust`, so :func:`restore_help` never ran and Locust never printed a help), put them back in
+    ``sys.argv`` and print Locust's own help to stdout, after a note on stderr. Returns whether it printed; never
+    raises (a failure prints nothing more)."""
+    if not _deferred:
+        return False
+    restore_help()
+    try:
+        from locust.argument_parser import get_parser
+
+        sys.stderr.write("llmload: the locustfile failed to import (see above), so --help lists Locust's own "
+                         "options only, not llmload's\n")
+        get_parser().print_help()
+        sys.stdout.flush()
+    except Exception:  # at exit, with Locust half set up: print nothing more
+        return False
+    return True
+

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from harness import locust_help
-from harness.locust_help import defer_help, imports_llmload, locustfiles_of, restore_help, wants_locust_help
+from harness.locust_help import (
+    defer_help,
+    help_if_not_restored,
+    imports_llmload,
+    locustfiles_of,
+    restore_help,
+    wants_locust_help,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 K26 = str(ROOT / "locustfiles" / "k26.py")
@@ -82,3 +89,19 @@ def test_defer_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(locust_help, "_deferred", [])
     monkeypatch.setattr(sys, "argv", None)  # anything broken: gevent's patching must go on
     defer_help(None)
+
+
+def test_flags_still_deferred_at_exit_are_put_back_with_locusts_help(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A locustfile that failed to import never restored the flags: at exit they go back and Locust's own help is
+    printed; once restored (the normal path) the exit hook does nothing."""
+    argv = ["locust", "-f", K26, "--help"]
+    monkeypatch.setattr(sys, "argv", list(argv))
+    monkeypatch.setattr(locust_help, "_deferred", [])
+    defer_help(None)
+    assert sys.argv == ["locust", "-f", K26]
+    assert help_if_not_restored() is True
+    out = capsys.readouterr()
+    assert sys.argv == argv and "Usage: locust" in out.out and "failed to import" in out.err
+    assert help_if_not_restored() is False and capsys.readouterr().out == ""

@@ -40,7 +40,7 @@ from typing import Any
 import yaml
 
 from harness.config import PROFILES_DIR, Profile, ProfileError
-from harness.locust.options import into_group
+from harness.locust.options import add_option
 
 __all__ = [
     "KNOBS",
@@ -77,35 +77,20 @@ def add_form_options(parser: Any, **_: Any) -> None:
     launched = d("web_profile", "")
     if launched and launched not in choices:  # the launch profile is a file elsewhere: listed by its path
         choices.append(launched)
-    into_group(
-        parser,
-        parser.add_argument(
-            "--web-profile",
-            default=launched,
-            choices=choices,
-            help="profile from profiles/ (a path typed in the Profile field above wins)",
-        ),
-        parser.add_argument(
-            "--mode",
-            default=d("mode", "sweep"),
-            choices=list(MODES),
-            help="sweep: the profile's steps; fixed: hold Number of users (Ramp up, Run time) after the warm-up",
-        ),
-        parser.add_argument(
-            "--prompt-mix", default=d("prompt_mix", ""), help="prompts sent and their weights: id:weight,id:weight"
-        ),
-        parser.add_argument(
-            "--prompts-file", default=d("prompts_file", ""), help="YAML/JSON list of prompts replacing the profile's"
-        ),
-        parser.add_argument(
-            "--max-tokens", default=d("max_tokens", ""), help="max_tokens of every prompt (N) or per prompt (id=N,...)"
-        ),
-        parser.add_argument(
-            "--thinking", default=d("thinking", ""), choices=list(_THINKING), help="request.thinking (unset: server's)"
-        ),
-        parser.add_argument("--steps", default=d("steps", ""), help="sweep concurrencies, e.g. 8,16,32,64"),
-        parser.add_argument("--step-duration", default=d("step_duration", ""), help="seconds per sweep step"),
-    )
+    add_option(parser, "--web-profile", default=launched, choices=choices,
+               help="profile from profiles/ (a path typed in the Profile field above wins)")
+    add_option(parser, "--mode", default=d("mode", "sweep"), choices=list(MODES),
+               help="sweep: the profile's steps; fixed: hold Number of users (Ramp up, Run time) after the warm-up")
+    add_option(parser, "--prompt-mix", default=d("prompt_mix", ""),
+               help="prompts sent and their weights: id:weight,id:weight")
+    add_option(parser, "--prompts-file", default=d("prompts_file", ""),
+               help="YAML/JSON list of prompts replacing the profile's")
+    add_option(parser, "--max-tokens", default=d("max_tokens", ""),
+               help="max_tokens of every prompt (N) or per prompt (id=N,...)")
+    add_option(parser, "--thinking", default=d("thinking", ""), choices=list(_THINKING),
+               help="request.thinking (unset: server's)")
+    add_option(parser, "--steps", default=d("steps", ""), help="sweep concurrencies, e.g. 8,16,32,64")
+    add_option(parser, "--step-duration", default=d("step_duration", ""), help="seconds per sweep step")
 
 
 def _num(x: float) -> str:

@@ -22,9 +22,11 @@ Nothing is registered by importing this module: :func:`register` adds the listen
   failed); ``quit``: prints the compact summary (:func:`harness.report.render_summary`), lingers for a last
   Prometheus scrape, stops the built-in simulator.
 
-A headless run is the web UI's lifecycle with one run, opened at ``init`` (Locust's rule: headless is autostart
-without a web UI). In web-UI mode (no ``--headless``) each Start is a run (:mod:`harness.locust.webrun`): ``init``
-opens no run directory, a Start opens one; the rest is the same path.
+A headless run is the web UI's lifecycle with one run, started at ``init`` (Locust's rule: headless is autostart
+without a web UI) by the web UI's own start, :func:`harness.locust.webrun.start_run`, with a headless launch
+(:func:`harness.locust.webrun.headless_launch`: the command line's values, no form). In web-UI mode (no
+``--headless``) each Start is a run (:mod:`harness.locust.webrun`): ``init`` opens no run directory, a Start opens
+one; the rest is the same path.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from harness.locust.form import Knobs
 from harness.locust.live import open_exporter, serve_run
 from harness.locust.lost import start_watch
 from harness.locust.options import metrics_options
-from harness.locust.setup import SimHolder, load_run_profile, resolve_target, setup_master, setup_worker_from_message
+from harness.locust.setup import SimHolder, load_run_profile, resolve_target, setup_worker_from_message
 from harness.locust.signals import install_master_signals, install_worker_sigint
 from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, of
 
@@ -152,21 +154,17 @@ def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None
             if run.ctx is not None:  # --autostart opened a run already
                 serve_run(run, exporter, runner, mo.linger)
         return
-    try:
-        ctx = setup_master(
-            _profile_arg(opts), environment.host, role, getattr(opts, "output_dir", None), Knobs.from_options(opts)
-        )
-    except (ProfileError, RuntimeError) as e:
+    sims = SimHolder()
+    run.sims = sims  # the built-in simulator, when it is the target, stops at quit
+    launch = webrun.headless_launch(opts, environment.host, role, _profile_arg(opts), sims)
+    try:  # the one start of a run, the web UI's: Locust's rule, headless is a run started automatically
+        webrun.start_run(run, environment, {"host": environment.host or ""}, launch)
+    except webrun.StartError as e:
         if exporter is not None:
             exporter.stop()
-        sys.stderr.write(f"llmload: {e}\n")
+        sims.stop()
+        sys.stderr.write(f"llmload: {e.__cause__ or e}\n")
         raise SystemExit(2) from None
-    run.begin(ctx)
-    environment.host = ctx.base_url
-    if not environment.stop_timeout:  # --stop-timeout not given: drain in-flight requests at the end
-        environment.stop_timeout = ctx.profile.steps.drain_timeout
-    if opts is not None:
-        opts.host = ctx.base_url
     if exporter is not None and mo is not None:
         serve_run(run, exporter, runner, mo.linger)
 

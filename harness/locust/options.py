@@ -2,7 +2,7 @@
 
 ``--profile`` is Locust's own option (a free-form run label there); llmload reads it as the profile path
 (:func:`harness.config.resolve_profile_path`). The others are added here and by :mod:`harness.locust.form` (the
-web UI's start form), each moved into one argument group, :data:`GROUP` (:func:`into_group`), so that
+web UI's start form), each in one argument group, :data:`GROUP` (:func:`add_option`), so that
 ``locust -f locustfiles/k26.py --help`` lists them together with their help text. Locust prints its help before
 it imports the locustfile; :mod:`harness.locust_help` defers it, and importing this module puts it back
 (:func:`harness.locust_help.restore_help`).
@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
 from harness.locust_help import restore_help
 
-__all__ = ["GROUP", "MetricsOptions", "add_options", "into_group", "metrics_options"]
+__all__ = ["GROUP", "MetricsOptions", "add_option", "add_options", "group_of", "metrics_options"]
 
 #: Title of the argument group holding llmload's options in Locust's ``--help``.
 GROUP = "llmload"
@@ -28,47 +28,70 @@ _GROUP_DESCRIPTION = (
 )
 
 
-def into_group(parser: Any, *actions: argparse.Action) -> None:
-    """Move ``actions`` (already added to ``parser`` with ``parser.add_argument``, so Locust's web-UI attributes
-    are set) into the argument group :data:`GROUP`, created on first use; ``--help`` lists them there."""
-    group = next((g for g in parser._action_groups if g.title == GROUP), None)
+#: The attribute of Locust's parser holding llmload's argument group (:func:`group_of`).
+_GROUP_ATTR = "llmload_group"
+
+
+def group_of(parser: Any) -> Any:
+    """The argument group :data:`GROUP` of ``parser``, created (with ``parser.add_argument_group``) on first use and
+    kept on the parser itself, so each parser Locust builds has one group, found without argparse's private
+    lists."""
+    group = getattr(parser, _GROUP_ATTR, None)
     if group is None:
         group = parser.add_argument_group(GROUP, _GROUP_DESCRIPTION)
-    for action in actions:
-        for g in parser._action_groups:
-            if action in g._group_actions:
-                g._group_actions.remove(action)
-        group._group_actions.append(action)
+        setattr(parser, _GROUP_ATTR, group)
+    return group
+
+
+def add_option(parser: Any, *flags: str, include_in_web_ui: bool = True, is_secret: bool = False,
+               **kwargs: Any) -> argparse.Action:
+    """Add an option to llmload's group of Locust's ``parser`` (:func:`group_of`; ``--help`` lists it there):
+    ``flags`` and ``kwargs`` as ``argparse``'s ``add_argument``; ``include_in_web_ui`` and ``is_secret`` as
+    Locust's own ``add_argument`` takes them (the action's attributes Locust's web UI reads; ``is_required`` and
+    ``is_multiple`` False).
+
+    Raises:
+        argparse.ArgumentError: the option exists already.
+    """
+    action: argparse.Action = group_of(parser).add_argument(*flags, **kwargs)
+    for name, value in (("include_in_web_ui", include_in_web_ui), ("is_secret", is_secret),
+                        ("is_required", False), ("is_multiple", False)):
+        setattr(action, name, value)
+    return action
 
 
 def add_options(parser: Any, **_: Any) -> None:
     """Add ``--output-dir`` and the ``--metrics-*`` options to Locust's ``parser``, in the ``llmload`` group of
     ``--help`` (called by :func:`harness.locust.register`'s ``init_command_line_parser`` listener)."""
-    into_group(parser, *_option_actions(parser))
+    _option_actions(parser)
 
 
 def _option_actions(parser: Any) -> list[argparse.Action]:
     return [
-        parser.add_argument(
-            "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
+        add_option(
+            parser, "--output-dir", default=None, help="directory for run directories (default: profile output.dir)"
         ),
-        parser.add_argument(
+        add_option(
+            parser,
             "--metrics-port",
             type=int,
             default=None,
             include_in_web_ui=False,
             help=f"port of the Prometheus exporter (default {DEFAULT_PORT}; 0 picks a free port)",
         ),
-        parser.add_argument(
+        add_option(
+            parser,
             "--metrics-addr",
             default=None,
             include_in_web_ui=False,
             help=f"bind address of the Prometheus exporter (default {DEFAULT_ADDR}; 0.0.0.0 for every interface)",
         ),
-        parser.add_argument(
-            "--no-metrics", action="store_true", default=False, include_in_web_ui=False, help="no Prometheus exporter"
+        add_option(
+            parser, "--no-metrics", action="store_true", default=False, include_in_web_ui=False,
+            help="no Prometheus exporter",
         ),
-        parser.add_argument(
+        add_option(
+            parser,
             "--metrics-linger",
             type=float,
             default=30.0,

@@ -1,10 +1,12 @@
 """Setting a process up for the run: the master (or single process) from the profile, a worker from the master's
 phase messages.
 
-On the master the profile is loaded and validated before any load (:class:`harness.config.ProfileError`), the
-built-in simulator is started when there is neither ``--host`` nor ``target.base_url``, the model comes from
-``target.model`` or ``GET /v1/models``, and the run directory is created. A worker needs only the locustfile: each
-``llmload_phase`` message carries the profile, target, model and current step.
+The master's run is opened by :func:`harness.locust.webrun.start_run` (the one start of a run, headless and web
+UI alike) with the pieces here: the profile is loaded and validated before any load
+(:class:`harness.config.ProfileError`), the built-in simulator is started when there is neither ``--host`` nor
+``target.base_url``, the model comes from ``target.model`` or ``GET /v1/models``, and the run directory is
+created. A worker needs only the locustfile: each ``llmload_phase`` message carries the profile, target, model and
+current step.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ __all__ = [
     "load_run_profile",
     "open_run",
     "resolve_target",
-    "setup_master",
     "setup_worker_from_message",
 ]
 
@@ -213,27 +214,6 @@ def load_run_profile(profile_arg: str | None, host: str | None, knobs: Knobs | N
     if knobs is not None and knobs.as_dict():
         profile = apply_knobs(profile, knobs, path.parent)
     return path, profile
-
-
-def setup_master(
-    profile_arg: str | None,
-    host: str | None,
-    role: str,
-    output_dir: str | None = None,
-    knobs: Knobs | None = None,
-) -> RunContext:
-    """Load the profile (``knobs`` from the command line applied), resolve the target (starting the simulator if
-    needed), open the run directory.
-
-    Raises:
-        ProfileError: bad profile (before any load is sent).
-        RuntimeError: the target URL is malformed, its model cannot be determined (no ``target.model`` and
-            GET /v1/models failed), or the run directory cannot be created.
-    """
-    path, profile = load_run_profile(profile_arg, host, knobs)
-    target = resolve_target(profile, path, host)
-    extra = {"knobs": knobs.as_dict()} if knobs is not None and knobs.as_dict() else None
-    return open_run(profile, path, target, role, output_dir, extra)
 
 
 def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: str | None = None,

@@ -55,13 +55,13 @@ from harness.locust.end import (
     write_report_child,
 )
 from harness.locust.form import MODES, Knobs, form_defaults, set_form_defaults
-from harness.locust.setup import SimHolder, load_run_profile, open_run, resolve_target
+from harness.locust.setup import SimHolder, Target, load_run_profile, open_run, resolve_target
 from harness.records import redact_url
 from harness.runtime import FixedLoad, Run, RunContext, StopProgress
 
 __all__ = [
     "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "Launch", "StartError", "StopProgress", "begin_stop", "cut_off_by_timeout",
-    "end_run", "install", "launch_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit",
+    "end_run", "headless_launch", "install", "launch_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit",
     "write_report_child",
 ]  # (the end of a run is harness.locust.end's, re-exported here: one path for headless and web-UI runs)
 
@@ -97,6 +97,9 @@ class Launch:
     #: Base URLs (no trailing ``/``) of every built-in simulator this process started: a Host equal to one of them
     #: means "the built-in simulator for the chosen profile" even once that process was replaced by another.
     sim_urls: set[str] = field(default_factory=set)
+    #: A headless launch (:func:`headless_launch`): its one run is started at ``init`` by :func:`start_run` with
+    #: the command line's values; always the profile's sweep, and ``run.json`` holds no web-UI fields.
+    headless: bool = False
 
     def is_builtin_url(self, url: str) -> bool:
         """``url`` is the running built-in simulator's or one this process started earlier."""
@@ -132,6 +135,24 @@ def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profil
     )
     launch.note_sim()
     return launch
+
+
+def headless_launch(opts: Any, host: str | None, role: str, profile_arg: str | None, sims: SimHolder) -> Launch:
+    """The :class:`Launch` of a headless process (Locust's ``--headless``): no form, so nothing is shown; the
+    command line's knobs (``given``) are the run's, ``profile_arg`` (``--profile``, else ``--web-profile``'s file)
+    is its profile, ``--host`` its target. Its one run is started by :func:`start_run` (Locust's rule: headless is
+    a run started automatically)."""
+    return Launch(
+        profile_arg=profile_arg or "",
+        host=host or "",
+        output_dir=getattr(opts, "output_dir", None),
+        role=role,
+        given=Knobs.from_options(opts),
+        shown={},
+        stop_timeout_given=bool(getattr(opts, "stop_timeout", None)),
+        sims=sims,
+        headless=True,
+    )
 
 
 def parse_fixed(form: Mapping[str, str]) -> FixedLoad:
@@ -199,19 +220,29 @@ def _wait_for_report(run: Run) -> None:
 
 
 def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launch) -> RunContext:
-    """Validate a Start's form and open its run: the new context is held by ``run`` (state "running") and the
-    environment's host is the target measured.
+    """Open a run (the one start of a run, web UI and headless alike): validate the form, load the profile with
+    its knobs, resolve the target (starting the built-in simulator if it is the target) and open the run
+    directory; the new context is held by ``run`` (state "running"), the environment's host is the target measured
+    and, unless ``--stop-timeout`` was given, its stop timeout is the profile's ``steps.drain_timeout``.
 
-    A Start while the previous run's report is written waits for it (:func:`_wait_for_report`).
+    Web UI (each Start, or ``--autostart``): ``form`` is the submitted start form (:mod:`harness.locust.form`;
+    ``host``: the Host field); ``run.json`` holds the mode, the form's values (secrets masked), the knobs and, in
+    fixed mode, the fixed load. A Start while the previous run's report is written waits for it
+    (:func:`_wait_for_report`).
+
+    Headless (``launch.headless``, :func:`headless_launch`; called once at ``init``): ``form`` is ``{"host":
+    --host}``; the mode is the profile's sweep; ``run.json`` holds the knobs only when the command line gave some
+    (no ``mode``, ``form`` or ``fixed``).
 
     Raises:
         StartError: a run is going (running, or draining its in-flight requests), or a bad profile, knob,
-            mode value or target (nothing was sent, no run directory left behind).
+            mode value or target (nothing was sent, no run directory left behind); the message is one line, the
+            original error (ProfileError, RuntimeError, the simulator's SimStartError) is its ``__cause__``.
     """
     _wait_for_report(run)
     if run.active():
         raise StartError(f"run {run.ctx.run_id if run.ctx else ''} is {run.state}: Stop it (or wait) first")
-    mode = str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
+    mode = "sweep" if launch.headless else str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
     if mode not in MODES:
         raise StartError(f"mode {mode!r}: one of {', '.join(MODES)}")
     fixed = parse_fixed(form) if mode == "fixed" else None
@@ -219,25 +250,22 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     try:
         path, profile = load_run_profile(_profile_arg(form, launch), launch.host or None, knobs)
     except ProfileError as e:
-        raise StartError(str(e).replace("\n", "; ")) from None
+        raise StartError(str(e).replace("\n", "; ")) from e
     host = str(form.get("host", "") or "").strip()
     if not host or launch.is_builtin_url(host):
         host = ""  # the built-in simulator for this profile (or the profile's target.base_url)
     try:
-        target = resolve_target(profile, path, host or None, launch.sims, host_source="Host")
+        target = resolve_target(profile, path, host or None, launch.sims,
+                                host_source="--host" if launch.headless else "Host")
     except Exception as e:  # RuntimeError (URL, model lookup) or the simulator's SimStartError
-        raise StartError(redact_url(str(e))) from None
+        raise StartError(redact_url(str(e))) from e
     launch.note_sim()
-    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
-    shown_form["host"] = target.shown
-    extra = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
-    if fixed is not None:
-        extra["fixed"] = {"users": fixed.users, "spawn_rate": fixed.spawn_rate, "run_time_s": fixed.run_time}
     try:
-        ctx = open_run(profile, path, target, launch.role, launch.output_dir, extra)
+        ctx = open_run(profile, path, target, launch.role, launch.output_dir, _run_meta(form, launch, mode, fixed,
+                                                                                        knobs, target))
     except RuntimeError as e:
-        raise StartError(str(e)) from None
-    ctx.mode, ctx.fixed, ctx.web = mode, fixed, True
+        raise StartError(str(e)) from e
+    ctx.mode, ctx.fixed, ctx.web = mode, fixed, not launch.headless
     run.begin(ctx)
     environment.host = target.base_url
     opts = environment.parsed_options
@@ -246,6 +274,21 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     if not launch.stop_timeout_given:
         environment.stop_timeout = profile.steps.drain_timeout
     return ctx
+
+
+def _run_meta(form: Mapping[str, str], launch: Launch, mode: str, fixed: FixedLoad | None, knobs: Knobs,
+              target: Target) -> dict[str, Any]:
+    """What a start adds to ``run.json`` (:func:`harness.locust.setup.open_run`): headless, the knobs when any;
+    web UI, the mode, the form's values (secret fields masked, the host as measured), the knobs and the fixed
+    load."""
+    if launch.headless:
+        return {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
+    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
+    shown_form["host"] = target.shown
+    extra: dict[str, Any] = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
+    if fixed is not None:
+        extra["fixed"] = {"users": fixed.users, "spawn_rate": fixed.spawn_rate, "run_time_s": fixed.run_time}
+    return extra
 
 
 def stop_at_once(run: Run, environment: Any) -> dict[str, Any] | None:

@@ -26,9 +26,9 @@ from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, promp
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
-from harness.report.model import SCHEMA, Report, StepRow
+from harness.report.model import SCHEMA, Report, SearchResult, StepRow
 from harness.report.rate import add_rate, rate_notes
-from harness.report.rundata import RunMeta
+from harness.report.rundata import PhaseEvent, RunMeta
 from harness.report.search import search_result
 from harness.report.soak import drift_notes, step_drift, step_slices
 from harness.report.turns import turn_rows
@@ -224,7 +224,7 @@ class RunInfo(Protocol):
     phases_inferred: bool
     problems: list[str]
     #: The ``phases.jsonl`` events as read (the ``worker_lost`` ones: :mod:`harness.report.lost`).
-    events: list[dict[str, Any]]
+    events: list[PhaseEvent]
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,7 @@ class RunFigures:
     unplaced: int
     last_end: float | None
     turns: list[dict[str, Any]]
-    search: dict[str, Any] | None = None
+    search: SearchResult | None = None
 
 
 def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
@@ -376,7 +376,7 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
         "slice_s": settings.slice_s,
         "slo": slo.model_dump() if slo is not None else None,
         "slo_capacity": slo_capacity(rows, slo),
-        "search": figs.search,
+        "search": figs.search.as_dict() if figs.search is not None else None,
         "prompts": figs.prompts,
         "settings": setting_rows(rows),
         "turns": figs.turns,

@@ -89,7 +89,7 @@ from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame, record_fi
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, worker_losses
-from harness.report.rundata import RunMeta, read_events
+from harness.report.rundata import PhaseEvent, PhaseStart, RunMeta, read_events
 from harness.report.steady import Window, close_window
 from harness.report.tokens import window_phase_tokens
 
@@ -187,7 +187,7 @@ class FrameRun:
     phases_inferred: bool
     meta: RunMeta = field(default_factory=RunMeta)
     problems: list[str] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[PhaseEvent] = field(default_factory=list)
 
     @property
     def main(self) -> pl.DataFrame:
@@ -224,7 +224,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     check_run_dir(root)
     problems: list[str] = []
     meta = read_meta(root, problems)
-    events = [e.as_dict() for e in read_events(root, problems)]  # validated (harness.report.rundata)
+    events = read_events(root, problems)  # typed (harness.report.rundata)
     losses = worker_losses(events)
     cut = meta.cut_off
     if cut is not None:  # the lost workers' requests have their own note
@@ -238,7 +238,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     problems.extend(f"{f.name} ends in an incomplete line (the run was killed while writing it): that record "
                     "was skipped." for f in record_files(root) if torn_last_line(f))
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
-    if any(e.get("event") == "phase_start" for e in events):
+    if any(isinstance(e, PhaseStart) for e in events):
         run.phases, run.has_run_end = phases_from_events(events, run.last_end)
     else:
         run.phases, run.phases_inferred = phases_from_frame(frame), True

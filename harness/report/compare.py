@@ -3,7 +3,7 @@
 ::
 
     from harness.report.compare import build_comparison, write_comparison
-    cmp = build_comparison(["runs/a", "runs/b"])      # JSON-ready dict (schema llmload-compare/1)
+    cmp = build_comparison(["runs/a", "runs/b"])      # a CompareReport (compare.json: schema llmload-compare/1)
     paths = write_comparison(cmp, "compare-a-vs-b")   # compare.md, compare.json, compare.html
 
 Command line: ``llmload compare RUN_A RUN_B [RUN_C ...] [--out DIR] [--json] [--quiet]``.
@@ -35,6 +35,16 @@ import polars as pl
 from harness.report.build import build_report
 from harness.report.catalogue import FIGURES, Flag, row_flags, to_n_label
 from harness.report.columns import load_frame_run
+from harness.report.compare_model import (
+    CompareMetric,
+    CompareReport,
+    CompareRun,
+    CompareStep,
+    Estimate,
+    MetricCells,
+    Ratio,
+    Unmatched,
+)
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
 from harness.report.load import NoRecordsError
 from harness.report.model import KNOWN_SCHEMAS, CostFigures, HoursEntry, Report, ReportError, StepRow, load_report
@@ -120,10 +130,10 @@ class Metric:
     method: str | None = None
     n: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {"key": self.key, "label": self.label, "unit": self.unit, "better": self.better,
-                "method": self.method, "n": self.n}
+    def to_model(self) -> CompareMetric:
+        """Its entry of ``compare.json``'s ``metrics``."""
+        return CompareMetric(key=self.key, label=self.label, unit=self.unit, better=self.better, method=self.method,
+                             n=self.n)
 
 
 def _catalogued(key: str, better: str, method: str | None) -> Metric:
@@ -263,15 +273,15 @@ def _metrics(reports: list[Report]) -> list[Metric]:
 
 
 def _estimate(value: float | None, interval: tuple[float | None, float | None] | None,
-              method: str | None) -> dict[str, Any] | None:
+              method: str | None) -> Estimate | None:
     if value is None:
         return None
     if interval is None:
-        return {"value": value, "low": None, "high": None, "method": None}
-    return {"value": value, "low": interval[0], "high": interval[1], "method": method}
+        return Estimate(value=value, low=None, high=None, method=None)
+    return Estimate(value=value, low=interval[0], high=interval[1], method=method)
 
 
-def _output_tps(row: StepRow) -> dict[str, Any] | None:
+def _output_tps(row: StepRow) -> Estimate | None:
     v = _num(row.output_tps)
     if v is None:
         return None
@@ -293,7 +303,7 @@ def _output_tps(row: StepRow) -> dict[str, Any] | None:
 
 
 def _row_estimates(run: RunInput, row: StepRow, metrics: list[Metric],
-                   notes: list[str], tag: str) -> dict[str, dict[str, Any] | None]:
+                   notes: list[str], tag: str) -> dict[str, Estimate | None]:
     """Every metric's estimate (value, 95 % bounds, method) for one row of one run."""
     lat: dict[str, tuple[float | None, float | None]] = {}
     if run.records is not None:
@@ -301,7 +311,7 @@ def _row_estimates(run: RunInput, row: StepRow, metrics: list[Metric],
         if bad:
             notes.append(f"{tag} {row.label}: the records do not reproduce the report's "
                          f"{', '.join(bad)} (stale report.json?): no interval for them.")
-    out: dict[str, dict[str, Any] | None] = {}
+    out: dict[str, Estimate | None] = {}
     for m in metrics:
         if m.key == "output_tps":
             out[m.key] = _output_tps(row)
@@ -316,7 +326,7 @@ def _row_estimates(run: RunInput, row: StepRow, metrics: list[Metric],
     return out
 
 
-def _bounded(d: HoursEntry | CostFigures, name: str, method: str | None) -> dict[str, Any] | None:
+def _bounded(d: HoursEntry | CostFigures, name: str, method: str | None) -> Estimate | None:
     """The estimate of figure ``name`` of ``d`` with its bounds ``name_low``, ``name_high``; no interval (method
     None) when ``method`` is None or both bounds are missing (None): a figure with neither bound has no interval,
     an unbounded upper side alone is a one-sided interval."""
@@ -325,17 +335,17 @@ def _bounded(d: HoursEntry | CostFigures, name: str, method: str | None) -> dict
     return _estimate(_num(getattr(d, name, None)), (lo, hi) if has_iv else None, method)
 
 
-def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> dict[str, Any]:
-    """Ratio X/A of two estimates, its 95 % interval, the noise flag and the verdict."""
-    if a is None or x is None or not a["value"] or x["value"] is None:
-        return {"ratio": None, "low": None, "high": None, "within_noise": None, "verdict": "n/a"}
-    ratio = x["value"] / a["value"]
-    if a["method"] is None or x["method"] is None:
-        return {"ratio": ratio, "low": None, "high": None, "within_noise": None, "verdict": "no interval"}
-    lo_x = x["low"] or 0.0
-    lo_a = a["low"] or 0.0
-    hi_x = x["high"] if x["high"] is not None else math.inf
-    hi_a = a["high"] if a["high"] is not None else math.inf
+def _ratio(a: Estimate | None, x: Estimate | None, better: str, vs: str) -> Ratio:
+    """Ratio X/A of two estimates (X is run ``vs``), its 95 % interval, the noise flag and the verdict."""
+    if a is None or x is None or not a.value:
+        return Ratio(vs=vs, ratio=None, low=None, high=None, within_noise=None, verdict="n/a")
+    ratio = x.value / a.value
+    if a.method is None or x.method is None:
+        return Ratio(vs=vs, ratio=ratio, low=None, high=None, within_noise=None, verdict="no interval")
+    lo_x = x.low or 0.0
+    lo_a = a.low or 0.0
+    hi_x = x.high if x.high is not None else math.inf
+    hi_a = a.high if a.high is not None else math.inf
     low = None if lo_x == 0 or hi_a == math.inf else lo_x / hi_a  # None: unbounded below (not a bound of 0)
     high = None if hi_x == math.inf or lo_a == 0 else hi_x / lo_a
     noise = lo_x <= hi_a and lo_a <= hi_x
@@ -343,7 +353,7 @@ def _ratio(a: dict[str, Any] | None, x: dict[str, Any] | None, better: str) -> d
         verdict = "within noise"
     else:
         verdict = "better" if (ratio > 1) == (better == "higher") else "worse"
-    return {"ratio": ratio, "low": low, "high": high, "within_noise": noise, "verdict": verdict}
+    return Ratio(vs=vs, ratio=ratio, low=low, high=high, within_noise=noise, verdict=verdict)
 
 
 def _flags(row: StepRow) -> list[str]:
@@ -352,25 +362,25 @@ def _flags(row: StepRow) -> list[str]:
     return [f.name for f in row_flags(row)]
 
 
-def _run_summary(run: RunInput, tag: str) -> dict[str, Any]:
+def _run_summary(run: RunInput, tag: str) -> CompareRun:
     rep = run.report
     target = rep.target
-    return {
-        "tag": tag,
-        "run_id": rep.run_id or run.path.resolve().name,
-        "run_dir": str(run.path),
-        "source": run.source,
-        "profile_name": rep.profile_name,
-        "model": rep.model,
-        "target_url": target.get("base_url") or target.get("url") or target.get("host"),
-        "status": rep.status,
-        "interrupted": rep.interrupted,
-        "start_wall": rep.start_wall,
-        "duration_s": rep.duration_s,
-        "time_scale": rep.time_scale,
-        "hours_to_n": rep.hours_to_n,
-        "records": run.records.height if run.records is not None else None,
-    }
+    return CompareRun(
+        tag=tag,
+        run_id=rep.run_id or run.path.resolve().name,
+        run_dir=str(run.path),
+        source=run.source,
+        profile_name=rep.profile_name,
+        model=rep.model,
+        target_url=target.get("base_url") or target.get("url") or target.get("host"),
+        status=rep.status,
+        interrupted=rep.interrupted,
+        start_wall=rep.start_wall,
+        duration_s=rep.duration_s,
+        time_scale=rep.time_scale,
+        hours_to_n=rep.hours_to_n,
+        records=run.records.height if run.records is not None else None,
+    )
 
 
 def _workload(rep: Report) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -405,18 +415,19 @@ def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
     return notes
 
 
-def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareReport:
     """Compare two or more run directories; the first is the baseline.
 
     Returns:
-        A JSON-ready dict: ``schema, generated_wall, baseline, runs, metrics, steps, unmatched, definitions,
-        notes``. ``runs`` has one summary per run (``tag`` A, B, ...). ``steps`` has one entry per step of the
-        baseline present in at least one other run: ``key, label, concurrency, flags`` (per run: the names of its
-        row's :class:`~harness.report.catalogue.Flag` s, ``NOT_STEADY``, ``LOW_CONFIDENCE``, ``STARVED``,
-        ``HIDDEN_REASONING``), ``present`` (per run) and ``metrics[key] = {"values": [estimate
-        or None per run], "ratios": [{"vs", "ratio", "low", "high", "within_noise", "verdict"} per other
-        run]}``; an estimate is ``{"value", "low", "high", "method"}`` in the report's units (seconds, tok/s,
-        hours). ``unmatched`` lists steps missing from some run: ``{"key", "present_in", "missing_in"}`` (tags).
+        The comparison (:class:`harness.report.compare_model.CompareReport`; ``compare.json`` is its
+        :meth:`~harness.report.compare_model.CompareReport.to_json`): ``schema, generated_wall, baseline, runs,
+        metrics, steps, unmatched, definitions, notes``. ``runs`` has one summary per run (``tag`` A, B, ...).
+        ``steps`` has one entry per step of the baseline present in at least one other run: ``key, label,
+        concurrency, flags`` (per run: the names of its row's :class:`~harness.report.catalogue.Flag` s,
+        ``NOT_STEADY``, ``LOW_CONFIDENCE``, ``STARVED``, ``HIDDEN_REASONING``), ``present`` (per run) and
+        ``metrics[key]`` (values: an :class:`~harness.report.compare_model.Estimate` or None per run; ratios: a
+        :class:`~harness.report.compare_model.Ratio` per other run); an estimate's value and bounds are in the
+        report's units (seconds, tok/s, hours). ``unmatched`` lists steps missing from some run (tags).
 
     Raises:
         CompareError: fewer than two runs, or a run that cannot be read (:func:`load_run_input`).
@@ -437,10 +448,9 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
     for key in order:
         present = [t for t, k in zip(tags, keyed, strict=True) if key in k]
         if len(present) < len(runs):
-            unmatched.append({"key": key, "present_in": present,
-                              "missing_in": [t for t in tags if t not in present]})
+            unmatched.append(Unmatched(key=key, present_in=present, missing_in=[t for t in tags if t not in present]))
 
-    steps = []
+    steps: list[CompareStep] = []
     for key in (k for k in order if k in keyed[0]):
         if not any(key in k for k in keyed[1:]):
             continue
@@ -449,19 +459,14 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
         assert base is not None
         ests = [_row_estimates(run, row, metrics, notes, tag) if row is not None else None
                 for run, row, tag in zip(runs, rows, tags, strict=True)]
-        entry: dict[str, Any] = {
-            "key": key,
-            "label": base.label,
-            "concurrency": base.concurrency,
-            "present": [row is not None for row in rows],
-            "flags": [_flags(row) if row is not None else [] for row in rows],
-            "metrics": {},
-        }
+        cells: dict[str, MetricCells] = {}
         for m in metrics:
             values = [e.get(m.key) if e is not None else None for e in ests]
-            ratios = [{"vs": tags[i], **_ratio(values[0], values[i], m.better)} for i in range(1, len(runs))]
-            entry["metrics"][m.key] = {"values": values, "ratios": ratios}
-        steps.append(entry)
+            ratios = [_ratio(values[0], values[i], m.better, tags[i]) for i in range(1, len(runs))]
+            cells[m.key] = MetricCells(values=values, ratios=ratios)
+        steps.append(CompareStep(key=key, label=base.label, concurrency=base.concurrency,
+                                 present=[row is not None for row in rows],
+                                 flags=[_flags(row) if row is not None else [] for row in rows], metrics=cells))
 
     scales = {float(r.report.time_scale or 1.0) for r in runs}
     if len(scales) > 1:
@@ -479,30 +484,30 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
         if r.report.interrupted:
             notes.append(f"{t} is an interrupted run: its figures are partial.")
     for flag in Flag:
-        where = [f"{s['key']} ({', '.join(t for t, f in zip(tags, s['flags'], strict=True) if flag.name in f)})"
-                 for s in steps if any(flag.name in f for f in s["flags"])]
+        where = [f"{s.key} ({', '.join(t for t, f in zip(tags, s.flags, strict=True) if flag.name in f)})"
+                 for s in steps if any(flag.name in f for f in s.flags)]
         if where:
             notes.append(f"{flag.named}: {flag.text} (see those runs' reports): {'; '.join(where)}. "
                          "Ratios at these steps are less reliable.")
-    return {
+    return CompareReport.model_validate({
         "schema": SCHEMA,
         "generated_wall": time.time(),
         "baseline": tags[0],
         "runs": [_run_summary(r, t) for r, t in zip(runs, tags, strict=True)],
-        "metrics": [m.to_dict() for m in metrics],
+        "metrics": [m.to_model() for m in metrics],
         "steps": steps,
         "unmatched": unmatched,
         "definitions": dict(DEFINITIONS),
         "notes": notes,
-    }
+    })
 
 
-def default_out_dir(cmp: dict[str, Any]) -> Path:
+def default_out_dir(cmp: CompareReport) -> Path:
     """``compare-<run A id>-vs-<run B id>[-vs-...]`` in the current directory."""
-    return Path("compare-" + "-vs-".join(str(r["run_id"]) for r in cmp["runs"]))
+    return Path("compare-" + "-vs-".join(r.run_id for r in cmp.runs))
 
 
-def write_comparison(cmp: dict[str, Any], out_dir: str | os.PathLike[str]) -> dict[str, Path]:
+def write_comparison(cmp: CompareReport, out_dir: str | os.PathLike[str]) -> dict[str, Path]:
     """Write ``compare.md``, ``compare.json`` and ``compare.html`` into ``out_dir`` (created); return their paths.
 
     Raises:
@@ -514,7 +519,7 @@ def write_comparison(cmp: dict[str, Any], out_dir: str | os.PathLike[str]) -> di
     root.mkdir(parents=True, exist_ok=True)
     texts = {
         "md": ("compare.md", render_markdown(cmp)),
-        "json": ("compare.json", json.dumps(cmp, indent=2, allow_nan=False) + "\n"),
+        "json": ("compare.json", cmp.to_json()),
         "html": ("compare.html", render_html(cmp)),
     }
     out = {}
@@ -558,7 +563,7 @@ def main(argv: list[str] | None = None, prog: str = "llmload compare") -> int:
         return 1
     if not args.quiet:
         if args.json:
-            sys.stdout.write(json.dumps(cmp, indent=2) + "\n")
+            sys.stdout.write(json.dumps(cmp.as_dict(), indent=2) + "\n")
         else:
             sys.stdout.write(paths["md"].read_text(encoding="utf-8"))
         print(f"wrote {paths['md']}, {paths['json']}, {paths['html']}", file=sys.stderr)

@@ -7,12 +7,14 @@ tokens = US$/h ÷ (aggregate output tok/s × 3600) × 10⁶.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import ValidationError
 
 from harness.config import CostSpec
 from harness.report.hours import BatchMeans, hours_interval
+from harness.report.model import CostFigures
 
 __all__ = ["add_cost", "cost_figures", "hours_cost", "row_batch_means", "usd_per_hour"]
 
@@ -46,7 +48,7 @@ def hours_cost(h: dict[str, Any], usd_h: float) -> dict[str, float | None]:
     }
 
 
-def cost_figures(usd_h: float, output_tps: float | None, per_1k: dict[str, float | None]) -> dict[str, Any]:
+def cost_figures(usd_h: float, output_tps: float | None, per_1k: dict[str, float | None]) -> CostFigures:
     """A step's cost figures.
 
     Args:
@@ -56,17 +58,20 @@ def cost_figures(usd_h: float, output_tps: float | None, per_1k: dict[str, float
             ``hours_high``: :func:`harness.report.hours.hours_interval` for N = 1,000).
 
     Returns:
-        ``usd_per_hour``, ``usd_per_1m_output_tokens`` (None without throughput), ``usd_per_1k_usable`` with
+        The typed figures (:class:`harness.report.model.CostFigures`): ``usd_per_hour``,
+        ``usd_per_1m_output_tokens`` (None without throughput), ``usd_per_1k_usable`` with
         ``usd_per_1k_usable_low`` / ``_high`` (the hours interval × US$/h; high None when unbounded, all None
-        without usable completions).
+        without usable completions); a NaN or infinite figure is None (strict JSON).
     """
-    return {
+    figures = {
         "usd_per_hour": usd_h,
         "usd_per_1m_output_tokens": usd_h / (output_tps * 3600.0) * 1e6 if output_tps else None,
         "usd_per_1k_usable": _times(per_1k["hours"], usd_h),
         "usd_per_1k_usable_low": _times(per_1k["hours_low"], usd_h),
         "usd_per_1k_usable_high": _times(per_1k["hours_high"], usd_h),
     }
+    return CostFigures.model_validate(
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in figures.items()})
 
 
 def row_batch_means(row: dict[str, Any]) -> BatchMeans:

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.config import DEFAULT_HOURS_TO_N
-from harness.report.rundata import RunMeta, read_run_meta
+from harness.report.rundata import LoadEnd, PhaseEvent, PhaseStart, RunEnd, RunMeta, read_run_meta
 
 __all__ = [
     "DEFAULT_HOURS_TO_N",
@@ -94,41 +93,41 @@ def read_meta(root: Path, problems: list[str]) -> RunMeta:
     return read_run_meta(root, problems)
 
 
-def phases_from_events(events: Sequence[dict[str, Any]], last_end: float | None) -> tuple[list[Phase], bool]:
+def phases_from_events(events: Sequence[PhaseEvent], last_end: float | None) -> tuple[list[Phase], bool]:
     """The phases of ``phases.jsonl`` events (see the module docstring for where each ends); ``last_end`` is the
     latest record end (epoch s; None without records), the end of an interrupted run's last phase.
 
     Returns:
         ``(phases, has_run_end)``. Used by :func:`harness.report.columns.load_frame_run`.
     """
-    starts = [e for e in events if e.get("event") == "phase_start" and e.get("wall") is not None]
+    starts = [e for e in events if isinstance(e, PhaseStart) and e.wall is not None]
 
-    def first(name: str) -> float | None:
-        return next((float(e["wall"]) for e in events if e.get("event") == name and e.get("wall") is not None), None)
+    def first(kind: type[LoadEnd | RunEnd]) -> float | None:
+        return next((float(e.wall) for e in events if isinstance(e, kind) and e.wall is not None), None)
 
-    run_end, load_end = first("run_end"), first("load_end")
+    run_end, load_end = first(RunEnd), first(LoadEnd)
     phases: list[Phase] = []
     for i, ev in enumerate(starts):
-        start = float(ev["wall"])
+        start = float(ev.wall or 0.0)
         if i + 1 < len(starts):
-            end, src = float(starts[i + 1]["wall"]), "next_phase"
+            end, src = float(starts[i + 1].wall or 0.0), "next_phase"
         elif load_end is not None and load_end >= start:
             end, src = load_end, "load_end"
         elif run_end is not None:
             end, src = run_end, "run_end"
         else:
             end, src = (last_end if last_end is not None else start), "last_record"
-        pd = ev.get("planned_duration")
+        pd = ev.planned_duration
         phases.append(
             Phase(
-                phase=str(ev.get("phase") or "step"),
-                step=int(ev.get("step", 0)),
-                concurrency=int(ev.get("concurrency") or 1),
+                phase=ev.phase or "step",
+                step=ev.step,
+                concurrency=ev.concurrency or 1,
                 start=start,
                 end=max(start, end),
                 planned_duration=float(pd) if pd is not None else None,
                 end_source=src,
-                setting=str(ev["setting"]) if ev.get("setting") is not None else None,
+                setting=ev.setting,
             )
         )
     return phases, run_end is not None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.report.load import Phase
+from harness.report.rundata import PhaseEvent, WorkerBack, WorkerLost
 from harness.report.steady import Window
 
 __all__ = ["MISSING_DROPPED_AFTER_S", "WorkerLoss", "apply_losses", "loss_note", "shortfall_end", "worker_losses"]
@@ -65,23 +66,23 @@ def _count(v: Any) -> int | None:
     return int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-def worker_losses(events: Sequence[dict[str, Any]]) -> list[WorkerLoss]:
+def worker_losses(events: Sequence[PhaseEvent]) -> list[WorkerLoss]:
     """The ``worker_lost`` events of ``phases.jsonl`` (in the order written); an event without a ``wall`` is
     skipped, and so is one withdrawn by a later ``worker_back`` of the same worker (it was late, not dead: its users
     kept running)."""
     out = []
     for i, e in enumerate(events):
-        if e.get("event") != "worker_lost":
+        if not isinstance(e, WorkerLost):
             continue
-        if any(b.get("event") == "worker_back" and b.get("worker") == e.get("worker") for b in events[i + 1:]):
+        if any(isinstance(b, WorkerBack) and b.worker == e.worker for b in events[i + 1:]):
             continue
-        detected = _num(e.get("wall"))
+        detected = _num(e.wall)
         if detected is None:
             continue
-        since = _num(e.get("since_wall"))
-        out.append(WorkerLoss(worker=str(e.get("worker") or "?"), since=min(detected, since or detected),
-                              detected=detected, state=str(e.get("state") or "missing"),
-                              users=_count(e.get("users")), in_flight=_count(e.get("in_flight"))))
+        since = _num(e.since_wall)
+        out.append(WorkerLoss(worker=e.worker or "?", since=min(detected, since or detected),
+                              detected=detected, state=e.state or "missing",
+                              users=_count(e.users), in_flight=_count(e.in_flight)))
     return out
 
 

@@ -29,7 +29,8 @@ import polars as pl
 
 from harness.arrivals import LEAD_S, arrivals_before
 from harness.report.exprs import END, OK, START, STEP, pctl
-from harness.report.model import StepRow
+from harness.report.model import RateFigures, StepRow
+from harness.report.rundata import PhaseEvent, PhaseStart
 
 __all__ = [
     "LATE_S",
@@ -65,24 +66,21 @@ RATE_DEFINITIONS: dict[str, str] = {
 }
 
 
-def _rate_events(events: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    out: dict[int, dict[str, Any]] = {}
-    for e in events:
-        if e.get("event") == "phase_start" and e.get("rate") is not None:
-            try:
-                out[int(e["step"])] = e
-            except (KeyError, TypeError, ValueError):
-                continue
-    return out
+def _rate_events(events: Sequence[PhaseEvent]) -> dict[int, PhaseStart]:
+    """The ``phase_start`` events of the rate steps (a ``rate``), by step (an event without ``step`` is none)."""
+    return {e.step: e for e in events
+            if isinstance(e, PhaseStart) and e.rate is not None and "step" in e.model_fields_set}
 
 
-def _scheduled_count(ev: dict[str, Any], seed: int, span: float) -> int | None:
+def _scheduled_count(ev: PhaseStart, seed: int, span: float) -> int | None:
     """Arrivals of the step's schedule (all processes) with offset < ``span`` seconds; None when it cannot be
-    re-drawn (unknown process)."""
+    re-drawn (unknown process, or no rate)."""
+    if ev.rate is None:
+        return None
     try:
-        return arrivals_before(str(ev.get("arrival") or "poisson"), float(ev["rate"]),
-                               float(ev.get("burstiness") or 1), f"{seed}:{int(ev['step'])}", span)
-    except (KeyError, TypeError, ValueError):
+        return arrivals_before(ev.arrival or "poisson", float(ev.rate), float(ev.burstiness or 1),
+                               f"{seed}:{ev.step}", span)
+    except (TypeError, ValueError):
         return None
 
 
@@ -127,16 +125,16 @@ def late_with_free_user(late: pl.DataFrame, every: pl.DataFrame, procs: int, use
     return free
 
 
-def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: pl.DataFrame,
-                 every: pl.DataFrame | None = None) -> dict[str, Any]:
+def rate_figures(ev: PhaseStart, seed: int, start: float, end: float, recs: pl.DataFrame,
+                 every: pl.DataFrame | None = None) -> RateFigures:
     """The rate figures of one step (module docstring), over the polars record frame ``recs``: the step's
     non-warm-up records, prepared (:func:`harness.report.columns.prepare`: ``scheduled_wall`` among its columns).
     ``ev`` is its ``phase_start`` event, ``seed`` the profile's ``rate.seed``, ``[start, end)`` the step (epoch s);
     ``every`` the run's non-warm-up records (what was in flight, for ``late_free_user``; default ``recs``).
-    Seconds, requests/s, shares 0..1."""
+    Seconds, requests/s, shares 0..1; a NaN or infinite figure is None (strict JSON)."""
     a = start + LEAD_S
     span = max(0.0, end - a)
-    target = float(ev["rate"])
+    target = float(ev.rate or 0.0)
     timed = recs.filter(pl.col("scheduled_wall").is_not_null()).with_columns(_delay().alias("_delay"))
     ok = timed.filter(pl.col(OK))
     sched_ttft = (pl.col("_delay") + pl.col("ttft")).alias("_sttft")
@@ -159,14 +157,14 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: 
     sent, late = int(f["sent"] or 0), int(f["late"] or 0)
     procs = int(timed.select(_process().n_unique()).item()) if n else 1
     free = late_with_free_user(timed.filter(pl.col("_delay") > LATE_S), recs if every is None else every, procs,
-                               ev.get("concurrency"))
+                               ev.concurrency)
     n_sched = _scheduled_count(ev, seed, span)
-    return {
+    figures = {
         "target_rate": target,
-        "arrival": ev.get("arrival"),
-        "burstiness": ev.get("burstiness"),
-        "max_concurrency": ev.get("max_concurrency"),
-        "users": ev.get("concurrency"),
+        "arrival": ev.arrival,
+        "burstiness": ev.burstiness,
+        "max_concurrency": ev.max_concurrency,
+        "users": ev.concurrency,
         "schedule_window_s": span,
         "scheduled": n_sched,
         "sent": sent,
@@ -182,16 +180,18 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float, recs: 
         "dispatch_delay_max_s": f["dmax"],
         **g,
     }
+    return RateFigures.model_validate(
+        {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in figures.items()})
 
 
-def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main: pl.DataFrame,
+def add_rate(rows: list[dict[str, Any]], events: Sequence[PhaseEvent], main: pl.DataFrame,
              profile: dict[str, Any]) -> None:
     """Set ``row["rate"]`` on every step row: :func:`rate_figures` for a rate step (whose ``label`` becomes
     ``"<rate> req/s"``, then ``" (<setting>)"`` when the row has a sweep-axes setting), None otherwise.
 
     Args:
         rows: the report's step rows (``step``, ``start_wall``, ``end_wall``).
-        events: ``phases.jsonl`` events.
+        events: ``phases.jsonl`` events (:func:`harness.report.rundata.read_events`).
         main: the run's non-warm-up records as a prepared polars frame (:attr:`harness.report.columns.FrameRun.main`).
         profile: the profile dict of run.json (its ``rate.seed``; 0 when absent).
     """
@@ -206,7 +206,7 @@ def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main:
         recs = main.filter(pl.col(STEP) == int(row["step"]))
         row["rate"] = rate_figures(ev, seed, float(row["start_wall"]), float(row["end_wall"]), recs, main)
         setting = row.get("setting")
-        row["label"] = f"{float(ev['rate']):g} req/s" + (f" ({setting})" if setting else "")
+        row["label"] = f"{float(ev.rate or 0.0):g} req/s" + (f" ({setting})" if setting else "")
 
 
 def rate_notes(rows: Sequence[StepRow]) -> list[str]:

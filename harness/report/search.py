@@ -8,7 +8,9 @@ setting) with each SLO figure and its 95 % interval on both sides, and every pro
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness.report.rundata import PhaseEvent, SearchEvent
 
 if TYPE_CHECKING:
     from harness.report.model import SearchFigure, SearchResult
@@ -30,9 +32,10 @@ SEARCH_DEFINITIONS: dict[str, str] = {
 }
 
 
-def search_result(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    """The last ``search`` event's result in ``phases.jsonl`` events, None when the run had no search."""
-    found = [e.get("result") for e in events if e.get("event") == "search" and isinstance(e.get("result"), dict)]
+def search_result(events: Sequence[PhaseEvent]) -> SearchResult | None:
+    """The last ``search`` event's result in ``phases.jsonl`` events (:func:`harness.report.rundata.read_events`),
+    None when the run had no search."""
+    found = [e.result for e in events if isinstance(e, SearchEvent) and e.result is not None]
     return found[-1] if found else None
 
 

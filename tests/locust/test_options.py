@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
-from harness.locust.options import MetricsOptions, metrics_options
+from harness.locust.options import GROUP, MetricsOptions, add_option, group_of, metrics_options
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -114,3 +115,32 @@ def test_help_of_a_locustfile_without_llmload_is_locusts_own(tmp_path: Path) -> 
     )  # fmt: skip
     assert proc.returncode == 0 and "Usage: locust [options]" in proc.stdout
     assert "\nllmload:\n" not in proc.stdout and "--metrics-port" not in proc.stdout
+
+
+def test_help_of_an_llmload_locustfile_that_fails_to_import_is_still_locusts_help(tmp_path: Path) -> None:
+    """The help flags deferred for an llmload locustfile come back when it fails to import before harness.locust
+    is wired (harness.locust_help.help_if_not_restored at exit): the traceback, a note, then Locust's own help
+    (the exit code stays the failed import's); without the fix there was a traceback and no help at all."""
+    broken = tmp_path / "broken.py"
+    broken.write_text("import harness.no_such_module_here\nimport harness.locust\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(broken), "--help"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "No module named 'harness.no_such_module_here'" in proc.stderr
+    assert "failed to import" in proc.stderr and "Usage: locust [options]" in proc.stdout
+    assert "--headless" in proc.stdout and "\nllmload:\n" not in proc.stdout
+
+
+def test_add_option_puts_options_in_one_llmload_group_with_locusts_web_ui_attributes() -> None:
+    """:func:`add_option` adds through argparse's public group API (no private lists), one group per parser,
+    with the attributes Locust's web UI reads."""
+    parser = argparse.ArgumentParser(prog="p")
+    x = add_option(parser, "--x-opt", include_in_web_ui=False, help="the x option")
+    y = add_option(parser, "--y-opt", help="the y option")
+    assert group_of(parser) is group_of(parser)
+    web = [getattr(a, "include_in_web_ui", None) for a in (x, y)]
+    assert web == [False, True] and getattr(y, "is_secret", None) is False
+    group = _help_group(parser.format_help(), GROUP)
+    assert "--x-opt" in group and "the y option" in group
+    assert parser.format_help().count(f"\n{GROUP}:\n") == 1

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import harness.runtime as runtime
 from harness.config import PROFILES_DIR, load_profile
-from harness.locust.setup import setup_master, setup_worker_from_message
+from harness.locust.setup import SimHolder, setup_worker_from_message
+from harness.locust.webrun import StartError, headless_launch, start_run
+from harness.runtime import RunContext
+
+
+def setup_master(profile_arg: str, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
+    """A headless process's start (as ``init`` does it): :func:`start_run` with a headless launch; the original
+    error (the one a headless process prints) re-raised."""
+    opts = SimpleNamespace(output_dir=output_dir, stop_timeout=None)
+    launch = headless_launch(opts, host, role, profile_arg, SimHolder())
+    env = SimpleNamespace(host=host, parsed_options=opts, stop_timeout=None)
+    try:
+        return start_run(runtime.Run(), env, {"host": host or ""}, launch)
+    except StartError as e:
+        assert e.__cause__ is not None
+        raise e.__cause__ from None
 
 
 def test_model_discovery_uses_the_profiles_tls_and_header_settings(

@@ -50,7 +50,7 @@ from harness.report.goodput import GOODPUT_ROW_KEYS
 from harness.report.hours import batch_means
 from harness.report.load import INFERRED_PHASES_NOTE, NoRecordsError, Phase, phases_from_events, read_meta
 from harness.report.rate import LATE_S as RATE_LATE_S
-from harness.report.rundata import RunMeta
+from harness.report.rundata import RunMeta, parse_event
 from harness.report.search import search_result
 from harness.report.soak import slice_bounds, step_drift
 from harness.report.stats import mean, overlap_fraction, percentile
@@ -122,7 +122,8 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunData:
     events = read_phases(root)
     inferred = False
     if any(e.get("event") == "phase_start" for e in events):
-        phases, has_end = phases_from_events(events, max((r.end_wall for r in records), default=None))
+        phases, has_end = phases_from_events([parse_event(e) for e in events],
+                                             max((r.end_wall for r in records), default=None))
     else:
         phases, has_end, inferred = _phases_from_records(records), False, True
         if records:
@@ -820,7 +821,8 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
     unplaced = sum(1 for r in main if r.step not in placed)
     last_end = max((r.end_wall for r in run.records), default=None)
     return RunFigures(rows, warmup_block([r for r in run.records if is_warmup(r)]), totals_block(main),
-                      prompt_rows(main), unplaced, last_end, turn_rows(main), search_result(run.events))
+                      prompt_rows(main), unplaced, last_end, turn_rows(main),
+                      search_result([parse_event(e) for e in run.events]))
 
 
 def oracle_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from harness.report.columns import (
 )
 from harness.report.cost import usd_per_hour
 from harness.report.frame import RECORD_SCHEMA, read_frame
+from harness.report.model import ReportModel
 from harness.result import RECORD_SCHEMA as RESULT_SCHEMA
 from harness.result import RequestResult
 from tests.report.oracle import load_run, oracle_report, steady_window
@@ -52,7 +53,9 @@ def _records_gen() -> Any:
 
 
 def assert_same(ref: Any, got: Any, path: str = "") -> None:
-    """``got`` equals ``ref``: same keys in the same order, same types, exact but for floats (1e-9 relative)."""
+    """``got`` equals ``ref``: same keys in the same order, same types, exact but for floats (1e-9 relative). A
+    typed section (a report model, e.g. a builder's ``CostFigures``) is compared as its JSON form (``as_dict``)."""
+    ref, got = (x.as_dict() if isinstance(x, ReportModel) else x for x in (ref, got))
     if isinstance(ref, dict):
         assert isinstance(got, dict), path
         assert list(got) == list(ref), path

@@ -30,6 +30,7 @@ from harness.report.compare import (
     write_comparison,
 )
 from harness.report.compare import _ratio as cmp_ratio
+from harness.report.compare_model import CompareReport, Estimate, Ratio
 from harness.report.compare_render import render_html, render_markdown, tables
 from harness.report.compare_stats import mean_interval, quantile_interval, ratio_of_sums_interval
 from harness.report.cost import add_cost
@@ -161,7 +162,7 @@ def test_unmatched_steps(tmp_path: Path) -> None:
     c = _run(tmp_path / "c", steps=((1, 2),))
     cmp = build_comparison([a, b, c])
     assert [s["key"] for s in cmp["steps"]] == ["single", "C=2"]
-    assert cmp["unmatched"] == [
+    assert cmp.as_dict()["unmatched"] == [
         {"key": "single", "present_in": ["A", "B"], "missing_in": ["C"]},
         {"key": "C=4", "present_in": ["B"], "missing_in": ["A", "C"]},
     ]
@@ -208,7 +209,7 @@ def _price(run: Path, usd_h: float | None) -> None:
     rep = write_report(run)[0].as_dict()
     for row in rep["steps"]:
         add_cost(row, usd_h)
-    (run / "report.json").write_text(json.dumps(rep))
+    (run / "report.json").write_text(json.dumps(rep, default=lambda typed: typed.as_dict()))  # CostFigures
 
 
 def test_cost_compared_only_when_both_priced(tmp_path: Path) -> None:
@@ -257,14 +258,14 @@ def test_no_interval_in_either_run_has_no_noise_flag(tmp_path: Path) -> None:
 
 
 def test_one_sided_interval_is_unbounded_not_zero() -> None:
-    a = {"value": 2.0, "low": 1.5, "high": None, "method": "interval_hours"}  # no upper bound
-    x = {"value": 1.0, "low": 0.9, "high": 1.6, "method": "interval_hours"}
-    r = cmp_ratio(a, x, "lower")
-    assert r["low"] is None and r["high"] == pytest.approx(1.6 / 1.5)  # not a silent 0.0
-    assert r["within_noise"] is True
+    a = Estimate(value=2.0, low=1.5, high=None, method="interval_hours")  # no upper bound
+    x = Estimate(value=1.0, low=0.9, high=1.6, method="interval_hours")
+    r = cmp_ratio(a, x, "lower", "B")
+    assert r.vs == "B" and r.low is None and r.high == pytest.approx(1.6 / 1.5)  # not a silent 0.0
+    assert r.within_noise is True
     assert cell_text(r) == f"0.500 (≤ {1.6 / 1.5:.3f}) ≈ within noise"
-    r = cmp_ratio(x, a, "lower")
-    assert r["low"] == pytest.approx(1.5 / 1.6) and r["high"] is None
+    r = cmp_ratio(x, a, "lower", "B")
+    assert r.low == pytest.approx(1.5 / 1.6) and r.high is None
     assert cell_text(r) == f"2.000 (≥ {1.5 / 1.6:.3f}) ≈ within noise"
 
 
@@ -401,7 +402,7 @@ def test_llmload_lists_and_dispatches_compare(capsys: pytest.CaptureFixture[str]
     assert capsys.readouterr().out.startswith("usage: llmload compare ")
 
 
-def cell_text(r: dict[str, Any]) -> str:
+def cell_text(r: Ratio) -> str:
     """The detail-table text of a ratio."""
     from harness.report.compare_render import _ratio_cell
 
@@ -476,3 +477,17 @@ def test_flags_are_the_catalogues(tmp_path: Path) -> None:
     shown = md.split("## Definitions")[0]  # tables, legends and notes
     for old in ("not steady", "client starved", "load generator starved"):  # compare's former own strings
         assert old not in shown, old
+
+
+def test_compare_json_is_the_typed_models_serialisation_and_reads_back(tmp_path: Path) -> None:
+    """compare.json is :meth:`CompareReport.to_json`; the file read back validates to the same model (same text)
+    and renders the same Markdown and HTML as the model built."""
+    cmp = build_comparison([_run(tmp_path / "a"), _run(tmp_path / "b", speed=2.0)])
+    assert isinstance(cmp, CompareReport) and cmp.steps[0].metrics["output_tps"].ratios[0].vs == "B"
+    paths = write_comparison(cmp, tmp_path / "out")
+    text = paths["json"].read_text()
+    again = CompareReport.model_validate(json.loads(text))
+    assert again.to_json() == text == cmp.to_json()
+    assert list(json.loads(text)) == ["schema", "generated_wall", "baseline", "runs", "metrics", "steps",
+                                      "unmatched", "definitions", "notes"]
+    assert render_markdown(json.loads(text)) == render_markdown(cmp) and render_html(again) == render_html(cmp)

@@ -11,6 +11,7 @@ from harness.rate import LEAD_S
 from harness.report.build import build_report
 from harness.report.model import StepRow
 from harness.report.rate import add_rate, rate_figures, rate_notes, rate_table_rows
+from harness.report.rundata import PhaseStart, parse_event
 from harness.result import RequestResult
 from tests.report.rundir import frame_of
 
@@ -38,19 +39,19 @@ def test_a_client_behind_its_schedule() -> None:
     # constant 10/s for ~10 s: 100 arrivals; cap 1, 500 ms service: one sent every 0.5 s, later and later
     end = A + 9.95
     recs = [rec(A + 0.1 * i, A + 0.5 * i) for i in range(20)]
-    f = rate_figures(ev(), 0, S, end, frame_of(recs))
-    assert f["scheduled"] == 100 and f["scheduled_rate"] == pytest.approx(100 / 9.95)
-    assert f["sent"] == 20 and f["achieved_rate"] == pytest.approx(20 / 9.95) and f["shortfall"] == pytest.approx(0.8)
+    f = rate_figures(PhaseStart.model_validate(ev()), 0, S, end, frame_of(recs))
+    assert f.scheduled == 100 and f.scheduled_rate == pytest.approx(100 / 9.95)
+    assert f.sent == 20 and f.achieved_rate == pytest.approx(20 / 9.95) and f.shortfall == pytest.approx(0.8)
     delays = [0.4 * i for i in range(20)]
-    assert f["dispatch_delay_p50_s"] == pytest.approx((delays[9] + delays[10]) / 2)
-    assert f["dispatch_delay_max_s"] == pytest.approx(7.6)
-    assert f["late"] == 19 and f["late_share"] == pytest.approx(0.95)  # all but the first
-    assert f["e2e_p50_s"] == pytest.approx(0.5) and f["ttft_p50_s"] == pytest.approx(0.05)
-    assert f["sched_e2e_p50_s"] == pytest.approx(0.5 + 3.8) and f["sched_e2e_mean_s"] == pytest.approx(0.5 + 3.8)
-    assert 7.0 < f["sched_ttft_p99_s"] < 7.7 and f["sched_ttft_p50_s"] == pytest.approx(0.05 + 3.8)
+    assert f.dispatch_delay_p50_s == pytest.approx((delays[9] + delays[10]) / 2)
+    assert f.dispatch_delay_max_s == pytest.approx(7.6)
+    assert f.late == 19 and f.late_share == pytest.approx(0.95)  # all but the first
+    assert f.e2e_p50_s == pytest.approx(0.5) and f.ttft_p50_s == pytest.approx(0.05)
+    assert f.sched_e2e_p50_s == pytest.approx(0.5 + 3.8) and f.sched_e2e_mean_s == pytest.approx(0.5 + 3.8)
+    assert 7.0 < f.sched_ttft_p99_s < 7.7 and f.sched_ttft_p50_s == pytest.approx(0.05 + 3.8)
     rows = [{"step": 1, "phase": "step", "label": "C=1", "start_wall": S, "end_wall": end}]
-    add_rate(rows, [ev()], frame_of(recs), {"rate": {"seed": 0}})
-    assert rows[0]["label"] == "10 req/s" and rows[0]["rate"]["sent"] == 20
+    add_rate(rows, [parse_event(ev())], frame_of(recs), {"rate": {"seed": 0}})
+    assert rows[0]["label"] == "10 req/s" and rows[0]["rate"].sent == 20
     notes = rate_notes(_typed(rows))
     assert len(notes) == 2
     assert "TARGET RATE NOT ACHIEVED: 20 of 100 scheduled" in notes[0] and "80 % short" in notes[0]
@@ -63,10 +64,10 @@ def test_a_client_behind_its_schedule() -> None:
 def test_an_on_time_client_gets_no_warning_and_failed_requests_count_as_sent() -> None:
     recs = [rec(A + 0.25 * i, A + 0.25 * i + 0.001, ok=i % 5 != 0) for i in range(40)]
     rows = [{"step": 1, "phase": "step", "label": "C=64", "start_wall": S, "end_wall": A + 9.99}]
-    add_rate(rows, [ev(rate=4.0, cap=None)], frame_of(recs), {})
+    add_rate(rows, [parse_event(ev(rate=4.0, cap=None))], frame_of(recs), {})
     f = rows[0]["rate"]
-    assert f["sent"] == f["scheduled"] == 40 and f["shortfall"] == 0 and f["late"] == 0
-    assert f["sched_e2e_p50_s"] == pytest.approx(0.501)
+    assert f.sent == f.scheduled == 40 and f.shortfall == 0 and f.late == 0
+    assert f.sched_e2e_p50_s == pytest.approx(0.501)
     assert rate_notes(_typed(rows)) == []
 
 
@@ -74,7 +75,7 @@ def test_closed_loop_rows_have_no_rate_figures() -> None:
     rows = [{"step": 0, "phase": "single", "label": "single", "start_wall": S, "end_wall": S + 5},
             {"step": 1, "phase": "step", "label": "C=8", "start_wall": S + 5, "end_wall": S + 10}]
     closed = {"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": S + 5}
-    add_rate(rows, [closed], frame_of([]), {})
+    add_rate(rows, [parse_event(closed)], frame_of([]), {})
     assert [r["rate"] for r in rows] == [None, None] and rows[1]["label"] == "C=8"
     assert rate_notes(_typed(rows)) == [] and rate_table_rows(_typed(rows)) == []
 
@@ -86,8 +87,8 @@ def test_pool_wait_is_named_as_the_pool() -> None:
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 4.97}]
     e = ev(cap=None)
     e["concurrency"] = 5
-    add_rate(rows, [e], frame_of(recs), {})
-    assert rows[0]["rate"]["late"] == 45 and rows[0]["rate"]["late_free_user"] == 0
+    add_rate(rows, [parse_event(e)], frame_of(recs), {})
+    assert rows[0]["rate"].late == 45 and rows[0]["rate"].late_free_user == 0
     (note,) = rate_notes(_typed(rows))  # all sent (late): no shortfall warning, a wait warning
     assert "waited for a free user (the pool of 5 users (rate.pool))" in note
 
@@ -100,16 +101,16 @@ def test_late_with_a_user_free_is_the_client_not_the_cap() -> None:
     for i, r in enumerate(recs):
         r.user = f"local:{7 + i % 2}"
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
-    add_rate(rows, [{**ev(rate=2.0, cap=8), "concurrency": 8}], frame_of(recs), {})
+    add_rate(rows, [parse_event({**ev(rate=2.0, cap=8), "concurrency": 8})], frame_of(recs), {})
     f = rows[0]["rate"]
-    assert f["late"] == 1 and f["late_free_user"] == 1 and f["sent"] == f["scheduled"] == 12
+    assert f.late == 1 and f.late_free_user == 1 and f.sent == f.scheduled == 12
     (note,) = rate_notes(_typed(rows))
     assert "8 % of requests were sent late (over 0.05 s) although a user was free" in note
     assert "fell behind its schedule" in note and "waited for a free user" not in note
     # the same lateness with every user busy (a cap of 2, both in flight: 1.2 s requests every 0.5 s) is a wait
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 5.99}]
-    add_rate(rows, [{**ev(rate=2.0, cap=2), "concurrency": 2}], frame_of(recs), {})
-    assert rows[0]["rate"]["late_free_user"] == 0
+    add_rate(rows, [parse_event({**ev(rate=2.0, cap=2), "concurrency": 2})], frame_of(recs), {})
+    assert rows[0]["rate"].late_free_user == 0
     (note,) = rate_notes(_typed(rows))
     assert "8 % of requests waited for a free user (the cap of 2 in flight)" in note
 
@@ -120,8 +121,8 @@ def test_workers_count_their_own_users_in_flight() -> None:
     recs = [rec(A, A + 0.001, e2e=1.0), rec(A + 0.5, A + 1.001, e2e=0.3), rec(A + 0.25, A + 0.251, e2e=0.1)]
     recs[0].user, recs[1].user, recs[2].user = "a:1", "a:1", "b:1"
     rows = [{"step": 1, "phase": "step", "label": "x", "start_wall": S, "end_wall": A + 2}]
-    add_rate(rows, [{**ev(rate=2.0, cap=2), "concurrency": 2}], frame_of(recs), {})
-    assert rows[0]["rate"]["late"] == 1 and rows[0]["rate"]["late_free_user"] == 0
+    add_rate(rows, [parse_event({**ev(rate=2.0, cap=2), "concurrency": 2})], frame_of(recs), {})
+    assert rows[0]["rate"].late == 1 and rows[0]["rate"].late_free_user == 0
 
 
 def test_the_reports_rate_figures_equal_the_record_by_record_oracle(tmp_path: Path) -> None:

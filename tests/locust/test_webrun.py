@@ -1,0 +1,100 @@
+"""harness.locust.webrun.start_run: the one start of a run, for the web UI's Start and a headless run alike; what
+each writes to ``run.json`` is pinned here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.config import load_profile
+from harness.locust.form import Knobs
+from harness.locust.setup import SimHolder
+from harness.locust.webrun import StartError, headless_launch, launch_of, start_run
+from harness.runtime import Run
+
+#: ``run.json``'s keys when a run starts, written by :class:`harness.records.RunDir` for every run.
+_COMMON = {"run_id", "status", "start_wall", "end_wall", "hostname", "argv", "versions",
+           "profile_path", "profile", "target", "simulator", "prompt_source"}
+
+
+def _profile(tmp_path: Path) -> Path:
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: s\ntarget: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+                    "prompts: [{id: a, text: hi}, {id: b, text: ho}]\n"
+                    "steps: {concurrency: [1, 2], duration: 5, drain_timeout: 7}\n"
+                    "output: {dir: '%s'}\n" % (tmp_path / "runs"))
+    return prof
+
+
+def _opts(**kw: Any) -> SimpleNamespace:
+    base: dict[str, Any] = dict(output_dir=None, stop_timeout=None, profile="", web_profile="", mode="sweep")
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def _env(opts: SimpleNamespace) -> SimpleNamespace:
+    return SimpleNamespace(host=None, parsed_options=opts, stop_timeout=None)
+
+
+def _meta(run: Run) -> dict[str, Any]:
+    assert run.ctx is not None and run.ctx.run_dir is not None
+    meta = json.loads((run.ctx.run_dir.path / "run.json").read_text())
+    run.ctx.run_dir.close()
+    return meta
+
+
+def test_a_headless_start_writes_todays_run_json_keys(tmp_path: Path) -> None:
+    """A headless run goes through the web UI's start; its run.json keeps the headless keys: no ``mode``, ``form``,
+    ``fixed``, and ``knobs`` only when the command line gave some."""
+    prof = _profile(tmp_path)
+    run, opts = Run(), _opts()
+    env = _env(opts)
+    ctx = start_run(run, env, {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert (ctx.web, ctx.mode, ctx.fixed, run.state) == (False, "sweep", None, "running")
+    assert (env.host, opts.host, env.stop_timeout) == ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", 7)
+    assert set(_meta(run)) == _COMMON
+
+    run, opts = Run(), _opts(steps="3", stop_timeout=2)
+    env = _env(opts)
+    env.stop_timeout = 2
+    start_run(run, env, {"host": "", "mode": "fixed"}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert run.ctx is not None and run.ctx.mode == "sweep"  # headless: always the profile's sweep
+    assert run.ctx.profile.steps.concurrency == [3] and env.stop_timeout == 2  # --stop-timeout given: kept
+    meta = _meta(run)
+    assert set(meta) == _COMMON | {"knobs"} and meta["knobs"] == {"steps": "3"}
+
+
+def test_a_web_start_writes_the_mode_form_and_knobs(tmp_path: Path) -> None:
+    prof = _profile(tmp_path)
+    opts = _opts(profile=str(prof))
+    launch = launch_of(opts, None, "local", prof, load_profile(prof), SimHolder())
+    run = Run()
+    form = {"mode": "sweep", "host": "http://127.0.0.1:9/v1", "api_key": "sk-x", "steps": "4"}
+    ctx = start_run(run, _env(opts), form, launch)
+    assert (ctx.web, ctx.mode) == (True, "sweep")
+    meta = _meta(run)
+    assert set(meta) == _COMMON | {"mode", "form", "knobs"}
+    assert meta["form"]["api_key"] == "***" and meta["knobs"] == {"steps": "4"}
+
+    run = Run()
+    form = {"mode": "fixed", "host": "", "user_count": "3", "spawn_rate": "1", "run_time": "20s"}
+    ctx = start_run(run, _env(opts), form, launch)
+    meta = _meta(run)
+    assert set(meta) == _COMMON | {"mode", "form", "knobs", "fixed"}
+    assert meta["fixed"] == {"users": 3, "spawn_rate": 1.0, "run_time_s": 20.0} and ctx.fixed is not None
+
+
+def test_a_bad_start_is_one_line_with_its_cause_and_leaves_no_run(tmp_path: Path) -> None:
+    """A headless process prints the cause (:func:`harness.locust.listeners._on_init`), the web UI the one line."""
+    prof = _profile(tmp_path)
+    opts = _opts(max_tokens="many")
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert "max_tokens" in str(err.value).lower() and "\n" not in str(err.value)
+    assert err.value.__cause__ is not None and run.ctx is None and not (tmp_path / "runs").exists()
+    assert Knobs.from_options(opts).max_tokens == "many"
