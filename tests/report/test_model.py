@@ -62,7 +62,7 @@ def _axes_turns_rate_search_run(root: Path) -> Path:
     recs += [rec(f"u{i % 2}", 3, 21.0 + 0.25 * i, 0.4, concurrency=2, scheduled_wall=T0 + 21.0 + 0.25 * i)
              for i in range(20)]
     result = {"axis": "rate", "low": 1.0, "high": 8.0, "tolerance": 0.5, "highest_pass": None,
-              "lowest_fail": None, "converged": False, "verdict": "v", "probes": []}
+              "lowest_fail": None, "converged": False, "verdict": "v", "inconclusive": [], "probes": []}
     events = [{**phase("step", 1, 4, 0.0), "setting": "effort=low"}, {**phase("step", 2, 4, 10.0),
               "setting": "effort=high"}, {**phase("step", 3, 2, 20.0), "rate": 4.0, "arrival": "constant",
               "burstiness": 1.0, "max_concurrency": 2}, {"event": "search", "wall": T0 + 29.0, "result": result},
