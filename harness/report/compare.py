@@ -71,7 +71,10 @@ DEFINITIONS: dict[str, str] = {
     "interval unbounded (None, shown as ≤ or ≥ the other bound). Otherwise the ratio is called better "
     "or worse. A figure without an interval in either run gets no flag ('no interval'). The intervals hold the "
     "sampling noise within each run only: run-to-run variation of the environment (other load on the host, "
-    "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ.",
+    "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ. "
+    "A step where a run's hours-to-N interval does not overlap the baseline's is listed (step 'disagree', and a "
+    "note) as disagreeing beyond their intervals; repeats of one profile pooled with llmload report --pool get a "
+    "run-to-run interval.",
     "interval_hours": "Hours to N: the report's own 95 % prediction interval (hours_low, hours_high), by batch "
     "means over the steady window.",
     "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval (= tok/s × "
@@ -405,6 +408,28 @@ def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
     return notes
 
 
+def _disagree(entry: dict[str, Any], metrics: Sequence[Metric], tags: Sequence[str]) -> list[str]:
+    """The tags of the runs whose hours-to-N interval (any N) does not overlap the baseline's at this step: they
+    disagree beyond their intervals (``within_noise`` False on an hours metric)."""
+    hours = [m.key for m in metrics if m.method == "interval_hours"]
+    return [tags[i + 1] for i in range(len(tags) - 1)
+            if any(entry["metrics"][k]["ratios"][i]["within_noise"] is False for k in hours)]
+
+
+def _disagree_notes(steps: Sequence[dict[str, Any]], tags: Sequence[str], one_profile: bool) -> list[str]:
+    """One note naming the steps where runs disagree beyond their intervals (hours to N), with what it means for
+    repeats of one profile."""
+    where = [f"{s['key']} ({tags[0]} vs {', '.join(s['disagree'])})" for s in steps if s.get("disagree")]
+    if not where:
+        return []
+    text = ("Runs disagree beyond their intervals (their hours-to-N 95 % intervals do not overlap) at "
+            + "; ".join(where) + ".")
+    if one_profile:
+        text += (" If these are repeats of one set-up, the within-run intervals miss the run-to-run spread: pool "
+                 "the repeats (llmload report --pool RUN_DIR ...) for a run-to-run interval.")
+    return [text]
+
+
 def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
     """Compare two or more run directories; the first is the baseline.
 
@@ -416,7 +441,9 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
         ``HIDDEN_REASONING``), ``present`` (per run) and ``metrics[key] = {"values": [estimate
         or None per run], "ratios": [{"vs", "ratio", "low", "high", "within_noise", "verdict"} per other
         run]}``; an estimate is ``{"value", "low", "high", "method"}`` in the report's units (seconds, tok/s,
-        hours). ``unmatched`` lists steps missing from some run: ``{"key", "present_in", "missing_in"}`` (tags).
+        hours); ``disagree`` the tags of the runs whose hours-to-N interval does not overlap the baseline's there
+        (they disagree beyond their intervals; also a note). ``unmatched`` lists steps missing from some run:
+        ``{"key", "present_in", "missing_in"}`` (tags).
 
     Raises:
         CompareError: fewer than two runs, or a run that cannot be read (:func:`load_run_input`).
@@ -461,6 +488,7 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
             values = [e.get(m.key) if e is not None else None for e in ests]
             ratios = [{"vs": tags[i], **_ratio(values[0], values[i], m.better)} for i in range(1, len(runs))]
             entry["metrics"][m.key] = {"values": values, "ratios": ratios}
+        entry["disagree"] = _disagree(entry, metrics, tags)
         steps.append(entry)
 
     scales = {float(r.report.time_scale or 1.0) for r in runs}
@@ -475,6 +503,7 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, An
         notes.append("The runs measured different models: " + ", ".join(
             f"{t} {r.report.model}" for t, r in zip(tags, runs, strict=True)) + ".")
     notes.extend(_workload_notes(runs, tags))
+    notes.extend(_disagree_notes(steps, tags, len({str(r.report.profile_name) for r in runs}) == 1))
     for t, r in zip(tags, runs, strict=True):
         if r.report.interrupted:
             notes.append(f"{t} is an interrupted run: its figures are partial.")
