@@ -292,6 +292,10 @@ def build_pool(run_dirs: Sequence[str | os.PathLike[str]]) -> PoolReport:
             notes.append(f"{row.label}: runs {', '.join(row.disagree)} disagree beyond their intervals (their "
                          "within-run usable-rate intervals do not overlap): the within-run interval understates the "
                          "uncertainty here; read the run-to-run interval.")
+    bare = [s.label for s in steps if s.within_low is None and s.request_rate is not None]
+    if bare:
+        notes.append(f"{', '.join(bare)}: a run has no within-run interval there (its report gave none), so the "
+                     "pooled step has none either; the run-to-run interval is the only one.")
     if unmatched:
         notes.append(f"Steps not in every run (not pooled): {', '.join(unmatched)}.")
     runs = [{"tag": t, "run_id": r.run_id, "run_dir": str(d)} for t, r, d in zip(tags, reports, run_dirs,

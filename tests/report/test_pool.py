@@ -75,6 +75,7 @@ def test_one_run_has_no_run_to_run_interval_and_a_run_without_bounds_no_pooled_o
     assert row.request_rate == pytest.approx(1.0) and (row.run_low, row.run_high, row.t) == (None, None, None)
     assert (row.within_low, row.within_high) == (None, None)
     assert any("One run" in n for n in pool.notes)
+    assert any(n.startswith("C=8: a run has no within-run interval") for n in pool.notes)
     md = render_pool_markdown(pool)
     assert "| C=8 | 1 | 1.00 | – | 1.00 | – | – | 1.00 | no |" in md
     assert "1.00 h (no interval) · 1.00 h (no interval)" in md
