@@ -3,6 +3,7 @@ runs under Locust).
 
 llmload report runs/20261129-120000-k26        # per-step table and hours-to-N from the records
 llmload compare runs/A runs/B                  # per-step ratios B/A with 95 % intervals and a noise flag
+llmload report --pool runs/A runs/B runs/C     # repeats of one profile: one answer with a run-to-run interval
 llmload sim serve --port 8000 --preset k26     # the reasoning-model simulator as a standalone server
 llmload panels --prometheus http://127.0.0.1:9090 --last 15m --out panels   # the dashboard's panels as PNGs
 """
@@ -18,6 +19,7 @@ __all__ = ["main"]
 USAGE = """usage: llmload [--version] {report,compare,sim,fidelity,panels} ...
 
   report RUN_DIR [options]   rebuild and print the report of a run directory (llmload report --help)
+  report --pool RUN_DIR ...  pool repeats of one profile: pooled and run-to-run 95 % intervals (pool.md/.json)
   compare RUN_A RUN_B [...]  per-step ratios (B/A, ...) of tok/s, latencies, hours to N with 95 % intervals
                              and a within-noise flag; writes compare.md/.json/.html (llmload compare --help)
   sim serve [options]        run the OpenAI-compatible reasoning-model simulator (llmload sim serve --help)

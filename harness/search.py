@@ -12,8 +12,16 @@ setting from the records measured so far (:class:`CapacitySearch`):
 Each step is measured over its steady window (:func:`harness.report.steady.steady_window`: requests that ended
 after the first wave was replaced, up to the step's end) by :func:`measure_step`: each SLO ``<metric>_p<q>_s``
 (metric ``ttft`` | ``ttfat`` | ``tpot`` | ``e2e``, percentile ``q``, seconds; TPOT seconds per token) holds when
-the ``q``-th percentile of the metric over the window's successful requests is ≤ its threshold. A step with no
-steady window, or with fewer than :data:`MIN_SAMPLE` requests in it, fails (it cannot show that it meets them).
+the ``q``-th percentile of the metric over the window's successful requests is ≤ its threshold.
+
+A step that is under-sampled — no steady window, or fewer than :data:`MIN_SAMPLE` requests (successful or not)
+ended in it — is *inconclusive*, never a fail: the driver (:class:`harness.shapes.SearchDriver`) extends it by
+another ``steps.duration`` and measures it again over the whole step, at most :data:`MAX_EXTENSIONS` times; still
+short, it is recorded as inconclusive (``reason``: "inconclusive (k requests < 10)"). An inconclusive probe is
+neither the highest passing nor the lowest failing setting; when the lowest setting is inconclusive the search goes
+on (high, then bisection down from the lowest failing setting), and no capacity below the lowest setting is
+claimed. A step with at least :data:`MIN_SAMPLE` requests ended but fewer than :data:`MIN_SAMPLE` of them
+successful fails (its errors are the answer).
 
 In a rate search the sample is instead the step's successful requests *scheduled* in its schedule window ``[start +
 LEAD_S, end)`` (:mod:`harness.report.rate`; the closed-loop first-wave rule does not apply to an arrival stream)
@@ -37,6 +45,7 @@ from harness.stats.percentile import percentile
 from harness.vocab import SEARCH_SLO_KEY
 
 __all__ = [
+    "MAX_EXTENSIONS",
     "MIN_SAMPLE",
     "SLO_KEY",
     "CapacitySearch",
@@ -47,8 +56,11 @@ __all__ = [
 
 #: The SLO keys a search tests (:data:`harness.vocab.SEARCH_SLO_KEY`).
 SLO_KEY = SEARCH_SLO_KEY
-#: A step needs at least this many successful requests in its steady window to pass.
+#: A step needs at least this many successful requests in its steady window to pass; with fewer requests (of any
+#: outcome) ended in it, it is inconclusive.
 MIN_SAMPLE = 10
+#: An inconclusive step is extended by ``steps.duration`` at most this many times before it is recorded so.
+MAX_EXTENSIONS = 3
 
 
 def percentile_interval(values: Sequence[float], q: float) -> tuple[float | None, float | None]:
@@ -66,11 +78,15 @@ class Probe:
         setting: the concurrency (users) or rate (requests/s) of the step.
         step: its step index.
         passed: every SLO held (and the sample was large enough).
+        inconclusive: too few requests to decide (no steady window, or fewer than :data:`MIN_SAMPLE` requests
+            ended in it): neither a pass nor a fail.
         figures: per SLO key: ``value`` (the percentile, seconds), ``low`` / ``high`` (its 95 % interval, None
             when unbounded), ``threshold`` (seconds), ``ok``.
         sample: successful requests in the steady window.
         window_s: the steady window's length (seconds; 0 without one).
-        reason: why it failed without figures (no steady window, too few requests); None otherwise.
+        reason: why it did not pass on its figures alone (inconclusive: no steady window or too few requests; too
+            few successful requests; a rate step's shortfall); None otherwise.
+        extensions: times the step was extended (by ``steps.duration``) because it was inconclusive.
     """
 
     setting: float
@@ -80,11 +96,14 @@ class Probe:
     sample: int = 0
     window_s: float = 0.0
     reason: str | None = None
+    inconclusive: bool = False
+    extensions: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"setting": self.setting, "step": self.step, "passed": self.passed, "figures": self.figures,
-                "sample": self.sample, "window_s": self.window_s, "reason": self.reason}
+                "sample": self.sample, "window_s": self.window_s, "reason": self.reason,
+                "inconclusive": self.inconclusive, "extensions": self.extensions}
 
 
 def _metric(r: RequestResult, name: str, schedule_relative: bool) -> float | None:
@@ -132,6 +151,7 @@ def measure_step(setting: float, step: int, start: float, end: float, records: S
         a = start + LEAD_S
         timed = [r for r in records if r.step == step and r.scheduled_wall is not None and a <= r.scheduled_wall < end]
         sample = [r for r in timed if r.ok]
+        ended = len(timed)
         w0, w1 = a, end
         sent = sum(1 for r in timed if r.start_wall < end)
         if scheduled and 1 - sent / scheduled > SHORTFALL_WARN:
@@ -140,8 +160,11 @@ def measure_step(setting: float, step: int, start: float, end: float, records: S
         phase = Phase("step", step, int(setting) if setting == int(setting) else 1, start, end)
         (w,) = steady_windows(_window_frame(records), [phase])  # the report's steady window, over a frame
         if not w.steady:
-            return Probe(setting, step, False, reason=f"no steady window ({w.reason})")
-        sample = [r for r in records if r.step == step and r.ok and w.start <= r.end_wall < w.end]
+            return Probe(setting, step, False, reason=f"inconclusive (no steady window: {w.reason})",
+                         inconclusive=True)
+        in_window = [r for r in records if r.step == step and w.start <= r.end_wall < w.end]
+        sample = [r for r in in_window if r.ok]
+        ended = len(in_window)
         w0, w1 = w.start, w.end
     probe = Probe(setting, step, True, sample=len(sample), window_s=max(0.0, w1 - w0))
     for key, threshold in slos.items():
@@ -154,11 +177,16 @@ def measure_step(setting: float, step: int, start: float, end: float, records: S
         ok = value is not None and value <= threshold
         probe.figures[key] = {"value": value, "low": lo, "high": hi, "threshold": threshold, "ok": ok, "n": len(vals)}
         probe.passed = probe.passed and ok
-    if len(sample) < MIN_SAMPLE:
+    if ended < MIN_SAMPLE:
         probe.passed = False
-        probe.reason = f"only {len(sample)} successful requests in the window (< {MIN_SAMPLE})"
+        probe.inconclusive = True
+        probe.reason = f"inconclusive ({ended} requests < {MIN_SAMPLE})"
+    elif len(sample) < MIN_SAMPLE:
+        probe.passed = False
+        probe.reason = f"only {len(sample)} successful of {ended} requests in the window (< {MIN_SAMPLE})"
     if short is not None:
         probe.passed = False
+        probe.inconclusive = False  # the cap held requests back: a fail, whatever the sample
         probe.reason = short
     return probe
 
@@ -190,11 +218,16 @@ class CapacitySearch:
         return max(ok, key=lambda p: p.setting) if ok else None
 
     def first_fail(self) -> Probe | None:
-        """The failing probe of the lowest setting above every passing one, None when none failed there."""
+        """The failing (not inconclusive) probe of the lowest setting above every passing one, None when none
+        failed there."""
         best = self.best_pass()
         floor = best.setting if best is not None else -math.inf
-        bad = [p for p in self.probes if not p.passed and p.setting > floor]
+        bad = [p for p in self.probes if not p.passed and not p.inconclusive and p.setting > floor]
         return min(bad, key=lambda p: p.setting) if bad else None
+
+    def _low_probe(self) -> Probe | None:
+        low = self._fmt(self.low)
+        return next((p for p in self.probes if p.setting == low), None)
 
     def next_setting(self) -> float | None:
         """The next setting to probe, None when the search is done."""
@@ -204,16 +237,19 @@ class CapacitySearch:
         if not self.probes:
             return self._fmt(self.low)
         best, fail = self.best_pass(), self.first_fail()
-        if best is None:
+        low = self._low_probe()
+        if best is None and low is not None and not low.inconclusive:
             return None  # low failed: below the bounds
+        # the bisection's floor: the highest passing setting, or low when it was inconclusive (not a fail)
+        floor = best.setting if best is not None else self._fmt(self.low)
         if fail is None:
             return None if self._fmt(self.high) in settings else self._fmt(self.high)
-        if fail.setting - best.setting <= self.tolerance:
+        if fail.setting - floor <= self.tolerance:
             return None
-        mid = (best.setting + fail.setting) / 2
+        mid = (floor + fail.setting) / 2
         mid = float(math.floor(mid)) if self.axis == "concurrency" else mid
-        if mid in settings or mid <= best.setting:
-            return None
+        if mid in settings or mid <= floor:
+            return None  # (an inconclusive midpoint ends the bisection: the verdict names it)
         return mid
 
     def observe(self, probe: Probe) -> None:
@@ -223,10 +259,18 @@ class CapacitySearch:
     def result(self) -> dict[str, Any]:
         """The search's outcome (JSON-ready): ``axis``, bounds, ``tolerance``, ``highest_pass`` / ``lowest_fail``
         (probe dicts or None), ``converged`` (the two are within the tolerance), ``verdict`` (one sentence),
-        ``probes`` in the order run."""
+        ``inconclusive`` (settings whose probes had too few requests), ``probes`` in the order run. An inconclusive
+        lowest setting never gives "the capacity is below it"."""
         best, fail = self.best_pass(), self.first_fail()
         unit = "users" if self.axis == "concurrency" else "req/s"
-        if best is None:
+        low = self._low_probe()
+        if best is None and low is not None and low.inconclusive:
+            verdict = (f"inconclusive: the lowest setting ({self.low:g} {unit}) had too few requests to decide "
+                       f"({str(low.reason).removeprefix('inconclusive (').removesuffix(')')} after {low.extensions} "
+                       "extension(s)) and no setting met the SLOs")
+            verdict += (f"; the lowest failing setting is {fail.setting:g} {unit}: the capacity is below that, not "
+                        f"shown to be below {self.low:g} {unit}" if fail is not None else "")
+        elif best is None:
             verdict = f"even the lowest setting ({self.low:g} {unit}) fails the SLOs: the capacity is below it"
         elif fail is None:
             verdict = f"the highest setting ({best.setting:g} {unit}) meets the SLOs: the capacity is at least that"
@@ -234,8 +278,14 @@ class CapacitySearch:
             verdict = (f"capacity between {best.setting:g} (meets the SLOs) and {fail.setting:g} {unit} (fails "
                        f"them)")
         converged = best is not None and fail is not None and fail.setting - best.setting <= self.tolerance
-        if best is not None and fail is not None and not converged:
+        open_ = [p for p in self.probes if p.inconclusive and p is not low
+                 and (best is None or p.setting > best.setting) and (fail is None or p.setting < fail.setting)]
+        if open_:
+            verdict += "; inconclusive (too few requests) at " + ", ".join(f"{p.setting:g}" for p in open_) + f" {unit}"
+        elif best is not None and fail is not None and not converged:
             verdict += f"; not within the tolerance {self.tolerance:g} after {len(self.probes)} steps (max_steps)"
         return {"axis": self.axis, "low": self.low, "high": self.high, "tolerance": self.tolerance,
                 "highest_pass": best.as_dict() if best else None, "lowest_fail": fail.as_dict() if fail else None,
-                "converged": converged, "verdict": verdict, "probes": [p.as_dict() for p in self.probes]}
+                "converged": converged, "verdict": verdict,
+                "inconclusive": [p.setting for p in self.probes if p.inconclusive],
+                "probes": [p.as_dict() for p in self.probes]}

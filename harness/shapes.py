@@ -22,7 +22,7 @@ from locust import LoadTestShape
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import gevent
 
@@ -31,7 +31,7 @@ from harness.arrivals import arrivals_before
 from harness.client import Timeouts
 from harness.result import RequestIdentity, RequestResult
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context, current
-from harness.search import CapacitySearch, measure_step
+from harness.search import MAX_EXTENSIONS, CapacitySearch, measure_step
 from harness.split import worker_ids
 
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
@@ -111,8 +111,10 @@ SEARCH_SETTLE_S = 1.0
 class SearchDriver:
     """The SLO capacity search on the master (:mod:`harness.search`): collects the records written to the run
     directory and, when a search step's time is up (plus :data:`SEARCH_SETTLE_S`), measures it and picks the next
-    setting. Its outcome is written to ``phases.jsonl`` as a ``search`` event (``result``:
-    :meth:`harness.search.CapacitySearch.result`) before the load ends."""
+    setting. An inconclusive step (too few requests, :mod:`harness.search`) is extended by ``steps.duration`` (the
+    same step goes on; :meth:`next_stage` returns it with the longer duration) and measured again over the whole
+    step, at most :data:`harness.search.MAX_EXTENSIONS` times. Its outcome is written to ``phases.jsonl`` as a
+    ``search`` event (``result``: :meth:`harness.search.CapacitySearch.result`) before the load ends."""
 
     def __init__(self, ctx: RunContext) -> None:
         spec = ctx.profile.search
@@ -126,6 +128,7 @@ class SearchDriver:
         self.settle_until: float | None = None
         self.settle_s = SEARCH_SETTLE_S
         self.measured: set[int] = set()
+        self.extensions: dict[int, int] = {}
 
     def stage(self, setting: float, step: int) -> Stage:
         """The step probing ``setting``: ``setting`` users, or the rate section's users at ``setting`` req/s."""
@@ -137,8 +140,9 @@ class SearchDriver:
         return Stage("step", step, int(setting), d)
 
     def next_stage(self, last: Stage | None, phase_wall: float | None) -> Stage | bool | None:
-        """After ``last`` (None: no stage yet) ran out: True to hold it (settling), else the next step, or None when
-        the search is done (its ``search`` event written)."""
+        """After ``last`` (None: no stage yet) ran out: True to hold it (settling); ``last`` again with a longer
+        duration (same phase and step) to extend it (inconclusive); else the next step, or None when the search is
+        done (its ``search`` event written)."""
         if last is not None and last.phase == "step" and last.step not in self.measured:
             now = time.perf_counter()
             if self.settle_until is None:
@@ -159,6 +163,14 @@ class SearchDriver:
                 scheduled = arrivals_before(rspec.arrival, setting, rspec.burstiness, f"{rspec.seed}:{last.step}", span)
             probe = measure_step(setting, last.step, start, end, self.records, dict(self.spec.slo),
                                  schedule_relative=self.spec.axis == "rate", scheduled=scheduled)
+            probe.extensions = self.extensions.get(last.step, 0)
+            if probe.inconclusive and probe.extensions < MAX_EXTENSIONS:
+                self.measured.discard(last.step)
+                self.extensions[last.step] = probe.extensions + 1
+                d = self.ctx.profile.steps.duration
+                log.info("llmload: search step %d at %g: %s; extending it by %g s (%d of at most %d)", last.step,
+                         setting, probe.reason, d, probe.extensions + 1, MAX_EXTENSIONS)
+                return replace(last, duration=last.duration + d)
             self.search.observe(probe)
             log.info("llmload: search step %d at %g: %s (%s)", last.step, setting, "meets the SLOs" if probe.passed
                      else "FAILS the SLOs", ", ".join(f"{k} {v['value']}" for k, v in probe.figures.items())
@@ -276,6 +288,9 @@ class ReasoningSweepShape(LoadTestShape):
             nxt = self._search.next_stage(ran, self._phase_wall)
             if nxt is True and ran is not None:  # settling: hold the last step a little longer
                 return ran.users, float(ran.users)
+            if isinstance(nxt, Stage) and ran is not None and (nxt.phase, nxt.step) == (ran.phase, ran.step):
+                self._stages[self._current] = nxt  # extended (inconclusive): the same step goes on, no new phase
+                return nxt.users, float(nxt.users)
             if isinstance(nxt, Stage):
                 self._stages.append(nxt)
                 self._t0 += elapsed - acc  # the new step starts now, not when the last one's time ran out

@@ -98,12 +98,67 @@ def test_measure_step_applies_each_slo_to_its_percentile_over_the_steady_window(
     assert not fail.passed and fail.figures["ttft_p99_s"]["ok"] is False
 
 
-def test_measure_step_fails_a_step_with_too_few_requests_or_no_window() -> None:
+def test_a_step_with_too_few_requests_or_no_window_is_inconclusive_not_a_fail() -> None:
     few = _closed_loop(1, 5.0, 1.0, 0.2, 0.01)
     p = measure_step(1, 1, S, S + 5.0, few, {"ttft_p99_s": 1.0})
-    assert not p.passed and "only 4 successful requests" in str(p.reason)
+    assert not p.passed and p.inconclusive and p.reason == "inconclusive (4 requests < 10)"
+    assert p.figures["ttft_p99_s"]["ok"]  # the figures are still shown
     none = measure_step(1, 1, S, S + 5.0, [_rec("u", S, 10.0, 0.2, 0.01)], {"ttft_p99_s": 1.0})
-    assert not none.passed and "no steady window" in str(none.reason)
+    assert not none.passed and none.inconclusive and "inconclusive (no steady window" in str(none.reason)
+    # enough requests ended, but most failed: a fail (the errors are the answer), not inconclusive
+    bad = _closed_loop(1, 20.0, 1.0, 0.2, 0.01)
+    for r in bad[5:]:
+        r.ok = False
+    f = measure_step(1, 1, S, S + 20.0, bad, {"ttft_p99_s": 1.0})
+    assert not f.passed and not f.inconclusive and "only 5 successful of 19 requests" in str(f.reason)
+
+
+def _probe(setting: float, outcome: str) -> Probe:
+    return Probe(setting, 0, outcome == "pass", inconclusive=outcome == "?",
+                 reason="inconclusive (7 requests < 10)" if outcome == "?" else None)
+
+
+def drive(search: CapacitySearch, outcome: dict[float, str]) -> list[float]:
+    """Drive ``search``: ``outcome[setting]`` is "pass", "fail" or "?" (inconclusive); the settings probed."""
+    seen = []
+    while (s := search.next_setting()) is not None:
+        seen.append(s)
+        search.observe(_probe(s, outcome[s]))
+    return seen
+
+
+def test_an_inconclusive_lowest_setting_never_claims_a_capacity_below_it() -> None:
+    # issue 16: C=1 met both SLOs on 7 requests; the report said "even the lowest setting fails the SLOs"
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    assert drive(s, {1: "?", 128: "pass"}) == [1, 128]
+    r = s.result()
+    assert r["verdict"] == "the highest setting (128 users) meets the SLOs: the capacity is at least that"
+    assert r["lowest_fail"] is None and r["inconclusive"] == [1]
+    # low inconclusive, high fails: bisect down from the lowest failing setting; never "below the lowest"
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    assert drive(s, {1: "?", 128: "fail", 64: "fail", 32: "pass", 48: "pass", 56: "fail", 52: "pass"}) == [
+        1, 128, 64, 32, 48, 56, 52]
+    assert s.result()["verdict"].startswith("capacity between 52 (meets the SLOs) and 56 users")
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    assert drive(s, {1: "?", 128: "fail", 64: "fail", 32: "fail", 16: "fail", 8: "fail", 4: "fail"}) == [
+        1, 128, 64, 32, 16, 8, 4]
+    v = s.result()["verdict"]
+    assert "below it" not in v and v.startswith("inconclusive: the lowest setting (1 users) had too few requests")
+    assert "the lowest failing setting is 4 users: the capacity is below that, not shown to be below 1 users" in v
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    assert drive(s, {1: "?", 128: "?"}) == [1, 128]
+    assert s.result()["verdict"] == ("inconclusive: the lowest setting (1 users) had too few requests to decide (7 "
+                                     "requests < 10 after 0 extension(s)) and no setting met the SLOs; inconclusive "
+                                     "(too few requests) at 128 users")
+    # a definite fail at low is still "below it"
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    assert drive(s, {1: "fail"}) == [1]
+    assert s.result()["verdict"] == "even the lowest setting (1 users) fails the SLOs: the capacity is below it"
+    # an inconclusive midpoint ends the bisection and is named
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    assert drive(s, {1: "pass", 128: "fail", 64: "?"}) == [1, 128, 64]
+    assert s.result()["verdict"] == ("capacity between 1 (meets the SLOs) and 128 users (fails them); inconclusive "
+                                     "(too few requests) at 64 users")
 
 
 def test_a_rate_search_measures_latency_from_the_scheduled_time() -> None:
@@ -221,6 +276,64 @@ def test_the_shape_runs_the_search_step_by_step(monkeypatch: pytest.MonkeyPatch)
         current().ctx = None
 
 
+def test_the_shape_extends_an_inconclusive_step_instead_of_failing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 10 s probe at C=1 with 1.5 s requests has 5 requests in its steady window (< 10): the same step is held
+    another 10 s (no new phase), measured again over 20 s, and passes; then high."""
+    from dataclasses import dataclass, field
+
+    from harness import shapes
+    from harness.records import EventHook
+    from harness.runtime import RunContext, current
+    from tests.test_shapes import WALL0, FakeClock, FakeRunDir, FakeRunner, new_shape
+
+    @dataclass
+    class HookedRunDir(FakeRunDir):
+        on_record: Any = field(default_factory=EventHook)
+
+        def write_record(self, record: RequestResult) -> None:
+            super().write_record(record)
+            self.on_record.fire(record)
+
+    clock = FakeClock()
+    monkeypatch.setattr(shapes, "time", clock)
+    profile = Profile.model_validate({
+        "name": "s", "prompts": [{"id": "p", "text": "hi"}], "warmup": {"enabled": False},
+        "single_stream": {"duration": 0}, "steps": {"duration": 10, "drain_timeout": 5},
+        "search": {"low": 1, "high": 4, "tolerance": 2, "slo": {"ttft_p99_s": 0.5}},
+    })
+    run_dir = HookedRunDir()
+    ctx = RunContext(profile, "http://127.0.0.1:9/v1", "m", "local", run_dir=run_dir)  # type: ignore[arg-type]
+    current().ctx = ctx
+    try:
+        shape = new_shape(FakeRunner(stop_timeout=5))
+
+        def serve(users: int, t0: float, t1: float, e2e: float) -> None:
+            for u in range(users):
+                t = t0 + 0.001 * u
+                while t + e2e <= t1:
+                    run_dir.write_record(RequestResult("p", "p", f"u{u}", "step", ctx.state.step, users, None,
+                                                       start_wall=WALL0 + t, ttft=0.1, e2e=e2e, ok=True))
+                    t += e2e
+
+        assert shape.tick() == (1, 1.0)
+        serve(1, 0.0, 10.0, 1.5)
+        clock.at(10.2)
+        assert shape.tick() == (1, 1.0)  # settling
+        clock.at(11.3)
+        assert shape.tick() == (1, 1.0)  # inconclusive (too few requests): extended, same step
+        assert ctx.state.step == 1 and not any(e["event"] == "search" for e in run_dir.phases)
+        serve(1, 10.5, 20.0, 1.5)
+        clock.at(20.5)
+        assert shape.tick() == (1, 1.0)  # the extended step runs to 20 s and settles
+        clock.at(21.6)
+        assert shape.tick() == (4, 4.0)  # measured over 20 s: passes; high next
+        assert [e["event"] for e in run_dir.phases] == ["phase_start", "phase_start"]
+        probe = shape._search.search.probes[0]
+        assert probe.passed and not probe.inconclusive and probe.extensions == 1 and probe.sample >= 10
+    finally:
+        current().ctx = None
+
+
 def test_a_search_with_sweep_axes_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("prompts: [{id: p, text: hi}]\naxes: {thinking: [on, off]}\n"
@@ -234,3 +347,19 @@ def test_search_numbers_are_finite(tmp_path: Path) -> None:
     bad.write_text("prompts: [{id: p, text: hi}]\nsearch: {low: 1, high: .inf, tolerance: 1, slo: {ttft_p99_s: 1}}\n")
     with pytest.raises(ProfileError, match=r"search\.high"):
         load_profile(bad)
+
+
+def test_the_report_section_says_inconclusive_not_fails() -> None:
+    """The report's search section of a search whose lowest setting stayed short: the verdict never claims a
+    capacity below it, the probe's cell says inconclusive with its request count, its sample cell the extensions."""
+    from harness.report.model import SearchResult
+    from harness.report.search import search_lines
+
+    s = CapacitySearch("concurrency", 1, 128, 4, 8)
+    low = _probe(1, "?")
+    low.extensions, low.sample = 3, 7
+    s.observe(low)
+    s.observe(_probe(128, "fail"))
+    md = "\n".join(search_lines(SearchResult.model_validate(s.result())))
+    assert "capacity is below it" not in md and "**inconclusive: the lowest setting (1 users)" in md
+    assert "| probe | 1 | 0 | 7 (step extended ×3) |" in md and "| inconclusive (7 requests < 10) |" in md

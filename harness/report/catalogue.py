@@ -123,7 +123,9 @@ TOPICS: dict[str, str] = {
     "by_finish_reason": "Per step, over the successful requests of the sample (those that ended in the window): "
     "TTFT, "
     "TTFAT and E2E p50 and mean output / reasoning / answer tokens of the requests that ended with finish_reason "
-    "'stop' and of those cut at max_tokens ('length'; other reasons when present).",
+    "'stop' and of those cut at max_tokens ('length'; other reasons when present). A suspect truncation (output "
+    "tokens = max_tokens but the server did not say 'length') is its own group 'suspect_truncation', not in 'stop': "
+    "it is counted as truncated.",
     "prompts": "Per prompt class (its id when it has no class), over every non-warm-up request of any step: "
     f"usable % of requests; truncated % and truncated in reasoning % of successful requests; mean reasoning and "
     f"answer tokens of successful requests; TTFAT p50 of those whose answer started. A note names a class whose "

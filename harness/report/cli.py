@@ -1,4 +1,6 @@
-"""Command line: ``python -m harness.report RUN_DIR [--json] [--full] [--n N ...] [--quiet]`` (also ``llmload report``).
+"""Command line: ``python -m harness.report RUN_DIR [--json] [--full] [--n N ...] [--quiet]`` (also ``llmload report``),
+or ``--pool RUN_DIR RUN_DIR ... [--out DIR]``: repeats of one profile pooled into one answer with a run-to-run
+interval beside the pooled within-run one (:mod:`harness.report.pool`; writes ``pool.md`` and ``pool.json``).
 
 Writes ``report.json``, ``report.md`` and ``report.html`` into the run directory and prints, on a terminal, the
 compact summary (:func:`harness.report.summary.render_summary`, at most 120 columns) or with ``--full`` the whole
@@ -26,7 +28,13 @@ def build_parser(prog: str = "python -m harness.report") -> argparse.ArgumentPar
         description="Per-step steady-state report of a run directory (writes report.md, report.json, report.html "
                     "and figures/*.png into it, replacing the ones there).",
     )
-    p.add_argument("run_dir", metavar="RUN_DIR", help="run directory holding run.json, records.jsonl, phases.jsonl")
+    p.add_argument("run_dir", metavar="RUN_DIR", nargs="?",
+                   help="run directory holding run.json, records.jsonl, phases.jsonl")
+    p.add_argument("--pool", nargs="+", metavar="RUN_DIR",
+                   help="pool repeated runs of one profile: per step the pooled usable rate and hours to N with "
+                        "the pooled within-run and the run-to-run 95 %% intervals (writes pool.md and pool.json "
+                        "into --out; the runs' own files are not touched)")
+    p.add_argument("--out", metavar="DIR", help="with --pool: output directory (default ./pool-<first run>-x<k>)")
     p.add_argument("--json", action="store_true", help="print the JSON report instead of the Markdown")
     p.add_argument("--n", type=int, nargs="+", metavar="N",
                    help="sample counts for the hours-to-N table (default: profile report.hours_to_n); the files "
@@ -51,7 +59,18 @@ def _print_markdown(md: str, summary: str | None = None) -> None:
 
 def main(argv: list[str] | None = None, prog: str = "python -m harness.report") -> int:
     """Run the report command (``prog``: the name its usage and --help show); returns the exit code."""
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    if args.pool is not None:
+        from harness.report.pool import run_pool
+
+        if args.n is not None or args.full:
+            parser.error("--n and --full do not apply to --pool (rebuild the runs' reports with --n first)")
+        return run_pool([*([args.run_dir] if args.run_dir else []), *args.pool], args.out, args.json, args.quiet)
+    if args.run_dir is None:
+        parser.error("RUN_DIR is required (or --pool RUN_DIR ...)")
+    if args.out is not None:
+        parser.error("--out applies to --pool only")
     if args.n is not None and any(n <= 0 for n in args.n):
         print("error: --n values must be positive", file=sys.stderr)
         return 2

@@ -59,6 +59,7 @@ from harness.report.exprs import (
     OK,
     START,
     STEP,
+    SUSPECT_FINISH_KEY,
     USABLE,
     WARMUP,
     count_by,
@@ -409,7 +410,9 @@ def _latency(sample: pl.DataFrame, gaps: LogHistogram | None = None) -> dict[str
 
 def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
     """``sample`` (successful requests) split by finish reason: ``stop`` and ``length`` first (figures
-    None when no request ended so), then every other reason in the order it first occurs. Seconds and tokens."""
+    None when no request ended so), then ``suspect_truncation`` when any (:data:`SUSPECT_FINISH_KEY`: output hit
+    max_tokens without finish_reason ``length``; not in the ``stop`` group), then every other reason in the order it
+    first occurs. Seconds and tokens."""
     groups = sample.lazy().group_by(finish_reason_key().alias("_reason"), maintain_order=True).agg(
         pl.len().alias("requests"),
         pctl("ttft", 50).alias("ttft_p50_s"),
@@ -423,7 +426,8 @@ def _by_finish_reason(sample: pl.DataFrame) -> dict[str, dict[str, Any]]:
     empty = {"requests": 0, "ttft_p50_s": None, "ttfat_p50_s": None, "e2e_p50_s": None, "mean_output_tokens": None,
              "mean_reasoning_tokens": None, "mean_answer_tokens": None}
     out: dict[str, dict[str, Any]] = {}
-    for reason in dict.fromkeys([*SPLIT_FINISH_REASONS, *got]):
+    suspect = [SUSPECT_FINISH_KEY] if SUSPECT_FINISH_KEY in got else []
+    for reason in dict.fromkeys([*SPLIT_FINISH_REASONS, *suspect, *got]):
         g = got.get(reason)
         out[reason] = dict(empty) if g is None else {**g, "requests": int(g["requests"])}
     return out

@@ -81,7 +81,10 @@ DEFINITIONS: dict[str, str] = {
     "interval unbounded (None, shown as ≤ or ≥ the other bound). Otherwise the ratio is called better "
     "or worse. A figure without an interval in either run gets no flag ('no interval'). The intervals hold the "
     "sampling noise within each run only: run-to-run variation of the environment (other load on the host, "
-    "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ.",
+    "a different server start) is not in them, so repeat a run to learn how far two runs of one set-up differ. "
+    "A step where a run's hours-to-N interval does not overlap the baseline's is listed (step 'disagree', and a "
+    "note) as disagreeing beyond their intervals; repeats of one profile pooled with llmload report --pool get a "
+    "run-to-run interval.",
     "interval_hours": "Hours to N: the report's own 95 % prediction interval (hours_low, hours_high), by batch "
     "means over the steady window.",
     "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval (= tok/s × "
@@ -415,6 +418,28 @@ def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
     return notes
 
 
+def _disagree(cells: dict[str, MetricCells], metrics: Sequence[Metric], tags: Sequence[str]) -> list[str]:
+    """The tags of the runs whose hours-to-N interval (any N) does not overlap the baseline's at this step: they
+    disagree beyond their intervals (``within_noise`` False on an hours metric)."""
+    hours = [m.key for m in metrics if m.method == "interval_hours"]
+    return [tags[i + 1] for i in range(len(tags) - 1)
+            if any(cells[k].ratios[i].within_noise is False for k in hours)]
+
+
+def _disagree_notes(steps: Sequence[CompareStep], tags: Sequence[str], one_profile: bool) -> list[str]:
+    """One note naming the steps where runs disagree beyond their intervals (hours to N), with what it means for
+    repeats of one profile."""
+    where = [f"{s.key} ({tags[0]} vs {', '.join(s.disagree)})" for s in steps if s.disagree]
+    if not where:
+        return []
+    text = ("Runs disagree beyond their intervals (their hours-to-N 95 % intervals do not overlap) at "
+            + "; ".join(where) + ".")
+    if one_profile:
+        text += (" If these are repeats of one set-up, the within-run intervals miss the run-to-run spread: pool "
+                 "the repeats (llmload report --pool RUN_DIR ...) for a run-to-run interval.")
+    return [text]
+
+
 def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareReport:
     """Compare two or more run directories; the first is the baseline.
 
@@ -427,7 +452,9 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareRepor
         ``NOT_STEADY``, ``LOW_CONFIDENCE``, ``STARVED``, ``HIDDEN_REASONING``), ``present`` (per run) and
         ``metrics[key]`` (values: an :class:`~harness.report.compare_model.Estimate` or None per run; ratios: a
         :class:`~harness.report.compare_model.Ratio` per other run); an estimate's value and bounds are in the
-        report's units (seconds, tok/s, hours). ``unmatched`` lists steps missing from some run (tags).
+        report's units (seconds, tok/s, hours); ``disagree`` the tags of the runs whose hours-to-N interval does not
+        overlap the baseline's there (they disagree beyond their intervals; also a note). ``unmatched`` lists
+        steps missing from some run (tags).
 
     Raises:
         CompareError: fewer than two runs, or a run that cannot be read (:func:`load_run_input`).
@@ -466,7 +493,8 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareRepor
             cells[m.key] = MetricCells(values=values, ratios=ratios)
         steps.append(CompareStep(key=key, label=base.label, concurrency=base.concurrency,
                                  present=[row is not None for row in rows],
-                                 flags=[_flags(row) if row is not None else [] for row in rows], metrics=cells))
+                                 flags=[_flags(row) if row is not None else [] for row in rows], metrics=cells,
+                                 disagree=_disagree(cells, metrics, tags)))
 
     scales = {float(r.report.time_scale or 1.0) for r in runs}
     if len(scales) > 1:
@@ -480,6 +508,7 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareRepor
         notes.append("The runs measured different models: " + ", ".join(
             f"{t} {r.report.model}" for t, r in zip(tags, runs, strict=True)) + ".")
     notes.extend(_workload_notes(runs, tags))
+    notes.extend(_disagree_notes(steps, tags, len({str(r.report.profile_name) for r in runs}) == 1))
     for t, r in zip(tags, runs, strict=True):
         if r.report.interrupted:
             notes.append(f"{t} is an interrupted run: its figures are partial.")

@@ -95,6 +95,9 @@ class CompareStep(ReportModel):
     present: list[bool] = Field(default_factory=list)
     flags: list[list[str]] = Field(default_factory=list)
     metrics: dict[str, MetricCells] = Field(default_factory=dict)
+    #: Tags of the runs whose hours-to-N interval does not overlap the baseline's here (they disagree beyond
+    #: their intervals).
+    disagree: list[str] = Field(default_factory=list)
 
 
 class Unmatched(ReportModel):

@@ -16,7 +16,7 @@ import polars as pl
 from harness.stats.percentile import POLARS_INTERPOLATION
 
 __all__ = [
-    "END", "OK", "START", "STEP", "USABLE", "WARMUP",
+    "END", "OK", "START", "STEP", "SUSPECT_FINISH_KEY", "USABLE", "WARMUP",
     "count_by", "counts", "ends_in", "errors_by_class", "finish_reason_key", "flag", "in_sample", "mean_tokens",
     "not_usable_reason", "pct", "pctl", "per_stream_parts", "share", "streamed_tokens",
 ]
@@ -27,6 +27,9 @@ STEP = "_step"  #: step, null -> 0
 OK = "_ok"  #: ok, null -> False
 USABLE = "_usable"  #: usable, null -> False
 WARMUP = "_warmup"  #: phase == "warmup" or step < 0
+#: The ``by_finish_reason`` group of suspect truncations (the record flag ``suspect_truncation``: output tokens ==
+#: max_tokens but finish_reason not ``length``): counted as truncated, so not in the ``stop`` group.
+SUSPECT_FINISH_KEY = "suspect_truncation"
 
 
 def in_sample(step: int, steady: bool, w0: float, w1: float) -> pl.Expr:
@@ -81,9 +84,12 @@ def not_usable_reason() -> pl.Expr:
 
 
 def finish_reason_key() -> pl.Expr:
-    """The ``by_finish_reason`` group of a record: its finish reason, ``none`` when null or empty."""
+    """The ``by_finish_reason`` group of a record: :data:`SUSPECT_FINISH_KEY` for a suspect truncation (output hit
+    max_tokens but the server did not say ``length``), else its finish reason, ``none`` when null or empty."""
     fr = pl.col("finish_reason")
-    return pl.when(fr.is_null() | (fr == "")).then(pl.lit("none")).otherwise(fr)
+    suspect = flag("suspect_truncation") & (fr.fill_null("") != "length")
+    return (pl.when(suspect).then(pl.lit(SUSPECT_FINISH_KEY))
+            .when(fr.is_null() | (fr == "")).then(pl.lit("none")).otherwise(fr))
 
 
 def pctl(col: str | pl.Expr, q: float) -> pl.Expr:

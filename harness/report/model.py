@@ -491,6 +491,8 @@ class SearchProbe(ReportModel):
     sample: int = 0
     window_s: Num = 0.0
     reason: str | None = None
+    inconclusive: bool = False
+    extensions: int = 0
 
 
 class SearchResult(ReportModel):
@@ -504,6 +506,7 @@ class SearchResult(ReportModel):
     lowest_fail: SearchProbe | None = None
     converged: bool = False
     verdict: str = ""
+    inconclusive: list[Num] = Field(default_factory=list)
     probes: list[SearchProbe] = Field(default_factory=list)
 
 

@@ -448,7 +448,9 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
     if finish:
         lines += ["## By finish reason", "",
                   "Successful requests of each step's sample (ended in its steady window), by how they ended: "
-                  "`stop` (finished) or `length` (cut at max_tokens).", ""]
+                  "`stop` (finished), `length` (cut at max_tokens) or `suspect_truncation` (the server said `stop` or "
+                  "nothing, but output reached max_tokens: counted as truncated); see by_finish_reason in Formulas.",
+                  ""]
         lines += finish
         lines.append("")
     if rep.prompts:

@@ -2,7 +2,9 @@
 
 The master writes it to ``phases.jsonl`` as a ``search`` event (:class:`harness.shapes.SearchDriver`,
 :meth:`harness.search.CapacitySearch.result`); the report shows the boundary (highest passing and lowest failing
-setting) with each SLO figure and its 95 % interval on both sides, and every probe in the order run.
+setting) with each SLO figure and its 95 % interval on both sides, and every probe in the order run. An
+inconclusive probe (too few requests) says so in its "failed because" cell ("inconclusive (k requests < 10)": it did
+not fail) and its sample cell says how many times its step was extended.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ SEARCH_DEFINITIONS: dict[str, str] = {
     "slo_search": "SLO capacity search (profile search:): probe low, then high, then bisect between the highest "
     "setting that met every SLO and the lowest that failed one until they are at most search.tolerance apart (or "
     "search.max_steps steps ran; concurrency midpoints are whole users). Each step is measured by the master at "
-    "its end over its steady window (successful requests that ended in it; fewer than 10: the step fails): SLO "
-    "<metric>_p<q>_s holds when the q-th percentile ≤ the threshold. In a rate search the sample is the step's "
+    "its end over its steady window (successful requests that ended in it): SLO <metric>_p<q>_s holds when the "
+    "q-th percentile ≤ the threshold. A step with no steady window or fewer than 10 requests ended in it is "
+    "inconclusive, never a fail: it is extended by steps.duration and measured again over the whole step, at most "
+    "3 times; still short, it is reported 'inconclusive (k requests < 10)' and is neither the highest passing nor the "
+    "lowest failing setting (an inconclusive lowest setting never gives a capacity below it). At least 10 requests "
+    "but fewer than 10 successful: the step fails. In a rate search the sample is the step's "
     "successful requests scheduled in its schedule window that ended by the measurement (1 s after its time), TTFT, "
     "TTFAT and E2E are schedule-relative, and a step that sent more than 5 % fewer requests than scheduled fails. "
     "Intervals: distribution-free 95 % confidence intervals of the percentile (two order statistics of the "
@@ -71,7 +77,8 @@ def search_lines(search: SearchResult | None) -> list[str]:
     sides = [("highest passing", best), ("lowest failing", fail)]
     for side, p in [*sides, *(("probe", p) for p in search.probes)]:
         if p is not None:
-            rows.append([side, f"{p.setting:g}", str(p.step), str(p.sample),
+            sample = f"{p.sample}" + (f" (step extended ×{p.extensions})" if p.extensions else "")
+            rows.append([side, f"{p.setting:g}", str(p.step), sample,
                          *(_figure(p.figures.get(k)) for k in keys), p.reason or "–"])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]

@@ -5,7 +5,11 @@
 * :func:`ratio_of_sums_interval`: delta-method interval of a ratio of sums ``Σ y ÷ Σ x``;
 * :func:`t_quantile_975`: Student's t 97.5 % point, the half-width factor of every t interval (batch means of
   :mod:`harness.report.hours`, the least-squares slope of :mod:`harness.report.soak`);
-* :func:`linear_fit`: least-squares slope with its standard error (its interval: slope ± t · SE).
+* :func:`linear_fit`: least-squares slope with its standard error (its interval: slope ± t · SE);
+* :func:`t_mean_interval`: Student-t interval of a mean of a few independent values, ``mean ± t(n−1) · s / √n``
+  (run-to-run intervals over repeated runs);
+* :func:`combined_interval`: the interval of a weighted mean of independent estimates from each one's own
+  symmetric 95 % half-width (pooling the within-run intervals of repeated runs).
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ from collections.abc import Sequence
 __all__ = [
     "Z95",
     "Interval",
+    "combined_interval",
     "linear_fit",
     "mean_interval",
     "quantile_interval",
     "ratio_of_sums_interval",
+    "t_mean_interval",
     "t_quantile_975",
 ]
 
@@ -183,3 +189,31 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float, 
     a = my - b * mx
     ssr = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True))
     return b, math.sqrt(ssr / (n - 2) / sxx), a
+
+
+def t_mean_interval(values: Sequence[float]) -> Interval:
+    """Student-t 95 % interval of the mean of ``values`` (independent, roughly normal): ``mean ± t(n−1, 0.975) ·
+    s / √n``, ``s`` the sample standard deviation. Wide with few values (t(1) = 12.7: two values give an interval
+    6.5 times the normal one). ``(None, None)`` with fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return None, None
+    m = sum(float(v) for v in values) / n
+    sd = math.sqrt(sum((float(v) - m) ** 2 for v in values) / (n - 1))
+    half = t_quantile_975(n - 1) * sd / math.sqrt(n)
+    return m - half, m + half
+
+
+def combined_interval(estimates: Sequence[tuple[float, float, float]]) -> Interval:
+    """95 % interval of the weighted mean ``Σ w_i x_i ÷ Σ w_i`` of independent estimates ``(x_i, h_i, w_i)``, each
+    with its own symmetric 95 % half-width ``h_i`` (read as ``1.96 · SE_i``) and weight ``w_i`` > 0: half-width
+    ``√(Σ (w_i ÷ W)² h_i²)``. ``(None, None)`` when empty or the weights do not sum to > 0. Raises ValueError on a
+    negative half-width or weight."""
+    if any(h < 0 or w < 0 for _, h, w in estimates):
+        raise ValueError("half-widths and weights must be >= 0")
+    total = sum(w for _, _, w in estimates)
+    if not estimates or total <= 0:
+        return None, None
+    m = sum(x * w for x, _, w in estimates) / total
+    half = math.sqrt(sum((w / total) ** 2 * h * h for _, h, w in estimates))
+    return m - half, m + half

@@ -356,7 +356,10 @@ def by_finish_reason(sample: Sequence[RequestResult]) -> dict[str, dict[str, Any
     """
     groups: dict[str, list[RequestResult]] = {k: [] for k in SPLIT_FINISH_REASONS}
     for r in sample:
-        groups.setdefault(r.finish_reason or "none", []).append(r)
+        suspect = r.suspect_truncation and r.finish_reason != "length"
+        groups.setdefault("suspect_truncation" if suspect else r.finish_reason or "none", []).append(r)
+    if "suspect_truncation" in groups:  # right after stop and length, then the others as they occur
+        groups = {k: groups[k] for k in dict.fromkeys([*SPLIT_FINISH_REASONS, "suspect_truncation", *groups])}
     out = {}
     for reason, rs in groups.items():
         out[reason] = {

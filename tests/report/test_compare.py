@@ -491,3 +491,16 @@ def test_compare_json_is_the_typed_models_serialisation_and_reads_back(tmp_path:
     assert list(json.loads(text)) == ["schema", "generated_wall", "baseline", "runs", "metrics", "steps",
                                       "unmatched", "definitions", "notes"]
     assert render_markdown(json.loads(text)) == render_markdown(cmp) and render_html(again) == render_html(cmp)
+
+
+def test_runs_that_disagree_beyond_their_hours_intervals_are_flagged(tmp_path: Path) -> None:
+    same = build_comparison([_run(tmp_path / "a"), _run(tmp_path / "a2")])
+    assert all(s["disagree"] == [] for s in same["steps"])
+    assert not any("disagree" in n for n in same["notes"])
+    cmp = build_comparison([_run(tmp_path / "b"), _run(tmp_path / "c", speed=2.0)])
+    c2 = next(s for s in cmp["steps"] if s["key"] == "C=2")
+    assert c2["disagree"] == ["B"]
+    assert all(not r["within_noise"] for k in _hours_keys(cmp) for r in c2["metrics"][k]["ratios"])
+    (note,) = [n for n in cmp["notes"] if "disagree beyond their intervals" in n]
+    assert "C=2 (A vs B)" in note and "llmload report --pool" in note
+    assert note in render_markdown(cmp)

@@ -62,7 +62,7 @@ def _axes_turns_rate_search_run(root: Path) -> Path:
     recs += [rec(f"u{i % 2}", 3, 21.0 + 0.25 * i, 0.4, concurrency=2, scheduled_wall=T0 + 21.0 + 0.25 * i)
              for i in range(20)]
     result = {"axis": "rate", "low": 1.0, "high": 8.0, "tolerance": 0.5, "highest_pass": None,
-              "lowest_fail": None, "converged": False, "verdict": "v", "probes": []}
+              "lowest_fail": None, "converged": False, "verdict": "v", "inconclusive": [], "probes": []}
     events = [{**phase("step", 1, 4, 0.0), "setting": "effort=low"}, {**phase("step", 2, 4, 10.0),
               "setting": "effort=high"}, {**phase("step", 3, 2, 20.0), "rate": 4.0, "arrival": "constant",
               "burstiness": 1.0, "max_concurrency": 2}, {"event": "search", "wall": T0 + 29.0, "result": result},
@@ -87,12 +87,13 @@ def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_
     new.run_dir = old.run_dir  # where the run was
     # and what the figure catalogue added since: each figure's display metadata, and definitions (a new 'turns'
     # topic; goodput / SLO capacity in the new SLO spelling; the search's percentile interval now the exact binomial
-    # one). Every figure value is the same.
+    # one; by_finish_reason names its suspect_truncation group). Every figure value is the same.
     new_d, old_d = new.as_dict(), old.as_dict()
     assert "figures" not in old_d and set(new_d.pop("figures")) >= {"output_tps", "ttft_p50_s", "hours"}
     new_defs, old_defs = new_d.pop("definitions"), old_d.pop("definitions")
     assert set(new_defs) >= set(old_defs)
-    assert {k for k in old_defs if new_defs[k] != old_defs[k]} <= {"goodput", "slo_capacity", "slo_search"}
+    assert {k for k in old_defs if new_defs[k] != old_defs[k]} <= {"goodput", "slo_capacity", "slo_search",
+                                                                             "by_finish_reason"}
     assert new_d == old_d
     assert new.steps[1].output_tps == old.steps[1].output_tps and isinstance(old.steps[1], StepRow)
 

@@ -154,6 +154,39 @@ def test_split_by_finish_reason(report: dict[str, Any]) -> None:
     assert f"| C=2 ‡ | 2 | stop | {stop['requests']} | 1.00 | 1.50 | 10.0 | 100 | 50 | 50 |" in section
 
 
+def test_suspect_truncations_are_their_own_finish_reason_row(tmp_path: Path) -> None:
+    """A request the server ended with 'stop' at max_tokens (suspect truncation) is in neither the 'stop' row
+    nor hidden: it has its own 'suspect_truncation' row in report.json and report.md (HTML renders the same
+    Markdown), and the caption says so."""
+    run = _mixed_run(tmp_path / "run")
+    recs = (run / "records.jsonl").read_text().splitlines()
+    import json
+
+    out = []
+    for line in recs:
+        r = json.loads(line)
+        # the C=2 guide requests: the server said "stop" although they hit max_tokens
+        if r["step"] == 1 and r["prompt_id"] == "guide":
+            r.update(finish_reason="stop", suspect_truncation=True)
+        out.append(json.dumps(r))
+    (run / "records.jsonl").write_text("\n".join(out) + "\n")
+    report = build_report(run).as_dict()
+    c2 = report["steps"][1]
+    split = c2["by_finish_reason"]
+    assert list(split) == ["stop", "length", "suspect_truncation"]
+    stop, length, suspect = split["stop"], split["length"], split["suspect_truncation"]
+    assert length["requests"] == 0 and suspect["requests"] == stop["requests"] > 0
+    assert stop["requests"] + suspect["requests"] == c2["latency_n"]
+    assert (stop["mean_output_tokens"], suspect["mean_output_tokens"]) == (100.0, 512.0)
+    assert c2["suspect_truncations"] == suspect["requests"] and c2["usable"] == stop["requests"]
+    md = render_markdown(report)
+    section = md[md.index("## By finish reason\n") : md.index("## Per prompt\n")]
+    assert f"| C=2 ‡ | 2 | suspect_truncation | {suspect['requests']} | 1.00 | – | 10.0 | 512 | 512 | 0 |" in section
+    assert f"| C=2 ‡ | 2 | stop | {stop['requests']} | 1.00 | 1.50 | 10.0 | 100 | 50 | 50 |" in section
+    assert "`suspect_truncation` (the server said `stop`" in section
+    assert "own group 'suspect_truncation'" in report["definitions"]["by_finish_reason"]
+
+
 def test_hidden_reasoning_is_counted_and_noted(tmp_path: Path) -> None:
     # 3 requests: 400 hidden reasoning tokens then 100 answer tokens streamed over e2e - ttft = 10 s
     recs = [rec("u1", 0, 12 * i, 12, ttft=2, tokens=500, prompt_id="quick", reasoning_tokens=400, answer_tokens=100,

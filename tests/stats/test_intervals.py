@@ -57,3 +57,27 @@ def test_quantile_interval_covers_at_least_95_percent_for_a_small_sample() -> No
         hits += lo is not None and hi is not None and lo <= 0.9 <= hi
     assert hits / trials >= 0.94  # exact ranks: coverage >= 95 %, both sides bounded (the search's former normal
     # approximation, ranks n·p ∓ 1.96·√(n·p·(1−p)) + 1, left the upper side unbounded for this sample size)
+
+
+def test_t_mean_interval_uses_student_t_with_n_minus_1_dof() -> None:
+    from harness.stats.intervals import t_mean_interval
+
+    assert t_mean_interval([1.0]) == (None, None)
+    lo, hi = t_mean_interval([1.0, 3.0])  # mean 2, s = √2, t(1) = 12.706
+    assert lo is not None and hi is not None
+    assert (hi - lo) / 2 == pytest.approx(12.7062 * math.sqrt(2) / math.sqrt(2), rel=1e-4)
+    lo, hi = t_mean_interval([1.0, 2.0, 3.0])  # s = 1, t(2) = 4.303
+    assert (lo, hi) == (pytest.approx(2 - 4.3027 / math.sqrt(3), rel=1e-4),
+                        pytest.approx(2 + 4.3027 / math.sqrt(3), rel=1e-4))
+
+
+def test_combined_interval_of_a_weighted_mean() -> None:
+    from harness.stats.intervals import combined_interval
+
+    assert combined_interval([]) == (None, None)
+    lo, hi = combined_interval([(1.0, 0.2, 1.0), (3.0, 0.2, 1.0)])  # mean 2, half √(0.25·0.04·2) = 0.1414
+    assert (lo, hi) == (pytest.approx(2 - math.sqrt(0.02)), pytest.approx(2 + math.sqrt(0.02)))
+    lo, hi = combined_interval([(1.0, 0.3, 3.0), (5.0, 0.0, 1.0)])  # mean 2, half 0.75 · 0.3
+    assert (lo, hi) == (pytest.approx(2 - 0.225), pytest.approx(2 + 0.225))
+    with pytest.raises(ValueError, match=">= 0"):
+        combined_interval([(1.0, -0.1, 1.0)])
