@@ -336,21 +336,20 @@ def _decode_chunks(df: pl.DataFrame) -> pl.DataFrame:
     v3 = pl.col("schema") == 3
     if not df.select(v3.any()).item():
         return df
-    ct = pl.col("chunk_times")
-    out = []
+    ct, us, t = pl.col("chunk_times"), pl.col("_us"), pl.col("_t")
     if "chunk_tokens" in df.columns:
         tk = pl.col("chunk_tokens")
         one = v3 & (tk.list.len() == 1) & (ct.list.len() >= 2)
-        out.append(pl.when(one).then(ct.list.eval(pl.element().cast(pl.Int64) * 0) + tk.list.first())
-                   .otherwise(tk).alias("chunk_tokens"))
-    us = ct.list.eval(pl.element().cum_sum())
-    dec = us * CHUNK_TIME_UNIT_S
-    for name in CHUNK_ANCHORS:  # a chunk in an anchor's µs reads back as the anchor: dec + (a - dec), exact
-        a = pl.col(name).cast(pl.Float64).fill_null(-1.0)  # (Sterbenz) for it; dec + 0 for every other chunk
+        df = df.with_columns(pl.when(one).then(ct.list.eval(pl.element().cast(pl.Int64) * 0) + tk.list.first())
+                             .otherwise(tk).alias("chunk_tokens"))
+    # one step at a time (an expression naming the running times twice per anchor would recompute them 2^3 times)
+    df = df.with_columns(ct.list.eval(pl.element().cum_sum()).alias("_us"))
+    df = df.with_columns((us * CHUNK_TIME_UNIT_S).alias("_t"))
+    for name in CHUNK_ANCHORS:  # a chunk in an anchor's µs reads back as the anchor: t + (a - t), exact (Sterbenz)
+        a = pl.col(name).cast(pl.Float64).fill_null(-1.0)  # for it; t + 0 for every other chunk
         at = (us - (a * 1e6).round()).list.eval(1.0 - pl.element().abs().clip(0.0, 1.0))
-        dec = dec + at * (a - dec)
-    out.append(pl.when(v3).then(dec).otherwise(ct).alias("chunk_times"))
-    return df.with_columns(out)
+        df = df.with_columns((t + at * (a - t)).alias("_t"))
+    return df.with_columns(pl.when(v3).then(t).otherwise(ct).alias("chunk_times")).drop("_us", "_t")
 
 
 def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str]) -> pl.DataFrame:
