@@ -122,7 +122,7 @@ def test_generated_runs_every_figure_equal(tmp_path: Path, records: int, conc: s
     assert any(r["errors"] for r in rows) or records < 1000
 
 
-def test_generated_records_are_schema_2_as_to_record_writes_them(tmp_path: Path) -> None:
+def test_generated_records_are_as_to_record_writes_them(tmp_path: Path) -> None:
     gen = _records_gen()
     out = tmp_path / "gen"
     gen.generate(out, gen.GenSpec(6000, [8, 16], seed=5))
@@ -208,7 +208,7 @@ def test_edge_cases_every_figure_equal(tmp_path: Path) -> None:
     assert rows[0]["gap_n"] == 3
 
 
-def test_schema_2_records_among_schema_1_records(tmp_path: Path) -> None:
+def test_current_records_among_schema_1_records(tmp_path: Path) -> None:
     records = _edge_records()
     for i, r in enumerate(records):  # every other record as the harness writes it now, with the newer fields
         if i % 2:
