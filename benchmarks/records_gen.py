@@ -170,20 +170,20 @@ class _Hists:
         return {"n": n, "sum": n * tpot, "min": lo * 1.002, "max": hi * 0.998, "buckets": buckets}
 
 
-def _chunks(nrng: np.random.Generator, first: float, last: float, n: int, form: str) -> tuple[Any, Any]:
-    """``(chunk_times, chunk_tokens)`` record values of ``n`` one-token chunks from ``first`` to ``last`` (s from
-    request sent): evenly spaced, each gap jittered by a lognormal factor (sigma 0.15) and rescaled so the last
-    chunk is at ``last``; in the ``float`` (schema 2) or ``compact`` (schema 3, as
-    :func:`harness.result.encode_chunks` writes them) form."""
+def _chunks(nrng: np.random.Generator, first: float, last: float, n: int, form: str) -> tuple[Any, Any, Any]:
+    """``(chunk_times, chunk_tokens, times)``: the record values of ``n`` one-token chunks from ``first`` to ``last``
+    (s from request sent), evenly spaced, each gap jittered by a lognormal factor (sigma 0.15) and rescaled so the
+    last chunk is at ``last``, in the ``float`` (schema 2) or ``compact`` (schema 3, as
+    :func:`harness.result.encode_chunks` writes them) form; and the times (s, a numpy array)."""
     if n == 1:
         times = np.array([first])
     else:
         gaps = nrng.lognormal(0.0, 0.15, n - 1)
         times = np.concatenate(([first], first + np.cumsum(gaps) * ((last - first) / gaps.sum())))
     if form == "float":
-        return times.tolist(), [1] * n
+        return times.tolist(), [1] * n, times
     us = np.rint(times * 1e6).astype(np.int64)
-    return np.diff(us, prepend=0).tolist(), [1] if n >= 2 else [1] * n
+    return np.diff(us, prepend=0).tolist(), [1] if n >= 2 else [1] * n, times
 
 
 def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int, conc: int, start: float,
@@ -263,7 +263,9 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
     if gap is not None:
         rec["itl_hist"] = gap
     if nrng is not None and form != "none" and streamed and t_last_v is not None and ttft_v is not None:
-        rec["chunk_times"], rec["chunk_tokens"] = _chunks(nrng, ttft_v, t_last_v, streamed, form)
+        rec["chunk_times"], rec["chunk_tokens"], times = _chunks(nrng, ttft_v, t_last_v, streamed, form)
+        if ttfat is not None and not hidden and 0 < reasoning < streamed:  # as the client measures it: the
+            rec["ttfat"] = float(times[reasoning])  # arrival of the first chunk with answer text
     rec.update({
         "output_tokens": tokens, "token_source": "usage" if ok else "estimate",
         "estimated_output_tokens": int(tokens * rng.uniform(1.0, 1.25)), "reasoning_tokens": reasoning,
