@@ -1,8 +1,8 @@
 """Generate a realistic run directory of N request records, fast, for benchmarking the report.
 
-The records are schema 2 (``"schema": 2``, docs/records.md), keys in the order and with every field
-:meth:`harness.result.RequestResult.to_record` writes (``tests/report/test_columns.py`` checks that), with the
-distributions of
+The records are schema 3 (``"schema": 3``, docs/records.md; 2 with ``--chunk-times float``), keys in the
+order and with every field :meth:`harness.result.RequestResult.to_record` writes (``tests/report/test_columns.py``
+checks that), with the distributions of
 a demo run (``locust -f locustfiles/k26.py --headless`` against the built-in simulator, demo preset): three
 prompts (two capped at 1024 tokens, ~310 tokens mean; one capped at 512 that always truncates in reasoning),
 TTFT ~22 ms, a per-token gap (TPOT) of ~10.8 ms at C=1 growing by ~0.29 ms per concurrent stream, kernel-stamped
@@ -28,10 +28,13 @@ matches them. ``run.json`` says the built-in simulator (time scale 1) was the ta
 
     .venv/bin/python benchmarks/records_gen.py --records 1000000 --out /tmp/llmload-1m
     .venv/bin/python benchmarks/records_gen.py --records 20000 --out /tmp/small --concurrency 4,8 --seed 3
+    .venv/bin/python benchmarks/records_gen.py --records 1000000 --out /tmp/llmload-1m-ct --chunk-times compact
 
 Size: ~2 KB a record, like the demo run (schema 2 with ``usable_reason`` / ``hidden_reasoning``: 200k records
 394 MB, so ~2.0 GB per million; 382 MB before those two fields, 1.87 GB per million before the other schema-2
-fields); speed ~48 s per million records on one core (200k: 9.6 s).
+fields); speed ~48 s per million records on one core (200k: 9.6 s). With ``--chunk-times`` (demo-like: one
+token a chunk, ~310 chunks a record on average, gaps jittered around the TPOT): ``float`` ~9.4 KB a record (the
+demo run's 9.5 KB), ``compact`` ~4.2 KB (20k records: 188 MB and 84 MB).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 __all__ = ["GenSpec", "generate", "main"]
@@ -74,8 +78,12 @@ _JSON_FAIL_SHARE = 0.005
 _COST = {"gpu_hour_usd": 2.5, "gpus": 8}
 _HIST_BASE_S = 1e-6
 _LOG_GROWTH = math.log(1.01)
-#: The record layout written (``schema`` of every record; :data:`harness.result.RECORD_SCHEMA`).
-RECORD_SCHEMA_VERSION = 2
+#: The record layout written (``schema`` of every record; :data:`harness.result.RECORD_SCHEMA`). ``--chunk-times
+#: float`` writes schema 2 (float seconds, one count per chunk), the layout before the compact chunk times.
+RECORD_SCHEMA_VERSION = 3
+#: Forms of per-chunk arrival times: none (``output.chunk_times: false``), the schema-2 float seconds, or the
+#: schema-3 compact integer µs deltas (what the harness writes now).
+CHUNK_FORMS = ("none", "float", "compact")
 
 
 class GenSpec:
@@ -87,10 +95,17 @@ class GenSpec:
         step_s: planned seconds of each load step; None derives it from ``records`` so the last step lasts
             about as long as the others (the single-stream phase lasts half a step).
         seed: seed of the random draws (same seed, same files).
+        chunk_times: ``none``, ``float`` or ``compact`` (:data:`CHUNK_FORMS`): write each successful request's
+            chunk arrival times and per-chunk tokens (one token a chunk, as the demo's simulator streams), as the
+            demo profile does (``output.chunk_times: true``), in the schema-2 float form or the schema-3 compact
+            form. The other fields and draws are the same in all three.
     """
 
     def __init__(self, records: int, concurrency: Sequence[int] = (8, 16, 32, 64), step_s: float | None = None,
-                 seed: int = 0) -> None:
+                 seed: int = 0, chunk_times: str = "none") -> None:
+        if chunk_times not in CHUNK_FORMS:
+            raise ValueError(f"chunk_times must be one of {', '.join(CHUNK_FORMS)}, got {chunk_times!r}")
+        self.chunk_times = chunk_times
         if records < 2:
             raise ValueError("records must be >= 2 (one warm-up request and one measured request)")
         if not concurrency or any(c < 1 for c in concurrency):
@@ -155,8 +170,24 @@ class _Hists:
         return {"n": n, "sum": n * tpot, "min": lo * 1.002, "max": hi * 0.998, "buckets": buckets}
 
 
+def _chunks(nrng: np.random.Generator, first: float, last: float, n: int, form: str) -> tuple[Any, Any, Any]:
+    """``(chunk_times, chunk_tokens, times)``: the record values of ``n`` one-token chunks from ``first`` to ``last``
+    (s from request sent), evenly spaced, each gap jittered by a lognormal factor (sigma 0.15) and rescaled so the
+    last chunk is at ``last``, in the ``float`` (schema 2) or ``compact`` (schema 3, as
+    :func:`harness.result.encode_chunks` writes them) form; and the times (s, a numpy array)."""
+    if n == 1:
+        times = np.array([first])
+    else:
+        gaps = nrng.lognormal(0.0, 0.15, n - 1)
+        times = np.concatenate(([first], first + np.cumsum(gaps) * ((last - first) / gaps.sum())))
+    if form == "float":
+        return times.tolist(), [1] * n, times
+    us = np.rint(times * 1e6).astype(np.int64)
+    return np.diff(us, prepend=0).tolist(), [1] if n >= 2 else [1] * n, times
+
+
 def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int, conc: int, start: float,
-            first: bool) -> dict[str, Any]:
+            first: bool, nrng: np.random.Generator | None = None, form: str = "none") -> dict[str, Any]:
     """One record of a request sent at ``start`` (epoch s) by ``user`` at ``conc`` concurrent streams."""
     if phase == "warmup":
         pid, cap, ptok, always_trunc = "warmup", 16, 4, False
@@ -217,7 +248,7 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
     rchars = 0 if hidden else int(reasoning * rng.uniform(4.3, 4.9))
     achars = int(answer * rng.uniform(4.6, 5.3))
     rec: dict[str, Any] = {
-        "schema": RECORD_SCHEMA_VERSION,
+        "schema": 2 if form == "float" else RECORD_SCHEMA_VERSION,
         "prompt_id": pid, "prompt_class": None if phase == "warmup" else pid, "user": user, "phase": phase,
         "step": step, "concurrency": conc, "max_tokens": cap,
         "setting": None, "conversation": None, "turn": None, "start_wall": start,
@@ -231,6 +262,10 @@ def _record(rng: random.Random, hists: _Hists, user: str, phase: str, step: int,
     }
     if gap is not None:
         rec["itl_hist"] = gap
+    if nrng is not None and form != "none" and streamed and t_last_v is not None and ttft_v is not None:
+        rec["chunk_times"], rec["chunk_tokens"], times = _chunks(nrng, ttft_v, t_last_v, streamed, form)
+        if ttfat is not None and not hidden and 0 < reasoning < streamed:  # as the client measures it: the
+            rec["ttfat"] = float(times[reasoning])  # arrival of the first chunk with answer text
     rec.update({
         "output_tokens": tokens, "token_source": "usage" if ok else "estimate",
         "estimated_output_tokens": int(tokens * rng.uniform(1.0, 1.25)), "reasoning_tokens": reasoning,
@@ -278,6 +313,8 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
     """
     t_begin = time.perf_counter()
     rng = random.Random(spec.seed)
+    nrng = np.random.default_rng(spec.seed)  # chunk times only: the other draws do not depend on the form
+    form = spec.chunk_times
     hists = _Hists(rng)
     out.mkdir(parents=True, exist_ok=True)
     events: list[dict[str, Any]] = []
@@ -300,7 +337,7 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
         # warm-up: one request, alone
         events.append({"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": T0,
                        "planned_duration": None})
-        warm = _record(rng, hists, "warmup", "warmup", -1, 1, T0 + 0.005, True)
+        warm = _record(rng, hists, "warmup", "warmup", -1, 1, T0 + 0.005, True, nrng, form)
         sent += 1
         emit(warm)
         t = T0 + 0.005 + float(warm["e2e"]) + 0.03
@@ -319,7 +356,7 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
             while users < conc and sent < spec.records:  # the step's new users start at its start
                 users += 1
                 start = s + 0.0005 * users
-                rec = _record(rng, hists, f"local:{users}", phase, step, conc, start, True)
+                rec = _record(rng, hists, f"local:{users}", phase, step, conc, start, True, nrng, form)
                 heapq.heappush(heap, (start + float(rec["e2e"]), seq, users, rec))
                 seq, sent = seq + 1, sent + 1
             end = math.inf if last else s + planned
@@ -330,7 +367,7 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
                     continue  # draining
                 nxt = done + _THINK_S
                 ph = plan[i + 1] if nxt >= end else plan[i]  # sent after the step end: the next step's request
-                nrec = _record(rng, hists, f"local:{u}", ph[0], ph[1], ph[2], nxt, False)
+                nrec = _record(rng, hists, f"local:{u}", ph[0], ph[1], ph[2], nxt, False, nrng, form)
                 heapq.heappush(heap, (nxt + float(nrec["e2e"]), seq, u, nrec))
                 seq, sent = seq + 1, sent + 1
                 if sent >= spec.records:
@@ -354,7 +391,7 @@ def generate(out: Path, spec: GenSpec) -> dict[str, Any]:
         "target": {"base_url": "http://127.0.0.1:0/v1", "model": "sim-reasoner", "simulator": True},
         "simulator": {"preset": "demo", "flavour": "vllm", "time_scale": 1.0, "seed": spec.seed},
         "generator": {"records": spec.records, "concurrency": spec.concurrency, "step_s": spec.step_s,
-                      "seed": spec.seed, "record_schema": RECORD_SCHEMA_VERSION},
+                      "seed": spec.seed, "record_schema": RECORD_SCHEMA_VERSION, "chunk_times": form},
     }
     (out / "run.json").write_text(json.dumps(meta, indent=2) + "\n")
     return {"records": written, "bytes": (out / "records.jsonl").stat().st_size,
@@ -369,10 +406,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", default="8,16,32,64", help="load steps' concurrencies (default 8,16,32,64)")
     p.add_argument("--step-s", type=float, default=None, help="planned seconds per load step (default: from N)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--chunk-times", choices=CHUNK_FORMS, default="none",
+                   help="write per-chunk arrival times as the demo profile does: float (schema 2) or compact "
+                        "(schema 3, what the harness writes now); default none")
     args = p.parse_args(argv)
     try:
         spec = GenSpec(args.records, [int(c) for c in args.concurrency.split(",") if c.strip()], args.step_s,
-                       args.seed)
+                       args.seed, args.chunk_times)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

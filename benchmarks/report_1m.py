@@ -32,6 +32,8 @@ CPU time user+sys and peak RSS from ``os.wait4``):
     .venv/bin/python benchmarks/report_1m.py --skip-current --sidecar sidecar   # later reports only
     .venv/bin/python benchmarks/report_1m.py --records 200000 --dir /tmp/llmload-200k
     .venv/bin/python benchmarks/report_1m.py --replay --runs 3                 # first report after a run
+    .venv/bin/python benchmarks/report_1m.py --chunk-times compact --dir /tmp/llmload-1m-ct --runs 1
+                                             # records as the demo profile writes them (chunk times, ~4.2 KB each)
 
 Wall times depend on what else runs on the machine; CPU seconds less so. Both are printed.
 """
@@ -62,14 +64,14 @@ def _child_frame(run_dir: str, rows_out: str | None) -> None:
     run = load_frame_run(run_dir)
     t1 = time.perf_counter()
     settings = report_settings(run.meta)
-    rep = assemble_report(run, settings, run_figures(run, settings))
+    rep = assemble_report(run, settings, run_figures(run, settings)).as_dict()
     t2 = time.perf_counter()
     if rows_out:
         Path(rows_out).write_text(json.dumps(rep))
     side = Path(run_dir) / "records.parquet"
     print(json.dumps({"records": run.frame.height, "load_s": t1 - t0, "figures_s": t2 - t1,
                       "frame_mb": run.frame.estimated_size() / 1e6,
-                      "slices": sum(len(r["slices"]) for r in rep["steps"]),
+                      "slices": sum(len(r.get("slices") or []) for r in rep["steps"]),
                       "sidecar_mb": side.stat().st_size / 1e6 if side.exists() else None}))
 
 
@@ -107,20 +109,21 @@ def _same(ref: Any, got: Any, path: str, diffs: list[str]) -> None:
         diffs.append(f"{path}: {ref!r} != {got!r}")
 
 
-def _ensure_run(run_dir: Path, records: int, seed: int) -> None:
-    """Generate ``records`` records into ``run_dir`` unless it holds a generated run of that size and of the
-    record schema the generator writes now."""
+def _ensure_run(run_dir: Path, records: int, seed: int, chunk_times: str = "none") -> None:
+    """Generate ``records`` records into ``run_dir`` unless it holds a generated run of that size, of the
+    record schema the generator writes now and with chunk times in the ``chunk_times`` form."""
     from records_gen import RECORD_SCHEMA_VERSION, GenSpec, generate  # benchmarks/ is first on sys.path
 
     meta_path = run_dir / "run.json"
     if meta_path.exists() and (run_dir / "records.jsonl").exists():
         meta = json.loads(meta_path.read_text())
         gen = meta.get("generator") if isinstance(meta.get("generator"), dict) else {}
-        if meta.get("records") == records and gen.get("record_schema") == RECORD_SCHEMA_VERSION:
+        if (meta.get("records") == records and gen.get("record_schema") == RECORD_SCHEMA_VERSION
+                and gen.get("chunk_times", "none") == chunk_times):
             return
 
-    print(f"generating {records} records into {run_dir} ...", flush=True)
-    got = generate(run_dir, GenSpec(records, seed=seed))
+    print(f"generating {records} records into {run_dir} (chunk times: {chunk_times}) ...", flush=True)
+    got = generate(run_dir, GenSpec(records, seed=seed, chunk_times=chunk_times))
     print(f"  {got['records']} records, {got['bytes'] / 1e6:.0f} MB in {got['seconds']:.1f} s", flush=True)
 
 
@@ -214,13 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", action="store_true", help="(c) only: the first report after a replayed run")
     p.add_argument("--replay-mbps", type=float, default=20.0, help="MB/s of records written by the replay")
     p.add_argument("--no-parts", action="store_true", help="replay without the Parquet part converter")
+    p.add_argument("--chunk-times", choices=("none", "float", "compact"), default="none",
+                   help="records with demo-like chunk times (output.chunk_times: true): float = the schema-2 form "
+                        "(the 'before' case), compact = the schema-3 form the harness writes now; use another --dir")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         _child_frame(args.child[0], args.child[1] if len(args.child) > 1 else None)
         return 0
 
-    _ensure_run(args.dir, args.records, args.seed)
+    _ensure_run(args.dir, args.records, args.seed, args.chunk_times)
     if args.replay:
         dest = args.dir.with_name(args.dir.name + "-replay")
         r = _replay(args.dir, dest, args.replay_mbps, not args.no_parts)

@@ -26,6 +26,8 @@ from typing import Any
 from harness.vocab import RESERVED_PROMPT_LABELS
 
 __all__ = [
+    "CHUNK_ANCHORS",
+    "CHUNK_TIME_UNIT_S",
     "ERROR_CLASSES",
     "FINISH_REASONS",
     "READABLE_SCHEMAS",
@@ -36,6 +38,8 @@ __all__ = [
     "RecordField",
     "RequestIdentity",
     "RequestResult",
+    "decode_chunks",
+    "encode_chunks",
     "main",
     "records_markdown",
 ]
@@ -69,10 +73,66 @@ FINISH_REASONS = SUCCESS_FINISH_REASONS | {"abort"}
 
 
 #: Layout version written in every record's ``schema`` field. 1 = records without the field (the layout before
-#: it existed: the same fields, no ``schema``); 2 = this one.
-RECORD_SCHEMA = 2
+#: it existed: the same fields, no ``schema``); 2 = the same with ``schema``, ``chunk_times`` as float seconds and
+#: ``chunk_tokens`` one count per chunk; 3 = this one: ``chunk_times`` as integer microsecond deltas and
+#: ``chunk_tokens`` as one value when every chunk has the same count (:func:`encode_chunks`).
+RECORD_SCHEMA = 3
 #: Record schema versions :meth:`RequestResult.from_record` reads.
-READABLE_SCHEMAS = frozenset({1, 2})
+READABLE_SCHEMAS = frozenset({1, 2, 3})
+#: Seconds per unit of a schema-3 ``chunk_times`` delta (1 µs). A time is decoded as ``(sum of deltas) * 1e-6``
+#: (a float multiply, as the columnar reader does it) and is within 0.5 µs (plus one float rounding) of the time
+#: measured.
+CHUNK_TIME_UNIT_S = 1e-6
+
+
+def encode_chunks(times: Sequence[float], tokens: Sequence[int] | None) -> tuple[list[int], list[int] | None]:
+    """The schema-3 (compact) record form of a request's chunk arrival times and per-chunk token counts.
+
+    ``times`` (seconds from request sent, non-decreasing) become integer microsecond deltas: element 0 is the first
+    time in µs, element ``i`` the i-th time in µs minus the (i-1)-th, each time rounded to the nearest µs first
+    (so rounding never accumulates: decoded times are within 0.5 µs of the measured ones). ``tokens`` (one count
+    per chunk) become ``[v]`` when there are at least two chunks and every count is ``v`` (the usual case: one
+    token per chunk, or 0 without per-chunk usage), else are kept as they are. Inverse: :func:`decode_chunks`.
+    """
+    us = [round(t * 1e6) for t in times]
+    deltas = [b - a for a, b in zip([0, *us[:-1]], us, strict=True)]
+    toks = list(tokens) if tokens is not None else None
+    if toks is not None and len(toks) >= 2 and len(toks) == len(us) and all(v == toks[0] for v in toks):
+        toks = toks[:1]
+    return deltas, toks
+
+
+#: The record timings a compact chunk time is anchored to (:func:`decode_chunks`), in the order applied.
+CHUNK_ANCHORS: tuple[str, ...] = ("ttft", "t_last_token", "ttfat")
+
+
+def decode_chunks(deltas: Sequence[int | float], tokens: Sequence[int] | None,
+                  anchors: Sequence[float | None] = ()) -> tuple[list[float], list[int] | None]:
+    """The chunk times (seconds from request sent) and per-chunk token counts of a schema-3 record's
+    ``chunk_times`` / ``chunk_tokens`` (:func:`encode_chunks`): running sums of the µs deltas times
+    :data:`CHUNK_TIME_UNIT_S`, and a one-element ``tokens`` repeated once per chunk when there are two or more.
+
+    ``anchors``: the record's :data:`CHUNK_ANCHORS` timings (s; None when absent). A chunk whose µs equals an
+    anchor's rounded to the µs reads back as that timing itself (a later anchor wins), so the first chunk is
+    exactly ``ttft``, the last exactly ``t_last_token`` and the first answer chunk exactly ``ttfat``, as measured:
+    the report compares chunk times with ``ttfat`` (reasoning or answer) and with window edges that are request
+    ends, and rounding must not move those chunks across. The float operations are those of the columnar reader
+    (``harness.report.frame``), so both read the same values.
+    """
+    pins = [(round(a * 1e6), a) for a in anchors if a is not None]
+    times: list[float] = []
+    acc = 0.0
+    for d in deltas:
+        acc += d
+        t = acc * CHUNK_TIME_UNIT_S
+        for us, a in pins:
+            if acc == us:
+                t = t + (a - t)
+        times.append(t)
+    toks = list(tokens) if tokens is not None else None
+    if toks is not None and len(toks) == 1 and len(times) >= 2:
+        toks = toks * len(times)
+    return times, toks
 
 
 def _doc(unit: str, meaning: str, *, omit_empty: bool = False) -> dict[str, Any]:
@@ -221,13 +281,16 @@ class RequestResult:
     )
     chunk_times: list[float] | None = field(
         default=None,
-        metadata=_doc("s", "request sent -> each token-bearing chunk (with `output.chunk_times: true`)",
-                      omit_empty=True),
+        metadata=_doc("s", "request sent -> each token-bearing chunk (with `output.chunk_times: true`); written "
+                      "(schema 3) as integer microsecond deltas: the first time in µs, then each time minus the one "
+                      "before, each time rounded to the µs (read back within 0.5 µs); schema 1-2 records hold the "
+                      "float seconds", omit_empty=True),
     )
     chunk_tokens: list[int] | None = field(
         default=None,
         metadata=_doc("tokens", "tokens of each token-bearing chunk, from per-chunk usage (0 when not sent); with "
-                      "`output.chunk_times: true`", omit_empty=True),
+                      "`output.chunk_times: true`; written (schema 3) as one value `[v]` when every chunk of two or "
+                      "more has `v` tokens", omit_empty=True),
     )
     # tokens
     output_tokens: int = field(
@@ -370,7 +433,8 @@ class RequestResult:
         """The JSON-ready dict written as one line of ``records.jsonl`` (no prompt or output text).
 
         ``{"schema": RECORD_SCHEMA, <every field in declaration order>}``, leaving out the fields marked
-        ``omit_empty`` when they are None or empty. List and dict values are shared with this result, not copied.
+        ``omit_empty`` when they are None or empty; ``chunk_times`` / ``chunk_tokens`` in their compact form
+        (:func:`encode_chunks`). Other list and dict values are shared with this result, not copied.
         """
         d: dict[str, Any] = {"schema": RECORD_SCHEMA}
         for name in _NAMES:
@@ -378,6 +442,10 @@ class RequestResult:
         for name in _OMIT_EMPTY:
             if not d[name]:
                 del d[name]
+        if "chunk_times" in d:
+            d["chunk_times"], toks = encode_chunks(d["chunk_times"], d.get("chunk_tokens"))
+            if toks:
+                d["chunk_tokens"] = toks
         return d
 
     @classmethod
@@ -389,7 +457,9 @@ class RequestResult:
         rather than a separate frozen view because a view would repeat the field list, and a slots dataclass is as
         cheap to build; readers treat the result as read-only.
 
-        Schema 1 records (no ``schema`` key) and schema 2 records read alike. A field missing from the record (a
+        Schema 1 records (no ``schema`` key) and schema 2 records read alike; a schema 3 record's compact
+        ``chunk_times`` / ``chunk_tokens`` are decoded (:func:`decode_chunks`: seconds, one count per chunk), so
+        every schema gives the same attributes. A field missing from the record (a
         record written before the field existed, a hand-written one), or null where the field is not nullable,
         takes its default; ``prompt_id`` defaults to ``""``. Keys that are not fields are kept in ``extra``.
         Values are taken as written (JSON types), not converted. List and dict values are shared with ``rec``.
@@ -406,6 +476,11 @@ class RequestResult:
             )
         for name in [k for k, v in kw.items() if v is None and k in _NOT_NULL]:
             kw[name] = _READ_DEFAULTS[name]
+        if schema == 3 and isinstance(kw["chunk_times"], list):
+            kw["chunk_times"], kw["chunk_tokens"] = decode_chunks(
+                kw["chunk_times"], kw["chunk_tokens"] if isinstance(kw["chunk_tokens"], list) else None,
+                [v if isinstance(v, float | int) and not isinstance(v, bool) else None
+                 for v in (kw[a] for a in CHUNK_ANCHORS)])
         extra = kw["extra"]
         if len(kw) != len(_NAMES):  # keys that are not fields: kept in extra
             moved = {k: kw.pop(k) for k in [k for k in kw if k not in _NAME_SET]}
@@ -481,7 +556,10 @@ def records_markdown() -> str:
         "",
         f"Schema version {RECORD_SCHEMA} (`\"schema\": {RECORD_SCHEMA}` in every record). Records without `schema` "
         "are schema 1: the",
-        "same fields without `schema`, and they read the same way. A field missing from a record (written before",
+        "same fields without `schema`, and they read the same way. Schema 2 records hold `chunk_times` as float",
+        "seconds and `chunk_tokens` one count per chunk; schema 3 writes them compactly (integer µs deltas, and one",
+        "count for all chunks when they are equal: about half the bytes of a record with chunk times) and reads",
+        "back the same values, times within 0.5 µs. A field missing from a record (written before",
         "the field existed) reads as its default; fields marked *omitted when empty* are left out when null or",
         "empty.",
         "",

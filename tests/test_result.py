@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from dataclasses import MISSING, fields
@@ -18,6 +19,8 @@ from harness.result import (
     RECORD_SCHEMA,
     RequestIdentity,
     RequestResult,
+    decode_chunks,
+    encode_chunks,
     main,
     records_markdown,
 )
@@ -53,12 +56,15 @@ def test_every_field_round_trips_through_json() -> None:
     for f in fields(RequestResult):  # the fixture really sets every field, so equality checks them all
         assert getattr(res, f.name) != getattr(defaults, f.name), f.name
     rec = res.to_record()
-    assert rec["schema"] == RECORD_SCHEMA == 2
+    assert rec["schema"] == RECORD_SCHEMA == 3
     assert list(rec) == ["schema", *(f.name for f in fields(RequestResult))]  # record order = declaration order
+    assert rec["chunk_times"] == [25_000, 10_000, 20_000] and rec["chunk_tokens"] == [1, 2, 2]  # µs deltas
     line = orjson.dumps(rec)
     back = RequestResult.from_record(orjson.loads(line))
+    assert back.chunk_times == pytest.approx(res.chunk_times, abs=1e-9)
+    back.chunk_times = res.chunk_times
     assert back == res
-    assert orjson.dumps(back.to_record()) == line
+    assert orjson.dumps(RequestResult.from_record(orjson.loads(line)).to_record()) == line
 
 
 def test_empty_optional_fields_are_left_out_and_read_back_as_defaults() -> None:
@@ -92,7 +98,7 @@ def test_schema_1_record_reads_with_the_right_values() -> None:
     assert r.retry_after_s is None and r.error_code is None  # fields schema 1 did not have
     assert r.usable_reason is None and r.hidden_reasoning is False  # nor these (read as their defaults)
     # written again it is the same line plus the schema version and the newer fields (null / their defaults)
-    assert r.to_record() == {"schema": 2, **raw, "retry_after_s": None, "error_code": None, "usable_reason": None,
+    assert r.to_record() == {"schema": 3, **raw, "retry_after_s": None, "error_code": None, "usable_reason": None,
                              "hidden_reasoning": False, "setting": None, "conversation": None, "turn": None,
                              "cached_tokens": None}
     assert r.end_wall == pytest.approx(1796133184.7719069 + 6.623747553445071)
@@ -105,10 +111,41 @@ def test_reader_tolerates_missing_null_and_unknown_keys_and_refuses_newer_schema
     a, b = RequestResult.from_record({}), RequestResult.from_record({})
     a.extra["x"] = 1
     assert b.extra == {}  # no shared default
-    assert READABLE_SCHEMAS == {1, 2}
+    assert READABLE_SCHEMAS == {1, 2, 3}
     assert RequestResult.from_record({"schema": 1, "prompt_id": "p"}).prompt_id == "p"
-    with pytest.raises(ValueError, match="record schema 3 is not readable"):
-        RequestResult.from_record({"schema": 3, "prompt_id": "p"})
+    with pytest.raises(ValueError, match="record schema 4 is not readable"):
+        RequestResult.from_record({"schema": 4, "prompt_id": "p"})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_compact_chunk_times_round_trip_within_half_a_microsecond(seed: int) -> None:
+    """Schema 3 writes chunk times as integer µs deltas (and equal per-chunk counts as one value): read back they are
+    within 0.5 µs of the measured times (plus a float rounding), rounding never accumulates over a long stream, the
+    counts are exact, and writing the read-back record again gives the same line."""
+    rng = random.Random(seed)
+    t, times = 0.0, []
+    for _ in range(rng.randrange(1, 3000)):
+        t += rng.choice((0.0, rng.expovariate(90.0), rng.uniform(0, 5)))
+        times.append(1e3 + t if seed == 4 else t)  # seed 4: large times, where float steps are coarse
+    for tokens in ([1] * len(times), [rng.randrange(0, 4) for _ in times], [0] * len(times)):
+        res = RequestResult("p", ok=True, chunk_times=list(times), chunk_tokens=list(tokens))
+        rec = res.to_record()
+        assert all(isinstance(d, int) and d >= 0 for d in rec["chunk_times"])
+        assert len(rec["chunk_tokens"]) == (1 if len(set(tokens)) == 1 and len(tokens) > 1 else len(tokens))
+        line = orjson.dumps(rec)
+        back = RequestResult.from_record(orjson.loads(line))
+        assert back.chunk_tokens == tokens
+        assert back.chunk_times is not None and len(back.chunk_times) == len(times)
+        assert max(abs(a - b) for a, b in zip(back.chunk_times, times, strict=True)) <= 0.5e-6 + 1e-9
+        assert back.chunk_times == decode_chunks(*encode_chunks(times, tokens))[0]
+        assert orjson.dumps(back.to_record()) == line
+
+
+def test_schema_2_float_chunk_times_still_read_as_written() -> None:
+    rec = {"schema": 2, "prompt_id": "p", "ok": True, "chunk_times": [0.0223, 0.0337], "chunk_tokens": [1, 1]}
+    r = RequestResult.from_record(rec)
+    assert r.chunk_times == [0.0223, 0.0337] and r.chunk_tokens == [1, 1]
+    assert r.to_record()["chunk_times"] == [22_300, 11_400] and r.to_record()["chunk_tokens"] == [1]
 
 
 def test_identity_is_the_results_first_fields() -> None:

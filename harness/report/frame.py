@@ -18,7 +18,10 @@ Columns and dtypes (:data:`RECORD_SCHEMA`: one per field of the record schema,
   or comments, not tokens); ``gap_hist`` / ``itl_hist``: :data:`HIST_DTYPE`, a struct of ``n`` (Int64,
   samples), ``sum`` / ``min`` / ``max`` (Float64, seconds) and ``buckets`` (String: the JSON object
   ``{"bucket index": count}`` of :class:`harness.histogram.LogHistogram`, kept as text because its keys vary);
-  ``chunk_times`` (List(Float64), seconds from request sent) and ``chunk_tokens`` (List(Int64), tokens).
+  ``chunk_times`` (List(Float64), seconds from request sent) and ``chunk_tokens`` (List(Int64), tokens, one
+  per chunk): a schema-3 record's compact form (integer µs deltas; one count for all chunks) is decoded as
+  :func:`harness.result.decode_chunks` decodes it (running sums times 1e-6, the chunks in the µs of ``ttft``,
+  ``t_last_token`` and ``ttfat`` pinned to those timings), so the column equals ``from_record``'s attribute.
 * tokens (Int64, **tokens**): ``output_tokens``, ``estimated_output_tokens``, ``reasoning_tokens``,
   ``answer_tokens``, ``prompt_tokens``, and characters ``reasoning_chars`` / ``answer_chars``;
   ``token_source`` / ``reasoning_source`` (String).
@@ -91,7 +94,7 @@ import polars as pl
 
 from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
 from harness.report.parts import parts_dir, valid_chain, write_part
-from harness.result import READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
+from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S, READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
@@ -216,7 +219,7 @@ _PARSERS = 2
 
 #: Changes whenever what a sidecar holds would change: the dtypes, the null defaults, the readable record
 #: schemas and the records refused (a sidecar with another key is ignored and rewritten).
-SIDECAR_KEY: str = hashlib.sha256(repr((2, REQUIRED_RECORD_FIELDS,
+SIDECAR_KEY: str = hashlib.sha256(repr((3, REQUIRED_RECORD_FIELDS, CHUNK_ANCHORS,
                                         sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
                                         sorted((k, repr(v)) for k, v in NULL_READS_AS.items()),
                                         sorted(READABLE_SCHEMAS))).encode()).hexdigest()[:16]
@@ -317,9 +320,36 @@ def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = 
                          f"(reads {sorted(READABLE_SCHEMAS)})")
     if lacking is not None and lacking.any():  # after the version: a newer layout is refused as such
         raise _MaybeNotARecord(lacking.arg_true().to_list(), parsed)
+    df = _decode_chunks(df)
     # One chunk per column, in buffers of the piece's size: the parser's chunks hold grown-by-doubling spare
     # capacity, kept (~2x the frame: 1.29 GB peak at 1M records instead of 1.0 GB) if the frame is not copied.
     return df.select(keep).rechunk()
+
+
+def _decode_chunks(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` with its schema-3 rows' compact ``chunk_times`` / ``chunk_tokens`` (integer µs deltas; one count for
+    every chunk) decoded to seconds and one count per chunk, as :func:`harness.result.decode_chunks` decodes them
+    (the same float operations: running sums times 1e-6). Schema 1-2 rows, and frames without those columns,
+    are returned as they are."""
+    if "chunk_times" not in df.columns or not df.height:
+        return df
+    v3 = pl.col("schema") == 3
+    if not df.select(v3.any()).item():
+        return df
+    ct, us, t = pl.col("chunk_times"), pl.col("_us"), pl.col("_t")
+    if "chunk_tokens" in df.columns:
+        tk = pl.col("chunk_tokens")
+        one = v3 & (tk.list.len() == 1) & (ct.list.len() >= 2)
+        df = df.with_columns(pl.when(one).then(ct.list.eval(pl.element().cast(pl.Int64) * 0) + tk.list.first())
+                             .otherwise(tk).alias("chunk_tokens"))
+    # one step at a time (an expression naming the running times twice per anchor would recompute them 2^3 times)
+    df = df.with_columns(ct.list.eval(pl.element().cum_sum()).alias("_us"))
+    df = df.with_columns((us * CHUNK_TIME_UNIT_S).alias("_t"))
+    for name in CHUNK_ANCHORS:  # a chunk in an anchor's µs reads back as the anchor: t + (a - t), exact (Sterbenz)
+        a = pl.col(name).cast(pl.Float64).fill_null(-1.0)  # for it; t + 0 for every other chunk
+        at = (us - (a * 1e6).round()).list.eval(1.0 - pl.element().abs().clip(0.0, 1.0))
+        df = df.with_columns((t + at * (a - t)).alias("_t"))
+    return df.with_columns(pl.when(v3).then(t).otherwise(ct).alias("chunk_times")).drop("_us", "_t")
 
 
 def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str]) -> pl.DataFrame:
@@ -521,8 +551,12 @@ def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
 
 def _parse_schema(asked: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
     """The columns parsed for ``asked``: ``schema`` (a record of another version is refused) and the required
-    fields (a JSON object without them is refused) always, then ``asked``."""
-    return {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in REQUIRED_RECORD_FIELDS}, **asked}
+    fields (a JSON object without them is refused) always, then ``asked`` (and ``chunk_times`` with
+    ``chunk_tokens``: a schema-3 ``chunk_tokens`` of one value is expanded to one per chunk)."""
+    chunks = {"chunk_tokens", "chunk_times"} & set(asked)
+    times = {c: RECORD_SCHEMA[c] for c in ("chunk_times", *CHUNK_ANCHORS)} if chunks else {}
+    return {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in REQUIRED_RECORD_FIELDS}, **times,
+            **asked}
 
 
 def iter_frames(

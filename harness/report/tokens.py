@@ -203,16 +203,35 @@ def _chunk_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
     return per.select(_W, r_value.alias("_reasoning"), a_value.alias("_answer"))
 
 
+#: Chunks placed at a time by :func:`phase_tokens_in_windows` (records with chunk times are taken in batches of
+#: about this many chunks: the placement explodes every chunk into a row and joins them, ~100 bytes a chunk, so
+#: a million records of ~370 chunks at once needed ~20 GB; in batches the transient memory is bounded).
+CHUNK_BATCH = 2_000_000
+
+
+def _chunk_batches(recs: pl.DataFrame, chunks: int = CHUNK_BATCH) -> list[pl.DataFrame]:
+    """``recs`` as consecutive row slices (zero-copy) of about ``chunks`` chunks each (a record with more chunks
+    is a slice of its own); none when no record has chunk times."""
+    if not recs.height or not recs.select(has_chunk_times().any()).item():
+        return []
+    lens = recs.get_column("chunk_times").list.len().fill_null(0)
+    ends = (lens.cum_sum() // max(1, chunks)).to_list()
+    out, at = [], 0
+    for i in range(1, len(ends) + 1):
+        if i == len(ends) or ends[i] != ends[i - 1]:
+            out.append(recs.slice(at, i - at))
+            at = i
+    return out
+
+
 #: The record columns the token placement reads (:func:`_pro_rata_pairs`, :func:`_chunk_pairs`).
 _TOKEN_COLUMNS = (START, END, OK, "ttft", "ttfat", "hidden_reasoning", "output_tokens", "reasoning_tokens",
                   "chunk_times", "chunk_tokens")
 
 
-def _reach(main: pl.DataFrame, lo: float, hi: float) -> pl.DataFrame:
-    """The counted records of ``main`` overlapping ``[lo, hi]`` (ended at or after ``lo``, started before ``hi``),
-    only :data:`_TOKEN_COLUMNS` (a filtered copy of those, not of every column)."""
-    return main.lazy().select(_TOKEN_COLUMNS).filter(
-        _counted() & (pl.col(END) >= lo) & (pl.col(START) < hi)).collect()
+def _in_reach(lo: float, hi: float) -> pl.Expr:
+    """The counted records overlapping ``[lo, hi]``: ended at or after ``lo``, started before ``hi``."""
+    return _counted() & (pl.col(END) >= lo) & (pl.col(START) < hi)
 
 
 def phase_tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[tuple[float, float]]:
@@ -222,16 +241,21 @@ def phase_tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> li
     the same result): by chunk arrival for a record with chunk times (:func:`_chunk_pairs`), else pro rata over
     each phase's interval (:func:`_pro_rata_pairs`). Their sum is :func:`tokens_in_windows` (the one definition of
     the aggregate). Each record is paired only with the windows it can reach, so a soak's hundreds of slices cost
-    one pass, not one per slice."""
+    one pass, not one per slice.
+
+    Memory: records with chunk times are placed a row slice of ``main`` at a time (:func:`_chunk_batches`, zero-copy
+    slices of about :data:`CHUNK_BATCH` chunks, each filtered to the records in reach), so neither the chunk lists
+    of the records in reach nor their exploded chunks are ever copied out all at once."""
     if not windows:
         return []
     lo, hi = min(w[0] for w in windows), max(w[1] for w in windows)
-    reach = _reach(main, lo, hi)
-    chunked = has_chunk_times()
-    parts = [_pro_rata_pairs(reach.filter(~chunked), windows)]
-    with_chunks = reach.filter(chunked)
-    if with_chunks.height:
-        parts.append(_chunk_pairs(with_chunks, windows))
+    reach, chunked = _in_reach(lo, hi), has_chunk_times()
+    plain = [c for c in _TOKEN_COLUMNS if c not in ("chunk_times", "chunk_tokens")]
+    parts = [_pro_rata_pairs(main.lazy().filter(reach & ~chunked).select(plain).collect(), windows)]
+    for batch in _chunk_batches(main):  # each record's pairs are its own: batches only bound the memory
+        sub = batch.lazy().filter(reach & chunked).select(_TOKEN_COLUMNS).collect()
+        if sub.height:
+            parts.append(_chunk_pairs(sub, windows))
     sums = pl.concat(parts).group_by(_W).agg(pl.col("_reasoning").sum(), pl.col("_answer").sum())
     got = {w: (float(r or 0.0), float(a or 0.0)) for w, r, a in sums.iter_rows()}
     return [got.get(i, (0.0, 0.0)) for i in range(len(windows))]
@@ -246,11 +270,11 @@ def tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[flo
 def window_phase_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, float, str]:
     """(reasoning, answer, basis) of :func:`window_tokens`: the window's output tokens by phase
     (:func:`phase_tokens_in_windows`; they sum to :func:`window_tokens`' total) and how they were placed."""
-    reach = _reach(main, w0, w1)
-    v = reach.select(has_chunk_times().sum().alias("by_chunks"), pl.len().alias("n")).row(0, named=True)
+    v = main.lazy().filter(_in_reach(w0, w1)).select(has_chunk_times().sum().alias("by_chunks"),
+                                                     pl.len().alias("n")).collect().row(0, named=True)
     by_chunks = int(v["by_chunks"] or 0)
     by_rate = int(v["n"]) - by_chunks
-    r, a = phase_tokens_in_windows(reach, [(w0, w1)])[0] if reach.height else (0.0, 0.0)
+    r, a = phase_tokens_in_windows(main, [(w0, w1)])[0] if v["n"] else (0.0, 0.0)
     basis = "mixed" if by_chunks and by_rate else "chunks" if by_chunks else "pro_rata" if by_rate else "none"
     return r, a, basis
 

@@ -125,7 +125,7 @@ def test_generated_runs_every_figure_equal(tmp_path: Path, records: int, conc: s
     assert any(r["errors"] for r in rows) or records < 1000
 
 
-def test_generated_records_are_schema_2_as_to_record_writes_them(tmp_path: Path) -> None:
+def test_generated_records_are_as_to_record_writes_them(tmp_path: Path) -> None:
     gen = _records_gen()
     out = tmp_path / "gen"
     gen.generate(out, gen.GenSpec(6000, [8, 16], seed=5))
@@ -144,6 +144,29 @@ def test_generated_records_are_schema_2_as_to_record_writes_them(tmp_path: Path)
     rows = compare(out)
     assert all(r["hidden_reasoning"] and r["cost"] is not None for r in rows)
     assert any(r["by_finish_reason"]["length"]["requests"] for r in rows)
+
+
+def test_chunk_times_compact_and_float_forms_give_the_same_report(tmp_path: Path) -> None:
+    """A generated run with demo-like chunk times (one token a chunk) in the schema-2 float form and in the schema-3
+    compact form (integer µs deltas): each equals the oracle, the compact file is under half the size, and the two
+    whole reports are the same (1e-9 relative) but for the run id: the chunks at TTFT, TTFAT and the last token
+    read back exactly, so no token moves across the reasoning/answer split or a window edge."""
+    gen = _records_gen()
+    reps = {}
+    for form in ("float", "compact"):
+        out = tmp_path / form
+        gen.generate(out, gen.GenSpec(1500, [4, 16], seed=11, chunk_times=form))
+        raw = raw_records(out)
+        assert {r["schema"] for r in raw} == {2 if form == "float" else RESULT_SCHEMA}
+        assert sum(bool(r.get("chunk_times")) for r in raw) > 1400
+        rows = compare(out)
+        assert all(r["tokens_by"] == "chunks" for r in rows if r["window_output_tokens"])
+        reps[form] = build_report(out, HOURS_N).as_dict()
+        reps[form].pop("run_id")
+        reps[form].pop("run_dir", None)
+    assert (tmp_path / "compact" / "records.jsonl").stat().st_size < 0.5 * (
+        tmp_path / "float" / "records.jsonl").stat().st_size
+    assert_same(reps["float"], reps["compact"], "report")
 
 
 def test_generated_run_with_short_steps_is_not_steady(tmp_path: Path) -> None:
@@ -188,13 +211,13 @@ def test_edge_cases_every_figure_equal(tmp_path: Path) -> None:
     assert rows[0]["gap_n"] == 3
 
 
-def test_schema_2_records_among_schema_1_records(tmp_path: Path) -> None:
+def test_current_records_among_schema_1_records(tmp_path: Path) -> None:
     records = _edge_records()
     for i, r in enumerate(records):  # every other record as the harness writes it now, with the newer fields
         if i % 2:
             r["retry_after_s"], r["error_code"] = (2.0, "overloaded") if not r["ok"] else (None, None)
             records[i] = RequestResult.from_record(r).to_record()
-    assert {r.get("schema", 1) for r in records} == {1, 2}
+    assert {r.get("schema", 1) for r in records} == {1, RESULT_SCHEMA}
     rows = compare(write_run(tmp_path / "run", records, _edge_phases()))
     assert rows[1]["step_errors_by_class"] == {"http_5xx": 1, "unknown": 2}
 

@@ -7,6 +7,7 @@ import gzip
 import json
 import math
 import os
+import random
 import shutil
 from pathlib import Path
 from typing import Any
@@ -128,11 +129,11 @@ def test_full_record_round_trips_with_typed_columns(tmp_path: Path) -> None:
     assert dict(df.schema) == {**RECORD_SCHEMA, ROW: pl.Int64()}
     _assert_matches_read_records(df, root)
     assert df.get_column("chunk_times").to_list() == [[0.25, 0.5, 3.5], None]
-    assert df.get_column("schema").to_list() == [2, 2]
+    assert df.get_column("schema").to_list() == [3, 3]
     assert df.get_column("retry_after_s").to_list() == [2.5, None]
     assert df.get_column("error_code").to_list() == ["rate_limited", None]
     assert "extra" not in df.columns
-    assert read_frame(root).get_column("schema").to_list() == [2, 2]  # a default column
+    assert read_frame(root).get_column("schema").to_list() == [3, 3]  # a default column
 
 
 def test_lazy_columns_only_when_asked(tmp_path: Path) -> None:
@@ -168,7 +169,7 @@ def test_schema_1_record_of_a_real_run_reads_like_from_record(tmp_path: Path) ->
     assert '"schema"' not in line
     root = _write(tmp_path / "run", line + _lines([RequestResult.from_record(json.loads(line)).to_record()]))
     df = read_frame(root, list(RECORD_SCHEMA))
-    assert df.get_column("schema").to_list() == [1, 2]
+    assert df.get_column("schema").to_list() == [1, 3]
     _assert_matches_read_records(df, root)
     one, two = (df.drop("schema", ROW).row(i) for i in (0, 1))
     assert one == two  # the same request as schema 1 and as schema 2
@@ -176,12 +177,12 @@ def test_schema_1_record_of_a_real_run_reads_like_from_record(tmp_path: Path) ->
 
 def test_unreadable_schema_is_refused_like_read_records(tmp_path: Path) -> None:
     ok = RequestResult(prompt_id="p").to_record()
-    root = _write(tmp_path / "run", _lines([ok] * 30 + [{**ok, "schema": 3}] + [ok] * 30))
-    with pytest.raises(ValueError, match=r"record schema 3 is not readable by this harness \(reads \[1, 2\]\)"):
+    root = _write(tmp_path / "run", _lines([ok] * 30 + [{**ok, "schema": 4}] + [ok] * 30))
+    with pytest.raises(ValueError, match=r"record schema 4 is not readable by this harness \(reads \[1, 2, 3\]\)"):
         read_records(root)
     for cols in (None, ["step"], list(RECORD_SCHEMA)):
         for size in (700, DEFAULT_CHUNK_BYTES):
-            with pytest.raises(ValueError, match=r"records\.jsonl: record schema 3 is not readable by this harness"):
+            with pytest.raises(ValueError, match=r"records\.jsonl: record schema 4 is not readable by this harness"):
                 read_frame(root, cols, chunk_bytes=size)
 
 
@@ -421,3 +422,46 @@ def test_wrong_json_type_names_the_line_and_the_field(tmp_path: Path, field: str
         with pytest.raises(ValueError) as e:
             read_frame(root, **kw)  # type: ignore[arg-type]
         assert str(e.value) == f"{root / 'records.jsonl'}:201: {needle}"
+
+
+def test_compact_chunk_times_read_as_from_record_reads_them(tmp_path: Path) -> None:
+    """Schema 3 (compact: integer µs deltas, one count for equal counts) and schema 2 (float seconds) records in one
+    file: every column, chunk lists included, equals ``from_record``'s attribute, whatever columns are asked; the
+    chunks at ttft, t_last_token and ttfat read back as those timings exactly; times within 0.5 µs otherwise."""
+    rng = random.Random(7)
+    lines, want = [], []
+    for i in range(300):
+        n = rng.randrange(0, 40)
+        t, times = rng.uniform(0.001, 0.3), []
+        for _ in range(n):
+            times.append(t)
+            t += rng.choice((0.0, rng.expovariate(100.0)))
+        k = rng.randrange(n) if n else 0
+        res = RequestResult("p", step=1, ok=True, start_wall=1.7e9 + i, chunks=n,
+                            ttft=times[0] if n else None, t_last_token=times[-1] if n else None,
+                            ttfat=times[k] if n and i % 3 else None, e2e=t + 0.01,
+                            chunk_times=times or None,
+                            chunk_tokens=([1] * n if i % 2 else [rng.randrange(3) for _ in range(n)]) or None)
+        want.append(res)
+        rec = res.to_record()
+        if i % 5 == 0 and n:  # the schema-2 form of the same record: float seconds, one count per chunk
+            rec.update(schema=2, chunk_times=times, chunk_tokens=res.chunk_tokens)
+        lines.append(rec)
+    root = _write(tmp_path / "run", _lines(lines))
+    _assert_matches_read_records(read_frame(root, list(RECORD_SCHEMA), sidecar=False), root)
+    for cols in (["chunk_tokens"], ["chunk_times"], ["chunk_tokens", "ttfat"]):
+        df = read_frame(root, cols, sidecar=False)
+        assert df.columns == [*cols, ROW]
+        for col in cols:
+            assert df.get_column(col).to_list() == [getattr(RequestResult.from_record(r), col) for r in lines]
+    got = read_frame(root, ["chunk_times", "chunk_tokens", "ttft", "ttfat", "t_last_token"], sidecar=False)
+    for row, res in zip(got.iter_rows(named=True), want, strict=True):
+        assert row["chunk_tokens"] == res.chunk_tokens
+        if not res.chunk_times:
+            assert not row["chunk_times"]
+            continue
+        assert max(abs(a - b) for a, b in zip(row["chunk_times"], res.chunk_times, strict=True)) <= 0.5e-6 + 1e-12
+        assert row["chunk_times"][0] == res.ttft and row["chunk_times"][-1] == res.t_last_token
+        if res.ttfat is not None:
+            assert res.ttfat in row["chunk_times"]
+            assert [c < res.ttfat for c in row["chunk_times"]] == [c < res.ttfat for c in res.chunk_times]
