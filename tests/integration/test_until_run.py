@@ -83,3 +83,36 @@ def test_a_margin_out_of_reach_ends_each_step_at_max(tmp_path: Path) -> None:
         assert u["reached"] is False and u["at_s"] == pytest.approx(4.0, abs=1.1), u
         assert u["halfwidth"] is None or u["halfwidth"] > 0.002
     assert starts[1]["wall"] - starts[0]["wall"] == pytest.approx(4.0, abs=1.1)
+
+
+LIVE_PROFILE = """
+name: until-live
+request: {thinking: true, continuous_usage_stats: true}
+prompts:
+  - {id: short, text: "Explain quantum entanglement to a university student.", max_tokens: 1500}
+warmup: {max_tokens: 16, timeout: 60}
+single_stream: {duration: 0}
+steps: {concurrency: [8], drain_timeout: 30, until: {margin: 0.001, max: 10, check_every: 1}}
+timeouts: {connect: 5, first_byte: 30, first_token: 30, idle: 10, total: 60}
+output: {dir: %(out)s}
+"""
+
+
+@pytest.mark.parametrize("mode", ["processes", "webui-login"])
+def test_prometheus_shows_the_live_halfwidth_in_master_worker_mode_and_from_the_web_ui(tmp_path: Path,
+                                                                                       mode: str) -> None:
+    """The gauge ``llmload_step_rate_halfwidth_ratio`` is scraped during the step (master with two workers; the web
+    UI started with --autostart), its values are the checks' half-widths, and the step ends at its max."""
+    from harness.sim import launch
+    from tests.integration.test_prometheus import SIM_ARGS, parse_exposition, run_locust
+    from tests.procs import free_port
+
+    with launch(preset="demo", time_scale=0.25, seed=3, extra_args=SIM_ARGS) as sim:
+        run = run_locust(tmp_path, mode, sim.url, free_port(), profile=LIVE_PROFILE % {"out": tmp_path / "runs"})
+    seen = [v for text in run.live for (name, _), v in parse_exposition(text).items()
+            if name == "llmload_step_rate_halfwidth_ratio"]
+    assert seen and all(0 < v < 10 for v in seen), run.logs[-3000:]
+    events = [json.loads(x) for x in (run.run_dir / "phases.jsonl").read_text().splitlines()]
+    (u,) = [e for e in events if e["event"] == "until"]
+    assert u["reached"] is False and u["at_s"] == pytest.approx(10.0, abs=1.1) and u["halfwidth"] is not None
+    assert "margin ±0.1 % NOT reached in its" in (run.run_dir / "report.md").read_text().replace("\n", " ")
