@@ -260,6 +260,14 @@ _TABLE: tuple[Family, ...] = (
         "seconds",
     ),
     _live(
+        "llmload_step_rate_halfwidth_ratio",
+        "Relative half-width of the current step's usable-rate 95 % interval (t * SE / rate; 0.05 = within 5 %), "
+        "computed live by `steps.until` every `check_every` seconds over the step's steady window so far.",
+        (),
+        "1",
+        note="Only with `steps.until`; absent while the step has no interval yet.",
+    ),
+    _live(
         "llmload_estimated_time_to_samples_seconds",
         "Live estimate of the time to N usable samples at each step's concurrency: N / (usable completions "
         "per second in the step's steady window so far). The report's hours-to-N is authoritative.",

@@ -136,6 +136,7 @@ class RunCollector:
             hists = sorted((k, (list(h.counts), h.sum)) for k, h in m.hists.items())
             phase = dict(m.phase) if m.phase else None
             load_ended = m.load_ended
+            halfwidth = m.until_halfwidth
             now = self.clock()
             estimates = [(est, est.seconds_to(self.hours_to_n, now)) for _, est in sorted(m.steps.items())]
             percentiles = m.window_percentiles(now)
@@ -180,6 +181,10 @@ class RunCollector:
                 [model, str(phase.get("phase")), str(phase.get("step")), str(phase.get("concurrency"))],
                 float(phase.get("wall") or 0.0),
             )
+        yield g
+        g = family("llmload_step_rate_halfwidth_ratio")
+        if halfwidth is not None and not load_ended:
+            g.add_metric([model], halfwidth)
         yield g
         g = family("llmload_estimated_time_to_samples_seconds")
         for est, seconds in estimates:

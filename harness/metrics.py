@@ -210,6 +210,9 @@ class RunMetrics:
         self.hists: dict[tuple[str, tuple[str, ...]], Hist] = {}
         self.records = 0
         self.phase: dict[str, Any] | None = None  # the last phase_start event
+        #: the current step's live relative half-width of the usable rate's 95 % interval (``steps.until``, set by the
+        #: load shape; None: no until, or no interval yet)
+        self.until_halfwidth: float | None = None
         self.load_ended = False
         self.steps: dict[int, StepEstimate] = {}
         self.lock = threading.Lock()

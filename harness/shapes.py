@@ -33,6 +33,7 @@ from harness.result import RequestIdentity, RequestResult
 from harness.runtime import MSG_PHASE, PhaseState, RunContext, context, current
 from harness.search import MAX_EXTENSIONS, CapacitySearch, measure_step
 from harness.split import worker_ids
+from harness.until import MarginChecker
 
 __all__ = ["ReasoningSweepShape", "Stage", "plan_stages"]
 
@@ -78,8 +79,9 @@ def plan_stages(ctx: RunContext) -> list[Stage]:
     if p.rate is not None:
         return stages + rate_stages(ctx)
     steps = [(label, c) for label in labels for c in p.steps.concurrency]
+    length = p.steps.until.max if p.steps.until is not None else p.steps.duration  # until: ends earlier at its margin
     for i, (label, c) in enumerate(steps, start=1):
-        stages.append(Stage("step", i, c, p.steps.duration, label))
+        stages.append(Stage("step", i, c, length, label))
     return stages
 
 
@@ -207,6 +209,9 @@ class ReasoningSweepShape(LoadTestShape):
         self.warmup_error: str | None = None
         self._search: SearchDriver | None = None
         self._phase_wall: float | None = None
+        self._until: MarginChecker | None = None
+        self._until_next: float = 0.0  # stage seconds of the next margin check
+        self._until_done: bool = True  # the current stage's until decision was taken (or it has none)
 
     def _warmup(self, ctx: RunContext) -> None:
         w = ctx.profile.warmup
@@ -266,6 +271,10 @@ class ReasoningSweepShape(LoadTestShape):
             self._stages = plan_stages(ctx)
             if ctx.profile.search is not None and ctx.fixed is None:
                 self._search = SearchDriver(ctx)
+            if ctx.profile.steps.until is not None and ctx.fixed is None:
+                self._until = MarginChecker(ctx.profile.steps.until)
+                if ctx.run_dir is not None:
+                    ctx.run_dir.on_record.add_listener(self._until.add)
             self._warmup(ctx)
             if self.warmup_error:
                 return None
@@ -277,6 +286,8 @@ class ReasoningSweepShape(LoadTestShape):
             if 0 < left < 1.0:  # Locust ticks once a second: end the fixed run on time, not up to 1 s late
                 gevent.sleep(left)
                 elapsed = time.perf_counter() - self._t0
+        if self._until is not None and not self._until_done:
+            elapsed = self._until_tick(ctx, elapsed)
         idx, acc = -1, 0.0
         for i, st in enumerate(self._stages):
             acc += st.duration
@@ -327,7 +338,15 @@ class ReasoningSweepShape(LoadTestShape):
                 }
                 if st.setting is not None:
                     event["setting"] = st.setting
+                if self._until is not None and st.phase == "step":
+                    event["until"] = ctx.profile.steps.until.model_dump() if ctx.profile.steps.until else None
                 ctx.run_dir.write_phase(event)
+            if self._until is not None:
+                self._until_done = st.phase != "step"
+                if st.phase == "step":
+                    self._until.begin(st.step, wall, st.users)
+                    self._until_next = self._until.spec.check_every
+                    self._set_halfwidth(None)
             length = f"for {st.duration:.0f} s" if math.isfinite(st.duration) else "until stopped"
             log.info("llmload: phase %s step %d: %d users %s%s%s", st.phase, st.step, st.users, length,
                      f" at {st.rate:g} req/s" if st.rate is not None else "", f" ({st.setting})" if st.setting else "")
@@ -338,6 +357,47 @@ class ReasoningSweepShape(LoadTestShape):
                                          ctx.run_id, closed=st.rate is None)
         rate = ctx.fixed.spawn_rate if ctx.fixed is not None else float(st.users)
         return st.users, rate
+
+    def _until_tick(self, ctx: RunContext, elapsed: float) -> float:
+        """The margin check of the current step (``steps.until``), at most every ``check_every`` seconds and at its
+        ``max``: when it ends the step, writes the ``until`` event and returns ``elapsed`` moved to the step's end
+        (the run's clock ``_t0`` is moved back by the time the step had left), else ``elapsed`` unchanged."""
+        assert self._until is not None and self._stages is not None and self._t0 is not None
+        begun = sum(st.duration for st in self._stages[: self._current])
+        st = self._stages[self._current]
+        in_step = elapsed - begun
+        at_max = in_step >= st.duration
+        if not at_max and in_step < self._until_next:
+            return elapsed
+        self._until_next = in_step + self._until.spec.check_every
+        wall = time.time()
+        d = self._until.decide(min(in_step, st.duration), wall)
+        self._set_halfwidth(d.halfwidth)
+        if not d.end and not at_max:
+            return elapsed
+        self._until_done = True
+        margin = self._until.spec.margin
+        hw = f"±{d.halfwidth:.1%}" if d.halfwidth is not None else "no interval"
+        if d.reached:
+            log.info("llmload: step %d: margin reached at %.0f s (usable rate %s <= ±%.1f%%)", st.step, d.elapsed_s,
+                     hw, 100 * margin)
+        else:
+            log.info("llmload: step %d: margin ±%.1f%% not reached at its max %.0f s (%s)", st.step, 100 * margin,
+                     st.duration, hw)
+        if ctx.run_dir is not None:
+            ctx.run_dir.write_phase(d.event(st.step, margin, wall))
+        if at_max:
+            return elapsed
+        left = st.duration - in_step
+        self._t0 -= left
+        return elapsed + left
+
+    def _set_halfwidth(self, h: float | None) -> None:
+        """Show ``h`` (the live relative half-width; None: none yet) on the run's exported metrics."""
+        m = current().metrics
+        if m is not None:
+            with m.lock:
+                m.until_halfwidth = h
 
     def _drain_tick(self) -> tuple[int, float] | None:
         """0 users until every user has ended its last request (and its records had time to arrive)."""

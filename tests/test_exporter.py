@@ -51,6 +51,7 @@ def collector(now: float = 1200.0) -> RunCollector:
         m.observe(record(user=u, start_wall=t, e2e=e2e, concurrency=2))
     m.observe(record(ok=False, usable=False, error_class="timeout_idle", finish_reason=None, ttfat=None))
     m.observe(record(finish_reason="length", truncated=True, usable=False, truncated_in_reasoning=True, ttfat=None))
+    m.until_halfwidth = 0.0731  # the load shape's live half-width (steps.until)
     info = run_info("k26", "http://gpu:30000", "20261129-120000-k26")
     return RunCollector(m, info, 100_000, users=lambda: 8, in_flight=lambda: 7, clock=lambda: now)
 
@@ -93,6 +94,7 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_target_users": "gauge",
         "llmload_step": "gauge",
         "llmload_step_start_time_seconds": "gauge",
+        "llmload_step_rate_halfwidth_ratio": "gauge",
         "llmload_estimated_time_to_samples_seconds": "gauge",
         "llmload_run_info": "gauge",  # an info metric, exposed as a gauge of value 1 in the text format
         "llmload_exporter_scrapes": "counter",
@@ -331,3 +333,16 @@ def test_percentile_gauges_are_the_records_percentiles_over_each_window() -> Non
     vals = [s.value for f in text_string_to_metric_families(exposition(c)) for s in f.samples
             if s.name in PERCENTILE_GAUGES]  # fmt: skip
     assert len(vals) == 100 and all(math.isnan(v) for v in vals)
+
+
+def test_the_live_halfwidth_gauge_shows_the_until_checks_value_and_nothing_without_one() -> None:
+    """``llmload_step_rate_halfwidth_ratio``: the load shape's last live half-width (``steps.until``), no sample
+    while there is none or after the load ended."""
+    c = collector()
+    (s,) = families(exposition(c))["llmload_step_rate_halfwidth_ratio"].samples
+    assert s.value == 0.0731 and s.labels == {"model": MODEL}
+    c.metrics.on_phase({"event": "load_end", "wall": 1300.0})
+    assert families(exposition(c))["llmload_step_rate_halfwidth_ratio"].samples == []
+    c = collector()
+    c.metrics.until_halfwidth = None
+    assert families(exposition(c))["llmload_step_rate_halfwidth_ratio"].samples == []

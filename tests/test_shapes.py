@@ -385,3 +385,42 @@ def test_disabled_warmup_sends_nothing(clock: FakeClock, monkeypatch: pytest.Mon
     assert new_shape(FakeRunner(stop_timeout=30.0)).tick() == (1, 1.0)
     assert asked == [] and client.bodies == [] and run_dir.records == []
     assert [e["phase"] for e in run_dir.phases] == ["single"]
+
+
+# -- steps.until ---------------------------------------------------------------------------------------------
+
+
+def test_until_ends_a_step_at_its_margin_and_the_next_at_max(clock: FakeClock) -> None:
+    """Step 1's records put the usable rate within the margin: it ends at the first check after ``min`` and step 2
+    starts then; step 2 gets no record (no interval) and ends at ``max``; each writes its until event."""
+    from harness.records import EventHook
+
+    prof = make_profile(single_stream={"duration": 0},
+                        steps={"concurrency": [2, 4], "until": {"margin": 0.2, "min": 3, "max": 20, "check_every": 1}})
+    ctx, run_dir = install(prof)
+    run_dir.on_record = EventHook()  # type: ignore[attr-defined]
+    runner = FakeRunner(stop_timeout=30.0)
+    shape = new_shape(runner)
+    clock.at(0.0)
+    assert shape.tick() == (2, 2.0)
+    for u in ("a", "b"):  # a closed loop of 2 users, 0.2 s requests, for 6 s
+        for i in range(30):
+            r = RequestResult(prompt_id="p", user=u, phase="step", step=1, concurrency=2)
+            r.start_wall, r.e2e, r.ok, r.usable = WALL0 + 0.2 * i, 0.2, True, True
+            run_dir.on_record.fire(r)  # type: ignore[attr-defined]
+    clock.at(2.0)
+    assert shape.tick() == (2, 2.0)  # under min: no end
+    clock.at(6.0)
+    assert shape.tick() == (4, 4.0) and ctx.state == PhaseState("step", 2, 4)  # margin reached: step 2 now
+    until = [e for e in run_dir.phases if e["event"] == "until"]
+    assert len(until) == 1 and until[0]["step"] == 1 and until[0]["reached"] is True and until[0]["at_s"] == 6.0
+    assert until[0]["halfwidth"] is not None and until[0]["halfwidth"] <= 0.2 and until[0]["requests"] > 50
+    starts = [e for e in run_dir.phases if e["event"] == "phase_start"]
+    assert starts[1]["wall"] == WALL0 + 6.0 and starts[1]["until"]["margin"] == 0.2
+    clock.at(25.0)
+    assert shape.tick() == (4, 4.0)  # step 2's max (20 s) not yet over: it began at 6 s
+    clock.at(26.0)
+    assert shape.tick() == (0, 4.0) and ctx.finished
+    until = [e for e in run_dir.phases if e["event"] == "until"]
+    assert until[1]["step"] == 2 and until[1]["reached"] is False and until[1]["halfwidth"] is None
+    assert until[1]["at_s"] == 20.0

@@ -89,6 +89,13 @@ class Profile(_Model):
         return self
 
     @model_validator(mode="after")
+    def _until_closed_loop_steps(self) -> Profile:
+        if self.steps.until is not None and (self.search is not None or self.rate is not None):
+            raise ValueError("steps.until: ends closed-loop concurrency steps only; leave it out with "
+                             + ("search:" if self.search is not None else "rate:"))
+        return self
+
+    @model_validator(mode="after")
     def _rate_or_concurrency(self) -> Profile:
         # (compared with the default, not "was it set": the profile a master sends its workers has every key set)
         if self.rate is not None and self.steps.concurrency != StepsSpec().concurrency:

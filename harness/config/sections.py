@@ -32,6 +32,7 @@ __all__ = [
     "StepsSpec",
     "TargetSpec",
     "TimeoutsSpec",
+    "UntilSpec",
     "UsableSpec",
     "WarmupSpec",
 ]
@@ -193,8 +194,28 @@ class SingleStreamSpec(_Model):
     duration: float = Field(120.0, ge=0, description="seconds")
 
 
+class UntilSpec(_Model):
+    """Hold each step until the usable-sample rate is known within ``margin``: the step ends at the first check
+    (every ``check_every`` seconds) at or after ``min`` seconds where the relative half-width of the rate's 95 %
+    interval (:func:`harness.report.interval.renewal_reward` over the requests that ended since the step's first
+    wave ended) is at most ``margin``; it ends at ``max`` seconds otherwise ("margin not reached")."""
+
+    margin: float = Field(..., gt=0, lt=1, description="target relative half-width of the usable rate's 95 % "
+                          "interval (0.05: within ±5 %)")
+    min: float = Field(0.0, ge=0, description="seconds every step lasts at least (the margin is not checked before)")
+    max: float = Field(..., gt=0, description="seconds after which a step ends whether or not the margin was reached")
+    check_every: float = Field(5.0, gt=0, description="seconds between two checks of the half-width")
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> UntilSpec:
+        if self.min > self.max:
+            raise ValueError(f"until.min ({self.min:g} s) must be at most until.max ({self.max:g} s)")
+        return self
+
+
 class StepsSpec(_Model):
-    """The concurrency steps, each held for ``duration`` seconds with all its users started at once.
+    """The concurrency steps, each held for ``duration`` seconds with all its users started at once (with
+    ``until``: from ``until.min`` to ``until.max`` seconds, until the usable rate is known within its margin).
 
     After the last step no new request starts; requests in flight get ``drain_timeout`` seconds to finish
     (Locust's ``--stop-timeout``, which overrides it), so the last step's steady window is not short of the
@@ -208,6 +229,9 @@ class StepsSpec(_Model):
     drain_timeout: float = Field(
         300.0, ge=0, description="seconds to let in-flight requests finish after the last step (0: cut them off)"
     )
+    until: UntilSpec | None = Field(
+        None, description="end each step once the usable rate's interval is within a margin (then ``duration`` "
+        "is unused: ``until.max`` bounds the step); null: every step lasts ``duration``")
 
     @field_validator("concurrency")
     @classmethod

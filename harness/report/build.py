@@ -32,6 +32,7 @@ from harness.report.rundata import PhaseEvent, RunMeta
 from harness.report.search import search_result
 from harness.report.soak import drift_notes, step_drift, step_slices
 from harness.report.turns import turn_rows
+from harness.report.until import UNTIL_ROW_KEYS, add_until, until_notes
 
 __all__ = ["DEFINITIONS", "SCHEMA", "SOAK_GOODPUT_ROW_KEYS", "RunFigures", "RunInfo", "Settings", "assemble_report",
            "build_report", "report_settings", "run_figures", "write_report"]
@@ -43,7 +44,7 @@ DEFINITIONS: dict[str, str] = TOPICS
 
 #: Keys :func:`run_figures` adds to each step row after :func:`harness.report.columns.step_rows` (goodput, soak
 #: slices, drift, the rate figures of :mod:`harness.report.rate`).
-SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift", "rate")
+SOAK_GOODPUT_ROW_KEYS = (*GOODPUT_ROW_KEYS, "slices", "drift", "rate", *UNTIL_ROW_KEYS)
 
 
 def _sub(d: dict[str, Any], key: str) -> dict[str, Any]:
@@ -292,6 +293,7 @@ def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
         row["slices"] = step_slices(row, main, settings.slice_s)
         row["drift"] = step_drift(row["slices"])
     add_rate(rows, run.events, main, profile_of(run.meta))
+    add_until(rows, run.events)
     totals = run_totals(run)
     unplaced = int(totals.pop("unplaced"))
     return RunFigures(rows, warmup_summary(run), totals, prompt_rows(main), unplaced, run.last_end, turn_rows(main),
@@ -386,6 +388,7 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
     report = Report.model_validate(_finite(rep))
     steps = report.steps  # the notes read the typed figures, as every surface does
     notes = _notes(run, report, figs.unplaced) + rate_notes(steps)
+    notes += until_notes(steps)
     notes += prompt_notes(report.prompts, profile) + hidden_reasoning_notes(steps, Flag.HIDDEN_REASONING.glyph)
     if settings.cost_problem:
         notes.append(settings.cost_problem)

@@ -47,6 +47,12 @@ __all__ = [
 #: The definition of each topic of the report (the Formulas section; ``report.json``'s ``definitions``). A figure
 #: refers to its topic by key (:attr:`Figure.topic`).
 TOPICS: dict[str, str] = {
+    "until": "steps.until: every check_every seconds from the step's min on, the relative half-width of the "
+    "usable-sample rate's 95 % interval (t x SE / rate, harness.report.interval.renewal_reward over the requests that "
+    "ended since the step's first wave ended, computed live on the master) is compared with the margin; the step ends "
+    "at the first check where it is within the margin (margin reached at that many seconds into the step), else at "
+    "its max (not reached). The half-width shown is the live one at the step's end; the report's interval is "
+    "recomputed from every record and can differ slightly.",
     "warmup": "Warm-up requests (phase 'warmup', step -1) are excluded from every figure; they only count in the "
     "first wave of the single-stream phase when still in flight when it starts.",
     "step": "A step runs from its phase_start event to the next phase_start; the last one to load_end (in-flight "
@@ -290,6 +296,10 @@ _C = "harness.report.columns.step_rows"
 
 #: Every catalogued figure, by report.json key, in the order the surfaces show them.
 FIGURES: dict[str, Figure] = {f.key: f for f in (
+    Figure("margin_reached_s", "margin reached at (s)", ("margin", "at s"), Unit.S, Unit.S, Format.FIXED1, "until",
+           "harness.report.until.add_until (the step's until event)"),
+    Figure("margin_halfwidth", "rate ± at step end (%)", ("rate ±", "%"), Unit.SHARE, Unit.PCT, Format.PCT, "until",
+           "harness.report.until.add_until (the step's until event)"),
     Figure("concurrency", "C", ("", "C"), Unit.COUNT, Unit.COUNT, Format.INT, "step",
            "harness.report.figures.row_header (the step's phase_start)"),
     Figure("window_s", "steady window (s)", ("window", "s"), Unit.S, Unit.S, Format.FIXED1, "steady_window",

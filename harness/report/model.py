@@ -446,6 +446,12 @@ class StepRow(ReportModel):
     slices: list[SliceRow] = Field(default_factory=list)
     drift: StepDrift = Field(default_factory=StepDrift)
     rate: RateFigures | None = None
+    # steps.until (harness.report.until.add_until): None without an until event for the step
+    until_margin: Num | None = None
+    until_reached: bool | None = None
+    margin_reached_s: Num | None = None
+    margin_halfwidth: Num | None = None
+    until_at_s: Num | None = None
 
 
 class SloThresholds(ReportModel):

@@ -102,6 +102,19 @@ def _window_cell(r: StepRow) -> str:
     return f"{display(r, 'window_s')} (from +{FIGURES['window_s'].text(r.window_start_s)})"
 
 
+def _until_lines(rep: Report) -> list[str]:
+    """The ``steps.until`` section: per step, when the margin was reached (or not) and the live half-width at the
+    step's end (none when no step ran with ``steps.until``)."""
+    rows = [r for r in rep.steps if r.until_reached is not None]
+    if not rows:
+        return []
+    margin = FIGURES["margin_halfwidth"].text(rows[0].until_margin)
+    head = ["step", "margin reached", FIGURES["margin_reached_s"].header, FIGURES["margin_halfwidth"].header]
+    body = [[_label(r), "yes" if r.until_reached else "NOT reached (ended at its max)",
+             display(r, "margin_reached_s"), display(r, "margin_halfwidth")] for r in rows]
+    return [f"## Steps until the margin (steps.until: ±{margin} %)", "", *_table(head, body), ""]
+
+
 def _steps_table(rep: Report) -> list[str]:
     header = ["step", *(group_header(c) for c in STEP_COLUMNS), FIGURES["window_s"].header]
     rows = [[_label(r), *(group_text(r, c) for c in STEP_COLUMNS), _window_cell(r)] for r in rep.steps]
@@ -413,6 +426,7 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
     if foot or errs or starved or any(r.low_confidence for r in rep.steps):
         lines.append("")
 
+    lines += _until_lines(rep)
     if rep.steps:
         lines += _phase_tps_lines(rep)
     lines += search_lines(rep.search)

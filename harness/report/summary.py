@@ -103,6 +103,7 @@ def _footnotes(rep: Report) -> list[str]:
             fix = r.low_confidence_fix or "lengthen steps.duration"
             notes.append(f"‡ {r.label}: low confidence, {r.low_confidence}; {fix}.")
     notes += [n for n in rep.notes if n.startswith(f"{Flag.HIDDEN_REASONING.glyph} ")]  # its § labels
+    notes += [n for n in rep.notes if n.startswith("steps.until: ")]
     for r in steps:
         if r.client_starved:
             notes.append(f"Client STARVED at {r.label}: {r.client_lagged_pct or 0:.0f} % of requests read > "

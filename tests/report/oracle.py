@@ -55,6 +55,7 @@ from harness.report.search import search_result
 from harness.report.soak import slice_bounds, step_drift
 from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window, close_window
+from harness.report.until import add_until
 from harness.result import RequestResult
 
 
@@ -820,6 +821,7 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
         row["drift"] = step_drift(row["slices"])
     profile = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
     add_rate(rows, run.events, main, profile or {})
+    add_until(rows, run.events)  # copied from the until events, no record figure: the report's own function
     placed = {p.step for p in steps}
     unplaced = sum(1 for r in main if r.step not in placed)
     last_end = max((r.end_wall for r in run.records), default=None)

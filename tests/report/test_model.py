@@ -23,6 +23,7 @@ from harness.report.model import (
     parse_report,
     undeclared_keys,
 )
+from harness.report.until import UNTIL_ROW_KEYS
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 from tests.report.test_frame import demo_run
 
@@ -89,6 +90,8 @@ def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_
     # topic; goodput / SLO capacity in the new SLO spelling; the search's percentile interval now the exact binomial
     # one; by_finish_reason names its suspect_truncation group). Every figure value is the same.
     new_d, old_d = new.as_dict(), old.as_dict()
+    for row in new_d["steps"]:  # steps.until's keys (issue 16), None without it
+        assert all(row.pop(k) is None for k in UNTIL_ROW_KEYS)
     assert "figures" not in old_d and set(new_d.pop("figures")) >= {"output_tps", "ttft_p50_s", "hours"}
     new_defs, old_defs = new_d.pop("definitions"), old_d.pop("definitions")
     assert set(new_defs) >= set(old_defs)
