@@ -82,6 +82,7 @@ class ProfileSpec:
     single_stream_s: float | None = None
     step_s: float | None = None
     concurrency: list[int] | None = None
+    sim_args: list[str] = field(default_factory=list)
 
 
 #: sim-k26 at k26.yaml's lengths: 1,200 s steps and 900 s single stream, real time (scaled by --k26-time-scale).
@@ -99,7 +100,8 @@ def profiles(args: argparse.Namespace) -> list[ProfileSpec]:
             out.append(ProfileSpec(name, ROOT / "profiles/sim-k26.yaml", ts,
                                    args.single_stream_duration if args.single_stream_duration is not None
                                    else K26_SINGLE_REAL_S * ts,
-                                   args.step_duration or K26_STEP_REAL_S * ts, conc))
+                                   args.step_duration or K26_STEP_REAL_S * ts, conc,
+                                   ["--tokens-per-chunk", str(args.k26_tokens_per_chunk)]))
         elif name == "demo":
             out.append(ProfileSpec(name, ROOT / "profiles/demo.yaml", None, args.single_stream_duration,
                                    args.step_duration, conc))
@@ -114,6 +116,8 @@ def write_profile(spec: ProfileSpec, repeat: int, out_dir: Path) -> Path:
     d.setdefault("simulator", {})["seed"] = 1000 + repeat
     if spec.time_scale is not None:
         d["simulator"]["time_scale"] = spec.time_scale
+    if spec.sim_args:
+        d["simulator"]["args"] = [*d["simulator"].get("args", []), *spec.sim_args]
     if spec.single_stream_s is not None:
         d.setdefault("single_stream", {})["duration"] = spec.single_stream_s
     if spec.step_s is not None:
@@ -317,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="profile(s) to run, in order (default: sim-k26 then demo)")
     ap.add_argument("--repeats", type=int, default=10, help="repeats per profile (default 10)")
     ap.add_argument("--k26-time-scale", type=float, default=0.02, help="sim-k26's time scale (default 0.02)")
+    ap.add_argument("--k26-tokens-per-chunk", type=int, default=8,
+                    help="sim-k26's simulator --tokens-per-chunk (default 8: an eighth of the chunks to read)")
     ap.add_argument("--step-duration", type=float, default=None, help="override: wall seconds per step")
     ap.add_argument("--single-stream-duration", type=float, default=None, help="override: wall s of single stream")
     ap.add_argument("--steps", default="", help="override: concurrencies, e.g. 8,16")
