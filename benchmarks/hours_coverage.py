@@ -19,12 +19,12 @@ For every load step the interval checked is :meth:`harness.report.interval.RateE
 the estimate's 95 % interval of the usable rate ``k / W``), computed here from the run's records exactly as the
 report does (:func:`harness.report.columns.load_frame_run`, then :func:`~harness.report.interval.cycle_frame` and
 :func:`~harness.report.interval.renewal_reward` over the report's own steady window ``window_start_wall`` ..
-``window_end_wall``). When the report's row carries a renewal-reward interval (``hours_interval.method ==
-"renewal_reward"``) the two must agree (rate and standard error to 1e-6 relative: asserted); when it carries
-batch means (today's report), its interval, if any, is checked against the same truth and shown beside. The
-prediction interval for N (``rate_bounds(n)``) is not checked: it contains the estimate's interval (so covers the
-long-run rate at least as often) and its own target, the rate one future run of N samples achieves, is not
-observable here.
+``window_end_wall``); its rate must equal the report's ``hours_interval.rate`` (asserted). When the report's
+row carries a renewal-reward interval (``hours_interval.method == "renewal_reward"``) the two must agree (rate
+and standard error to 1e-6 relative: asserted); when it carries batch means (today's report), its interval, if
+any, is checked against the same truth and shown beside. The prediction interval for N (``rate_bounds(n)``) is
+not checked: it contains the estimate's interval (so covers the long-run rate at least as often) and its own
+target, the rate one future run of N samples achieves, is not observable here.
 
 Truth (the long-run usable rate at C): leave-one-out, the mean rate of the OTHER repeats' steps at the same C
 (each an independent run under the same preset, seed policy and machine), so a repeat is never part of its own
@@ -192,6 +192,9 @@ def analyse_run(run_dir: Path, profile: str, repeat: int) -> list[StepResult]:
                          read_lag_p99_s=_f(row.client_read_lag_p99_s), usable_share=_f(row.usable_share),
                          e2e_mean_s=_f(row.e2e_mean_s), mean_output_tokens=_f(row.mean_output_tokens),
                          time_scale=ts)
+        # the point estimate k / W is the report's whatever its method: the recomputation uses the report's sample
+        assert hi_.rate is None or math.isclose(float(hi_.rate), est.rate, rel_tol=AGREE_RTOL), (
+            f"{run_dir} C={row.concurrency}: report rate {hi_.rate} != recomputed {est.rate}")
         if hi_.rate is not None and hi_.rate_se is not None and hi_.t is not None:
             half = float(hi_.t) * float(hi_.rate_se)
             res.report_low, res.report_high = max(0.0, float(hi_.rate) - half), float(hi_.rate) + half
