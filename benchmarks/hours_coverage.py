@@ -241,6 +241,26 @@ class Cell:
     starved: int
     max_read_lag_p99_s: float | None
     misses: list[dict[str, Any]] = field(default_factory=list)
+    #: the same count over the repeats whose step the report did NOT flag client-STARVED, truth from those only
+    clean_runs: int = 0
+    clean_covered: int = 0
+
+
+def _loo_covered(rs: list[StepResult]) -> tuple[int, list[dict[str, Any]]]:
+    """How many of ``rs`` have an interval holding the mean rate of the others (leave-one-out), and the misses."""
+    covered = 0
+    misses: list[dict[str, Any]] = []
+    for i, r in enumerate(rs):
+        others = [o.rate for j, o in enumerate(rs) if j != i]
+        if not others or r.low is None or r.high is None:
+            continue
+        truth = statistics.fmean(others)
+        if r.low <= truth <= r.high:
+            covered += 1
+        else:
+            misses.append({"repeat": r.repeat, "rate": r.rate, "low": r.low, "high": r.high, "truth": truth,
+                           "starved": r.starved})
+    return covered, misses
 
 
 def cells(results: list[StepResult], presets: dict[str, str]) -> list[Cell]:
@@ -249,18 +269,14 @@ def cells(results: list[StepResult], presets: dict[str, str]) -> list[Cell]:
     keys = sorted({(r.profile, r.concurrency) for r in results})
     for prof, c in keys:
         rs = [r for r in results if r.profile == prof and r.concurrency == c]
-        with_iv = covered = bm = bm_cov = 0
-        misses: list[dict[str, Any]] = []
+        with_iv = sum(r.low is not None and r.high is not None for r in rs)
+        covered, misses = _loo_covered(rs)
+        clean = [r for r in rs if not r.starved]
+        clean_covered, _ = _loo_covered(clean)
+        bm = bm_cov = 0
         for i, r in enumerate(rs):
-            others = [o.rate for j, o in enumerate(rs) if j != i]
-            truth = statistics.fmean(others) if others else r.rate
-            if r.low is not None and r.high is not None:
-                with_iv += 1
-                if r.low <= truth <= r.high:
-                    covered += 1
-                else:
-                    misses.append({"repeat": r.repeat, "rate": r.rate, "low": r.low, "high": r.high, "truth": truth})
             if r.report_method == "batch_means" and r.report_low is not None and r.report_high is not None:
+                truth = statistics.fmean(o.rate for j, o in enumerate(rs) if j != i)
                 bm += 1
                 bm_cov += r.report_low <= truth <= r.report_high
         ts = rs[0].time_scale
@@ -275,7 +291,7 @@ def cells(results: list[StepResult], presets: dict[str, str]) -> list[Cell]:
         out.append(Cell(prof, c, len(rs), with_iv, covered, statistics.median(hws) if hws else None,
                         truth_all * per_h, se * per_h, statistics.fmean(mvals) * per_h if mvals else None, bm, bm_cov,
                         sum(not r.steady for r in rs), sum(bool(r.starved) for r in rs), max(lags) if lags else None,
-                        misses))
+                        misses, len(clean), clean_covered))
     return out
 
 
@@ -287,7 +303,7 @@ def failing(table: list[Cell]) -> list[Cell]:
 def render(table: list[Cell]) -> str:
     """The coverage table as text (rates in usable samples per real hour)."""
     head = (f"{'profile':<8} {'C':>3} {'interval':>8} {'covered':>8} {'med ±%':>7} {'truth/h (LOO mean)':>22} "
-            f"{'model/h':>9} {'batch means cov':>15} {'starved':>7} {'lag p99':>7}")
+            f"{'model/h':>9} {'batch means cov':>15} {'starved':>7} {'lag p99':>7} {'not starved: cov':>16}")
     lines = [head, "-" * len(head)]
     for c in table:
         hw = f"{100 * c.median_rel_halfwidth:.1f}" if c.median_rel_halfwidth is not None else "-"
@@ -296,7 +312,8 @@ def render(table: list[Cell]) -> str:
         lines.append(
             f"{c.profile:<8} {c.concurrency:>3} {c.with_interval:>4}/{c.runs:<3} {c.covered:>4}/{c.runs:<3} {hw:>7} "
             f"{c.truth_per_h:>12,.1f} ± {c.truth_se_per_h:>7,.1f} {model:>9} "
-            f"{c.batch_means_covered:>6}/{c.batch_means_intervals:<8} {c.starved:>7} {lag:>7}")
+            f"{c.batch_means_covered:>6}/{c.batch_means_intervals:<8} {c.starved:>7} {lag:>7} "
+            f"{c.clean_covered:>9}/{c.clean_runs:<6}")
     return "\n".join(lines)
 
 

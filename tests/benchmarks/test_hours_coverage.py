@@ -38,13 +38,22 @@ def test_leave_one_out_truth_and_covered_count() -> None:
     steps = [_step(i, 1.0, 0.2) for i in range(9)] + [_step(9, 2.0, 0.5)]
     [cell] = hc.cells(steps, {"demo": "demo"})
     assert (cell.runs, cell.with_interval, cell.covered) == (10, 10, 9)
-    assert cell.misses == [{"repeat": 9, "rate": 2.0, "low": 1.5, "high": 2.5, "truth": 1.0}]
+    assert cell.misses == [{"repeat": 9, "rate": 2.0, "low": 1.5, "high": 2.5, "truth": 1.0,
+                            "starved": None}]
     assert cell.truth_per_h == pytest.approx(1.1 * 3600)
     assert cell.median_rel_halfwidth == pytest.approx(0.2)
     assert hc.failing([cell]) == []
     narrow = [_step(i, 1.0, 0.1) for i in range(9)] + [_step(9, 2.0, 0.5)]
     [bad] = hc.cells(narrow, {"demo": "demo"})
     assert bad.covered == 0 and hc.failing([bad]) == [bad]
+
+
+def test_not_starved_count_excludes_the_starved_steps_from_runs_and_truth() -> None:
+    steps = [_step(i, 1.0, 0.2) for i in range(9)] + [_step(9, 2.0, 0.5)]
+    steps[9].starved = True  # the outlier was client-bound: without it every run covers the others' mean 1.0
+    [cell] = hc.cells(steps, {"demo": "demo"})
+    assert (cell.covered, cell.runs, cell.starved) == (9, 10, 1)
+    assert (cell.clean_covered, cell.clean_runs) == (9, 9)
 
 
 def test_a_run_without_an_interval_counts_as_not_covered() -> None:
