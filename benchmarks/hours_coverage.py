@@ -280,7 +280,7 @@ def cells(results: list[StepResult], presets: dict[str, str]) -> list[Cell]:
                 bm += 1
                 bm_cov += r.report_low <= truth <= r.report_high
         ts = rs[0].time_scale
-        per_h = 3600.0 / ts  # wall rate -> per real hour
+        per_h = 3600.0 * ts  # per wall second -> per real (simulated) hour: a wall second is 1 / ts real seconds
         rates = [r.rate for r in rs]
         truth_all = statistics.fmean(rates)
         se = statistics.stdev(rates) / math.sqrt(len(rates) - 1) if len(rates) > 2 else float("nan")

@@ -26,10 +26,10 @@ def _bench() -> ModuleType:
 hc = _bench()
 
 
-def _step(repeat: int, rate: float, half: float | None, c: int = 8) -> object:
+def _step(repeat: int, rate: float, half: float | None, c: int = 8, ts: float = 1.0) -> object:
     lo, hi = (rate - half, rate + half) if half is not None else (None, None)
     return hc.StepResult("demo", repeat, c, True, 20.0, rate, lo, hi, half / rate if half else None, None,
-                         "batch_means", time_scale=1.0)
+                         "batch_means", time_scale=ts)
 
 
 def test_leave_one_out_truth_and_covered_count() -> None:
@@ -64,6 +64,12 @@ def test_a_run_without_an_interval_counts_as_not_covered() -> None:
     steps[0] = _step(0, 1.0, None)
     [cell] = hc.cells(steps, {"demo": "demo"})
     assert cell.covered == 8 and hc.failing([cell]) == [cell]
+
+
+def test_rates_shown_per_real_hour() -> None:
+    # at time scale 0.05 one wall second is 20 simulated seconds: 2 usable per wall s = 0.1 per real s = 360 / h
+    [cell] = hc.cells([_step(i, 2.0, 0.2, ts=0.05) for i in range(3)], {"demo": "demo"})
+    assert cell.truth_per_h == pytest.approx(360.0)
 
 
 def test_below_c8_never_fails() -> None:
