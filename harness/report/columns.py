@@ -268,6 +268,7 @@ def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
         ((is_step | inflight) & has_user).sum().alias("n_rel_user"),
     ).row(0, named=True)
     n_step = int(head["n_step"])
+    e2e = frame.filter(is_step).select((pl.col(END) - pl.col(START)).mean()).item() if n_step else None
     if head["n_rel"] == head["n_rel_user"]:
         method = "users"
         users = frame.filter(is_step | inflight).get_column("user").unique()
@@ -287,7 +288,7 @@ def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
         top = wave.get_column(END).max()
         ws = float(top) if top is not None else s  # type: ignore[arg-type]
         n_users = wave.height
-    return close_window(phase, ws, bool(n_step), n_users, method)
+    return close_window(phase, ws, bool(n_step), n_users, method, float(e2e) if e2e is not None else None)
 
 
 def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]:

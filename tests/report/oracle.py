@@ -164,7 +164,8 @@ def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
         wave = inflight + [r for r in first if r not in inflight]
         ws = max((r.end_wall for r in wave), default=s)
         n_users = len(wave)
-    return close_window(phase, ws, bool(step_recs), n_users, method)
+    e2e = sum(r.end_wall - (r.start_wall or 0.0) for r in step_recs) / len(step_recs) if step_recs else None
+    return close_window(phase, ws, bool(step_recs), n_users, method, e2e)
 
 
 def record_phase_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, float, bool]:
