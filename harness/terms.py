@@ -232,8 +232,9 @@ TERMS: tuple[Term, ...] = (
     Term(
         "hours to N samples",
         "the hours of steady running the step needs to collect N usable samples, with a 95 % **prediction "
-        "interval** by **batch means**, and what-ifs; the seed article's token-based figure is a cross-check column "
-        "only.",
+        "interval** by **renewal-reward** over every stream's request cycles (open-loop rate steps: batch "
+        "means with 20 fixed batches; batch means is the cross-check), and what-ifs; the seed article's "
+        "token-based figure is a cross-check column only.",
         topics=("hours", "hours_tokens"),
     ),
     Term(

@@ -27,7 +27,7 @@ from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, 
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
 from harness.report.lost import worker_losses
 from harness.report.model import SCHEMA, Report, SearchResult, StepRow
-from harness.report.rate import add_rate, rate_notes
+from harness.report.rate import add_rate, open_loop_steps, rate_notes
 from harness.report.rundata import PhaseEvent, RunMeta
 from harness.report.search import search_result
 from harness.report.soak import drift_notes, step_drift, step_slices
@@ -116,11 +116,16 @@ def _steady_notes(r: StepRow) -> list[str]:
                    "generator did not keep C requests in flight.")
     iv = r.hours_interval
     if iv.reason:
-        least = "" if iv.needed_duration_s is None else f" to ≥ {_at_least_s(iv.needed_duration_s)} s"
-        out.append(f"{lab}: hours to N has no interval ({iv.reason}); lengthen {iv.duration_key}{least}.")
+        if iv.needed_duration_s is None:  # no usable completion or no E2E: a longer step is not known to help
+            out.append(f"{lab}: hours to N has no interval ({iv.reason}).")
+        else:
+            out.append(f"{lab}: hours to N has no interval ({iv.reason}); lengthen {iv.duration_key} to ≥ "
+                       f"{_at_least_s(iv.needed_duration_s)} s.")
     elif iv.needed_window_s is not None:
-        out.append(f"{lab}: the hours-to-N interval is ±{100 * (iv.rel_halfwidth or 0.0):.0f} % (batch means, "
-                   f"{iv.batches} × {iv.batch_s or 0.0:.1f} s); for ±10 % the window would need ~"
+        how = (f"batch means, {iv.batches} × {iv.batch_s or 0.0:.1f} s" if iv.batches else
+               f"renewal-reward, {iv.cycles or 0} requests of {iv.streams or 0} streams")
+        out.append(f"{lab}: the hours-to-N interval is ±{100 * (iv.rel_halfwidth or 0.0):.0f} % ({how}); "
+                   f"for ±10 % the window would need ~"
                    f"{_at_least_s(iv.needed_window_s)} s: set {iv.duration_key} to ≥ "
                    f"{_at_least_s(iv.needed_duration_s or 0.0)} s.")
     outside = [h for h in r.hours if h.token_check == "outside"]
@@ -286,7 +291,8 @@ class RunFigures:
 def run_figures(run: FrameRun, settings: Settings) -> RunFigures:
     """Compute every figure of the report over the run's record frame (no Python object per record)."""
     main = run.main
-    rows = step_rows(run, settings.hours_n, settings.time_scale, settings.usd_per_hour, main=main)
+    open_loop = open_loop_steps(run.phases, run.events, without_gaps(main), profile_of(run.meta))
+    rows = step_rows(run, settings.hours_n, settings.time_scale, settings.usd_per_hour, main=main, open_loop=open_loop)
     main = without_gaps(main)  # the figures below filter rows and do not read the gaps
     for row in rows:
         add_goodput(row, main, settings.slo)

@@ -99,16 +99,23 @@ TOPICS: dict[str, str] = {
     "streamed tokens = output tokens, or answer tokens for a request with hidden reasoning) and mean output tokens "
     "are over the successful requests of the sample. Percentiles interpolate linearly "
     "between closest ranks (numpy's default).",
-    "hours": "Hours to N = N ÷ (r × 3600), r = usable samples per second in the window (usable = success and not "
-    "truncated). 95 % PREDICTION interval by batch means: the window is cut into B equal batches of L s (B = 10, "
-    "fewer, at least 5, when a batch would be shorter than 2 × mean E2E; no interval below 5); r_b = usable "
-    "completions ending in batch b ÷ L; SE = sd(r_b) ÷ √B; σ² = L × var(r_b) (long-run variance per second); "
-    "rate bounds r ± t(B−1, 0.975) × √(SE² + σ² ÷ T_N), T_N = N ÷ r; hours bounds = N ÷ rate bounds (no upper "
-    "bound when the lower rate bound ≤ 0). Batch means because closed-loop completions are autocorrelated and "
-    "not Poisson (C users in a closed loop complete more regularly than Poisson; a batch of long requests makes "
-    "them burstier), so a Poisson interval k ± 1.96√k is wrong in both directions. A prediction interval because "
-    "GPU time is booked for one future run of N samples, which varies on its own (the σ² ÷ T_N term) on top of the "
-    "estimate's error (SE). A step whose interval is wider than ±10 % gets a note with the window (∝ 1 ÷ √W: "
+    "hours": "Hours to N = N ÷ (r × 3600), r = k ÷ W, k = usable samples (success, not truncated, passing the "
+    "profile's usable checks) ending in the steady window of W s. 95 % PREDICTION interval: closed-loop steps "
+    "(and the single stream) by RENEWAL-REWARD over every stream's request cycles: cycle X = max(end, the "
+    "user's next start) − start, reward Y = 1 if usable; residuals d = Y − R X, R = ΣY ÷ ΣX; V = Bartlett-weighted "
+    "variance of Σd over the requests ordered by start (bandwidth L = min(n − 1, max(C, ⌈n^⅓⌉)), never below "
+    "n × var(d)); SE = √(V + C ÷ 4) ÷ W (C ÷ 4: the window edges), σ² = V ÷ W, t with n − 1 dof; no interval "
+    "with < 10 requests or < 5 usable ones ending in the window (a single stream needs 10 requests in its "
+    "window). Open-loop (rate) steps that achieved their target rate: batch means with 20 fixed batches "
+    "(completions mirror the arrivals; SE = sd(r_b) ÷ √20, σ² = L × var(r_b), t with 19 dof; renewal-reward when "
+    "< 20 usable completions or when the target rate was not achieved). Rate bounds r ± t × √(SE² + σ² ÷ T_N), "
+    "T_N = N ÷ r; hours bounds = N ÷ rate bounds (no upper bound when the lower rate bound ≤ 0). Cross-check "
+    "(hours_interval.cross_check): batch means (B = 10 batches, fewer, at least 5, of ≥ 2 × mean E2E) beside "
+    "renewal-reward, renewal-reward beside open-loop batch means; agree = their 95 % rate intervals overlap. "
+    "Not a Poisson interval k ± 1.96√k: closed-loop completions are autocorrelated and not Poisson. A prediction "
+    "interval because GPU time is booked for one future run of N samples, which varies on its own (the σ² ÷ T_N "
+    "term) on top of the estimate's error (SE). Assumes no drift slower than the window (repeat runs or the soak "
+    "drift figure see that). A step whose interval is wider than ±10 % gets a note with the window (SE ∝ 1 ÷ √W: "
     "W × (half-width ÷ 10 %)²) and step duration needed. What-ifs: hours per 1,000 output tokens per usable "
     "sample (hours × X ÷ mean output tokens of the usable requests, for a mean length X), and hours with usable = "
     "success (truncated counted).",
@@ -422,7 +429,8 @@ class Flag(Enum):
                         "reasoning, TPOT, decode rate and per-stream tok/s count the streamed answer only")
     COMPRESSED_TIME = ("COMPRESSED TIME", "COMPRESSED TIME",
                        "a time-compressed simulator run: figures in compressed wall time")
-    NO_INTERVAL = ("no interval", "no interval", "the window is too short for a batch-means interval")
+    NO_INTERVAL = ("no interval", "no interval",
+                   "too few requests (< 10) or usable ones (< 5) ended in the window for an interval")
     NO_USABLE = ("no usable completions", "no usable completions", "no usable completion in the window: unbounded")
 
     @property

@@ -172,11 +172,11 @@ def throughput_chart(rep: Report) -> Figure:
             continue
         iv = r.hours_interval
         if iv.t is None or iv.rate_se is None or iv.rate is None:
-            continue  # no batch-means interval for this step
+            continue  # no interval for this step
         half = float(iv.t) * float(iv.rate_se)
         lo, hi = float(iv.rate) - half, float(iv.rate) + half
         ax3.vlines(r.concurrency, max(lo, 0.0), hi, color=PALETTE[2], alpha=0.5, linewidth=3)
-    _finish(ax3, drawn, "usable requests / s", "Usable req/s, 95 % batch-means interval")
+    _finish(ax3, drawn, "usable requests / s", "Usable req/s, 95 % interval")
     for ax in (ax1, ax2, ax3):
         _conc_axis(ax, rows)
     return fig

@@ -42,7 +42,7 @@ records by value in its no-user-id first wave, counts them once in ``first_wave_
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -81,13 +81,14 @@ from harness.report.figures import (
     SPLIT_FINISH_REASONS,
     USABLE_CRITERION,
     low_confidence,
+    rate_estimate,
     real_time,
     row_header,
 )
 from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
 from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame, record_files, torn_last_line
-from harness.report.hours import batch_means
+from harness.report.interval import cycle_frame, renewal_reward
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, worker_losses
 from harness.report.rundata import PhaseEvent, PhaseStart, RunMeta, read_events
@@ -268,6 +269,7 @@ def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
         ((is_step | inflight) & has_user).sum().alias("n_rel_user"),
     ).row(0, named=True)
     n_step = int(head["n_step"])
+    e2e = frame.filter(is_step).select((pl.col(END) - pl.col(START)).mean()).item() if n_step else None
     if head["n_rel"] == head["n_rel_user"]:
         method = "users"
         users = frame.filter(is_step | inflight).get_column("user").unique()
@@ -287,7 +289,7 @@ def _steady_window(frame: pl.DataFrame, phase: Phase) -> Window:
         top = wave.get_column(END).max()
         ws = float(top) if top is not None else s  # type: ignore[arg-type]
         n_users = wave.height
-    return close_window(phase, ws, bool(n_step), n_users, method)
+    return close_window(phase, ws, bool(n_step), n_users, method, float(e2e) if e2e is not None else None)
 
 
 def steady_windows(frame: pl.DataFrame, phases: Sequence[Phase]) -> list[Window]:
@@ -491,8 +493,11 @@ def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[floa
 
 
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
-              time_scale: float, usd_per_hour: float | None) -> dict[str, Any]:
-    """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared."""
+              time_scale: float, usd_per_hour: float | None, open_loop: Mapping[int, float | None],
+              cycles: tuple[pl.DataFrame, pl.DataFrame]) -> dict[str, Any]:
+    """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared;
+    ``open_loop`` maps a rate step to its shortfall; ``cycles`` are the run's request cycles rewarded by usable
+    and by ok (:func:`harness.report.interval.cycle_frame`)."""
     light = without_gaps(main)  # the filters below copy their rows: not the gap_hist text
     w0, w1, sample = _step_sample(light, phase, window)
     gaps = gap_histogram(main, where=in_sample(phase.step, window.steady, w0, w1) & pl.col(OK))
@@ -556,10 +561,12 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "usable_criterion": USABLE_CRITERION,
         "by_finish_reason": _by_finish_reason(ok_sample),
     }
-    bm = batch_means(usable_ends, w0, w1, e2e_mean)
-    bm_ok = batch_means(ok_ends, w0, w1, e2e_mean)
-    row["hours_interval"] = _hours_interval_info(bm, phase, w0, e2e_mean)
-    row["hours"] = [_hours_entry(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
+    is_open = phase.step in open_loop
+    shortfall = open_loop.get(phase.step)
+    est = rate_estimate(renewal_reward(cycles[0], w0, w1), usable_ends, w0, w1, e2e_mean, shortfall, is_open)
+    est_ok = rate_estimate(renewal_reward(cycles[1], w0, w1), ok_ends, w0, w1, e2e_mean, shortfall, is_open)
+    row["hours_interval"] = _hours_interval_info(est, phase, w0, e2e_mean, lat["usable_share"])
+    row["hours"] = [_hours_entry(int(n), est.primary, est_ok.primary, lat, output_tps) for n in hours_n]
     row.update(_client_lag(step_recs))
     row["users_seen"] = _users_seen(step_recs)
     row["low_confidence"] = low_confidence(row)
@@ -570,7 +577,8 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
 
 
 def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
-              usd_per_hour: float | None = None, main: pl.DataFrame | None = None) -> list[dict[str, Any]]:
+              usd_per_hour: float | None = None, main: pl.DataFrame | None = None,
+              open_loop: Mapping[int, float | None] | None = None) -> list[dict[str, Any]]:
     """The report row of every single-stream phase and load step (warm-up excluded), in phase order.
 
     Each row opens with :func:`harness.report.figures.row_header`, then the sample's counts, throughput, latency,
@@ -585,11 +593,18 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
         usd_per_hour: the deployment's price (US$ per hour; :func:`harness.report.cost.usd_per_hour` of the
             profile), or None for no cost figures.
         main: ``run.main``, when the caller already has it.
+        open_loop: the rate (open-loop) steps, step -> its shortfall (0..1, None unknown;
+            :func:`harness.report.rate.open_loop_steps`); the other steps are closed loops. Chooses each step's
+            interval method (:func:`harness.report.figures.rate_estimate`).
     """
     main = run.main if main is None else main
     steps = [p for p in run.phases if p.label != "warmup"]
     windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
-    return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour) for p, w in zip(steps, windows, strict=True)]
+    light = without_gaps(main)
+    cycles = (cycle_frame(light, START, END, "user", USABLE), cycle_frame(light, START, END, "user", OK))
+    loops = dict(open_loop or {})
+    return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles)
+            for p, w in zip(steps, windows, strict=True)]
 
 
 def warmup_summary(run: FrameRun) -> dict[str, Any]:

@@ -85,10 +85,11 @@ DEFINITIONS: dict[str, str] = {
     "A step where a run's hours-to-N interval does not overlap the baseline's is listed (step 'disagree', and a "
     "note) as disagreeing beyond their intervals; repeats of one profile pooled with llmload report --pool get a "
     "run-to-run interval.",
-    "interval_hours": "Hours to N: the report's own 95 % prediction interval (hours_low, hours_high), by batch "
-    "means over the steady window.",
+    "interval_hours": "Hours to N: the report's own 95 % prediction interval (hours_low, hours_high), by "
+    "renewal-reward over the steady window's request cycles (open-loop steps: batch means).",
     "interval_output_tps": "Aggregate output tok/s: the relative interval implied by the hours interval (= tok/s × "
-    "hours ÷ hours_high .. tok/s × hours ÷ hours_low), else the row's batch-means interval of its usable rate. An "
+    "hours ÷ hours_high .. tok/s × hours ÷ hours_low), else the row's interval of its usable rate "
+    "(hours_interval: renewal-reward or batch means). An "
     "approximation: it counts requests, not the spread of tokens per request.",
     "interval_per_stream_tps": "Per-stream tok/s (Σ output tokens ÷ Σ (e2e − ttft)): delta-method 95 % interval "
     "of a ratio estimator, R ± 1.96 · sqrt(Σ (y − R·x)² ÷ (n (n − 1))) ÷ x̄, over the report's latency sample.",
@@ -299,7 +300,7 @@ def _output_tps(row: StepRow) -> Estimate | None:
         return _estimate(v, (lo, hi), "interval_output_tps")
     iv = row.hours_interval
     rate, se, t = _num(iv.rate), _num(iv.rate_se), _num(iv.t)
-    if rate and se is not None and t is not None:  # the row's batch-means interval of its usable rate
+    if rate and se is not None and t is not None:  # the row's interval of its usable rate (either method)
         rlo, rhi = rate - t * se, rate + t * se
         return _estimate(v, (v * rlo / rate if rlo > 0 else None, v * rhi / rate), "interval_output_tps")
     return _estimate(v, None, None)

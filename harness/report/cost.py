@@ -13,10 +13,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.config import CostSpec
-from harness.report.hours import BatchMeans, hours_interval
+from harness.report.hours import hours_interval
+from harness.report.interval import RateEstimate
 from harness.report.model import CostFigures
 
-__all__ = ["add_cost", "cost_figures", "hours_cost", "row_batch_means", "usd_per_hour"]
+__all__ = ["add_cost", "cost_figures", "hours_cost", "row_estimate", "usd_per_hour"]
 
 
 def usd_per_hour(profile: dict[str, Any]) -> tuple[float | None, str | None]:
@@ -74,20 +75,19 @@ def cost_figures(usd_h: float, output_tps: float | None, per_1k: dict[str, float
         {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in figures.items()})
 
 
-def row_batch_means(row: dict[str, Any]) -> BatchMeans:
-    """The batch-means estimate of a step row's usable rate, from its ``hours_interval`` (see
-    :func:`harness.report.columns.step_rows`): the same figures the row's hours were computed from."""
+def row_estimate(row: dict[str, Any]) -> RateEstimate:
+    """The usable-rate estimate of a step row, from its ``hours_interval`` (see
+    :func:`harness.report.columns.step_rows`): THE interval's figures the row's hours were computed from (rate,
+    SE, sigma2, t: either method's; ``method`` says which)."""
     iv = row.get("hours_interval") or {}
-    return BatchMeans(
+    return RateEstimate(
         rate=float(iv.get("rate") or 0.0),
         events=int(row.get("window_usable_completions") or 0),
         window_s=float(row.get("window_s") or 0.0),
-        batches=int(iv.get("batches") or 0),
-        batch_s=float(iv.get("batch_s") or 0.0),
-        batch_rates=(),
         se=iv.get("rate_se"),
         sigma2=iv.get("sigma2"),
         t=iv.get("t"),
+        method=str(iv.get("method") or "renewal_reward"),
         reason=iv.get("reason"),
     )
 
@@ -102,7 +102,7 @@ def add_cost(row: dict[str, Any], usd_h: float | None) -> None:
     if usd_h is None:
         row["cost"] = None
         return
-    per_1k = hours_interval(1000, row_batch_means(row))
+    per_1k = hours_interval(1000, row_estimate(row))
     row["cost"] = cost_figures(usd_h, row.get("output_tps"), per_1k)
     for h in row.get("hours") or []:
         h.update(hours_cost(h, usd_h))

@@ -1,21 +1,31 @@
-"""Hours to collect N usable samples: one recommended figure with a batch-means prediction interval, and the
-token-based cross-check.
+"""Hours to collect N usable samples: one recommended figure with its 95 % prediction interval, the batch-means
+cross-check and the token-based cross-check.
 
 Recommended figure: with ``k`` usable completions (success, not truncated, passing the profile's usable checks)
 ending inside the steady window ``[ws, e)`` of ``W`` seconds, the rate is ``r = k / W`` usable samples per second
 and ``hours = N / (r * 3600)``.
 
-Interval (:func:`batch_means`, :func:`hours_interval`): the window is cut into ``B`` equal batches of ``L = W / B``
-seconds (``B = 10``, fewer -- at least 5 -- when a batch would be shorter than 2 x mean E2E; no interval when even
-5 batches would be that short). ``r_b`` = usable completions ending in batch b / L. ``SE = sd(r_b) / sqrt(B)`` is
-the standard error of ``r``; ``sigma2 = L * var(r_b)`` estimates the long-run variance of the completion count per
-unit time, so a production run of ``T_N = N / r`` seconds has its own rate spread ``sigma2 / T_N``. The 95 %
-prediction interval of the rate a future run of N samples achieves is
-``r ± t_{B-1, 0.975} * sqrt(SE² + sigma2 / T_N)``; the hours bounds are N over the rate bounds (no upper hours
-bound when the lower rate bound is <= 0). Batch means because closed-loop completions are autocorrelated and not
-Poisson (a closed loop of C users is more regular than Poisson, a batch of long requests makes it burstier): a
-Poisson interval ``k ± 1.96 sqrt(k)`` is wrong in both directions. A prediction interval because the user books
-GPU time for one future run, which has its own variability on top of the estimate's.
+THE interval (chosen per step by :func:`harness.report.figures.rate_estimate`; docs: "Hours to N: the interval"):
+
+* closed-loop steps (and the single stream): renewal-reward over every stream's request cycles with a Bartlett
+  autocorrelation correction (:func:`harness.report.interval.renewal_reward`); batch means (below) is its
+  cross-check where the window allows it;
+* open-loop (rate) steps that achieved their target rate: batch means with a fixed
+  :data:`OPEN_LOOP_BATCHES` batches, not limited by the E2E latency (the completions of an open-loop system whose
+  server keeps up mirror its arrival process); renewal-reward is the cross-check, and the interval when the
+  target rate was not achieved.
+
+Batch means (:func:`batch_means`): the window is cut into ``B`` equal batches of ``L = W / B`` seconds (closed
+loop: ``B = 10``, fewer -- at least 5 -- when a batch would be shorter than 2 x mean E2E; no batch-means interval
+when even 5 batches would be that short). ``r_b`` = usable completions ending in batch b / L. ``SE = sd(r_b) /
+sqrt(B)`` is the standard error of ``r``; ``sigma2 = L * var(r_b)`` estimates the long-run variance of the
+completion count per unit time, so a production run of ``T_N = N / r`` seconds has its own rate spread
+``sigma2 / T_N``. Either method's 95 % prediction interval of the rate a future run of N samples achieves is
+``r ± t * sqrt(SE² + sigma2 / T_N)`` (:func:`hours_interval`); the hours bounds are N over the rate bounds (no
+upper hours bound when the lower rate bound is <= 0). Not a Poisson interval ``k ± 1.96 sqrt(k)``: closed-loop
+completions are autocorrelated and not Poisson (a closed loop of C users is more regular than Poisson, a batch of
+long requests makes it burstier). A prediction interval because the user books GPU time for one future run, which
+has its own variability on top of the estimate's.
 
 Token-based (the seed article's method, corrected for unusable completions), kept as a cross-check:
 ``hours = N * tokens_per_usable / output_tps / 3600`` where
@@ -30,12 +40,14 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from harness.report.interval import RateEstimate
 from harness.stats.intervals import t_quantile_975
 
 __all__ = [
     "MAX_BATCHES",
     "MIN_BATCHES",
     "MIN_BATCH_E2E",
+    "OPEN_LOOP_BATCHES",
     "T975",
     "BatchMeans",
     "batch_means",
@@ -48,6 +60,8 @@ __all__ = [
 MAX_BATCHES = 10
 MIN_BATCHES = 5
 MIN_BATCH_E2E = 2.0
+#: Batches of an open-loop (rate) step's batch means (fixed: not limited by the E2E latency).
+OPEN_LOOP_BATCHES = 20
 
 #: Two-sided 95 % quantiles of Student's t, ``t_{df, 0.975}`` (:func:`harness.stats.intervals.t_quantile_975`), for
 #: the degrees of freedom batch means uses (B - 1 for B = 5..10).
@@ -106,7 +120,8 @@ class BatchMeans:
 
 
 def batch_means(
-    event_times: Sequence[float] | pl.Series, w0: float, w1: float, mean_e2e_s: float | None
+    event_times: Sequence[float] | pl.Series, w0: float, w1: float, mean_e2e_s: float | None,
+    batches: int = MAX_BATCHES,
 ) -> BatchMeans:
     """Batch means of the events at ``event_times`` (epoch seconds) inside the window ``(w0, w1)``.
 
@@ -119,7 +134,9 @@ def batch_means(
             per event).
         w0 / w1: the window, epoch seconds.
         mean_e2e_s: mean E2E latency of the window's requests (seconds): a batch must last at least
-            :data:`MIN_BATCH_E2E` times it, so B = min(10, floor(W / (2 × mean E2E))); None or 0 allows 10.
+            :data:`MIN_BATCH_E2E` times it, so B = min(batches, floor(W / (2 × mean E2E))); None or 0 allows
+            ``batches`` (an open-loop step: :data:`OPEN_LOOP_BATCHES`).
+        batches: the most batches (10 by default).
 
     Returns:
         A :class:`BatchMeans`; ``batches == 0`` (and a ``reason``) when B would be below :data:`MIN_BATCHES` or the
@@ -132,9 +149,9 @@ def batch_means(
     rate = k / length if length > 0 else 0.0
     if length <= 0:
         return BatchMeans(rate, k, length, 0, 0.0, (), None, None, None, "empty window")
-    b = MAX_BATCHES
+    b = batches
     if mean_e2e_s and mean_e2e_s > 0:
-        b = min(MAX_BATCHES, math.floor(length / (MIN_BATCH_E2E * mean_e2e_s) + 1e-9))
+        b = min(batches, math.floor(length / (MIN_BATCH_E2E * mean_e2e_s) + 1e-9))
     if b < MIN_BATCHES:
         need = MIN_BATCHES * MIN_BATCH_E2E * (mean_e2e_s or 0.0)
         why = (f"window {length:.1f} s < {MIN_BATCHES} batches × {MIN_BATCH_E2E:g} × mean E2E "
@@ -147,11 +164,13 @@ def batch_means(
     rates = tuple(c / size for c in counts)
     mc = k / b  # variance from the integer counts: exactly 0 for equal counts
     var = sum((c - mc) ** 2 for c in counts) / (b - 1) / size**2
-    return BatchMeans(rate, k, length, b, size, rates, math.sqrt(var / b), size * var, T975[b - 1])
+    t = T975.get(b - 1) or t_quantile_975(b - 1)
+    return BatchMeans(rate, k, length, b, size, rates, math.sqrt(var / b), size * var, t)
 
 
-def hours_interval(n: int, bm: BatchMeans) -> dict[str, float | None]:
-    """Hours to ``n`` usable samples at the rate of ``bm``, with the 95 % prediction interval.
+def hours_interval(n: int, bm: BatchMeans | RateEstimate) -> dict[str, float | None]:
+    """Hours to ``n`` usable samples at the rate of ``bm`` (either method's estimate), with the 95 % prediction
+    interval.
 
     Returns:
         ``{"hours", "hours_low", "hours_high", "samples_per_hour", "rate_low", "rate_high"}``: hours
@@ -173,10 +192,11 @@ def hours_interval(n: int, bm: BatchMeans) -> dict[str, float | None]:
     }
 
 
-def needed_window(bm: BatchMeans, target: float = 0.10) -> float | None:
+def needed_window(bm: BatchMeans | RateEstimate, target: float = 0.10) -> float | None:
     """Window length (seconds) that would bring the estimate's relative 95 % half-width to ``target``.
 
-    The half-width scales ~ 1/sqrt(W): ``W * (halfwidth / target)²``. None without an interval; the current
+    Either method's SE scales ~ 1/sqrt(W) (renewal-reward: ``V`` grows ~ W, ``SE = sqrt(V + C/4) / W``), so the
+    half-width does: ``W * (halfwidth / target)²``. None without an interval; the current
     window when it is already narrow enough.
     """
     hw = bm.rel_halfwidth()

@@ -43,7 +43,9 @@ __all__ = [
     "FigureMeta",
     "FinishReasonRow",
     "HoursEntry",
+    "HoursInterval",
     "HoursWhatIf",
+    "IntervalCrossCheck",
     "Num",
     "PromptRow",
     "RateFigures",
@@ -171,13 +173,40 @@ class FinishReasonRow(ReportModel):
     mean_answer_tokens: Num | None = None
 
 
-class BatchInterval(ReportModel):
-    """A row's ``hours_interval``: the batch-means figures behind the hours interval
-    (:func:`harness.report.figures.interval_info`)."""
+class IntervalCrossCheck(ReportModel):
+    """The other method's interval over the same window (``hours_interval.cross_check``): batch means beside a
+    closed loop's renewal-reward, renewal-reward beside an open loop's batch means
+    (:func:`harness.report.figures.interval_info`). ``agree``: the two 95 % intervals of the rate overlap (None
+    when either has none)."""
 
     method: str = "batch_means"
+    batches: int | None = None
+    batch_s: Num | None = None
+    rate_low: Num | None = None
+    rate_high: Num | None = None
+    rel_halfwidth: Num | None = None
+    agree: bool | None = None
+    reason: str | None = None
+
+
+class BatchInterval(ReportModel):
+    """A row's ``hours_interval``: THE interval's method and figures behind the hours interval
+    (:func:`harness.report.figures.interval_info`). ``method``: ``renewal_reward`` (closed loops, and open loops
+    that fell behind), ``open_loop_batch_means`` (rate steps that kept up), or ``batch_means`` (reports written
+    before renewal-reward). Renewal-reward figures: ``cycles``, ``streams``, ``dof``, ``bandwidth``,
+    ``inflation``; batch means: ``batches``, ``batch_s``; either: ``rate`` (usable/s), ``rate_se`` (its SE),
+    ``sigma2``, ``t``, ``rel_halfwidth``, ``reason`` (why no interval)."""
+
+    method: str = "batch_means"
+    method_why: str | None = None
+    open_loop: bool | None = None
     batches: int = 0
     batch_s: Num | None = None
+    cycles: int | None = None
+    streams: int | None = None
+    dof: int | None = None
+    bandwidth: int | None = None
+    inflation: Num | None = None
     rate: Num | None = None
     rate_se: Num | None = None
     sigma2: Num | None = None
@@ -187,6 +216,11 @@ class BatchInterval(ReportModel):
     needed_window_s: Num | None = None
     needed_duration_s: Num | None = None
     duration_key: str | None = None
+    cross_check: IntervalCrossCheck | None = None
+
+
+#: The name of THE hours interval's model (the class name predates renewal-reward).
+HoursInterval = BatchInterval
 
 
 class UsableIsSuccess(ReportModel):

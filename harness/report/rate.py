@@ -38,6 +38,7 @@ __all__ = [
     "RATE_DEFINITIONS",
     "SHORTFALL_WARN",
     "add_rate",
+    "open_loop_steps",
     "rate_notes",
     "rate_table_rows",
 ]
@@ -182,6 +183,27 @@ def rate_figures(ev: PhaseStart, seed: int, start: float, end: float, recs: pl.D
     }
     return RateFigures.model_validate(
         {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in figures.items()})
+
+
+def open_loop_steps(phases: Sequence[Any], events: Sequence[PhaseEvent], main: pl.DataFrame,
+                    profile: dict[str, Any]) -> dict[int, float | None]:
+    """The rate (open-loop) steps of a run: step -> its shortfall (1 − achieved ÷ scheduled, a share; None when
+    the schedule is unknown), from :func:`rate_figures` over each step's records. ``phases``: the run's
+    :class:`harness.report.load.Phase` list (``phase``, ``step``, ``start``, ``end``); the other arguments as
+    :func:`add_rate`. The report chooses each step's interval method from it
+    (:func:`harness.report.figures.rate_estimate`)."""
+    evs = _rate_events(events)
+    spec = profile.get("rate") if isinstance(profile.get("rate"), dict) else {}
+    seed = int((spec or {}).get("seed") or 0)
+    out: dict[int, float | None] = {}
+    for p in phases:
+        ev = evs.get(int(p.step)) if p.phase == "step" else None
+        if ev is None:
+            continue
+        recs = main.filter(pl.col(STEP) == int(p.step))
+        sf = rate_figures(ev, seed, float(p.start), float(p.end), recs, main).shortfall
+        out[int(p.step)] = float(sf) if sf is not None else None
+    return out
 
 
 def add_rate(rows: list[dict[str, Any]], events: Sequence[PhaseEvent], main: pl.DataFrame,

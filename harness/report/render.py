@@ -136,13 +136,16 @@ def _hours_cell(h: HoursEntry) -> str:
 
 
 def _interval_cell(r: StepRow, time_scale: float = 1.0) -> str:
-    """Batches × batch length (seconds, ÷ ``time_scale`` for real time) and the estimate's relative half-width."""
+    """THE interval's method and size (renewal-reward: requests over streams; batch means: batches × batch length
+    in seconds, ÷ ``time_scale`` for real time) and the estimate's relative half-width; "none" without one."""
     iv = r.hours_interval
-    if not iv.batches or iv.batch_s is None:
-        return "none"
     hw = iv.rel_halfwidth
-    width = "" if hw is None else f", ±{100 * hw:.1f} %"
-    return f"{iv.batches} × {_num(iv.batch_s / time_scale)} s{width}"
+    if hw is None:
+        return "none"
+    width = f", ±{100 * hw:.1f} %"
+    if iv.batches and iv.batch_s is not None:
+        return f"batch means {iv.batches} × {_num(iv.batch_s / time_scale)} s{width}"
+    return f"renewal-reward {iv.cycles or 0} req / {iv.streams or 0} streams{width}"
 
 
 def _token_cell(h: HoursEntry | None) -> str:
@@ -156,7 +159,7 @@ def _hours_table(rep: Report, real: bool = False) -> list[str]:
     ns = rep.hours_to_n
     priced = rep.cost_usd_per_hour is not None
     header = ["step", *(FIGURES[k].header for k in ("concurrency", "usable_share", "truncated_pct", "error_rate",
-                                                      "mean_output_tokens")), "batches (interval)"]
+                                                      "mean_output_tokens")), "interval"]
     if priced:
         header += [FIGURES["usd_per_1m_output_tokens"].header, FIGURES["usd_per_1k_usable"].header]
     header += [f"N={n:,}" for n in ns]
@@ -441,7 +444,8 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
     lines.append("Each cell: hours to N usable samples (usable = success, not truncated, passing the profile's "
                  "usable checks) from the usable completions per second in the steady window, with its 95 % "
                  "prediction interval for one run of N "
-                 "samples (batch means; see Formulas). The token-based figure (seed method) is a cross-check only. "
+                 "samples (renewal-reward over the request cycles; open-loop steps: batch means; "
+                 "see Formulas). The token-based figure (seed method) is a cross-check only. "
                  "Assumptions per row: concurrency C, and the usable share, truncation and error rates and mean "
                  "output tokens of the requests that ended in the steady window.")
     lines.append("")

@@ -162,8 +162,8 @@ def render_summary(report: Report | Mapping[str, Any], where: str | None = None,
     lines.append("")
     n_notes = len(rep.notes)
     where_md = f"{where}/report.md (also report.json, report.html)" if where else "report.md / .json / .html"
-    units = (f"Hours to N: usable samples per hour in the steady window, with the 95 % batch-means prediction "
-             f"interval. Every table (every N, the token-based cross-check), "
+    units = (f"Hours to N: usable samples per hour in the steady window, with the 95 % prediction interval "
+             f"(renewal-reward over the request cycles). Every table (every N, the token-based cross-check), "
              f"the formulas and {n_notes} note{'' if n_notes == 1 else 's'}: {where_md}.")
     lines += _wrap(units, width)
     return "\n".join(lines) + "\n"

@@ -109,7 +109,8 @@ def test_interval_covers_identical_runs(tmp_path: Path) -> None:
     rows = []
     for run in runs:
         (row,) = build_report(run)["steps"]
-        assert row["steady"] and row["hours_interval"]["batches"] == 10, row["hours_interval"]
+        iv = row["hours_interval"]  # THE interval is renewal-reward; batch means (measured below) its cross-check
+        assert row["steady"] and iv["method"] == "renewal_reward" and iv["cross_check"]["batches"] == 10, iv
         rows.append(row)
     from harness.report.hours import batch_means
 

@@ -28,7 +28,7 @@ def test_form_defaults_show_the_profiles_values(tmp_path: Path) -> None:
         "mode": "sweep",
         "prompt_mix": "quicksort:1,quantum:1,redis-guide:1",
         "prompts_file": "",
-        "max_tokens": "quicksort=1024,quantum=1024,redis-guide=512",  # not one value: per prompt
+        "max_tokens": "quicksort=1024,quantum=1024,redis-guide=384",  # not one value: per prompt
         "thinking": "on",
         "steps": "8,16,32,64",
         "step_duration": "30",
@@ -48,7 +48,7 @@ def test_apply_knobs_changes_only_what_is_given(tmp_path: Path) -> None:
     assert p.request.thinking is False and p.steps.concurrency == [2, 4] and p.steps.duration == 12.5
     assert p.warmup == demo.warmup and p.simulator == demo.simulator  # the rest as in the profile
     per = apply_knobs(demo, Knobs(max_tokens="quantum=99"))
-    assert [q.max_tokens for q in per.prompts] == [1024, 99, 512]
+    assert [q.max_tokens for q in per.prompts] == [1024, 99, 384]
     assert apply_knobs(demo, Knobs(thinking="unset")).request.thinking is None
     f = tmp_path / "prompts.yaml"
     f.write_text("- {id: one, text: hello, weight: 2}\n- {id: two, text: bye}\n")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from bisect import bisect_left
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -43,11 +43,12 @@ from harness.report.figures import (
     hours_entry,
     interval_info,
     low_confidence,
+    rate_estimate,
     real_time,
     row_header,
 )
 from harness.report.goodput import GOODPUT_ROW_KEYS
-from harness.report.hours import batch_means
+from harness.report.interval import MIN_CYCLES, MIN_USABLE, RateEstimate
 from harness.report.load import INFERRED_PHASES_NOTE, NoRecordsError, Phase, phases_from_events, read_meta
 from harness.report.rate import LATE_S as RATE_LATE_S
 from harness.report.rundata import RunMeta, parse_event
@@ -57,6 +58,7 @@ from harness.report.stats import mean, overlap_fraction, percentile
 from harness.report.steady import Window, close_window
 from harness.report.until import add_until
 from harness.result import RequestResult
+from harness.stats.intervals import t_quantile_975
 
 
 @dataclass
@@ -164,7 +166,8 @@ def steady_window(phase: Phase, records: Sequence[RequestResult]) -> Window:
         wave = inflight + [r for r in first if r not in inflight]
         ws = max((r.end_wall for r in wave), default=s)
         n_users = len(wave)
-    return close_window(phase, ws, bool(step_recs), n_users, method)
+    e2e = sum(r.end_wall - (r.start_wall or 0.0) for r in step_recs) / len(step_recs) if step_recs else None
+    return close_window(phase, ws, bool(step_recs), n_users, method, e2e)
 
 
 def record_phase_tokens_in(r: RequestResult, w0: float, w1: float) -> tuple[float, float, bool]:
@@ -375,12 +378,64 @@ def by_finish_reason(sample: Sequence[RequestResult]) -> dict[str, dict[str, Any
     return out
 
 
+def request_cycles(records: Sequence[RequestResult], reward: str) -> list[tuple[float, float, str, float, float]]:
+    """(start, end, stream, x, y) of every record, one by one: x = max(end, the same user's next start) − start
+    (its E2E for an anonymous request or a user's last one), y = 1.0 when ``reward`` (``usable`` / ``ok``)."""
+    by_user: dict[str, list[RequestResult]] = defaultdict(list)
+    out: list[tuple[float, float, str, float, float]] = []
+    for r in records:
+        if r.user:
+            by_user[r.user].append(r)
+        else:
+            s = r.start_wall or 0.0
+            out.append((s, r.end_wall, "", r.end_wall - s, 1.0 if getattr(r, reward) else 0.0))
+    for user, recs in by_user.items():
+        recs.sort(key=lambda r: r.start_wall or 0.0)
+        for i, r in enumerate(recs):
+            s = r.start_wall or 0.0
+            nxt = (recs[i + 1].start_wall or 0.0) if i + 1 < len(recs) else r.end_wall
+            out.append((s, r.end_wall, user, max(r.end_wall, nxt) - s, 1.0 if getattr(r, reward) else 0.0))
+    return out
+
+
+def renewal_reward(cycles: Sequence[tuple[float, float, str, float, float]], w0: float, w1: float) -> RateEstimate:
+    """The renewal-reward estimate (:func:`harness.report.interval.renewal_reward`), in plain Python from its
+    docstring's formulas."""
+    length = max(0.0, w1 - w0)
+    inside = sorted((c for c in cycles if w0 < c[1] < w1), key=lambda c: c[0])
+    n = len(inside)
+    k = round(sum(c[4] for c in inside))
+    rate = k / length if length > 0 else 0.0
+    streams = len({c[2] for c in inside if c[2]}) + sum(1 for c in inside if not c[2])
+    if length <= 0:
+        return RateEstimate(rate, k, length, None, None, None, cycles=n, reason="empty window")
+    if n < MIN_CYCLES or k < MIN_USABLE:
+        why = (f"{n} requests ({k} usable) ended in the {length:.1f} s window: an interval needs at least "
+               f"{MIN_CYCLES} ({MIN_USABLE} usable)")
+        return RateEstimate(rate, k, length, None, None, None, cycles=n, streams=streams, reason=why)
+    sx = sum(c[3] for c in inside)
+    big_r = k / sx if sx > 0 else 0.0
+    d = [c[4] - big_r * c[3] for c in inside]
+    md = sum(d) / n
+    e = [v - md for v in d]
+    lags = min(n - 1, max(streams, math.ceil(n ** (1.0 / 3.0))))
+    g0 = sum(v * v for v in e)
+    acc = g0 + sum(2.0 * (1.0 - j / (lags + 1)) * sum(e[i] * e[i + j] for i in range(n - j))
+                   for j in range(1, lags + 1))
+    iid = g0 * n / (n - 1)
+    v = max(acc * n / (n - 1), iid)
+    se = math.sqrt(v + streams / 4.0) / length
+    return RateEstimate(rate, k, length, se, v / length, t_quantile_975(n - 1), cycles=n, streams=streams,
+                        dof=n - 1, bandwidth=lags, inflation=(v / iid) if iid > 0 else 1.0)
+
+
 def step_row(
     phase: Phase,
     window: Window,
     records: Sequence[RequestResult],
     hours_n: Sequence[int],
     time_scale: float = 1.0,
+    shortfall: tuple[bool, float | None] = (False, None),
 ) -> dict[str, Any]:
     """The report row of one step.
 
@@ -390,6 +445,7 @@ def step_row(
         records: every non-warm-up record of the run.
         hours_n: sample counts N for the hours-to-N figures.
         time_scale: the simulator's time scale (wall seconds per simulated second); 1 for a real server.
+        shortfall: (open loop, the rate step's shortfall or None).
 
     Returns:
         The row dict (see the module docstring for the sample every figure is over and the units).
@@ -464,10 +520,13 @@ def step_row(
         "usable_criterion": USABLE_CRITERION,
         "by_finish_reason": by_finish_reason(ok),
     }
-    bm = batch_means(usable_ends, w0, w1, e2e_mean)
-    bm_ok = batch_means(ok_ends, w0, w1, e2e_mean)
-    row["hours_interval"] = interval_info(bm, phase, w0, e2e_mean)
-    row["hours"] = [hours_entry(int(n), bm, bm_ok, lat, output_tps) for n in hours_n]
+    is_open, sf = shortfall
+    est = rate_estimate(renewal_reward(request_cycles(records, "usable"), w0, w1), usable_ends, w0, w1, e2e_mean,
+                        sf, is_open)
+    est_ok = rate_estimate(renewal_reward(request_cycles(records, "ok"), w0, w1), ok_ends, w0, w1, e2e_mean, sf,
+                           is_open)
+    row["hours_interval"] = interval_info(est, phase, w0, e2e_mean, lat["usable_share"])
+    row["hours"] = [hours_entry(int(n), est.primary, est_ok.primary, lat, output_tps) for n in hours_n]
     row.update(client_lag(step_recs))
     row["users_seen"] = len({r.user for r in step_recs if r.user})
     row["low_confidence"] = low_confidence(row)
@@ -791,6 +850,21 @@ def rate_figures(ev: dict[str, Any], seed: int, start: float, end: float,
     }
 
 
+def open_loop_steps(steps: Sequence[Phase], events: Sequence[dict[str, Any]], main: Sequence[RequestResult],
+                    profile: dict[str, Any]) -> dict[int, float | None]:
+    """The rate steps and their shortfall, as :func:`harness.report.rate.open_loop_steps`."""
+    evs = {int(e["step"]): e for e in events if e.get("event") == "phase_start" and e.get("rate") is not None}
+    spec = profile.get("rate") if isinstance(profile.get("rate"), dict) else {}
+    seed = int((spec or {}).get("seed") or 0)
+    out: dict[int, float | None] = {}
+    for p in steps:
+        ev = evs.get(p.step) if p.phase == "step" else None
+        if ev is not None:
+            recs = [r for r in main if r.step == p.step]
+            out[p.step] = rate_figures(ev, seed, p.start, p.end, recs, main)["shortfall"]
+    return out
+
+
 def add_rate(rows: list[dict[str, Any]], events: Sequence[dict[str, Any]], main: Sequence[RequestResult],
              profile: dict[str, Any]) -> None:
     """``row["rate"]`` (and a rate step's label) of every row, as :func:`harness.report.rate.add_rate`."""
@@ -813,7 +887,10 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
     settings = report_settings(run.meta, n)
     main = [r for r in run.records if not is_warmup(r)]
     steps = [p for p in run.phases if p.label != "warmup"]
-    rows = [step_row(p, steady_window(p, run.records), main, settings.hours_n, settings.time_scale) for p in steps]
+    profile = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
+    open_loop = open_loop_steps(steps, run.events, main, profile or {})
+    rows = [step_row(p, steady_window(p, run.records), main, settings.hours_n, settings.time_scale,
+                     (p.step in open_loop, open_loop.get(p.step))) for p in steps]
     for row in rows:
         add_cost(row, settings.usd_per_hour)
         add_goodput(row, main, settings.slo)

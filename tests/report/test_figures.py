@@ -137,14 +137,21 @@ def test_hours_rows(report: dict[str, Any]) -> None:
     h = c2["hours"][0]
     assert h["n"] == 100_000
     assert h["hours"] == pytest.approx(100_000 * 39 / 2 / 3600)
-    # 39 s < 5 batches x 2 x mean E2E (15.4 s): no interval, and a note saying so
+    # 5 requests (2 usable) of 2 streams ended in the 39 s window: renewal-reward needs 10 (5 usable): no interval
     iv = c2["hours_interval"]
-    assert iv["batches"] == 0 and iv["reason"].endswith("no interval") and iv["duration_key"] == "steps.duration"
+    assert iv["method"] == "renewal_reward" and iv["cycles"] == 5 and iv["streams"] == 2
+    assert iv["reason"] == ("5 requests (2 usable) ended in the 39.0 s window: an interval needs at least 10 "
+                            "(5 usable)") and iv["duration_key"] == "steps.duration"
     assert h["hours_low"] is None and h["hours_high"] is None and h["token_check"] is None
-    # the least step that gives an interval: first wave (21 s) + 5 batches x 2 x mean E2E (15.4 s)
-    assert iv["needed_window_s"] == pytest.approx(154) and iv["needed_duration_s"] == pytest.approx(175)
-    assert any(n.startswith("C=2: hours to N has no interval (window 39.0 s < 5 batches")
-               and n.endswith("lengthen steps.duration to ≥ 175 s.") for n in report["notes"])
+    # the least window that gives one: 10 cycles of 2 streams at the mean E2E (15.4 s), and 5 usable ones at the
+    # usable share (0.5): max(10 x 15.4 / 2, 5 x 15.4 / (2 x 0.5)) = 77 s; + the first wave (21 s)
+    assert c2["usable_share"] == pytest.approx(0.5) and c2["e2e_mean_s"] == pytest.approx(15.4)
+    assert iv["needed_window_s"] == pytest.approx(77) and iv["needed_duration_s"] == pytest.approx(98)
+    # batch means is the cross-check: 39 s < 5 batches x 2 x mean E2E (15.4 s), no interval either
+    assert iv["cross_check"]["method"] == "batch_means" and iv["cross_check"]["reason"].endswith("no interval")
+    assert iv["cross_check"]["agree"] is None
+    assert any(n.startswith("C=2: hours to N has no interval (5 requests (2 usable)")
+               and n.endswith("lengthen steps.duration to ≥ 98 s.") for n in report["notes"])
     assert h["token_hours"] == pytest.approx(100_000 * 150 / 0.5 / (C2_TOKENS / 39) / 3600)
     # what-ifs: hours per 1,000 output tokens per usable sample (usable mean 180), usable = success (4 in 39 s)
     assert h["what_if"]["hours_per_1k_output_tokens"] == pytest.approx(h["hours"] * 1000 / 180)

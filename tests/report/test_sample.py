@@ -11,6 +11,7 @@ import pytest
 
 from harness.report import build_report, render_markdown
 from harness.report.hours import batch_means, hours_interval
+from harness.report.interval import RateEstimate
 from harness.report.tokens import window_tokens
 from harness.result import RequestResult
 from tests.report.rundir import T0, frame_of, phase, rec, run_end, write_run
@@ -139,8 +140,10 @@ def test_littles_law_mismatch_is_a_note(tmp_path: Path) -> None:
                             "(-51 %)") for x in rep["notes"])
 
 
-def test_row_hours_are_batch_means_over_the_window(tmp_path: Path) -> None:
-    """Two users of 10 s requests (b's first one 5 s) in [0, 1000): window (10, 1000), 10 batches of 99 s."""
+def test_row_hours_are_renewal_reward_over_the_window(tmp_path: Path) -> None:
+    """Two users of 10 s requests (b's first one 5 s) in [0, 1000): window (10, 1000); the interval is
+    renewal-reward over the 197 cycles ending in it (every cycle 10 s, all usable: V = 0, SE = sqrt(C / 4) / W),
+    batch means (10 batches of 99 s) its cross-check."""
     recs = [rec("a", 1, 10 * i, 10, concurrency=2) for i in range(100)]
     recs += [rec("b", 1, 0, 5, concurrency=2)] + [rec("b", 1, 5 + 10 * i, 10, concurrency=2) for i in range(99)]
     rep = build_report(write_run(tmp_path / "run", recs, [phase("step", 1, 2, 0), run_end(1000)],
@@ -150,9 +153,16 @@ def test_row_hours_are_batch_means_over_the_window(tmp_path: Path) -> None:
     bm = batch_means(ends, T0 + 10, T0 + 1000, row["e2e_mean_s"])
     assert bm.events == 197 and bm.batches == 10 and bm.batch_s == pytest.approx(99)
     iv = row["hours_interval"]
-    assert (iv["batches"], iv["rate"], iv["rate_se"], iv["t"]) == (bm.batches, bm.rate, bm.se, bm.t)
+    assert iv["method"] == "renewal_reward" and iv["cycles"] == 197 and iv["streams"] == 2 and iv["dof"] == 196
+    assert iv["batches"] == 0 and iv["reason"] is None and iv["bandwidth"] == 6  # max(C, ceil(197^(1/3)))
+    assert iv["rate"] == pytest.approx(197 / 990) and iv["inflation"] == pytest.approx(1.0)
+    assert iv["rate_se"] == pytest.approx(math.sqrt(2 / 4) / 990, rel=1e-6) and iv["sigma2"] == pytest.approx(0.0)
+    rr = RateEstimate(iv["rate"], 197, 990.0, iv["rate_se"], iv["sigma2"], iv["t"])
+    cc = iv["cross_check"]
+    assert (cc["method"], cc["batches"], cc["batch_s"]) == ("batch_means", 10, pytest.approx(99))
+    assert (cc["rate_low"], cc["rate_high"]) == pytest.approx(bm.rate_bounds()) and cc["agree"] is True
     for h, n in zip(row["hours"], (1000, 10**7), strict=True):
-        want = hours_interval(n, bm)
+        want = hours_interval(n, rr)
         assert {k: h[k] for k in want} == pytest.approx(want)
         assert h["hours_low"] < h["hours"] < h["hours_high"]
         assert h["token_check"] == "inside"
@@ -171,12 +181,13 @@ def test_wide_interval_names_the_duration_needed(tmp_path: Path) -> None:
     rep = build_report(write_run(tmp_path / "run", recs, [phase("single", 0, 1, 0), run_end(t - 1)]))
     (row,) = rep["steps"]
     iv = row["hours_interval"]
-    assert iv["batches"] >= 5 and iv["rel_halfwidth"] > 0.10 and iv["duration_key"] == "single_stream.duration"
+    assert iv["method"] == "renewal_reward" and iv["streams"] == 1 and iv["inflation"] >= 1.0
+    assert iv["rel_halfwidth"] > 0.10 and iv["duration_key"] == "single_stream.duration"
     need = row["window_s"] * (iv["rel_halfwidth"] / 0.10) ** 2
     assert iv["needed_window_s"] == pytest.approx(need)
     assert iv["needed_duration_s"] == pytest.approx(need + row["window_start_s"])
-    note = (f"single: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (batch means, {iv['batches']} × "
-            f"{iv['batch_s']:.1f} s); for ±10 % the window would need ~{math.ceil(need):,} s: set "
+    note = (f"single: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (renewal-reward, "
+            f"{iv['cycles']} requests of 1 streams); for ±10 % the window would need ~{math.ceil(need):,} s: set "
             f"single_stream.duration to ≥ {math.ceil(need + row['window_start_s']):,} s.")  # least durations rounded up
     assert note in rep["notes"]
 
@@ -192,7 +203,7 @@ def test_token_cross_check_outside_the_interval_is_a_note(tmp_path: Path) -> Non
     row = rep["steps"][0]
     assert row["steady"] and row["window_start_s"] == pytest.approx(10)
     h = row["hours"][0]
-    assert row["window_usable_completions"] == 196 and row["hours_interval"]["batches"] == 10
+    assert row["window_usable_completions"] == 196 and row["hours_interval"]["cross_check"]["batches"] == 10
     # a's and b's 99 requests each, decoding inside [10, 1000), and c's 20,000 tokens pro rata: 10,000 reasoning
     # over [10, 10.5], 10,000 answer over [10.5, 1100]
     assert row["window_output_tokens"] == pytest.approx(198 * 100 + 10_000 + 10_000 * 989.5 / 1089.5)
