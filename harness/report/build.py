@@ -115,18 +115,21 @@ def _steady_notes(r: StepRow) -> list[str]:
                    f"C={c} ({100 * (little / c - 1):+.0f} %){small}: the window is not steady at C={c} or the load "
                    "generator did not keep C requests in flight.")
     iv = r.hours_interval
+    key = iv.duration_key
+    if r.until_margin is not None:  # steps.until held the step: its max bounds the step's length
+        key = "steps.until.max"
     if iv.reason:
         if iv.needed_duration_s is None:  # no usable completion or no E2E: a longer step is not known to help
             out.append(f"{lab}: hours to N has no interval ({iv.reason}).")
         else:
-            out.append(f"{lab}: hours to N has no interval ({iv.reason}); lengthen {iv.duration_key} to ≥ "
+            out.append(f"{lab}: hours to N has no interval ({iv.reason}); lengthen {key} to ≥ "
                        f"{_at_least_s(iv.needed_duration_s)} s.")
     elif iv.needed_window_s is not None:
         how = (f"batch means, {iv.batches} × {iv.batch_s or 0.0:.1f} s" if iv.batches else
                f"renewal-reward, {iv.cycles or 0} requests of {iv.streams or 0} streams")
         out.append(f"{lab}: the hours-to-N interval is ±{100 * (iv.rel_halfwidth or 0.0):.0f} % ({how}); "
                    f"for ±10 % the window would need ~"
-                   f"{_at_least_s(iv.needed_window_s)} s: set {iv.duration_key} to ≥ "
+                   f"{_at_least_s(iv.needed_window_s)} s: set {key} to ≥ "
                    f"{_at_least_s(iv.needed_duration_s or 0.0)} s.")
     outside = [h for h in r.hours if h.token_check == "outside"]
     if outside:

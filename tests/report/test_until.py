@@ -43,3 +43,15 @@ def test_a_run_without_until_has_none_of_it(tmp_path: Path) -> None:
     assert row.until_reached is None and row.margin_reached_s is None and row.margin_halfwidth is None
     assert not [n for n in rep.notes if n.startswith("steps.until")]
     assert "Steps until the margin" not in render_markdown(rep)
+
+
+def test_a_step_held_by_until_is_told_to_raise_until_max_not_steps_duration(tmp_path: Path) -> None:
+    """steps.until bounds a step by ``until.max`` (steps.duration is unused): the no-interval note names it."""
+    recs = [rec(f"u{u}", 1, 2.0 * i, 2.0, concurrency=2) for u in range(2) for i in range(4)]
+    events = [phase("step", 1, 2, 0.0),
+              {"event": "until", "step": 1, "wall": T0 + 8.0, "reached": False, "at_s": 8.0, "halfwidth": None,
+               "margin": 0.05, "window_s": 6.0, "requests": 6},
+              run_end(8.0)]
+    rep = build_report(write_run(tmp_path / "run", recs, events))
+    (note,) = [n for n in rep.notes if "hours to N has no interval" in n]
+    assert "lengthen steps.until.max to ≥" in note and "steps.duration" not in note
