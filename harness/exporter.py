@@ -289,7 +289,7 @@ class Exporter:
             return False
         mark = c.scrapes
         log.info(
-            "llmload: waiting up to %.0f s for a last Prometheus scrape of %s (--metrics-linger)", timeout, self.url
+            "waiting up to %.0f s for a last Prometheus scrape of %s (--metrics-linger)", timeout, self.url
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -271,7 +271,7 @@ def _on_rate(environment: Any, msg: Any, **_: Any) -> None:
     me = getattr(runner, "client_id", None)
     split = slot_of(ids, me)
     if split is None:
-        log.warning("llmload: this worker (%s) is not in the master's rate split %s: it sends no arrivals", me, ids)
+        log.warning("this worker (%s) is not in the master's rate split %s: it sends no arrivals", me, ids)
         end_schedule(dispatch)
         return
     begin_step(dispatch, ArrivalSchedule(int(data["step"]), float(data["rate"]), str(data["arrival"]),

@@ -214,7 +214,7 @@ class RunContext:
         if self.run_dir is not None:
             if self.run_dir.closed:
                 self.late += 1
-                log.warning("llmload: a request ended after its run %s was closed: not recorded", self.run_id)
+                log.warning("a request ended after its run %s was closed: not recorded", self.run_id)
                 return
             self.run_dir.write_record(res)
         else:

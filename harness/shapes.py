@@ -170,17 +170,17 @@ class SearchDriver:
                 self.measured.discard(last.step)
                 self.extensions[last.step] = probe.extensions + 1
                 d = self.ctx.profile.steps.duration
-                log.info("llmload: search step %d at %g: %s; extending it by %g s (%d of at most %d)", last.step,
+                log.info("search step %d at %g: %s; extending it by %g s (%d of at most %d)", last.step,
                          setting, probe.reason, d, probe.extensions + 1, MAX_EXTENSIONS)
                 return replace(last, duration=last.duration + d)
             self.search.observe(probe)
-            log.info("llmload: search step %d at %g: %s (%s)", last.step, setting, "meets the SLOs" if probe.passed
+            log.info("search step %d at %g: %s (%s)", last.step, setting, "meets the SLOs" if probe.passed
                      else "FAILS the SLOs", ", ".join(f"{k} {v['value']}" for k, v in probe.figures.items())
                      or probe.reason)
         nxt = self.search.next_setting()
         if nxt is None:
             result = self.search.result()
-            log.info("llmload: search done: %s", result["verdict"])
+            log.info("search done: %s", result["verdict"])
             if self.ctx.run_dir is not None:
                 self.ctx.run_dir.write_phase({"event": "search", "wall": time.time(), "result": result})
             return None
@@ -257,7 +257,7 @@ class ReasoningSweepShape(LoadTestShape):
         client.close()
         if not ok:
             self.warmup_error = "every warm-up request failed; see records.jsonl (phase warmup)"
-            log.error("llmload: %s: stopping before any measured load", self.warmup_error)
+            log.error("%s: stopping before any measured load", self.warmup_error)
 
     def tick(self) -> tuple[int, float] | tuple[int, float, list[type]] | None:
         """Locust calls this about once a second; see the class docstring for the sequence."""
@@ -315,7 +315,7 @@ class ReasoningSweepShape(LoadTestShape):
                 ctx.end_load(wall=time.time())  # the last step ends here; in-flight requests drain after it
                 stop_timeout = self.runner.environment.stop_timeout if self.runner else 0.0
                 log.info(
-                    "llmload: last step done; letting in-flight requests finish (stop timeout %.0f s)", stop_timeout
+                    "last step done; letting in-flight requests finish (stop timeout %.0f s)", stop_timeout
                 )
                 last = self._stages[-1].users if self._stages else 1
                 self._drain = (time.perf_counter() + (stop_timeout or 0.0) + _DRAIN_MARGIN_S, max(1, last))
@@ -348,7 +348,7 @@ class ReasoningSweepShape(LoadTestShape):
                     self._until_next = self._until.spec.check_every
                     self._set_halfwidth(None)
             length = f"for {st.duration:.0f} s" if math.isfinite(st.duration) else "until stopped"
-            log.info("llmload: phase %s step %d: %d users %s%s%s", st.phase, st.step, st.users, length,
+            log.info("phase %s step %d: %d users %s%s%s", st.phase, st.step, st.users, length,
                      f" at {st.rate:g} req/s" if st.rate is not None else "", f" ({st.setting})" if st.setting else "")
             if self.runner is not None:
                 self.runner.send_message(MSG_PHASE, ctx.phase_message(worker_ids(self.runner)))
@@ -379,10 +379,10 @@ class ReasoningSweepShape(LoadTestShape):
         margin = self._until.spec.margin
         hw = f"±{d.halfwidth:.1%}" if d.halfwidth is not None else "no interval"
         if d.reached:
-            log.info("llmload: step %d: margin reached at %.0f s (usable rate %s <= ±%.1f%%)", st.step, d.elapsed_s,
+            log.info("step %d: margin reached at %.0f s (usable rate %s <= ±%.1f%%)", st.step, d.elapsed_s,
                      hw, 100 * margin)
         else:
-            log.info("llmload: step %d: margin ±%.1f%% not reached at its max %.0f s (%s)", st.step, 100 * margin,
+            log.info("step %d: margin ±%.1f%% not reached at its max %.0f s (%s)", st.step, 100 * margin,
                      st.duration, hw)
         if ctx.run_dir is not None:
             ctx.run_dir.write_phase(d.event(st.step, margin, wall))
@@ -413,6 +413,6 @@ class ReasoningSweepShape(LoadTestShape):
         else:
             self._idle_since = None
         if now > deadline:
-            log.warning("llmload: users still running %.0f s after the stop timeout; stopping", _DRAIN_MARGIN_S)
+            log.warning("users still running %.0f s after the stop timeout; stopping", _DRAIN_MARGIN_S)
             return None
         return 0, float(rate)

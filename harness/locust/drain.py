@@ -85,12 +85,12 @@ def stop_workers(run: Run, runner: Any) -> None:
     during the wait: it cannot answer (:mod:`harness.locust.lost` recorded it)."""
     dead = sorted(c.id for c in runner.clients.all if _missing(c))
     if dead:
-        log.warning("llmload: not waiting for worker(s) %s: missing (no heartbeat)", dead)
+        log.warning("not waiting for worker(s) %s: missing (no heartbeat)", dead)
     workers = [c.id for c in runner.clients.all if not _missing(c)]
     if not workers:
         return
     timeout = float(runner.environment.stop_timeout or 0.0)
-    log.info("llmload: run stopped: %d worker(s) finish in-flight requests (up to %.0f s)", len(workers), timeout)
+    log.info("run stopped: %d worker(s) finish in-flight requests (up to %.0f s)", len(workers), timeout)
     stopped = run.workers.stopped
     stopped.clear()
     for w in workers:
@@ -104,4 +104,4 @@ def stop_workers(run: Run, runner: Any) -> None:
         gevent.sleep(0.1)
     missing = sorted(pending())
     if missing:
-        log.warning("llmload: no final records from worker(s) %s (their last requests are missing)", missing)
+        log.warning("no final records from worker(s) %s (their last requests are missing)", missing)

@@ -103,7 +103,7 @@ def end_run(run: Run, environment: Any) -> None:
         rd.meta["cut_off"] = ctx.cut_off
         by_timeout = cut_off_by_timeout(ctx.cut_off, rd.meta)
         if by_timeout:
-            log.warning("llmload: %d request(s) cut off by the stop timeout (not recorded)", by_timeout)
+            log.warning("%d request(s) cut off by the stop timeout (not recorded)", by_timeout)
     if rd.failed:
         run.any_failed = True
     run.warmup_failed = bool(warmup_error)
@@ -114,7 +114,7 @@ def end_run(run: Run, environment: Any) -> None:
     run.progress = StopProgress(ctx.run_id, "writing_report", now, stop_wall, float(environment.stop_timeout or 0.0))
     run.report_summary = _write_report(Path(rd.path), child=run.web)
     if run.web:
-        log.info("llmload: run %s %s; records and report in %s", ctx.run_id, status, rd.path)
+        log.info("run %s %s; records and report in %s", ctx.run_id, status, rd.path)
     run.ended_run(rd.path, status)
     run.progress = None
 

@@ -71,7 +71,7 @@ def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
         return
     if ctx.run_dir.closed:  # a worker's batch after its run ended (it did not answer the stop in time)
         ctx.late += len(msg.data)
-        log.warning("llmload: %d record(s) from %s after run %s ended: not recorded", len(msg.data), msg.node_id,
+        log.warning("%d record(s) from %s after run %s ended: not recorded", len(msg.data), msg.node_id,
                     ctx.run_id)
         return
     for rec in msg.data:
@@ -114,7 +114,7 @@ def _init_web(run: Run, environment: Environment, runner: Any, role: str, web_ui
             form.update(user_count=str(opts.num_users), spawn_rate=str(opts.spawn_rate or ""),
                         run_time=str(opts.run_time or ""))
         webrun.start_run(run, environment, form, launch)
-    log.info("llmload: web UI: profile %s, target %s; each Start is a run", path, target.shown)
+    log.info("web UI: profile %s, target %s; each Start is a run", path, target.shown)
 
 
 def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None, **_: Any) -> None:

@@ -49,7 +49,7 @@ def open_exporter(mo: MetricsOptions | None) -> Exporter | None:
             sys.stderr.write(f"llmload: cannot serve metrics on {mo.addr}:{mo.port}: {e} (use --no-metrics to skip)\n")
             raise SystemExit(2) from None
         log.warning(
-            "llmload: Prometheus exporter NOT started on %s:%d: %s (see --metrics-port)", mo.addr, mo.port, e
+            "Prometheus exporter NOT started on %s:%d: %s (see --metrics-port)", mo.addr, mo.port, e
         )
         return None
     return exporter
@@ -67,7 +67,7 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
     labels = prompt_labels(ctx.prompt_source.label_rows())
     if len(labels) > len(set(labels.values())):
         log.warning(
-            "llmload: %d prompt classes: the Prometheus 'prompt' label shows %s, the rest as 'other' "
+            "%d prompt classes: the Prometheus 'prompt' label shows %s, the rest as 'other' "
             "(give prompts a 'class' in the profile to group them)",
             len(labels),
             sorted(set(labels.values()) - {"other"}) or "none of them",
@@ -96,7 +96,7 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
         )
     )
     run.metrics, run.exporter, run.linger = metrics, exporter, linger
-    log.info("llmload: Prometheus metrics on %s", exporter.url)
+    log.info("Prometheus metrics on %s", exporter.url)
     return metrics
 
 

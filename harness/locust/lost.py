@@ -112,7 +112,7 @@ class WorkerWatch:
             if w.get("worker") == cid and "back_wall" not in w:
                 w["back_wall"] = now
         ctx.run_dir.write_meta()
-        log.warning("llmload: worker %s answers again (it was late, not dead): its loss is withdrawn", cid)
+        log.warning("worker %s answers again (it was late, not dead): its loss is withdrawn", cid)
         return ev
 
     def _lost(self, run: Run, cid: str, state: str, now: float) -> dict[str, Any]:
@@ -140,7 +140,7 @@ class WorkerWatch:
         ctx.run_dir.write_meta()
         how = "stopped answering (no heartbeat)" if state == "missing" else "quit"
         lost = "unknown" if in_flight is None else str(in_flight)
-        log.warning("llmload: worker %s %s during step C=%s: its %s user(s) stopped; requests in flight lost "
+        log.warning("worker %s %s during step C=%s: its %s user(s) stopped; requests in flight lost "
                     "(not recorded): %s", cid, how, ctx.state.concurrency, ev["users"], lost)
         return ev
 
@@ -157,7 +157,7 @@ def start_watch(run: Run, runner: Any) -> WorkerWatch:
             try:
                 watch.poll(run, runner)
             except Exception:  # never let the watch take the master down
-                log.exception("llmload: worker watch failed")
+                log.exception("worker watch failed")
 
     gevent.spawn(loop)
     return watch

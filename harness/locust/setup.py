@@ -136,7 +136,7 @@ def resolve_target(
     key_env = profile.target.api_key_env
     if key_env and not profile.target.api_key():
         log.warning(
-            "llmload: %s: target.api_key_env names %s, which is unset or empty: no API key is sent", path, key_env
+            "%s: target.api_key_env names %s, which is unset or empty: no API key is sent", path, key_env
         )
     model = profile.target.model
     if not model:
@@ -197,7 +197,7 @@ def open_run(
         source = "--output-dir" if output_dir else f"{path}: output.dir"
         raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
     ctx.run_id = ctx.run_dir.path.name
-    log.info("llmload: profile %s -> %s model %s; records in %s", path, target.shown, target.model, ctx.run_dir.path)
+    log.info("profile %s -> %s model %s; records in %s", path, target.shown, target.model, ctx.run_dir.path)
     return ctx
 
 
@@ -245,7 +245,7 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: s
     if split is not None:
         ctx.prompt_source.set_share(*split)
     elif ctx.prompt_source.shared and data.get("workers"):
-        log.warning("llmload: this worker (%s) is not in the master's split %s: its data-set rows may repeat "
+        log.warning("this worker (%s) is not in the master's split %s: its data-set rows may repeat "
                     "other workers'", client_id, data.get("workers"))
     return ctx
 

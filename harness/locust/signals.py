@@ -58,7 +58,7 @@ def _refuse_later_sigterm_handlers() -> None:
 
     def guarded(signalnum: int, handler: Any, *args: Any, **kwargs: Any) -> Any:
         if signalnum == signal.SIGTERM:
-            log.debug("llmload: a later SIGTERM handler (%r) is not installed: llmload's handles SIGTERM", handler)
+            log.debug("a later SIGTERM handler (%r) is not installed: llmload's handles SIGTERM", handler)
             return None
         return orig(signalnum, handler, *args, **kwargs)
 
@@ -100,10 +100,10 @@ def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
         state.first_sigint = now
         if run.web and not run.active():
             run.report_summary = None  # the last run ended (report written, logged): no summary at quit
-            log.warning("llmload: Ctrl-C: no run going: quitting")
+            log.warning("Ctrl-C: no run going: quitting")
         else:
             _end_load(run, "sigint")
-            log.warning("llmload: Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
+            log.warning("Ctrl-C: stopping; in-flight requests finish and are recorded (Ctrl-C again: abort)")
         _interrupt_main()
 
     def on_term() -> None:
@@ -115,16 +115,16 @@ def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
                 env = runner.environment
                 env.stop_timeout = min(env.stop_timeout or 0.0, TERM_DRAIN_S)
                 _end_load(run, "sigterm")
-                log.warning("llmload: SIGTERM: stopping the run (in-flight requests get %.0f s), then quitting",
+                log.warning("SIGTERM: stopping the run (in-flight requests get %.0f s), then quitting",
                             env.stop_timeout)
             else:
                 run.report_summary = None
-                log.warning("llmload: SIGTERM: no run going: quitting")
+                log.warning("SIGTERM: no run going: quitting")
             _interrupt_main()
             return
         shape = getattr(runner, "shape_greenlet", None)
         if shape is not None and not shape.dead and not state.interrupted:
-            log.warning("llmload: SIGTERM: stopping the sweep as for Ctrl-C (records kept, report written)")
+            log.warning("SIGTERM: stopping the sweep as for Ctrl-C (records kept, report written)")
             env = runner.environment
             env.stop_timeout = min(env.stop_timeout or 0.0, TERM_DRAIN_S)  # a SIGKILL usually follows soon
             state.interrupted = True
@@ -153,7 +153,7 @@ def install_worker_sigint(run: Run, runner: Any) -> None:
         if run.signals.first_sigint is not None:
             if _echo(run, now):
                 return
-            log.warning("llmload: second Ctrl-C: quitting now")
+            log.warning("second Ctrl-C: quitting now")
             quit_now()
             return
         run.signals.first_sigint = now
@@ -161,7 +161,7 @@ def install_worker_sigint(run: Run, runner: Any) -> None:
             quit_now()
             return
         timeout = float(run.ctx.profile.steps.drain_timeout)
-        log.warning("llmload: Ctrl-C: in-flight requests finish (up to %.0f s), then quit; Ctrl-C again: now", timeout)
+        log.warning("Ctrl-C: in-flight requests finish (up to %.0f s), then quit; Ctrl-C again: now", timeout)
 
         def stop_then_quit() -> None:
             worker_stop_gracefully(run, runner, timeout)

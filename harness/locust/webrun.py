@@ -348,7 +348,7 @@ def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
         try:
             ctx = start_run(run, environment, request.form, launch)
         except StartError as e:
-            log.error("llmload: Start refused: %s", e)
+            log.error("Start refused: %s", e)
             # "running": a run is going (Locust's Edit of a running test): its dialog closes whatever the answer,
             # so the page's banner (harness/webui/static/locust-ui.js) shows the message
             return jsonify({"success": False, "message": f"llmload: {e}", "host": environment.host,

@@ -178,7 +178,7 @@ def write_html(
     try:
         from harness.report.charts import CHART_NAMES, draw_charts
     except ImportError as e:
-        log.warning("llmload: HTML report skipped (matplotlib is not installed: %s); report.md and report.json "
+        log.warning("HTML report skipped (matplotlib is not installed: %s); report.md and report.json "
                     "are written. Install matplotlib and run `llmload report %s` to add it.", e, root)
         return None
     try:
@@ -200,6 +200,6 @@ def write_html(
         out = root / HTML_NAME
         _write_atomic(out, page.encode("utf-8"))
     except Exception as e:  # the Markdown and JSON reports are already written; say so and go on
-        log.exception("llmload: HTML report failed: %s (report.md and report.json are written)", e)
+        log.exception("HTML report failed: %s (report.md and report.json are written)", e)
         return None
     return out

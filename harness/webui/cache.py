@@ -187,7 +187,7 @@ class ReportCache:
             rep = self.child.report(run_dir)
         except Exception as exc:  # shown on the page; the next poll retries after the interval
             e.error = str(exc) or type(exc).__name__
-            log.debug("llmload: LLM view report failed for %s: %s", run_dir, e.error)
+            log.debug("LLM view report failed for %s: %s", run_dir, e.error)
         else:
             if rep.status == "running" and e.report is not None and e.report.status != "running":
                 return  # computed before the run was recorded: the final report is already here
