@@ -137,6 +137,15 @@ def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profil
     return launch
 
 
+def option_names(message: str) -> str:
+    """``message`` with a leading knob name (``step_duration: ...``, a :class:`Knobs` field) written as the
+    command-line option it came from (``--step-duration: ...``); other messages unchanged."""
+    for name in Knobs.__dataclass_fields__:
+        if message.startswith(f"{name}:"):
+            return "--" + name.replace("_", "-") + message[len(name):]
+    return message
+
+
 def headless_launch(opts: Any, host: str | None, role: str, profile_arg: str | None, sims: SimHolder) -> Launch:
     """The :class:`Launch` of a headless process (Locust's ``--headless``): no form, so nothing is shown; the
     command line's knobs (``given``) are the run's, ``profile_arg`` (``--profile``, else ``--web-profile``'s file)
@@ -250,6 +259,8 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     try:
         path, profile = load_run_profile(_profile_arg(form, launch), launch.host or None, knobs)
     except ProfileError as e:
+        if launch.headless:  # the knobs came from the command line: name its options, not the form's fields
+            e = ProfileError(option_names(str(e)))
         raise StartError(str(e).replace("\n", "; ")) from e
     host = str(form.get("host", "") or "").strip()
     if not host or launch.is_builtin_url(host):

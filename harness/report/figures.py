@@ -264,7 +264,7 @@ def low_confidence(row: dict[str, Any]) -> str | None:
         why.append(f"window {row['window_s']:.1f} s < {MIN_WINDOW_E2E:g} × median E2E ({e2e:.1f} s)")
     k = row.get("window_usable_completions") or 0
     if k < MIN_WINDOW_COMPLETIONS:
-        why.append(f"{k} usable completions in the window (< {MIN_WINDOW_COMPLETIONS})")
+        why.append(f"{k} usable completion{'' if k == 1 else 's'} in the window (< {MIN_WINDOW_COMPLETIONS})")
     return "; ".join(why) or None
 
 

@@ -95,6 +95,18 @@ def test_a_bad_start_is_one_line_with_its_cause_and_leaves_no_run(tmp_path: Path
     run = Run()
     with pytest.raises(StartError) as err:
         start_run(run, _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
-    assert "max_tokens" in str(err.value).lower() and "\n" not in str(err.value)
+    assert "--max-tokens" in str(err.value) and "\n" not in str(err.value)
     assert err.value.__cause__ is not None and run.ctx is None and not (tmp_path / "runs").exists()
     assert Knobs.from_options(opts).max_tokens == "many"
+
+
+@pytest.mark.parametrize(("knob", "value", "option"), [("max_tokens", "many", "--max-tokens: 'many'"),
+                                                       ("step_duration", "-5", "--step-duration: -5 must be > 0"),
+                                                       ("prompt_mix", "nope:1", "--prompt-mix: no prompt 'nope'")])
+def test_a_headless_start_names_the_command_line_option_not_the_form_field(tmp_path: Path, knob: str, value: str,
+                                                                           option: str) -> None:
+    prof = _profile(tmp_path)
+    opts = _opts(**{knob: value})
+    with pytest.raises(StartError) as err:
+        start_run(Run(), _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert str(err.value).startswith(option) and str(err.value.__cause__).startswith(option)
