@@ -89,6 +89,11 @@ def _time_scale(meta: RunMeta) -> tuple[float, bool]:
     return (v if v > 0 and math.isfinite(v) else 1.0), True
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun`` in the right number: "1 stream", "8 streams"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _at_least_s(v_s: float) -> str:
     """A least duration in whole seconds, rounded up (52.1 → ``53``: a shorter setting would fall short),
     thousands separated (``1,613``)."""
@@ -126,7 +131,7 @@ def _steady_notes(r: StepRow) -> list[str]:
                        f"{_at_least_s(iv.needed_duration_s)} s.")
     elif iv.needed_window_s is not None:
         how = (f"batch means, {iv.batches} × {iv.batch_s or 0.0:.1f} s" if iv.batches else
-               f"renewal-reward, {iv.cycles or 0} requests of {iv.streams or 0} streams")
+               f"renewal-reward, {_count(iv.cycles or 0, 'request')} of {_count(iv.streams or 0, 'stream')}")
         out.append(f"{lab}: the hours-to-N interval is ±{100 * (iv.rel_halfwidth or 0.0):.0f} % ({how}); "
                    f"for ±10 % the window would need ~"
                    f"{_at_least_s(iv.needed_window_s)} s: set {key} to ≥ "

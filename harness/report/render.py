@@ -145,7 +145,8 @@ def _interval_cell(r: StepRow, time_scale: float = 1.0) -> str:
     width = f", ±{100 * hw:.1f} %"
     if iv.batches and iv.batch_s is not None:
         return f"batch means {iv.batches} × {_num(iv.batch_s / time_scale)} s{width}"
-    return f"renewal-reward {iv.cycles or 0} req / {iv.streams or 0} streams{width}"
+    streams = iv.streams or 0
+    return f"renewal-reward {iv.cycles or 0} req / {streams} stream{'' if streams == 1 else 's'}{width}"
 
 
 def _token_cell(h: HoursEntry | None) -> str:

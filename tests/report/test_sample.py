@@ -187,7 +187,7 @@ def test_wide_interval_names_the_duration_needed(tmp_path: Path) -> None:
     assert iv["needed_window_s"] == pytest.approx(need)
     assert iv["needed_duration_s"] == pytest.approx(need + row["window_start_s"])
     note = (f"single: the hours-to-N interval is ±{100 * iv['rel_halfwidth']:.0f} % (renewal-reward, "
-            f"{iv['cycles']} requests of 1 streams); for ±10 % the window would need ~{math.ceil(need):,} s: set "
+            f"{iv['cycles']} requests of 1 stream); for ±10 % the window would need ~{math.ceil(need):,} s: set "
             f"single_stream.duration to ≥ {math.ceil(need + row['window_start_s']):,} s.")  # least durations rounded up
     assert note in rep["notes"]
 
