@@ -206,6 +206,11 @@ def _pool_n(rows: Sequence[StepRow], n: int) -> dict[str, Any]:
         within = combined_interval([(r, (hi - lo) / 2.0, w) for r, lo, hi, w in bounded])  # type: ignore[operator]
     rates = [r for r, *_ in have]
     run_lo, run_hi = t_mean_interval(rates)
+    # a rate is >= 0: a lower bound at or below 0 is no bound (None; hours to N then have no upper bound), as the
+    # report's own intervals do
+    run_lo = run_lo if run_lo is not None and run_lo > 0 else None
+    if within[0] is not None and within[0] <= 0:
+        within = (None, within[1])
     mean = sum(rates) / len(rates) if rates else None
     sd = (math.sqrt(sum((x - mean) ** 2 for x in rates) / (len(rates) - 1))
           if mean is not None and len(rates) >= 2 else None)

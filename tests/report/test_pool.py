@@ -104,3 +104,14 @@ def test_different_profiles_and_the_same_run_twice_are_noted(tmp_path: Path) -> 
                                                                   for n in notes)
     with pytest.raises(PoolError, match="at least one run"):
         build_pool([])
+
+
+def test_a_run_to_run_lower_bound_at_or_below_zero_is_no_bound(tmp_path: Path) -> None:
+    """Two runs far apart (0.1 and 1.0 usable/s): mean − t(1)·s/√2 < 0; a rate is >= 0, so the lower bound is
+    None and hours to N have no upper bound (fresh-user finding: the pool printed −0.102–0.497 req/s)."""
+    a = _run(tmp_path, "a", [("C=8", 0.1, 0.05, 0.15, 100.0)])
+    b = _run(tmp_path, "b", [("C=8", 1.0, 0.9, 1.1, 100.0)])
+    (row,) = build_pool([a, b]).steps
+    assert row.run_low is None and row.run_high is not None and row.run_high > 1.0
+    (h,) = row.hours
+    assert h.run_hours_high is None and h.run_hours_low is not None
