@@ -55,6 +55,10 @@ def add_until(rows: list[dict[str, Any]], events: Sequence[Any]) -> None:
         row["margin_reached_s"] = at_s if reached else None
         row["margin_halfwidth"] = _num(ev.get("halfwidth"))
         row["until_at_s"] = at_s
+        fix = row.get("low_confidence_fix")
+        if isinstance(fix, str):  # the step's length was until's, not steps.duration's (unused with until)
+            row["low_confidence_fix"] = fix.replace(
+                "lengthen steps.duration", "raise steps.until.min" if reached else "raise steps.until.max")
 
 
 def until_text(r: StepRow) -> str | None:

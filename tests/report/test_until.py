@@ -55,3 +55,22 @@ def test_a_step_held_by_until_is_told_to_raise_until_max_not_steps_duration(tmp_
     rep = build_report(write_run(tmp_path / "run", recs, events))
     (note,) = [n for n in rep.notes if "hours to N has no interval" in n]
     assert "lengthen steps.until.max to ≥" in note and "steps.duration" not in note
+
+
+def test_low_confidence_advice_under_until_names_until_not_steps_duration(tmp_path: Path) -> None:
+    """A low-confidence step held by until (the margin reached early) is told to raise steps.until.min; one that
+    ended at its max, steps.until.max (fresh-user finding: it said 'lengthen steps.duration', unused with until)."""
+    recs = [rec(f"u{u}", 1, 4.0 * i, 4.0, concurrency=8) for u in range(8) for i in range(3)]
+    recs += [rec(f"u{u}", 2, 12.0 + 4.0 * i, 4.0, concurrency=8) for u in range(8) for i in range(3)]
+    events = [phase("step", 1, 8, 0.0),
+              {"event": "until", "step": 1, "wall": T0 + 12.0, "reached": True, "at_s": 12.0, "halfwidth": 0.04,
+               "margin": 0.05, "window_s": 8.0, "requests": 16},
+              phase("step", 2, 8, 12.0),
+              {"event": "until", "step": 2, "wall": T0 + 24.0, "reached": False, "at_s": 12.0, "halfwidth": 0.3,
+               "margin": 0.05, "window_s": 8.0, "requests": 16},
+              run_end(24.0)]
+    a, b = build_report(write_run(tmp_path / "run", recs, events)).steps
+    assert a.low_confidence and b.low_confidence
+    assert a.low_confidence_fix is not None and "raise steps.until.min" in a.low_confidence_fix
+    assert b.low_confidence_fix is not None and "raise steps.until.max" in b.low_confidence_fix
+    assert "steps.duration" not in a.low_confidence_fix + b.low_confidence_fix
