@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from harness.report.interval import RateEstimate
+from harness.report.interval import RateBounds, RateEstimate
 from harness.stats.intervals import t_quantile_975
 
 __all__ = [
@@ -69,7 +69,7 @@ T975: dict[int, float] = {df: t_quantile_975(df) for df in range(MIN_BATCHES - 1
 
 
 @dataclass(frozen=True)
-class BatchMeans:
+class BatchMeans(RateBounds):
     """Batch-means estimate of a completion rate over one window.
 
     Attributes:
@@ -95,28 +95,6 @@ class BatchMeans:
     sigma2: float | None
     t: float | None
     reason: str | None = None
-
-    def rate_bounds(self, n: int | None = None) -> tuple[float | None, float | None]:
-        """95 % bounds of the rate (events per second): of the estimate alone when ``n`` is None, else the
-        prediction interval of the rate a run collecting ``n`` events achieves (it lasts ``n / rate`` seconds).
-
-        ``rate ± t * sqrt(SE² + sigma2 / T_n)``; a lower bound <= 0 is None; both None without an interval.
-        """
-        if self.t is None or self.se is None or self.sigma2 is None:
-            return None, None
-        var = self.se**2
-        if n is not None and n > 0 and self.rate > 0:
-            var += self.sigma2 / (n / self.rate)
-        half = self.t * math.sqrt(var)
-        lo = self.rate - half
-        return (lo if lo > 0 else None), self.rate + half
-
-    def rel_halfwidth(self) -> float | None:
-        """Relative half-width of the estimate's 95 % interval, ``t * SE / rate`` (the part a longer window
-        shrinks), None without an interval or a zero rate."""
-        if self.t is None or self.se is None or self.rate <= 0:
-            return None
-        return self.t * self.se / self.rate
 
 
 def batch_means(

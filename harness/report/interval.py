@@ -47,15 +47,48 @@ import polars as pl
 
 from harness.stats.intervals import t_quantile_975
 
-__all__ = ["MIN_CYCLES", "MIN_USABLE", "RateEstimate", "cycle_frame", "renewal_reward"]
+__all__ = ["MIN_CYCLES", "MIN_USABLE", "RateBounds", "RateEstimate", "cycle_frame", "renewal_reward"]
 
 #: The fewest cycles (requests ending in the window) and usable ones an interval is formed from.
 MIN_CYCLES = 10
 MIN_USABLE = 5
 
 
+class RateBounds:
+    """The interval arithmetic every rate estimate shares (:class:`RateEstimate`, and batch means'
+    :class:`harness.report.hours.BatchMeans`): a subclass has ``rate`` (per second), ``se``, ``sigma2`` and ``t``
+    (None without an interval)."""
+
+    rate: float
+    se: float | None
+    sigma2: float | None
+    t: float | None
+
+    def rate_bounds(self, n: int | None = None) -> tuple[float | None, float | None]:
+        """95 % bounds of the rate (samples per second): of the estimate when ``n`` is None, else the prediction
+        interval of the rate a run collecting ``n`` samples achieves (it lasts ``n / rate`` seconds).
+
+        ``rate ± t * sqrt(SE² + sigma2 / T_n)``; a lower bound <= 0 is None; both None without an interval.
+        """
+        if self.t is None or self.se is None or self.sigma2 is None:
+            return None, None
+        var = self.se**2
+        if n is not None and n > 0 and self.rate > 0:
+            var += self.sigma2 / (n / self.rate)
+        half = self.t * math.sqrt(var)
+        lo = self.rate - half
+        return (lo if lo > 0 else None), self.rate + half
+
+    def rel_halfwidth(self) -> float | None:
+        """Relative half-width of the estimate's 95 % interval, ``t * SE / rate`` (the part a longer window
+        shrinks), None without an interval or a zero rate."""
+        if self.t is None or self.se is None or self.rate <= 0:
+            return None
+        return self.t * self.se / self.rate
+
+
 @dataclass(frozen=True)
-class RateEstimate:
+class RateEstimate(RateBounds):
     """A usable-sample rate over one window with the figures of its 95 % interval (any method).
 
     Attributes:
@@ -87,27 +120,6 @@ class RateEstimate:
     bandwidth: int = 0
     inflation: float | None = None
     reason: str | None = None
-
-    def rate_bounds(self, n: int | None = None) -> tuple[float | None, float | None]:
-        """95 % bounds of the rate (samples per second): of the estimate when ``n`` is None, else the prediction
-        interval of the rate a run collecting ``n`` samples achieves (it lasts ``n / rate`` seconds).
-
-        ``rate ± t * sqrt(SE² + sigma2 / T_n)``; a lower bound <= 0 is None; both None without an interval.
-        """
-        if self.t is None or self.se is None or self.sigma2 is None:
-            return None, None
-        var = self.se**2
-        if n is not None and n > 0 and self.rate > 0:
-            var += self.sigma2 / (n / self.rate)
-        half = self.t * math.sqrt(var)
-        lo = self.rate - half
-        return (lo if lo > 0 else None), self.rate + half
-
-    def rel_halfwidth(self) -> float | None:
-        """Relative half-width of the estimate's 95 % interval, ``t * SE / rate``; None without an interval."""
-        if self.t is None or self.se is None or self.rate <= 0:
-            return None
-        return self.t * self.se / self.rate
 
 
 def cycle_frame(main: pl.DataFrame, start: str, end: str, user: str, usable: str) -> pl.DataFrame:
