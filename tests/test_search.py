@@ -4,6 +4,8 @@ intervals, the profile section, and the shape's search driver."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -205,15 +207,17 @@ def test_shipped_slo_search_profile_loads() -> None:
 # -- the shape's search driver --------------------------------------------------------------------------------
 
 
-def test_the_shape_runs_the_search_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ticks through a concurrency search (fake clock): each step is held 1 s past its time, measured from the
-    records written so far, and the next one chosen; the outcome is a ``search`` event before ``load_end``."""
+@contextmanager
+def _search_shape(monkeypatch: pytest.MonkeyPatch, search: dict[str, Any]) -> Iterator[tuple[Any, Any, Any, Any]]:
+    """(shape, clock, run_dir, ctx) of a search profile with ``search`` and 10 s steps on a fake clock, whose run
+    directory fires ``on_record`` for each record written (the search measures them); the run context is this
+    process's until the block ends."""
     from dataclasses import dataclass, field
 
     from harness import shapes
     from harness.records import EventHook
     from harness.runtime import RunContext, current
-    from tests.test_shapes import WALL0, FakeClock, FakeRunDir, FakeRunner, new_shape
+    from tests.test_shapes import FakeClock, FakeRunDir, FakeRunner, new_shape
 
     @dataclass
     class HookedRunDir(FakeRunDir):
@@ -227,14 +231,24 @@ def test_the_shape_runs_the_search_step_by_step(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(shapes, "time", clock)
     profile = Profile.model_validate({
         "name": "s", "prompts": [{"id": "p", "text": "hi"}], "warmup": {"enabled": False},
-        "single_stream": {"duration": 0}, "steps": {"duration": 10, "drain_timeout": 5},
-        "search": {"low": 2, "high": 8, "tolerance": 2, "slo": {"ttft_p99_s": 0.5}},
+        "single_stream": {"duration": 0}, "steps": {"duration": 10, "drain_timeout": 5}, "search": search,
     })
     run_dir = HookedRunDir()
     ctx = RunContext(profile, "http://127.0.0.1:9/v1", "m", "local", run_dir=run_dir)  # type: ignore[arg-type]
     current().ctx = ctx
     try:
-        shape = new_shape(FakeRunner(stop_timeout=5))
+        yield new_shape(FakeRunner(stop_timeout=5)), clock, run_dir, ctx
+    finally:
+        current().ctx = None
+
+
+def test_the_shape_runs_the_search_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ticks through a concurrency search (fake clock): each step is held 1 s past its time, measured from the
+    records written so far, and the next one chosen; the outcome is a ``search`` event before ``load_end``."""
+    from tests.test_shapes import WALL0
+
+    search = {"low": 2, "high": 8, "tolerance": 2, "slo": {"ttft_p99_s": 0.5}}
+    with _search_shape(monkeypatch, search) as (shape, clock, run_dir, ctx):
 
         def serve(users: int, t0: float, ttft: float) -> None:
             """Closed-loop records of ``users`` users over 10 s from ``t0`` (1 s requests)."""
@@ -272,40 +286,15 @@ def test_the_shape_runs_the_search_step_by_step(monkeypatch: pytest.MonkeyPatch)
         assert res["highest_pass"]["setting"] == 5 and res["lowest_fail"]["setting"] == 6 and res["converged"]
         assert [e["concurrency"] for e in run_dir.phases[:4]] == [2, 8, 5, 6]
         assert run_dir.phases[1]["wall"] == pytest.approx(WALL0 + 11.3)  # each step starts when it is chosen
-    finally:
-        current().ctx = None
 
 
 def test_the_shape_extends_an_inconclusive_step_instead_of_failing_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 10 s probe at C=1 with 1.5 s requests has 5 requests in its steady window (< 10): the same step is held
     another 10 s (no new phase), measured again over 20 s, and passes; then high."""
-    from dataclasses import dataclass, field
+    from tests.test_shapes import WALL0
 
-    from harness import shapes
-    from harness.records import EventHook
-    from harness.runtime import RunContext, current
-    from tests.test_shapes import WALL0, FakeClock, FakeRunDir, FakeRunner, new_shape
-
-    @dataclass
-    class HookedRunDir(FakeRunDir):
-        on_record: Any = field(default_factory=EventHook)
-
-        def write_record(self, record: RequestResult) -> None:
-            super().write_record(record)
-            self.on_record.fire(record)
-
-    clock = FakeClock()
-    monkeypatch.setattr(shapes, "time", clock)
-    profile = Profile.model_validate({
-        "name": "s", "prompts": [{"id": "p", "text": "hi"}], "warmup": {"enabled": False},
-        "single_stream": {"duration": 0}, "steps": {"duration": 10, "drain_timeout": 5},
-        "search": {"low": 1, "high": 4, "tolerance": 2, "slo": {"ttft_p99_s": 0.5}},
-    })
-    run_dir = HookedRunDir()
-    ctx = RunContext(profile, "http://127.0.0.1:9/v1", "m", "local", run_dir=run_dir)  # type: ignore[arg-type]
-    current().ctx = ctx
-    try:
-        shape = new_shape(FakeRunner(stop_timeout=5))
+    search = {"low": 1, "high": 4, "tolerance": 2, "slo": {"ttft_p99_s": 0.5}}
+    with _search_shape(monkeypatch, search) as (shape, clock, run_dir, ctx):
 
         def serve(users: int, t0: float, t1: float, e2e: float) -> None:
             for u in range(users):
@@ -330,8 +319,6 @@ def test_the_shape_extends_an_inconclusive_step_instead_of_failing_it(monkeypatc
         assert [e["event"] for e in run_dir.phases] == ["phase_start", "phase_start"]
         probe = shape._search.search.probes[0]
         assert probe.passed and not probe.inconclusive and probe.extensions == 1 and probe.sample >= 10
-    finally:
-        current().ctx = None
 
 
 def test_a_search_with_sweep_axes_is_refused(tmp_path: Path) -> None:
