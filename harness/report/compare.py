@@ -24,7 +24,6 @@ import math
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,8 @@ from harness.report.compare_model import (
     MetricCells,
     Ratio,
     Unmatched,
+    run_tags,
+    step_keys,
 )
 from harness.report.compare_stats import LATENCY_FIGURES, latency_intervals
 from harness.report.load import NoRecordsError
@@ -214,22 +215,6 @@ def load_run_input(run_dir: str | os.PathLike[str]) -> RunInput:
     except (OSError, ValueError) as e:
         problems.append(f"{root}: records unreadable ({e}): latency figures have no interval.")
     return RunInput(root, rep, source, records, problems)
-
-
-def _tags(n: int) -> list[str]:
-    """Run tags A, B, ..., Z, R27, R28, ..."""
-    return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(n)]
-
-
-def _step_keys(rows: list[StepRow]) -> list[str]:
-    """Matching key of each row: its label, with '#k' for the k-th repeat of a label (k >= 2)."""
-    seen: Counter[str] = Counter()
-    keys = []
-    for r in rows:
-        label = str(r.label)
-        seen[label] += 1
-        keys.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
-    return keys
 
 
 def _num(v: Any) -> float | None:
@@ -463,11 +448,11 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareRepor
     if len(run_dirs) < 2:
         raise CompareError(f"compare needs at least two run directories (got {len(run_dirs)})")
     runs = [load_run_input(d) for d in run_dirs]
-    tags = _tags(len(runs))
+    tags = run_tags(len(runs))
     reports = [r.report for r in runs]
     metrics = _metrics(reports)
     notes: list[str] = [p for r in runs for p in r.problems]
-    keyed = [dict(zip(_step_keys(rep.steps), rep.steps, strict=True)) for rep in reports]
+    keyed = [dict(zip(step_keys(rep.steps), rep.steps, strict=True)) for rep in reports]
     order: list[str] = []
     for k in keyed:
         order += [key for key in k if key not in order]

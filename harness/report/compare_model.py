@@ -10,15 +10,27 @@ holds every key, in the order declared here (the layout of schema ``llmload-comp
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
 
-from harness.report.model import Num, ReportModel
+from harness.report.model import Num, ReportModel, StepRow
 
-__all__ = ["CompareMetric", "CompareReport", "CompareRun", "CompareStep", "Estimate", "MetricCells", "Ratio",
-           "Unmatched", "compare_report"]
+__all__ = [
+    "CompareMetric",
+    "CompareReport",
+    "CompareRun",
+    "CompareStep",
+    "Estimate",
+    "MetricCells",
+    "Ratio",
+    "Unmatched",
+    "compare_report",
+    "run_tags",
+    "step_keys",
+]
 
 
 class CompareRun(ReportModel):
@@ -142,3 +154,20 @@ def compare_report(cmp: CompareReport | Mapping[str, Any]) -> CompareReport:
         pydantic.ValidationError: a key of the wrong type.
     """
     return cmp if isinstance(cmp, CompareReport) else CompareReport.model_validate(dict(cmp))
+
+
+def run_tags(n: int) -> list[str]:
+    """Tags of ``n`` runs, compared or pooled: A, B, ..., Z, R27, R28, ..."""
+    return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(n)]
+
+
+def step_keys(rows: Sequence[StepRow]) -> list[str]:
+    """Matching key of each step row across runs (compare, pool): its label, with '#k' for the k-th repeat of a
+    label (k >= 2)."""
+    seen: Counter[str] = Counter()
+    keys = []
+    for r in rows:
+        label = str(r.label)
+        seen[label] += 1
+        keys.append(label if seen[label] == 1 else f"{label}#{seen[label]}")
+    return keys

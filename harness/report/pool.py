@@ -32,7 +32,6 @@ import math
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from typing import Any
 from pydantic import Field
 
 from harness.report.catalogue import FIGURES, display, hours_header, hours_text
+from harness.report.compare_model import run_tags, step_keys
 from harness.report.model import HoursEntry, Num, Report, ReportError, ReportModel, StepRow, load_report
 from harness.stats.intervals import combined_interval, t_mean_interval, t_quantile_975
 
@@ -139,19 +139,6 @@ class PoolReport(ReportModel):
     unmatched: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     definitions: dict[str, str] = Field(default_factory=lambda: dict(POOL_DEFINITIONS))
-
-
-def _tags(n: int) -> list[str]:
-    return [chr(ord("A") + i) if i < 26 else f"R{i + 1}" for i in range(n)]
-
-
-def _keys(rows: Sequence[StepRow]) -> list[str]:
-    seen: Counter[str] = Counter()
-    out = []
-    for r in rows:
-        seen[r.label] += 1
-        out.append(r.label if seen[r.label] == 1 else f"{r.label}#{seen[r.label]}")
-    return out
 
 
 def _load(run_dir: str | os.PathLike[str]) -> Report:
@@ -262,7 +249,7 @@ def build_pool(run_dirs: Sequence[str | os.PathLike[str]]) -> PoolReport:
     if not run_dirs:
         raise PoolError("--pool needs at least one run directory")
     reports = [_load(d) for d in run_dirs]
-    tags = _tags(len(reports))
+    tags = run_tags(len(reports))
     ns = [n for n in reports[0].hours_to_n if all(n in r.hours_to_n for r in reports[1:])]
     if not ns:
         raise PoolError("the runs have no hours-to-N count in common (rebuild their reports with the same --n)")
@@ -282,7 +269,7 @@ def build_pool(run_dirs: Sequence[str | os.PathLike[str]]) -> PoolReport:
     elif len(reports) == 2:
         notes.append("Two runs: the run-to-run interval uses t(1) = 12.7 and is wide; 3 to 5 runs narrow it "
                      "(t(2) = 4.30, t(4) = 2.78).")
-    keyed = [dict(zip(_keys(r.steps), r.steps, strict=True)) for r in reports]
+    keyed = [dict(zip(step_keys(r.steps), r.steps, strict=True)) for r in reports]
     order: list[str] = []
     for k in keyed:
         order += [key for key in k if key not in order]
