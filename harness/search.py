@@ -87,6 +87,9 @@ class Probe:
         reason: why it did not pass on its figures alone (inconclusive: no steady window or too few requests; too
             few successful requests; a rate step's shortfall); None otherwise.
         extensions: times the step was extended (by ``steps.duration``) because it was inconclusive.
+        span: the ``(start, end)`` (epoch s) the step was measured over, as given to :func:`measure_step` (the
+            master measures when the step's settle time is over, a little before the next step's ``phase_start``
+            is written: re-measuring from the records needs this end, not that event's); None when not measured.
     """
 
     setting: float
@@ -98,12 +101,14 @@ class Probe:
     reason: str | None = None
     inconclusive: bool = False
     extensions: int = 0
+    span: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"setting": self.setting, "step": self.step, "passed": self.passed, "figures": self.figures,
                 "sample": self.sample, "window_s": self.window_s, "reason": self.reason,
-                "inconclusive": self.inconclusive, "extensions": self.extensions}
+                "inconclusive": self.inconclusive, "extensions": self.extensions,
+                "span": list(self.span) if self.span is not None else None}
 
 
 def _metric(r: RequestResult, name: str, schedule_relative: bool) -> float | None:
@@ -161,12 +166,12 @@ def measure_step(setting: float, step: int, start: float, end: float, records: S
         (w,) = steady_windows(_window_frame(records), [phase])  # the report's steady window, over a frame
         if not w.steady:
             return Probe(setting, step, False, reason=f"inconclusive (no steady window: {w.reason})",
-                         inconclusive=True)
+                         inconclusive=True, span=(start, end))
         in_window = [r for r in records if r.step == step and w.start <= r.end_wall < w.end]
         sample = [r for r in in_window if r.ok]
         ended = len(in_window)
         w0, w1 = w.start, w.end
-    probe = Probe(setting, step, True, sample=len(sample), window_s=max(0.0, w1 - w0))
+    probe = Probe(setting, step, True, sample=len(sample), window_s=max(0.0, w1 - w0), span=(start, end))
     for key, threshold in slos.items():
         m = SLO_KEY.match(key)
         assert m is not None, key  # validated by the profile

@@ -533,6 +533,8 @@ class SearchProbe(ReportModel):
     reason: str | None = None
     inconclusive: bool = False
     extensions: int = 0
+    #: ``(start, end)`` epoch seconds the step was measured over (None in reports written before it was kept).
+    span: list[Num] | None = None
 
 
 class SearchResult(ReportModel):
