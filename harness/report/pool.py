@@ -244,29 +244,29 @@ def build_pool(run_dirs: Sequence[str | os.PathLike[str]]) -> PoolReport:
     """Pool the runs in ``run_dirs`` (module docstring).
 
     Raises:
-        PoolError: no run given, a run directory missing, a report unreadable, or no N common to the runs.
+        PoolError: fewer than 2 runs, the same run twice, runs of different profiles (by ``profile_name``), a run
+            directory missing, a report unreadable, or no N common to the runs.
     """
-    if not run_dirs:
-        raise PoolError("--pool needs at least one run directory")
+    if len(run_dirs) < 2:
+        raise PoolError(f"--pool needs at least 2 run directories (got {len(run_dirs)}): one run has no run-to-run "
+                        "interval, and its own report already gives the within-run one")
     reports = [_load(d) for d in run_dirs]
     tags = run_tags(len(reports))
+    ids = [r.run_id or str(Path(d).resolve()) for r, d in zip(reports, run_dirs, strict=True)]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise PoolError(f"the same run is given more than once ({', '.join(dup)}): counting it twice would narrow "
+                        "the intervals falsely; give each run once")
+    names = {str(r.profile_name) for r in reports}
+    if len(names) > 1:
+        raise PoolError("the runs ran different profiles (" + ", ".join(
+            f"{t} {r.profile_name} ({d})" for t, r, d in zip(tags, reports, run_dirs, strict=True)) + "): --pool "
+            "pools repeats of one profile; compare different ones with `llmload compare`")
     ns = [n for n in reports[0].hours_to_n if all(n in r.hours_to_n for r in reports[1:])]
     if not ns:
         raise PoolError("the runs have no hours-to-N count in common (rebuild their reports with the same --n)")
     notes: list[str] = []
-    names = {str(r.profile_name) for r in reports}
-    if len(names) > 1:
-        notes.append("The runs ran different profiles (" + ", ".join(
-            f"{t} {r.profile_name}" for t, r in zip(tags, reports, strict=True)) + "): pooling assumes repeats of "
-            "one profile.")
-    ids = [r.run_id or str(Path(d).resolve()) for r, d in zip(reports, run_dirs, strict=True)]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        notes.append(f"The same run is given more than once ({', '.join(dup)}): it is counted each time, which "
-                     "narrows the intervals falsely.")
-    if len(reports) == 1:
-        notes.append("One run: no run-to-run interval (it needs at least 2 runs).")
-    elif len(reports) == 2:
+    if len(reports) == 2:
         notes.append("Two runs: the run-to-run interval uses t(1) = 12.7 and is wide; 3 to 5 runs narrow it "
                      "(t(2) = 4.30, t(4) = 2.78).")
     keyed = [dict(zip(step_keys(r.steps), r.steps, strict=True)) for r in reports]
@@ -280,6 +280,11 @@ def build_pool(run_dirs: Sequence[str | os.PathLike[str]]) -> PoolReport:
             continue
         row = _row(key, [k[key] for k in keyed], tags, ns)
         steps.append(row)
+        if row.runs < len(reports):
+            missing = [t for t, r in zip(tags, row.per_run, strict=True) if r.request_rate is None or not r.window_s]
+            notes.append(f"{row.label}: run{'s' if len(missing) > 1 else ''} {', '.join(missing)} had no usable rate "
+                         f"there (no usable completion or no steady window): pooled over {row.runs} of "
+                         f"{len(reports)} runs.")
         if row.disagree:
             notes.append(f"{row.label}: runs {', '.join(row.disagree)} disagree beyond their intervals (their "
                          "within-run usable-rate intervals do not overlap): the within-run interval understates the "

@@ -68,17 +68,27 @@ def test_runs_within_their_intervals_do_not_disagree_and_two_runs_say_the_t_inte
     assert not any("disagree" in n for n in pool.notes)
 
 
-def test_one_run_has_no_run_to_run_interval_and_a_run_without_bounds_no_pooled_one(tmp_path: Path) -> None:
+def test_a_run_without_bounds_gives_no_pooled_within_run_interval(tmp_path: Path) -> None:
     a = _run(tmp_path, "a", [("C=8", 1.0, None, None, 100.0)])
-    pool = build_pool([a])
+    b = _run(tmp_path, "b", [("C=8", 1.0, 0.9, 1.1, 100.0)])
+    pool = build_pool([a, b])
     (row,) = pool.steps
-    assert row.request_rate == pytest.approx(1.0) and (row.run_low, row.run_high, row.t) == (None, None, None)
+    assert row.request_rate == pytest.approx(1.0) and row.run_rate_sd == pytest.approx(0.0)
     assert (row.within_low, row.within_high) == (None, None)
-    assert any("One run" in n for n in pool.notes)
     assert any(n.startswith("C=8: a run has no within-run interval") for n in pool.notes)
     md = render_pool_markdown(pool)
-    assert "| C=8 | 1 | 1.00 | – | 1.00 | – | – | 1.00 | no |" in md
-    assert "1.00 h (no interval) · 1.00 h (no interval)" in md
+    assert "| C=8 | 2 | 1.00 | – | 1.00 | 1.00–1.00 |" in md
+
+
+def test_a_run_without_a_usable_rate_at_a_step_is_named_and_left_out(tmp_path: Path) -> None:
+    a = _run(tmp_path, "a", [("C=8", 1.0, 0.9, 1.1, 100.0)])
+    b = _run(tmp_path, "b", [("C=8", 1.2, 1.1, 1.3, 100.0)])
+    c = _run(tmp_path, "c", [("C=8", 1.0, 0.9, 1.1, 0.0)])  # no steady window
+    pool = build_pool([a, b, c])
+    (row,) = pool.steps
+    assert row.runs == 2 and row.request_rate == pytest.approx(1.1)
+    assert "C=8: run C had no usable rate there (no usable completion or no steady window): pooled over 2 of 3 " \
+        "runs." in pool.notes
 
 
 def test_pool_command_writes_pool_md_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,18 +102,22 @@ def test_pool_command_writes_pool_md_and_json(tmp_path: Path, capsys: pytest.Cap
     assert data["schema"] == "llmload-pool/1" and data["steps"][0]["disagree"] == ["A–B"]
     assert "| C=8 | 2 | 1.25 | " in md and "runs A–B beyond their intervals" in md
     assert "hours to N=3,600 (95 %)" in md
-    assert report_main(["--pool", str(tmp_path / "missing")]) == 2
+    assert report_main(["--pool", str(a), str(tmp_path / "missing")]) == 2
     assert "no such run directory" in capsys.readouterr().err
 
 
-def test_different_profiles_and_the_same_run_twice_are_noted(tmp_path: Path) -> None:
+def test_one_run_the_same_run_twice_and_different_profiles_are_refused(tmp_path: Path) -> None:
     a = _run(tmp_path, "a", [("C=8", 1.0, 0.9, 1.1, 100.0)])
     b = _run(tmp_path, "b", [("C=8", 1.0, 0.9, 1.1, 100.0)], profile="q")
-    notes = build_pool([a, b, a]).notes
-    assert any("different profiles" in n for n in notes) and any("same run is given more than once" in n
-                                                                  for n in notes)
-    with pytest.raises(PoolError, match="at least one run"):
+    c = _run(tmp_path, "c", [("C=8", 1.0, 0.9, 1.1, 100.0)])
+    with pytest.raises(PoolError, match=r"at least 2 run directories \(got 0\)"):
         build_pool([])
+    with pytest.raises(PoolError, match=r"at least 2 run directories \(got 1\)"):
+        build_pool([a])
+    with pytest.raises(PoolError, match=r"the same run is given more than once \(a\)"):
+        build_pool([a, c, a])
+    with pytest.raises(PoolError, match=r"different profiles \(A p .*, B q .*\).*llmload compare"):
+        build_pool([a, b])
 
 
 def test_a_run_to_run_lower_bound_at_or_below_zero_is_no_bound(tmp_path: Path) -> None:
