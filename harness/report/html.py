@@ -16,6 +16,7 @@ import base64
 import html
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,15 @@ nav.toc { font-size: 12px; color: #555; }
 """
 
 
+#: A number and a following " %" in rendered HTML text (the space becomes a no-break space).
+_NUMBER_UNIT = re.compile(r"(\d) %")
+
+
+def _nbsp(text: str) -> str:
+    """``text`` (HTML) with the space in "95 %" a no-break space: a number never breaks from its unit."""
+    return _NUMBER_UNIT.sub("\\1&nbsp;%", text)
+
+
 def _markdown() -> MarkdownIt:
     """CommonMark + tables; raw HTML, links, images and autolinks off, so the text can add no URL or tag."""
     md = MarkdownIt("commonmark", {"html": False}).enable("table")  # wrapped prose lines join into paragraphs
@@ -105,7 +115,7 @@ def _figures(charts: Sequence[Chart]) -> str:
         parts.append(
             f'<figure id="fig-{c.name}"><h3>{html.escape(c.title)}</h3>'
             f'<img alt="{html.escape(c.title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(c.caption)} File: {FIGURES_DIR}/{c.name}.png</figcaption></figure>"
+            f"<figcaption>{_nbsp(html.escape(c.caption))} File: {FIGURES_DIR}/{c.name}.png</figcaption></figure>"
         )
     return "\n".join(parts)
 
@@ -135,7 +145,7 @@ def render_html(report: Report | Mapping[str, Any], charts: Sequence[Chart]) -> 
     md = _markdown()
 
     def block(src: str) -> str:
-        out = md.render(src)
+        out = _nbsp(md.render(src))
         return out.replace("<table>", '<div class="scroll"><table>').replace("</table>", "</table></div>")
 
     title = html.escape(f"Load report: {rep.run_id}")

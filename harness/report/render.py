@@ -221,12 +221,13 @@ def _what_if_lines(rep: Report, real: bool = False) -> list[str]:
         w = hours[0].what_if
         per_k, ok = w.hours_per_1k_output_tokens, w.usable_is_success.hours
         m = r.mean_output_tokens_usable
-        parts.append(f"{r.label}: {_hours(per_k)} h per 1,000 output tokens per sample (now {fmt.count(m)}), "
+        parts.append(f"{r.label}: {_hours(per_k)} h per 1,000 output tokens per sample (mean now "
+                     f"{fmt.count(m)} output tokens), "
                      f"{_hours(ok)} h with usable = success")
     if not parts:
         return []
     return [f"What-ifs for N={rep.hours_to_n[0]:,} (hours scale with a sample's mean output length X as "
-            f"hours × X ÷ now): " + "; ".join(parts) + "."]
+            f"hours × X ÷ the mean now): " + "; ".join(parts) + "."]
 
 
 def _real_table(rep: Report) -> list[str]:

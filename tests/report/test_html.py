@@ -131,7 +131,10 @@ def test_header_definitions_and_notes(written: tuple[Path, Report, str, str]) ->
     assert "finished" in head
     import html as html_lib
 
-    flat = " ".join(page.split())  # wrapped Markdown prose joins into one paragraph (a newline reads as a space)
+    # a number never breaks from its " %" (a no-break space, also inside the definitions and notes)
+    assert "95&nbsp;%" in page and not re.search(r"\d %", page.split("<style>")[0] + page.split("</style>")[1])
+    # wrapped Markdown prose joins into one paragraph (a newline reads as a space); the no-break spaces read as spaces
+    flat = " ".join(page.replace("&nbsp;%", " %").split())
     for key, text in rep["definitions"].items():
         assert f"<strong>{key}</strong>: {html_lib.escape(text, quote=False)}" in flat, key
     assert rep["notes"]

@@ -259,8 +259,9 @@ def test_hours_cells(report: dict[str, Any]) -> None:
         "8.00 h (no interval)",
         "3.00 h ⚠ outside",
     ]
-    assert ("What-ifs for N=1,000 (hours scale with a sample's mean output length X as hours × X ÷ now): C=2: "
-            "617 h per 1,000 output tokens per sample (now 2,000), 1,100 h with usable = success.") in " ".join(
+    assert ("What-ifs for N=1,000 (hours scale with a sample's mean output length X as hours × X ÷ the mean now): "
+            "C=2: 617 h per 1,000 output tokens per sample (mean now 2,000 output tokens), 1,100 h with usable = "
+            "success.") in " ".join(
         md.split())  # prose is wrapped at 120 columns
     rep["steps"][0]["hours_interval"] = {"batches": 0}
     assert _tables(render_markdown(rep))[1][1][6] == "none"
