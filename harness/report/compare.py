@@ -55,7 +55,6 @@ __all__ = [
     "KNOWN_REPORT_SCHEMAS",
     "SCHEMA",
     "CompareError",
-    "Metric",
     "RunInput",
     "build_comparison",
     "load_run_input",
@@ -114,41 +113,15 @@ class CompareError(ValueError):
     """Bad input to the comparison: a missing run directory, fewer than two runs, an unknown report schema."""
 
 
-@dataclass(frozen=True)
-class Metric:
-    """One compared figure.
 
-    Attributes:
-        key: identifier in ``compare.json`` (``output_tps``, ``ttft_p50_s``, ``hours@100000``, ``usd@100000``,
-            ``usd_per_1k_usable``).
-        label: column title.
-        unit: display unit of the values ("tok/s", "s", "ms", "h", "US$").
-        better: "higher" or "lower".
-        method: interval method (a :data:`DEFINITIONS` key), or None.
-        n: the N of hours / US$ to N, else None.
-    """
-
-    key: str
-    label: str
-    unit: str
-    better: str
-    method: str | None = None
-    n: int | None = None
-
-    def to_model(self) -> CompareMetric:
-        """Its entry of ``compare.json``'s ``metrics``."""
-        return CompareMetric(key=self.key, label=self.label, unit=self.unit, better=self.better, method=self.method,
-                             n=self.n)
-
-
-def _catalogued(key: str, better: str, method: str | None) -> Metric:
+def _catalogued(key: str, better: str, method: str | None) -> CompareMetric:
     """A compared figure with its label and display unit from the catalogue (:mod:`harness.report.catalogue`)."""
     f = FIGURES[key]
-    return Metric(key, f.label, f.display_unit.value, better, method)
+    return CompareMetric(key=key, label=f.label, unit=f.display_unit.value, better=better, method=method)
 
 
 #: The figures compared at every step, in table order (hours and cost to N are appended per N).
-BASE_METRICS: tuple[Metric, ...] = (
+BASE_METRICS: tuple[CompareMetric, ...] = (
     _catalogued("output_tps", "higher", "interval_output_tps"),
     _catalogued("per_stream_tps", "higher", "interval_per_stream_tps"),
     _catalogued("ttft_p50_s", "lower", "interval_percentiles"),
@@ -241,13 +214,14 @@ ROW_COSTS: tuple[tuple[str, bool], ...] = (
 )
 
 
-def _to_n(key: str, n: int, method: str) -> Metric:
+def _to_n(key: str, n: int, method: str) -> CompareMetric:
     """Hours (``key`` ``hours``) or US$ (``usd``) to ``n``: the catalogue's name (``hours to N=100,000``) and
     display unit."""
-    return Metric(f"{key}@{n}", to_n_label(key, n), FIGURES[key].display_unit.value, "lower", method, n)
+    return CompareMetric(key=f"{key}@{n}", label=to_n_label(key, n), unit=FIGURES[key].display_unit.value,
+                         better="lower", method=method, n=n)
 
 
-def _metrics(reports: list[Report]) -> list[Metric]:
+def _metrics(reports: list[Report]) -> list[CompareMetric]:
     ns: list[int] = []
     for rep in reports:
         for n in rep.hours_to_n:
@@ -291,7 +265,7 @@ def _output_tps(row: StepRow) -> Estimate | None:
     return _estimate(v, None, None)
 
 
-def _row_estimates(run: RunInput, row: StepRow, metrics: list[Metric],
+def _row_estimates(run: RunInput, row: StepRow, metrics: list[CompareMetric],
                    notes: list[str], tag: str) -> dict[str, Estimate | None]:
     """Every metric's estimate (value, 95 % bounds, method) for one row of one run."""
     lat: dict[str, tuple[float | None, float | None]] = {}
@@ -404,7 +378,7 @@ def _workload_notes(runs: Sequence[RunInput], tags: Sequence[str]) -> list[str]:
     return notes
 
 
-def _disagree(cells: dict[str, MetricCells], metrics: Sequence[Metric], tags: Sequence[str]) -> list[str]:
+def _disagree(cells: dict[str, MetricCells], metrics: Sequence[CompareMetric], tags: Sequence[str]) -> list[str]:
     """The tags of the runs whose hours-to-N interval (any N) does not overlap the baseline's at this step: they
     disagree beyond their intervals (``within_noise`` False on an hours metric)."""
     hours = [m.key for m in metrics if m.method == "interval_hours"]
@@ -509,7 +483,7 @@ def build_comparison(run_dirs: Sequence[str | os.PathLike[str]]) -> CompareRepor
         "generated_wall": time.time(),
         "baseline": tags[0],
         "runs": [_run_summary(r, t) for r, t in zip(runs, tags, strict=True)],
-        "metrics": [m.to_model() for m in metrics],
+        "metrics": list(metrics),
         "steps": steps,
         "unmatched": unmatched,
         "definitions": dict(DEFINITIONS),
