@@ -71,7 +71,7 @@ MAIN_KEYS = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "
 #: The page's charts: (id, title, figure keys, display unit). Each chart has its own y axis in that unit; the
 #: factor from the stored unit is the catalogue's (:data:`harness.report.catalogue.CONVERSIONS`), sent with it.
 CHARTS = (
-    ("tps", "Output tok/s", ("output_tps", "output_tps_reasoning", "output_tps_answer"), Unit.TOK_S),
+    ("tps", "Output throughput", ("output_tps", "output_tps_reasoning", "output_tps_answer"), Unit.TOK_S),
     ("ttft", "TTFT", ("ttft_p50_s", "ttft_p99_s"), Unit.MS),
     ("ttfat", "TTFAT", ("ttfat_p50_s", "ttfat_p99_s"), Unit.S),
 )

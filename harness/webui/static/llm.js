@@ -33,7 +33,7 @@
     const tr = el("tr", attrs);
     const shown = r.display || {};
     const main = cols.filter((c) => c.main), rest = cols.filter((c) => !c.main);
-    const details = el("tr", { ...attrs, class: "details" });
+    const details = el("tr", { "data-step": r.label, class: "details" });
     details.hidden = !open.has(r.label);
     for (const { key, answer } of main) {
       const td = el("td", { "data-key": key }, shown[key] ?? "–");
@@ -157,7 +157,7 @@
     return e;
   }
   function chart(svg, t0, series, rows, unit) {
-    const W = 600, L = 50, R = 12, T = 14, PH = 200;  // plot height; the legend goes below the x axis
+    const W = 480, L = 46, R = 14, T = 14, PH = 170;  // plot height; the legend goes below the x axis
     const legendRows = Math.ceil(series.length / 2), H = T + PH + 26 + 15 * legendRows;
     svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     svg.replaceChildren();
@@ -179,7 +179,7 @@
       const v = y1 * i / 4, t = svgEl("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" });
       t.textContent = num(v, 3);
       svg.appendChild(t);
-      const u = x1 * i / 4, tx = svgEl("text", { x: X(u), y: H - B + 14, "text-anchor": "middle" });
+      const u = x1 * i / 4, tx = svgEl("text", { x: X(u), y: H - B + 14, "text-anchor": i === 4 ? "end" : "middle" });
       tx.textContent = `${num(u, 3)} s`;
       svg.appendChild(tx);
     }
