@@ -57,7 +57,7 @@
     for (const { key, header } of rest) {
       const dd = el("dd", { "data-key": key }, shown[key] ?? "–");
       if (key === "client_starved" && r.client_starved) dd.className = "starved";
-      const div = el("div");
+      const div = el("div", WIDE.has(key) ? { class: "wide" } : {});
       div.append(el("dt", {}, header), dd);
       dl.appendChild(div);
     }
