@@ -210,6 +210,16 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
         wait_until(lambda p=page: p.locator('#current-row tr[data-step="C=4"]').count(), 10, "the wide page")
         answer_visible(page)
     assert view.locator('#headline .card[data-key="time_left"]').count() == 1
+    # charts: each its own axis unit (TTFT in ms beside TTFAT in s), every series its own colour (live ones too)
+    charts = view.evaluate("""() => [...document.querySelectorAll('#charts svg')].map((s) => ({id: s.id,
+      unit: s.querySelector('text[font-weight="bold"]').textContent,
+      series: [...s.querySelectorAll('g.series')].map((g) => [g.dataset.name, g.dataset.color])}))""")
+    units = {c["id"]: c["unit"] for c in charts}
+    assert units == {"chart-tps": "tok/s", "chart-ttft": "ms", "chart-ttfat": "s"}, units
+    for c in charts:
+        colors = [col for _, col in c["series"]]
+        assert any(name.endswith("(live)") for name, _ in c["series"]), c  # the step in progress is traced
+        assert len(colors) == len(set(colors)) >= 4, c
     assert "of 3" in view.locator('#headline .card[data-key="step"] .v').inner_text()
     if shot is not None:
         view.screenshot(path=str(shot), full_page=True)
