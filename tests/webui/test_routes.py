@@ -352,3 +352,23 @@ def test_table_columns_answer_first_details_rest_and_chart_units() -> None:
     assert by["ttft"]["unit"] == "ms" and by["ttft"]["factor"] == CONVERSIONS[(Unit.S, Unit.MS)]
     assert by["ttfat"]["unit"] == "s" and by["ttfat"]["factor"] == 1.0
     assert [s["key"] for s in by["ttft"]["series"]] == ["ttft_p50_s", "ttft_p99_s"]
+
+
+def test_headline_prices_the_answer_with_a_cost(run_dir: Path) -> None:
+    """With a price (the profile's ``cost``), the strip shows US$ to the first N with its interval beside the hours
+    (the catalogue's :func:`harness.report.catalogue.usd_text` of the row's entry)."""
+    from harness.report.catalogue import usd_text
+    from harness.webui.cache import Entry
+    from harness.webui.view import payload
+
+    rep = build_report(run_dir)
+    last = rep.steps[-1]
+    h0 = last.hours[0].model_copy(update={"usd": 66.3, "usd_low": 47.3, "usd_high": 111.0})
+    last = last.model_copy(update={"hours": [h0, *last.hours[1:]]})
+    rep = rep.model_copy(update={"cost_usd_per_hour": 10.0, "steps": [*rep.steps[:-1], last]})
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [], "/llm")
+    h = {c["key"]: c for c in d["headline"]}
+    assert h["usd"]["text"] == usd_text(66.3, 47.3, 111.0) == "$66.3 ($47.3–$111)"
+    assert h["usd"]["label"] == "US$ to N=100,000 (95 %)"
+    main = [c["key"] for c in d["columns"] if c["main"]]
+    assert main[-5:] == ["hours_100000", "usd_100000", "hours_200000", "hours_500000", "hours_900000"], main
