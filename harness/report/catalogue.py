@@ -38,9 +38,9 @@ from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES
 
 __all__ = [
     "CONVERSIONS", "DEFINITIONS", "FIGURES", "FLAG_KEYS", "LABEL_FLAGS", "TOPICS", "Figure", "Flag", "Format", "Unit",
-    "catalogue_json", "display", "figure", "flags_legend", "group_header", "group_text", "hours_header", "hours_text",
-    "label_flags", "label_text", "markdown_reference", "row_flags", "to_n_label", "usd_header", "usd_text", "value",
-    "with_flags",
+    "catalogue_json", "cross_check_text", "display", "figure", "flags_legend", "group_header", "group_text",
+    "hours_header", "hours_text", "interval_text", "label_flags", "label_text", "markdown_reference", "row_flags",
+    "to_n_label", "usd_header", "usd_text", "value", "with_flags",
 ]  # fmt: skip
 
 
@@ -521,6 +521,46 @@ def hours_text(h: Any) -> str:
     if hv is None:
         return f"∞ ({Flag.NO_USABLE.glyph})"
     return _interval(f"{fmt.hours(hv)} h", value(h, "hours_low"), value(h, "hours_high"), fmt.sig3, fmt.hours)
+
+
+def interval_text(row: Any, time_scale: float = 1.0) -> str:
+    """THE hours interval's method and size of ``row`` (a step row; its ``hours_interval``) as every surface shows
+    it: ``renewal-reward 120 req / 4 streams, ±6.1 %`` or ``batch means 20 × 1.5 s, ±8.0 %`` (batch length in s,
+    ÷ ``time_scale`` for real time); ``none`` without an interval."""
+    iv = value(row, "hours_interval")
+    hw = value(iv, "rel_halfwidth") if iv is not None else None
+    if hw is None:
+        return "none"
+    width = f", ±{100 * hw:.1f} %"
+    batches, batch_s = value(iv, "batches"), value(iv, "batch_s")
+    if batches and batch_s is not None:
+        return f"batch means {batches} × {batch_s / time_scale:,.1f} s{width}"
+    streams = value(iv, "streams") or 0
+    return f"renewal-reward {value(iv, 'cycles') or 0} req / {streams} stream{'' if streams == 1 else 's'}{width}"
+
+
+#: How an interval method (``hours_interval.method`` and its cross-check's) is named on every surface.
+_METHOD_NAMES = {"renewal_reward": "renewal-reward", "batch_means": "batch means",
+                 "open_loop_batch_means": "open-loop batch means"}
+
+
+def cross_check_text(row: Any) -> str:
+    """The other interval method's verdict on ``row``'s hours interval (``hours_interval.cross_check``):
+    ``batch means ±7.9 %: agrees``, ``… : DISAGREES`` (the two 95 % rate intervals do not overlap), ``batch means:
+    <why it has no interval>``; ``–`` when the row has no cross-check."""
+    iv = value(row, "hours_interval")
+    cc = value(iv, "cross_check") if iv is not None else None
+    if cc is None:
+        return fmt.DASH
+    method = str(value(cc, "method") or "")
+    name = _METHOD_NAMES.get(method, method.replace("_", " "))
+    hw = value(cc, "rel_halfwidth")
+    if hw is None:
+        reason = value(cc, "reason")
+        return f"{name}: {reason}" if reason else f"{name}: no interval"
+    agree = value(cc, "agree")
+    verdict = "agrees" if agree else ("DISAGREES" if agree is not None else "not compared")
+    return f"{name} ±{100 * hw:.1f} %: {verdict}"
 
 
 def usd_text(v: float | None, lo: float | None, hi: float | None) -> str:

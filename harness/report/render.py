@@ -22,6 +22,7 @@ from harness.report.catalogue import (
     group_header,
     group_text,
     hours_text,
+    interval_text,
     label_text,
     row_flags,
     usd_text,
@@ -135,20 +136,6 @@ def _hours_cell(h: HoursEntry) -> str:
     return cell
 
 
-def _interval_cell(r: StepRow, time_scale: float = 1.0) -> str:
-    """THE interval's method and size (renewal-reward: requests over streams; batch means: batches × batch length
-    in seconds, ÷ ``time_scale`` for real time) and the estimate's relative half-width; "none" without one."""
-    iv = r.hours_interval
-    hw = iv.rel_halfwidth
-    if hw is None:
-        return "none"
-    width = f", ±{100 * hw:.1f} %"
-    if iv.batches and iv.batch_s is not None:
-        return f"batch means {iv.batches} × {_num(iv.batch_s / time_scale)} s{width}"
-    streams = iv.streams or 0
-    return f"renewal-reward {iv.cycles or 0} req / {streams} stream{'' if streams == 1 else 's'}{width}"
-
-
 def _token_cell(h: HoursEntry | None) -> str:
     if h is None or h.token_hours is None:
         return _DASH
@@ -171,7 +158,7 @@ def _hours_table(rep: Report, real: bool = False) -> list[str]:
         hours = figures.hours
         cells = [_label(r), *(display(r, k) for k in ("concurrency", "usable_share", "truncated_pct", "error_rate",
                                                        "mean_output_tokens")),
-                 _interval_cell(r, rep.time_scale if real else 1.0)]
+                 interval_text(r, rep.time_scale if real else 1.0)]
         if priced:
             c = figures.cost or CostFigures()
             cells += [display(c, "usd_per_1m_output_tokens"),

@@ -2,8 +2,9 @@
 it is on (``web_ui.auth_required_if_enabled``):
 
 * ``/llm/`` the page (:file:`static/llm.html`, its script and style from ``/llm/static/<name>``: fixed names);
-* Locust's own page (``/``) gets one ``<script>`` (:file:`static/locust-ui.js`): Locust's Edit dialog closes
-  whatever ``/swarm`` answers, so a refused edit's one-line answer is shown in a banner there;
+* Locust's own page (``/``) gets two ``<script>`` s: :file:`static/locust-ui.js` (Locust's Edit dialog closes
+  whatever ``/swarm`` answers, so a refused edit's one-line answer is shown in a banner there) and
+  :file:`static/llm-link.js` (the "LLM view" named in the LLM tab's last row made a link to the page);
 * ``/llm/data.json[?run=<run_id>]`` the figures it polls every 2 s (:func:`harness.webui.view.payload`);
 * ``/llm/download/<run_id>/<name>`` a run's file (:mod:`harness.webui.downloads`: known runs, fixed names).
 
@@ -25,13 +26,14 @@ from harness.report.catalogue import FIGURES, display, hours_text, label_text
 from harness.report.model import Report
 from harness.webui.cache import ReportCache, current_row
 from harness.webui.downloads import FIGURES_ZIP, FILES, MIME, figures_zip, find_run
-from harness.webui.runs import run_dirs, stopping, workers
+from harness.webui.runs import live, run_dirs, stopping, workers
 from harness.webui.view import payload
 
 __all__ = ["STATIC", "TAB_COLUMNS", "install_routes", "tab_rows"]
 
 #: Files served from ``/llm/static/`` (nothing else is).
-STATIC = {"llm.js": "application/javascript", "llm.css": "text/css", "locust-ui.js": "application/javascript"}
+STATIC = {"llm.js": "application/javascript", "llm.css": "text/css", "locust-ui.js": "application/javascript",
+          "llm-link.js": "application/javascript"}
 #: The catalogued figures of the Locust "LLM" tab, between the step label and hours to the first N.
 TAB_KEYS = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s",
             "truncated_pct")
@@ -65,8 +67,7 @@ def tab_rows(rep: Report | None) -> list[dict[str, str]]:
     target = rep.target.get("base_url") if rep is not None else None
     measured = (f"run {rep.run_id} measured {target} (Locust's header shows the Host field as "
                 "typed); ") if rep is not None and target else ""
-    out.append({"label": f"{measured}all figures, charts and downloads: open 'LLM view' in the Download Data tab, "
-                         "or /llm/"})
+    out.append({"label": f"{measured}all figures, charts and downloads: the LLM view (/llm/)"})
     return out
 
 
@@ -85,7 +86,8 @@ def install_routes(environment: Any, web_ui: Any) -> None:
         known = runs.all()
         shown = find_run(known, run_id) if run_id else (known[0] if known else None)
         entry = cache.get(shown, wait_s=60.0) if shown is not None else None  # waits only for a run's first report
-        return payload(runs, entry, shown, workers(environment.runner, seen), url, stopping(environment.runner))
+        return payload(runs, entry, shown, workers(environment.runner, seen), url, stopping(environment.runner),
+                       live(environment.runner))
 
     @bp.route("/")
     @auth
@@ -136,11 +138,13 @@ def install_routes(environment: Any, web_ui: Any) -> None:
 
     stats_path = f"{base}/stats/requests"
     index_path = f"{base}/"
-    ui_script = f'<script src="{url}/static/locust-ui.js"></script>'.encode()
+    ui_script = (f'<script src="{url}/static/locust-ui.js"></script>'
+                 f'<script src="{url}/static/llm-link.js" data-href="{url}/"></script>').encode()
 
     @web_ui.app.after_request
     def _locust_page_script(response: Response) -> Response:
-        """Locust's page gets :file:`static/locust-ui.js` (a refused Edit's message shown in a banner)."""
+        """Locust's page gets :file:`static/locust-ui.js` (a refused Edit's message shown in a banner) and
+        :file:`static/llm-link.js` (the "LLM view" named in its LLM tab made a link to the view)."""
         if request.path != index_path or response.status_code != 200 or response.mimetype != "text/html":
             return response
         try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness import runtime
 
-__all__ = ["RunDirs", "WorkerInfo", "run_dirs", "stopping", "workers"]
+__all__ = ["Live", "RunDirs", "WorkerInfo", "live", "run_dirs", "stopping", "workers"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,37 @@ def run_dirs() -> RunDirs:
     if status == "running":
         return RunDirs(Path(rd.path), (), "running")
     return RunDirs(None, (Path(rd.path),), status)
+
+
+@dataclass(frozen=True)
+class Live:
+    """What the view knows of the run in progress beyond its records.
+
+    Attributes:
+        users: users running now (Locust's ``runner.user_count``; on a master the workers' last reports); None
+            when unknown.
+        plan: the run's stages after the warm-up as ``(phase, step, planned seconds)``
+            (:func:`harness.shapes.plan_stages`; ``inf`` for a fixed run without a run time); None when unknown
+            (no run context, or a capacity search, which adds its steps as it goes).
+    """
+
+    users: int | None = None
+    plan: tuple[tuple[str, int, float], ...] | None = None
+
+
+def live(runner: Any) -> Live:
+    """The current run's :class:`Live` facts (users, plan). Never raises (unknowns are None)."""
+    users = getattr(runner, "user_count", None)
+    plan = None
+    try:
+        from harness.shapes import plan_stages  # the load shape's module imports Locust's shape machinery
+
+        ctx = runtime.current().ctx
+        if ctx is not None and getattr(ctx.profile, "search", None) is None:
+            plan = tuple((s.phase, s.step, float(s.duration)) for s in plan_stages(ctx))
+    except Exception:
+        plan = None
+    return Live(int(users) if isinstance(users, int) else None, plan or None)
 
 
 def stopping(runner: Any) -> dict[str, Any] | None:

@@ -23,10 +23,12 @@ from harness.report.catalogue import (
     Flag,
     Format,
     Unit,
+    cross_check_text,
     display,
     flags_legend,
     group_header,
     hours_text,
+    interval_text,
     label_text,
     markdown_reference,
     usd_text,
@@ -199,3 +201,19 @@ def test_markdown_reference_lists_every_figure_and_definition() -> None:
     for topic, text in TOPICS.items():
         assert f"### {topic}\n\n{text}\n" in page
     assert all(f"| {f.glyph} | {f.word} |" in page for f in Flag)
+
+
+def test_interval_and_cross_check_texts() -> None:
+    """The hours interval's method (renewal-reward, batch means in real time, none) and its cross-check's verdict
+    (agrees, DISAGREES, no interval with its reason, none), one text each for every surface."""
+    rr = {"hours_interval": {"rel_halfwidth": 0.061, "cycles": 120, "streams": 4, "cross_check": {
+        "method": "batch_means", "rel_halfwidth": 0.079, "agree": True}}}
+    assert interval_text(rr) == "renewal-reward 120 req / 4 streams, ±6.1 %"
+    assert cross_check_text(rr) == "batch means ±7.9 %: agrees"
+    bm = {"hours_interval": {"rel_halfwidth": 0.08, "batches": 20, "batch_s": 6.0, "cross_check": {
+        "method": "renewal_reward", "rel_halfwidth": 0.05, "agree": False}}}
+    assert interval_text(bm, time_scale=4.0) == "batch means 20 × 1.5 s, ±8.0 %"
+    assert cross_check_text(bm) == "renewal-reward ±5.0 %: DISAGREES"
+    none = {"hours_interval": {"rel_halfwidth": None, "cross_check": {"method": "batch_means", "reason": "too few"}}}
+    assert interval_text(none) == "none" and cross_check_text(none) == "batch means: too few"
+    assert cross_check_text({"hours_interval": {"rel_halfwidth": 0.1}}) == "–" == cross_check_text({})

@@ -159,9 +159,12 @@ def start_from_form(page: Any, base_url: str, fields: dict[str, str]) -> list[st
 
 
 def cell(page: Any, step: str, key: str, current: bool = False) -> str:
-    """Text of the LLM view's cell ``key`` of step ``step`` (the current-window row when ``current``)."""
+    """Text of the LLM view's cell ``key`` of step ``step`` (the current-window row when ``current``): a cell of the
+    row, or a figure of its details (shown or not)."""
     body = "#current-row" if current else "#step-rows"
-    return str(page.locator(f'{body} tr[data-step="{step}"] td[data-key="{key}"]').inner_text())
+    loc = page.locator(f'{body} tr[data-step="{step}"] td[data-key="{key}"], '
+                       f'{body} tr[data-step="{step}"] dd[data-key="{key}"]')
+    return str(loc.first.text_content()).strip()
 
 
 def number(text: str) -> float | None:

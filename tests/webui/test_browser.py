@@ -4,8 +4,11 @@ view's figures from the page and check them against the run's records, stop with
 Single process, master + 2 workers and ``--processes 2``, each against the built-in simulator on 127.0.0.1 (a
 short, time-scaled profile; about a minute each); and a fixed run started from the form and ended by Ctrl-C
 (SIGINT) with requests in flight (records = requests the simulator completed).
-Screenshots of the LLM view: ``webui-llm-view.png`` while the last step runs (the
-web UI guide shows it), ``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
+The LLM view is read as a dashboard at 1,366 × 768 and 1,920 × 1,080: its headline strip and per-step table
+= report.json's figures in the catalogue's display text, the hours-to-N column (the answer) visible without
+horizontal scroll. Screenshots of the LLM view: ``webui-llm-view.png`` (1,366 × 768) and
+``webui-llm-view-1920.png`` (1,920 × 1,080) while the last step runs (the web UI guide shows them),
+``webui-llm-view-workers.png`` after a worker was killed; written to ``docs/`` only with
 ``LLMLOAD_UPDATE_SCREENSHOTS=1`` (CI sets it in ``.ci/run``), else under the test's ``tmp_path``.
 """
 
@@ -22,7 +25,18 @@ import numpy as np
 import pytest
 
 from harness.report.build import build_report
-from harness.report.catalogue import FIGURES, Format, hours_text
+from harness.report.catalogue import (
+    FIGURES,
+    Format,
+    cross_check_text,
+    display,
+    group_text,
+    hours_header,
+    hours_text,
+    interval_text,
+    label_text,
+)
+from harness.report.model import load_report
 from tests.procs import free_port
 from tests.webui.browser import (
     CHROMIUM_ARGS,
@@ -57,6 +71,49 @@ COMPARED = (
     ("window_s", "window_s"), ("mean_reasoning_tokens", None), ("mean_answer_tokens", None),
 )
 REL = 0.01
+#: The dashboard's two screen sizes (width, height) and their screenshot names.
+SIZES = ((1366, 768, "webui-llm-view.png"), (1920, 1080, "webui-llm-view-1920.png"))
+
+
+def answer_visible(view: Any) -> dict[str, float]:
+    """The page has no horizontal scroll and every hours-to-N header (the answer) lies inside the viewport (its
+    right edge ≤ the viewport's width); returns the widths measured (AssertionError otherwise)."""
+    m = view.evaluate("""() => {
+      const hs = [...document.querySelectorAll('#steps th.answer')].map((e) => e.getBoundingClientRect().right);
+      return {scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth,
+              inner: window.innerWidth, answers: hs.length, right: Math.max(0, ...hs),
+              table: document.getElementById('steps').getBoundingClientRect().width};
+    }""")
+    assert m["answers"] > 0, m
+    assert m["scroll"] <= m["client"] and m["right"] <= m["inner"], m
+    return m
+
+
+def check_dashboard(view: Any, run_dir: Path) -> dict[str, Any]:
+    """The headline strip and the per-step table = report.json (the run's written report), read from the DOM:
+    every text is the catalogue's display text of report.json's value; a row's details open with ▸."""
+    rep = load_report(run_dir / "report.json")
+    last = rep.steps[-1]
+    head = {k: str(view.locator(f'#headline .card[data-key="{k}"] .v').text_content()).strip() for k in
+            ("status", "step", "output_tps", "ttft", "errors", "hours", "interval", "cross_check")}
+    want = {"status": rep.status, "step": label_text(last), "output_tps": display(last, "output_tps"),
+            "ttft": group_text(last, ("ttft_p50_s", "ttft_p99_s")), "errors": display(rep.totals, "errors"),
+            "hours": hours_text(last.hours[0]), "interval": interval_text(last), "cross_check": cross_check_text(last)}
+    assert head == want, (head, want)
+    n = rep.hours_to_n[0]
+    assert view.locator(f'#steps th[data-key="hours_{n}"]').inner_text() == hours_header(n)
+    for r in rep.steps:
+        for key in ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s"):
+            assert cell(view, r.label, key) == display(r, key), (r.label, key)
+        for h in r.hours:
+            assert cell(view, r.label, f"hours_{h.n}") == hours_text(h), (r.label, h.n)
+        assert cell(view, r.label, "interval") == interval_text(r), r.label
+    details = view.locator('#step-rows tr.details[data-step="C=2"]')
+    assert not details.is_visible()
+    view.locator('#step-rows tr[data-step="C=2"]:not(.details) button.more').click()
+    assert details.is_visible() and details.locator('dd[data-key="ttft_p90_s"]').inner_text() == display(
+        rep.steps[1], "ttft_p90_s")
+    return head
 
 
 def close(got: float | None, want: float | None) -> bool:
@@ -122,8 +179,10 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     and counts, download the report. Returns the LLM view's page (still open)."""
     browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
     ui = browser.new_page(viewport={"width": 1400, "height": 900})
-    view = browser.new_page(viewport={"width": 1500, "height": 1250}, accept_downloads=True)
+    view = browser.new_page(viewport={"width": SIZES[0][0], "height": SIZES[0][1]}, accept_downloads=True)
+    wide = browser.new_page(viewport={"width": SIZES[1][0], "height": SIZES[1][1]})
     view.goto(base + "/llm/")
+    wide.goto(base + "/llm/")
     if workers:
         wait_until(lambda: view.locator('#workers tbody tr[data-dead="0"]').count() == workers, 60,
                    f"{workers} live workers on the LLM view")
@@ -147,8 +206,24 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     assert text.startswith("llmload: run ") and "is running: Stop it (or wait) first" in text, text
     ui.locator("#llmload-refused button").click()
     assert ui.locator("#llmload-refused").count() == 0
+    for page in (view, wide):  # the answer on screen at both sizes, while the last step runs
+        wait_until(lambda p=page: p.locator('#current-row tr[data-step="C=4"]').count(), 10, "the wide page")
+        answer_visible(page)
+    assert view.locator('#headline .card[data-key="time_left"]').count() == 1
+    # charts: each its own axis unit (TTFT in ms beside TTFAT in s), every series its own colour (live ones too)
+    charts = view.evaluate("""() => [...document.querySelectorAll('#charts svg')].map((s) => ({id: s.id,
+      unit: s.querySelector('text[font-weight="bold"]').textContent,
+      series: [...s.querySelectorAll('g.series')].map((g) => [g.dataset.name, g.dataset.color])}))""")
+    units = {c["id"]: c["unit"] for c in charts}
+    assert units == {"chart-tps": "tok/s", "chart-ttft": "ms", "chart-ttfat": "s"}, units
+    for c in charts:
+        colors = [col for _, col in c["series"]]
+        assert any(name.endswith("(live)") for name, _ in c["series"]), c  # the step in progress is traced
+        assert len(colors) == len(set(colors)) >= 4, c
+    assert "of 3" in view.locator('#headline .card[data-key="step"] .v').inner_text()
     if shot is not None:
         view.screenshot(path=str(shot), full_page=True)
+        wide.screenshot(path=str(shot.with_name(SIZES[1][2])), full_page=True)
     ui.get_by_role("button", name="Stop").first.click()
     run_dir = wait_until(lambda: next(iter(p for p in out.iterdir() if p.is_dir()), None), 5, "the run directory")
     # Stop: in-flight requests drain and are recorded, then the run is closed (run.json's status is final)
@@ -183,9 +258,17 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
         raise AssertionError(f"{e}: page {view.locator('#run-meta').inner_text()!r}, data.json completed {seen}, "
                              f"error {d.get('error')!r}, age {d.get('report_age_s')}, records {main_ok}") from None
     figures = check_view_against_records(view, run_dir)
-    # the Locust UI: the LLM tab (the same rows) and the link to the view
+    wait_until(lambda: (run_dir / "report.json").exists(), 30, "report.json")
+    wait_until(lambda: view.locator('#headline .card[data-key="status"] .v').text_content()
+               == load_report(run_dir / "report.json").status, 30, "the headline's final status")
+    for page in (view, wide):
+        figures[f"headline_{page.viewport_size['width']}"] = check_dashboard(page, run_dir)
+        figures[f"widths_{page.viewport_size['width']}"] = answer_visible(page)
+    # the Locust UI: the LLM tab (the same rows) and its "LLM view" a link to the view
     ui.goto(base + "/?tab=llm")
     wait_until(lambda: ui.get_by_text("C=2", exact=False).count() > 0, 20, "the LLM tab of Locust's UI")
+    wait_until(lambda: ui.locator("a.llmload-view-link").count() > 0, 10, "the LLM tab's link to the view")
+    assert ui.locator("a.llmload-view-link").first.get_attribute("href") == "/llm/"
     # the report, downloaded through the page's link once the run has ended and written it
     link = view.locator(f'[data-run="{run_dir.name}"] a[data-file="report.md"]')
     wait_until(lambda: link.count() > 0, 60, "the report.md download link (the report written at the run's end)")

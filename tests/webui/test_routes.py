@@ -217,7 +217,9 @@ def test_web_login_guards_locust_and_the_view(run_dir: Path, monkeypatch: pytest
     dl = c.get(f"/llm/download/{run_id}/run.json")
     assert dl.status_code == 200 and json.loads(dl.data) == json.loads((run_dir / "run.json").read_text())
     index = c.get("/")  # Locust's own page too, with the script that shows a refused Edit's answer
-    assert index.status_code == 200 and b'<script src="/llm/static/locust-ui.js"></script></body>' in index.data
+    assert index.status_code == 200 and (b'<script src="/llm/static/locust-ui.js"></script><script '
+                                         b'src="/llm/static/llm-link.js" data-href="/llm/"></script></body>'
+                                         in index.data)
     assert c.get("/llm/static/locust-ui.js").status_code == 200
 
 
@@ -277,3 +279,96 @@ def test_cache_takes_the_written_report_at_once(run_dir: Path, tmp_path: Path) -
         assert e.report.status == final.status
     finally:
         cache.child.stop()
+
+
+def _in_progress(run_dir: Path) -> Report:
+    """The live demo report with its last step (C=64) as the step in progress (ended at the latest record)."""
+    rep = _live_report(run_dir)
+    last = rep.steps[-1].model_copy(update={"end_source": "last_record"})
+    return rep.model_copy(update={"steps": [*rep.steps[:-1], last]})
+
+
+def test_headline_strip_of_the_step_in_progress(run_dir: Path) -> None:
+    """The headline strip: the step in progress (i of n by the plan, time left in the step and the run), users,
+    and the report's display text of its output tok/s, TTFT p50/p99, the run's errors, hours to the first N with
+    its interval, the interval's method and its cross-check."""
+    from harness.report.catalogue import cross_check_text, display, hours_text, interval_text
+    from harness.webui.cache import Entry
+    from harness.webui.runs import Live
+    from harness.webui.view import payload
+
+    rep = _in_progress(run_dir)
+    row = rep.steps[-1]
+    assert row.start_wall is not None and row.planned_duration_s == 30.0
+    plan = (("single", 0, 15.0), *(("step", r.step, 30.0) for r in rep.steps[1:]), ("step", 9, 60.0))
+    now = row.start_wall + 10.0
+    entry = Entry(report=rep)
+    d = payload(RunDirs(run_dir, (), "running"), entry, run_dir, [], "/llm", None, Live(users=64, plan=plan), now)
+    h = {c["key"]: c for c in d["headline"]}
+    assert h["status"]["text"] == "running"
+    assert h["step"]["text"] == f"{label_text(row)} (5 of 6)"
+    assert h["time_left"]["text"] == "20 s · 1 min 20 s"  # 30 - 10 s of this step, then the last step's 60 s
+    assert h["users"]["text"] == "64"
+    assert h["output_tps"]["text"] == display(row, "output_tps")
+    assert h["ttft"]["text"] == f"{display(row, 'ttft_p50_s')} / {display(row, 'ttft_p99_s')}"
+    assert h["ttft"]["label"] == "TTFT p50/p99 (s)"
+    assert h["errors"]["text"] == display(rep.totals, "errors")
+    assert h["hours"]["text"] == hours_text(row.hours[0]) and "N=100,000" in h["hours"]["label"]
+    assert h["interval"]["text"] == interval_text(row) and "renewal-reward" in h["interval"]["text"]
+    assert h["cross_check"]["text"] == cross_check_text(row)
+    # without a plan (a capacity search): the step's own length, i of n and the run's time left unknown
+    d = payload(RunDirs(run_dir, (), "running"), entry, run_dir, [], "/llm", None, Live(users=None, plan=None), now)
+    h = {c["key"]: c for c in d["headline"]}
+    assert h["step"]["text"].endswith("(?)") and h["time_left"]["text"] == "20 s · –"
+    assert h["users"]["text"] == "64"  # the row's users seen
+    # a finished run: its last step, no time left
+    done = build_report(run_dir)
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=done), run_dir, [], "/llm")
+    h = {c["key"]: c for c in d["headline"]}
+    assert h["status"]["text"] == done.status and h["step"]["label"] == "last step" and "time_left" not in h
+
+
+def test_duration_text() -> None:
+    from harness.webui.view import duration_text
+
+    assert [duration_text(v) for v in (None, float("inf"), 0.4, 42.0, 725.0, 6000.0)] == \
+        ["–", "until Stop", "0 s", "42 s", "12 min 05 s", "1 h 40 min"]
+
+
+def test_table_columns_answer_first_details_rest_and_chart_units() -> None:
+    """The row shows the key figures and hours (and US$ to the first N) to every N; every other figure is in the
+    row's details; the charts' units and factors are the catalogue's (TTFT in ms, TTFAT in s)."""
+    from harness.report.catalogue import CONVERSIONS, Unit
+    from harness.webui.view import MAIN_KEYS, TABLE_KEYS, charts, columns
+
+    cols = columns([100_000, 900_000], priced=True)
+    main = [c["key"] for c in cols if c["main"]]
+    assert main == ["label", *MAIN_KEYS, "hours_100000", "usd_100000", "hours_900000"]
+    rest = {c["key"] for c in cols if not c["main"]}
+    assert set(TABLE_KEYS) - set(MAIN_KEYS) <= rest and {"usd_900000", "interval", "cross_check"} <= rest
+    assert {c["key"] for c in cols if c.get("answer")} == {"hours_100000", "usd_100000", "hours_900000",
+                                                             "usd_900000"}
+    by = {c["id"]: c for c in charts()}
+    assert by["ttft"]["unit"] == "ms" and by["ttft"]["factor"] == CONVERSIONS[(Unit.S, Unit.MS)]
+    assert by["ttfat"]["unit"] == "s" and by["ttfat"]["factor"] == 1.0
+    assert [s["key"] for s in by["ttft"]["series"]] == ["ttft_p50_s", "ttft_p99_s"]
+
+
+def test_headline_prices_the_answer_with_a_cost(run_dir: Path) -> None:
+    """With a price (the profile's ``cost``), the strip shows US$ to the first N with its interval beside the hours
+    (the catalogue's :func:`harness.report.catalogue.usd_text` of the row's entry)."""
+    from harness.report.catalogue import usd_text
+    from harness.webui.cache import Entry
+    from harness.webui.view import payload
+
+    rep = build_report(run_dir)
+    last = rep.steps[-1]
+    h0 = last.hours[0].model_copy(update={"usd": 66.3, "usd_low": 47.3, "usd_high": 111.0})
+    last = last.model_copy(update={"hours": [h0, *last.hours[1:]]})
+    rep = rep.model_copy(update={"cost_usd_per_hour": 10.0, "steps": [*rep.steps[:-1], last]})
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [], "/llm")
+    h = {c["key"]: c for c in d["headline"]}
+    assert h["usd"]["text"] == usd_text(66.3, 47.3, 111.0) == "$66.3 ($47.3–$111)"
+    assert h["usd"]["label"] == "US$ to N=100,000 (95 %)"
+    main = [c["key"] for c in d["columns"] if c["main"]]
+    assert main[-5:] == ["hours_100000", "usd_100000", "hours_200000", "hours_500000", "hours_900000"], main

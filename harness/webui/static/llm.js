@@ -4,7 +4,10 @@
   const BASE = document.body.dataset.base;
   const POLL_MS = 2000;
   const NS = "http://www.w3.org/2000/svg";
-  const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"];
+  // One colour per series of a chart: each figure's final bars, its live line and its slices all differ.
+  const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2",
+                  "#7f7f7f", "#bcbd22"];
+  const open = new Set();  // labels of the rows whose details are shown (kept across refreshes)
 
   function num(v, digits) {
     if (v === null || v === undefined || Number.isNaN(v)) return "–";
@@ -21,29 +24,70 @@
     if (text !== undefined) e.textContent = text;
     return e;
   }
-  // The table's columns and every cell's text come from the server ({key, header} in d.columns, the text of each
-  // cell in row.display): the catalogue of figures formats them as the report does; this page formats none.
-  function rowEl(r, cols, current) {
-    const tr = el("tr", { "data-step": r.label, "data-current": current ? "1" : "0",
-      "data-provisional": r.provisional ? "1" : "0" });
+  // The table's columns and every cell's text come from the server ({key, header, main} in d.columns, the text of
+  // each cell in row.display): the catalogue of figures formats them as the report does; this page formats none.
+  // Main columns are the row's cells; the others are in the row's details (▸), one row below it.
+  function rowEls(r, cols, current) {
+    const attrs = { "data-step": r.label, "data-current": current ? "1" : "0",
+      "data-provisional": r.provisional ? "1" : "0" };
+    const tr = el("tr", attrs);
     const shown = r.display || {};
-    for (const { key } of cols) {
+    const main = cols.filter((c) => c.main), rest = cols.filter((c) => !c.main);
+    const details = el("tr", { "data-step": r.label, class: "details" });
+    details.hidden = !open.has(r.label);
+    for (const { key, answer } of main) {
       const td = el("td", { "data-key": key }, shown[key] ?? "–");
-      if (key === "label" && current) td.textContent = `${td.textContent} (so far)`;
-      if (key === "label" && !current && r.provisional) td.textContent = `${td.textContent} (provisional)`;
-      if (key === "client_starved" && r.client_starved) td.className = "starved";
+      if (answer) td.classList.add("answer");
+      if (key === "label") {
+        if (current) td.textContent = `${td.textContent} (so far)`;
+        if (!current && r.provisional) td.textContent = `${td.textContent} (provisional)`;
+        const btn = el("button", { type: "button", class: "more", "aria-expanded": String(!details.hidden),
+          title: "the row's other figures" }, details.hidden ? "▸" : "▾");
+        btn.addEventListener("click", () => {
+          details.hidden = !details.hidden;
+          if (details.hidden) open.delete(r.label); else open.add(r.label);
+          btn.textContent = details.hidden ? "▸" : "▾";
+          btn.setAttribute("aria-expanded", String(!details.hidden));
+        });
+        td.prepend(btn);
+      }
       tr.appendChild(td);
     }
-    return tr;
+    const dl = el("dl");
+    for (const { key, header } of rest) {
+      const dd = el("dd", { "data-key": key }, shown[key] ?? "–");
+      if (key === "client_starved" && r.client_starved) dd.className = "starved";
+      const div = el("div", WIDE.has(key) ? { class: "wide" } : {});
+      div.append(el("dt", {}, header), dd);
+      dl.appendChild(div);
+    }
+    const td = el("td", { colspan: String(main.length) });
+    td.appendChild(dl);
+    details.appendChild(td);
+    return [tr, details];
   }
 
   function renderTable(d) {
     const cols = d.columns || [];
     const head = document.querySelector("#steps thead");
     head.replaceChildren(el("tr"));
-    for (const { header } of cols) head.firstChild.appendChild(el("th", {}, header));
-    document.getElementById("step-rows").replaceChildren(...d.steps.map((r) => rowEl(r, cols, false)));
-    document.getElementById("current-row").replaceChildren(...(d.current ? [rowEl(d.current, cols, true)] : []));
+    for (const { key, header, main, answer } of cols) {
+      if (main) head.firstChild.appendChild(el("th", { "data-key": key, class: answer ? "answer" : "" }, header));
+    }
+    document.getElementById("step-rows").replaceChildren(...d.steps.flatMap((r) => rowEls(r, cols, false)));
+    document.getElementById("current-row").replaceChildren(...(d.current ? rowEls(d.current, cols, true) : []));
+  }
+
+  // The headline strip: every text is the server's (the report's display text of the step in progress).
+  const ANSWER = new Set(["hours", "usd"]), WIDE = new Set(["interval", "cross_check"]);
+  function renderHeadline(d) {
+    const box = document.getElementById("headline");
+    box.replaceChildren(...(d.headline || []).map(({ key, label, text }) => {
+      const card = el("div", { class: `card${ANSWER.has(key) ? " answer" : ""}${WIDE.has(key) ? " wide" : ""}`,
+        "data-key": key });
+      card.append(el("span", { class: "k" }, label), el("span", { class: "v" }, text));
+      return card;
+    }));
   }
 
   function renderMeta(d) {
@@ -113,8 +157,11 @@
     return e;
   }
   function chart(svg, t0, series, rows, unit) {
-    const W = 900, H = 260, L = 56, R = 150, T = 26, B = 30;
+    const W = 480, L = 46, R = 14, T = 14, PH = 170;  // plot height; the legend goes below the x axis
+    const legendRows = Math.ceil(series.length / 2), H = T + PH + 26 + 15 * legendRows;
+    svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
     svg.replaceChildren();
+    const B = H - T - PH;
     const xs = [], ys = [];
     for (const s of series) for (const p of s.points) { xs.push(p[0], p[1]); ys.push(p[2]); }
     for (const r of rows) xs.push(r.start_wall - t0, r.end_wall - t0);
@@ -128,76 +175,81 @@
     const X = (v) => L + (W - L - R) * Math.max(0, v) / x1, Y = (v) => H - B - (H - T - B) * v / y1;
     svg.appendChild(svgEl("line", { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888" }));
     svg.appendChild(svgEl("line", { x1: L, y1: T, x2: L, y2: H - B, stroke: "#888" }));
-    for (let i = 0; i <= 4; i++) {
+    for (let i = 0; i <= 4; i++) {  // axis ticks (not figures): 3 significant digits
       const v = y1 * i / 4, t = svgEl("text", { x: L - 4, y: Y(v) + 4, "text-anchor": "end" });
       t.textContent = num(v, 3);
       svg.appendChild(t);
-      const u = x1 * i / 4, tx = svgEl("text", { x: X(u), y: H - B + 14, "text-anchor": "middle" });
+      const u = x1 * i / 4, tx = svgEl("text", { x: X(u), y: H - B + 14, "text-anchor": i === 4 ? "end" : "middle" });
       tx.textContent = `${num(u, 3)} s`;
       svg.appendChild(tx);
     }
-    const yl = svgEl("text", { x: 4, y: 12 });
+    const yl = svgEl("text", { x: L + 4, y: T + 10, "font-weight": "bold" });
     yl.textContent = unit;
     svg.appendChild(yl);
     for (const r of rows) {  // step markers
       svg.appendChild(svgEl("line", { x1: X(r.start_wall - t0), y1: T, x2: X(r.start_wall - t0), y2: H - B,
-                                      stroke: "#777", "stroke-dasharray": "4 3", class: "step-marker" }));
-      const t = svgEl("text", { x: X(r.start_wall - t0) + 2, y: T + 10 });
+                                      stroke: "#999", "stroke-dasharray": "4 3", class: "step-marker" }));
+      const t = svgEl("text", { x: X(r.start_wall - t0) + 2, y: T + 22 });
       t.textContent = r.label;
       svg.appendChild(t);
     }
     series.forEach((s, i) => {
-      const c = s.color || COLORS[i % COLORS.length];
+      const c = s.color;
+      const g = svgEl("g", { class: `series ${s.kind}`, "data-name": s.name, "data-color": c });
       for (const p of s.points) {
         if (s.kind === "segment") {
-          svg.appendChild(svgEl("line", { x1: X(p[0]), y1: Y(p[2]), x2: X(p[1]), y2: Y(p[2]), stroke: c,
-                                          "stroke-width": 3 }));
+          g.appendChild(svgEl("line", { x1: X(p[0]), y1: Y(p[2]), x2: X(p[1]), y2: Y(p[2]), stroke: c,
+                                        "stroke-width": 3 }));
         } else if (s.kind === "dot") {
-          svg.appendChild(svgEl("circle", { cx: X((p[0] + p[1]) / 2), cy: Y(p[2]), r: 2.5, fill: c }));
+          g.appendChild(svgEl("circle", { cx: X((p[0] + p[1]) / 2), cy: Y(p[2]), r: 2.5, fill: c }));
         }
       }
       if (s.kind === "line" && s.points.length) {
         const d = s.points.map((p, j) => `${j ? "L" : "M"}${X(p[1]).toFixed(1)},${Y(p[2]).toFixed(1)}`).join("");
-        svg.appendChild(svgEl("path", { d, stroke: c, fill: "none", "stroke-width": 1.5 }));
+        g.appendChild(svgEl("path", { d, stroke: c, fill: "none", "stroke-width": 1.5 }));
       }
-      const ly = T + 14 + 16 * i;
-      svg.appendChild(svgEl("rect", { x: W - R + 8, y: ly - 8, width: 12, height: 4, fill: c }));
-      const lt = svgEl("text", { x: W - R + 24, y: ly - 3 });
+      svg.appendChild(g);
+      const lx = L + (i % 2) * ((W - L) / 2), ly = H - B + 32 + 15 * Math.floor(i / 2);
+      svg.appendChild(svgEl("rect", { x: lx, y: ly - 6, width: 12, height: s.kind === "segment" ? 4 : 2, fill: c }));
+      const lt = svgEl("text", { x: lx + 16, y: ly - 1 });
       lt.textContent = s.name;
       svg.appendChild(lt);
     });
   }
-  function seriesOf(rows, history, t0, key, name, color) {
+  // A figure's series: its final rows (bars), its live trace (line) and its slices (dots), each its own colour;
+  // values × factor (the catalogue's conversion to the chart's unit, from the server).
+  function seriesOf(rows, history, t0, key, name, factor, colors) {
     const out = [];
-    const seg = rows.filter((r) => r[key] !== null && r[key] !== undefined)
-      .map((r) => [r.window_start_wall - t0, r.window_end_wall - t0, r[key]]);
-    out.push({ name, kind: "segment", points: seg, color });
-    const live = history.filter((h) => h[key] !== null && h[key] !== undefined).map((h) => [h.t - t0, h.t - t0, h[key]]);
-    if (live.length) out.push({ name: `${name} (live)`, kind: "line", points: live, color });
+    const ok = (v) => v !== null && v !== undefined;
+    const seg = rows.filter((r) => ok(r[key])).map((r) => [r.window_start_wall - t0, r.window_end_wall - t0,
+                                                             r[key] * factor]);
+    out.push({ name, kind: "segment", points: seg, color: colors[0] });
+    const live = history.filter((h) => ok(h[key])).map((h) => [h.t - t0, h.t - t0, h[key] * factor]);
+    if (live.length) out.push({ name: `${name} (live)`, kind: "line", points: live, color: colors[1] });
     const sl = [];
-    for (const r of rows) for (const s of r.slices || []) if (s[key] !== null && s[key] !== undefined)
-      sl.push([s.start_wall - t0, s.end_wall - t0, s[key]]);
-    if (sl.length) out.push({ name: `${name} (slices)`, kind: "dot", points: sl, color });
+    for (const r of rows) for (const s of r.slices || []) if (ok(s[key]))
+      sl.push([s.start_wall - t0, s.end_wall - t0, s[key] * factor]);
+    if (sl.length) out.push({ name: `${name} (slices)`, kind: "dot", points: sl, color: colors[2] });
     return out;
   }
   function renderCharts(d) {
     const rows = d.steps.concat(d.current ? [d.current] : []);
     const t0 = (d.run && d.run.start_wall) || (rows[0] && rows[0].start_wall) || d.now;
     const h = d.history || [];
-    const title = (key) => ((d.columns || []).find((c) => c.key === key) || { header: key }).header;
-    const tps = [
-      ...seriesOf(rows, h, t0, "output_tps", title("output_tps"), COLORS[0]),
-      ...seriesOf(rows, h, t0, "output_tps_reasoning", title("output_tps_reasoning"), COLORS[4]),
-      ...seriesOf(rows, h, t0, "output_tps_answer", title("output_tps_answer"), COLORS[2]),
-    ];
-    chart(document.getElementById("chart-tps"), t0, tps, rows, "tok/s");
-    const lat = [
-      ...seriesOf(rows, h, t0, "ttft_p50_s", title("ttft_p50_s"), COLORS[0]),
-      ...seriesOf(rows, h, t0, "ttft_p99_s", title("ttft_p99_s"), COLORS[3]),
-      ...seriesOf(rows, h, t0, "ttfat_p50_s", title("ttfat_p50_s"), COLORS[2]),
-      ...seriesOf(rows, h, t0, "ttfat_p99_s", title("ttfat_p99_s"), COLORS[1]),
-    ].filter((s) => s.kind !== "dot" || s.points.length);
-    chart(document.getElementById("chart-lat"), t0, lat, rows, "seconds");
+    const box = document.getElementById("charts");
+    for (const c of d.charts || []) {
+      let svg = document.getElementById(`chart-${c.id}`);
+      if (!svg) {
+        const div = el("div");
+        div.appendChild(el("h2", {}, c.title));
+        svg = svgEl("svg", { id: `chart-${c.id}`, role: "img", "aria-label": c.title });
+        div.appendChild(svg);
+        box.appendChild(div);
+      }
+      const series = c.series.flatMap((s, i) => seriesOf(rows, h, t0, s.key, s.name, c.factor,
+        [COLORS[i], COLORS[i + 3], COLORS[i + 6]]));
+      chart(svg, t0, series, rows, c.unit);
+    }
   }
 
   let runParam = new URLSearchParams(window.location.search).get("run");
@@ -208,6 +260,7 @@
       if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
       const d = await resp.json();
       renderMeta(d);
+      renderHeadline(d);
       renderTable(d);
       renderWorkers(d);
       renderDownloads(d);
