@@ -425,7 +425,8 @@ def _finite(obj: Any) -> Any:
 
 
 def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None) -> tuple[Report, str]:
-    """Build the report, write ``report.json`` (:meth:`harness.report.model.Report.to_json`), ``report.md`` and
+    """Build the report, write ``report.json`` (:meth:`harness.report.model.Report.to_json`), ``steps.csv``
+    (:mod:`harness.report.csvexport`), ``report.md`` and
     (matplotlib permitting) ``report.html`` with ``figures/*.png`` into the run directory.
 
     Returns:
@@ -435,6 +436,7 @@ def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     Raises:
         NoRecordsError, ValueError, OSError: as :func:`build_report`, or report.json / report.md not writable.
     """
+    from harness.report.csvexport import write_steps_csv
     from harness.report.html import write_html
     from harness.report.render import render_markdown
 
@@ -446,5 +448,6 @@ def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         tmp = root / (name + ".tmp")
         tmp.write_text(text)
         tmp.replace(root / name)
+    write_steps_csv(root, rep)
     write_html(root, rep, run)
     return rep, md

@@ -42,6 +42,9 @@ def build_parser(prog: str = "python -m harness.report") -> argparse.ArgumentPar
     p.add_argument("--full", action="store_true",
                    help="on a terminal, print the whole report (its Markdown) instead of the compact summary")
     p.add_argument("--quiet", action="store_true", help="write the files but print nothing")
+    p.add_argument("--records-parquet", metavar="FILE",
+                   help="also write every record (all fields, chunk times as list columns) to the Parquet file FILE "
+                        "for pandas / polars / DuckDB (docs: guides/exports.md)")
     return p
 
 
@@ -85,6 +88,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m harness.report") 
     except OSError as e:
         print(f"error: cannot write the report: {e}", file=sys.stderr)
         return 1
+    if args.records_parquet is not None:
+        from harness.report.csvexport import export_records_parquet
+
+        try:
+            path, k = export_records_parquet(args.run_dir, args.records_parquet)
+        except OSError as e:
+            print(f"error: --records-parquet: cannot write {args.records_parquet}: {e}", file=sys.stderr)
+            return 1
+        print(f"wrote {k:,} records to {path}", file=sys.stderr)
     if not args.quiet:
         if args.json:
             sys.stdout.write(rep.to_json())

@@ -54,7 +54,7 @@ class CompareRun(ReportModel):
 
 
 class CompareMetric(ReportModel):
-    """One compared figure (``metrics[i]``, the figures :mod:`harness.report.compare` compares): ``key`` (``output_tps``,
+    """One compared figure (``metrics[i]``, built by :mod:`harness.report.compare`): ``key`` (``output_tps``,
     ``hours@100000``...), its label and display unit (the catalogue's), which way is better ("higher" /
     "lower"), its interval method (a definitions key, or None) and the N of hours / US$ to N (else None)."""
 

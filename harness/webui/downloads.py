@@ -15,7 +15,7 @@ from typing import Any
 __all__ = ["FIGURES_ZIP", "FILES", "MIME", "figures_zip", "files_of", "find_run"]
 
 #: Downloadable files of a run directory, in the order listed on the page.
-FILES = ("records.jsonl", "phases.jsonl", "run.json", "report.md", "report.json", "report.html")
+FILES = ("records.jsonl", "phases.jsonl", "run.json", "report.md", "report.json", "report.html", "steps.csv")
 FIGURES_ZIP = "figures.zip"
 MIME = {
     "records.jsonl": "application/x-ndjson",
@@ -24,6 +24,7 @@ MIME = {
     "report.md": "text/markdown; charset=utf-8",
     "report.json": "application/json",
     "report.html": "text/html; charset=utf-8",
+    "steps.csv": "text/csv; charset=utf-8",
     FIGURES_ZIP: "application/zip",
 }
 
