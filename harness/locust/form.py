@@ -146,11 +146,21 @@ class Knobs:
     @classmethod
     def from_form(cls, form: Mapping[str, str], shown: Mapping[str, str], given: Knobs) -> Knobs:
         """The knobs of a submitted form: a field changed from what the form showed (``shown``) is applied; one
-        left as shown applies ``given`` (the command line's value, "" when none)."""
+        left as shown applies ``given`` (the command line's value, "" when none); a field absent from ``form``
+        counts as left as shown.
+
+        Raises:
+            ProfileError: a field present in ``form`` but blank where the form showed a value (a cleared prompt
+                mix or steps field would otherwise silently run the profile's value); the message names it.
+        """
         out = {}
         for f in fields(cls):
             value = str(form.get(f.name, "") or "").strip()
-            out[f.name] = value if value != shown.get(f.name, "") else getattr(given, f.name)
+            was = shown.get(f.name, "")
+            if f.name in form and not value and was:
+                raise ProfileError(f"{f.name}: empty (the profile's value is {was!r}): give a value, or pick the "
+                                   "profile again to restore its values")
+            out[f.name] = value if value != was else getattr(given, f.name)
         return cls(**out)
 
     def as_dict(self) -> dict[str, str]:
@@ -175,11 +185,19 @@ def _load_prompts_file(path: str, base: Path) -> list[Any]:
     return data
 
 
+def _quoted(text: str) -> str:
+    """A hint for a value typed with quotes (``'30'``): the form's fields are text, so quotes are not needed."""
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return " (type it without quotes)"
+    return ""
+
+
 def _positive_int(text: str, what: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise ProfileError(f"{what}: {text!r} is not an integer") from None
+        raise ProfileError(f"{what}: {text!r} is not an integer{_quoted(text)}") from None
     if n <= 0:
         raise ProfileError(f"{what}: {n} must be > 0")
     return n
@@ -197,9 +215,12 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
     ``step_duration``.
 
     Raises:
-        ProfileError: a value that cannot be read or that makes the profile invalid; the message names the field
-            (``prompt_mix: ...``).
+        ProfileError: a value that cannot be read, that is in quotes (``'30'``: the form's fields are text
+            already), or that makes the profile invalid; the message names the field (``prompt_mix: ...``).
     """
+    for name, value in knobs.as_dict().items():
+        if _quoted(value):
+            raise ProfileError(f"{name}: {value} is in quotes: type the value without quotes")
     d = profile.public_dict()
     if knobs.prompts_file:
         d["prompts"] = _load_prompts_file(knobs.prompts_file, base or Path.cwd())
@@ -252,7 +273,8 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
         try:
             dur = float(knobs.step_duration)
         except ValueError:
-            raise ProfileError(f"step_duration: {knobs.step_duration!r} is not a number of seconds") from None
+            raise ProfileError(f"step_duration: {knobs.step_duration!r} is not a number of seconds"
+                               f"{_quoted(knobs.step_duration)}") from None
         if not (dur > 0 and math.isfinite(dur)):
             raise ProfileError(f"step_duration: {knobs.step_duration} must be > 0 seconds")
         d["steps"]["duration"] = dur

@@ -1,9 +1,23 @@
-// llmload: added to Locust's own page (index.html). Locust's "Edit running load test" dialog closes on submit
-// whatever the answer, so a refused edit (POST /swarm answered {success: false, running: true, message}) would
-// only be in the log. This shows the answer's one line in a banner at the top of Locust's page.
+// llmload: added to Locust's own page (index.html).
+// 1. Locust's "Edit running load test" dialog closes on submit whatever the answer, so a refused edit (POST /swarm
+//    answered {success: false, running: true, message}) would only be in the log. This shows the answer's one
+//    line in a banner at the top of Locust's page.
+// 2. The start form shows what runs: when the profile picker (web_profile) or the Profile path field changes,
+//    every profile field is filled with that profile's resolved values (GET <base>/llmload/form.json); a field
+//    changed afterwards overrides the profile. A profile that cannot be loaded is named in the banner.
+// 3. Sweep mode hides the fields it does not use (Number of users, Ramp up); fixed mode shows them.
 (function () {
   "use strict";
   const origFetch = window.fetch.bind(window);
+  const script = document.currentScript;
+  const base = script && script.src ? script.src.replace(/\/llm\/static\/locust-ui\.js(\?.*)?$/, "") : "";
+  //: the fields a profile fills (argparse dests of harness/locust/form.py's KNOBS), in form order
+  const KNOBS = ["prompt_mix", "prompts_file", "max_tokens", "thinking", "steps", "step_duration"];
+  //: Locust's form names its fields in camelCase (prompt_mix -> promptMix) and sends them back in snake_case
+  const camel = (dest) => dest.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+  const field = (form, dest) => form.querySelector(`[name="${camel(dest)}"]`);
+  //: Locust's fields that sweep mode does not use
+  const SWEEP_HIDDEN = ["userCount", "spawnRate"];
   function banner(message) {
     let box = document.getElementById("llmload-refused");
     if (!box) {
@@ -25,6 +39,69 @@
     }
     box.querySelector(".llmload-refused-text").textContent = message;
   }
+  function startForm() {
+    for (const f of document.querySelectorAll("form")) if (f.querySelector('[name="webProfile"]')) return f;
+    return null;
+  }
+  function setValue(el, value) {  // a React field: the native setter, then the events React listens to
+    const proto = el.tagName === "SELECT" ? window.HTMLSelectElement.prototype
+      : el.tagName === "TEXTAREA" ? window.HTMLTextAreaElement.prototype : window.HTMLInputElement.prototype;
+    Object.getOwnPropertyDescriptor(proto, "value").set.call(el, value);
+    el.dispatchEvent(new Event("input", { bubbles: true }));
+    el.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+  function fill(form, values) {
+    for (const dest of KNOBS) {
+      const el = field(form, dest);
+      if (el && dest in values && el.value !== values[dest]) setValue(el, values[dest]);
+    }
+  }
+  function toggleSweep(form) {
+    const mode = field(form, "mode");
+    const sweep = !mode || mode.value !== "fixed";
+    for (const name of SWEEP_HIDDEN) {
+      const el = form.querySelector(`[name="${name}"]`);
+      if (!el) continue;
+      const box = el.closest(".MuiFormControl-root") || el.parentElement;
+      // hidden: never an empty required field blocking Start, nor a value the server refuses
+      if (sweep && !/^[1-9][0-9]*$/.test(el.value)) setValue(el, "1");
+      box.style.display = sweep ? "none" : "";
+      box.dataset.llmloadHidden = sweep ? "sweep" : "";
+    }
+  }
+  let lastKey = null, pending = null, filling = false;
+  async function load(form, key, picked, typed) {
+    const q = new URLSearchParams({ web_profile: picked, profile: typed });
+    try {
+      const resp = await origFetch(`${base}/llmload/form.json?${q}`, { credentials: "same-origin" });
+      const data = await resp.json();
+      if (key !== lastKey) return;  // changed again meanwhile
+      if (data.error) { banner(data.error); return; }
+      filling = true;
+      fill(form, data.values || {});
+      document.body.dataset.llmloadFormProfile = data.profile || "";
+      document.body.dataset.llmloadFormKey = key;
+    } catch (e) { /* never break Locust's UI */ } finally { filling = false; }
+  }
+  function watch() {
+    const form = startForm();
+    if (!form) { lastKey = null; return; }
+    toggleSweep(form);
+    if (filling) return;
+    const picked = (field(form, "web_profile") || {}).value || "";
+    const typed = (form.querySelector('[name="profile"]') || {}).value || "";
+    const key = picked + "\n" + typed;
+    if (lastKey === null) {  // the form as Locust drew it: the launch profile's values already
+      lastKey = key;
+      document.body.dataset.llmloadFormKey = key;
+      return;
+    }
+    if (key === lastKey) return;
+    lastKey = key;
+    clearTimeout(pending);
+    pending = setTimeout(() => load(form, key, picked, typed), 400);  // a typed path: once typing pauses
+  }
+  setInterval(watch, 200);
   window.fetch = async function (input, init) {
     const resp = await origFetch(input, init);
     try {
