@@ -160,7 +160,7 @@ class Knobs:
             if f.name in form and not value and was:
                 raise ProfileError(f"{f.name}: empty (the profile's value is {was!r}): give a value, or pick the "
                                    "profile again to restore its values")
-            out[f.name] = value if value != was else getattr(given, f.name)
+            out[f.name] = value if f.name in form and value != was else getattr(given, f.name)
         return cls(**out)
 
     def as_dict(self) -> dict[str, str]:

@@ -140,3 +140,31 @@ def test_repeated_steps_are_kept_as_the_profile_format_keeps_them() -> None:
     d = load_profile(DEMO).public_dict()
     d["steps"]["concurrency"] = [8, 8]
     assert Profile.model_validate(d).steps.concurrency == [8, 8]
+
+
+@pytest.mark.parametrize("field", ["prompt_mix", "steps", "step_duration", "max_tokens"])
+def test_a_cleared_field_is_refused_not_silently_the_profiles(field: str) -> None:
+    """A field the form showed a value in, sent back blank, is refused naming the field (it used to run the
+    profile's value silently); a field the form showed blank may stay blank, and an absent field is left as shown."""
+    shown = {"prompt_mix": "a:1,b:2", "steps": "8,16", "step_duration": "30", "max_tokens": "64", "prompts_file": ""}
+    with pytest.raises(ProfileError) as ei:
+        Knobs.from_form({field: "  "}, shown, Knobs())
+    assert str(ei.value).startswith(f"{field}: empty (the profile's value is {shown[field]!r})")
+    assert Knobs.from_form({"prompts_file": ""}, shown, Knobs()) == Knobs()
+    assert Knobs.from_form({}, shown, Knobs(steps="4")) == Knobs(steps="4")
+
+
+@pytest.mark.parametrize(("knobs", "field"), [
+    (Knobs(step_duration="'30'"), "step_duration"), (Knobs(steps='"8,16"'), "steps"),
+    (Knobs(max_tokens="'64'"), "max_tokens"), (Knobs(prompt_mix="'quicksort:1'"), "prompt_mix"),
+])
+def test_a_quoted_value_is_refused_naming_the_field(knobs: Knobs, field: str) -> None:
+    """The form's fields are text: a number typed in quotes (as in YAML, ``'30'``) is refused, not read."""
+    with pytest.raises(ProfileError) as ei:
+        apply_knobs(load_profile(DEMO), knobs)
+    assert str(ei.value) == f"{field}: {getattr(knobs, field)} is in quotes: type the value without quotes"
+
+
+def test_a_quoted_item_gets_the_quotes_hint() -> None:
+    with pytest.raises(ProfileError, match=r"^steps: \"'16'\" is not an integer \(type it without quotes\)$"):
+        apply_knobs(load_profile(DEMO), Knobs(steps="8,'16'"))
