@@ -51,6 +51,7 @@ __all__ = [
     "form_defaults",
     "profile_choices",
     "set_form_defaults",
+    "steps_note",
 ]
 
 #: The modes of the form's ``mode`` field.
@@ -97,9 +98,23 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def steps_note(profile: Profile) -> str:
+    """What picks the load steps when ``steps.concurrency`` does not ("" when it does): a ``search:`` section (the
+    search picks the concurrencies or rates) or a ``rate:`` section (its rates, requests/s). The form then shows
+    the Steps field empty with this note as its placeholder: the profile's ``steps.concurrency`` would not run."""
+    if profile.search is not None:
+        s = profile.search
+        return f"the SLO search picks the steps ({s.axis} {s.low:g}-{s.high:g}, search: in the profile)"
+    if profile.rate is not None:
+        rates = ", ".join(f"{r:g}" for r in profile.rate.rates)
+        return f"rate sweep: {rates} requests/s (rate.rates in the profile)"
+    return ""
+
+
 def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
     """What the form shows for ``profile`` (dest -> text): its picker entry (its stem, or its path when the file
-    is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats."""
+    is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats (Steps empty when the profile's
+    steps come from a search or a rate sweep, :func:`steps_note`)."""
     mts = {p.id: p.max_tokens or profile.request.max_tokens for p in profile.prompts}
     if len(set(mts.values())) == 1:
         mt = next(iter(mts.values()))
@@ -115,7 +130,7 @@ def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
         "prompts_file": "",
         "max_tokens": max_tokens,
         "thinking": "unset" if thinking is None else ("on" if thinking else "off"),
-        "steps": ",".join(str(c) for c in profile.steps.concurrency),
+        "steps": "" if steps_note(profile) else ",".join(str(c) for c in profile.steps.concurrency),
         "step_duration": _num(profile.steps.duration),
     }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import PROFILES_DIR, Profile, ProfileError, load_profile
-from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices
+from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices, steps_note
 from harness.locust.webrun import StartError, parse_fixed
 from harness.runtime import FixedLoad
 
@@ -168,3 +168,15 @@ def test_a_quoted_value_is_refused_naming_the_field(knobs: Knobs, field: str) ->
 def test_a_quoted_item_gets_the_quotes_hint() -> None:
     with pytest.raises(ProfileError, match=r"^steps: \"'16'\" is not an integer \(type it without quotes\)$"):
         apply_knobs(load_profile(DEMO), Knobs(steps="8,'16'"))
+
+
+def test_steps_from_a_search_or_a_rate_sweep_show_empty_with_a_note() -> None:
+    """The form never shows a ``steps.concurrency`` that would not run: a search or a rate sweep picks the steps."""
+    demo = load_profile(DEMO)
+    assert steps_note(demo) == "" and form_defaults(demo, DEMO)["steps"] == "8,16,32,64"
+    slo = load_profile(PROFILES_DIR / "slo-search.yaml")
+    assert steps_note(slo) == "the SLO search picks the steps (concurrency 1-128, search: in the profile)"
+    assert form_defaults(slo, PROFILES_DIR / "slo-search.yaml")["steps"] == ""
+    rate = load_profile(PROFILES_DIR / "rate-sweep.yaml")
+    assert steps_note(rate) == "rate sweep: 1, 2, 4, 8 requests/s (rate.rates in the profile)"
+    assert form_defaults(rate, PROFILES_DIR / "rate-sweep.yaml")["steps"] == ""

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness.config import PROFILES_DIR
-from harness.locust.form import KNOBS, form_defaults, profile_choices
+from harness.locust.form import KNOBS, form_defaults, profile_choices, steps_note
 from harness.profile_check import load_checked_profile
 from tests.procs import free_port
 from tests.webui.browser import CHROMIUM_ARGS, get_json, locust, require_browser, set_form_field, wait_until
@@ -90,6 +90,10 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
             _set(page, "web_profile", name)
             wait_until(lambda w=want: _shown(page) == w, 15, f"the form showing {name}'s values")  # type: ignore[misc]
             seen[name] = _shown(page)
+            placeholder = page.locator('form [name="steps"]').first.get_attribute("placeholder") or ""
+            assert placeholder == steps_note(load_checked_profile(PROFILES_DIR / f"{name}.yaml")), (name, placeholder)
+            if name == "slo-search":
+                assert placeholder.startswith("the SLO search picks the steps") and seen[name]["steps"] == ""
         # refused in one line, nothing started: zero users (fixed), a cleared prompt mix, an Output Dir that is a file
         _set(page, "web_profile", "thinking-sweep")
         wait_until(lambda: _shown(page) == _expected("thinking-sweep"), 15, "thinking-sweep's values")

@@ -50,10 +50,12 @@
     el.dispatchEvent(new Event("input", { bubbles: true }));
     el.dispatchEvent(new Event("change", { bubbles: true }));
   }
-  function fill(form, values) {
+  function fill(form, values, placeholders) {
     for (const dest of KNOBS) {
       const el = field(form, dest);
-      if (el && dest in values && el.value !== values[dest]) setValue(el, values[dest]);
+      if (!el) continue;
+      if (dest in values && el.value !== values[dest]) setValue(el, values[dest]);
+      if (el.tagName === "INPUT") el.placeholder = (placeholders || {})[dest] || "";
     }
   }
   function toggleSweep(form) {
@@ -78,7 +80,7 @@
       if (key !== lastKey) return;  // changed again meanwhile
       if (data.error) { banner(data.error); return; }
       filling = true;
-      fill(form, data.values || {});
+      fill(form, data.values || {}, data.placeholders);
       document.body.dataset.llmloadFormProfile = data.profile || "";
       document.body.dataset.llmloadFormKey = key;
     } catch (e) { /* never break Locust's UI */ } finally { filling = false; }
@@ -91,12 +93,12 @@
     const picked = (field(form, "web_profile") || {}).value || "";
     const typed = (form.querySelector('[name="profile"]') || {}).value || "";
     const key = picked + "\n" + typed;
-    if (lastKey === null) {  // the form as Locust drew it: the launch profile's values already
+    if (key === lastKey) return;
+    if (lastKey === null) {  // the form as Locust drew it: the launch profile's values (and its placeholders)
       lastKey = key;
-      document.body.dataset.llmloadFormKey = key;
+      load(form, key, picked, typed);
       return;
     }
-    if (key === lastKey) return;
     lastKey = key;
     clearTimeout(pending);
     pending = setTimeout(() => load(form, key, picked, typed), 400);  // a typed path: once typing pauses
