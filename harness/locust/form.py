@@ -23,10 +23,12 @@ Fields (each is also a command-line option; Locust shows every option registered
 ``--step-duration``
     ``steps.duration``: seconds per step.
 
-The form shows the launch profile's values (:func:`set_form_defaults`). A field left at the value the form showed
-is not applied (the picked profile keeps its own value), unless that value came from the command line; a changed
-field overrides the profile (:func:`apply_knobs`). Every value is checked before anything is sent
-(:class:`harness.config.ProfileError` with a one-line message the web UI shows).
+The form first shows the launch profile's values (:func:`set_form_defaults`); picking another profile fills the
+fields with that profile's values (:func:`form_defaults`, served by :func:`harness.locust.webrun.form_values` to the
+page's script). A field left at the value the form showed for the picked profile is not applied (the profile keeps
+its own value; for the launch profile, the command line's value applies); a changed field overrides the profile
+(:func:`apply_knobs`); a field cleared where a value was shown, or a value in quotes, is refused. Every value is
+checked before anything is sent (:class:`harness.config.ProfileError` with a one-line message the web UI shows).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ the built-in simulator if needed (its URL is the Host field's default), but open
   mode, knobs; Locust's Host, Number of users, Ramp up, Run time), loads and checks the profile, resolves the
   target (the Host field: a server, or empty / the URL of a built-in simulator this process started: the
   built-in simulator of the chosen profile, :meth:`Launch.is_builtin_url`) and its model, and
-  opens a new run directory whose ``run.json`` holds the mode and the form's values (:func:`start_run`). Any
+  opens a new run directory (under the form's Output Dir when filled in, :func:`output_dir_of`) whose ``run.json``
+  holds the mode and the form's values (:func:`start_run`). The form's fields are read against the values it
+  showed for the picked profile (:func:`form_values`, also served to the page's script at :data:`FORM_PATH`). Any
   problem answers ``{"success": false, "message": ...}``, which the UI shows, and nothing is sent. A Start while a
   run goes is refused the same way. Locust's own ``swarm()`` then starts the shape; the answer's ``host`` is
   rewritten to the target measured (Locust's header shows the form's Host as typed until a reload; the LLM tab
@@ -318,8 +320,9 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
 
     Raises:
         StartError: a run is going (running, or draining its in-flight requests), or a bad profile, knob,
-            mode value or target (nothing was sent, no run directory left behind); the message is one line, the
-            original error (ProfileError, RuntimeError, the simulator's SimStartError) is its ``__cause__``.
+            mode value, Number of users (also in sweep mode), Output Dir or target (nothing was sent, no run
+            directory left behind); the message is one line, the original error (ProfileError, RuntimeError,
+            the simulator's SimStartError) is its ``__cause__``.
     """
     _wait_for_report(run)
     if run.active():
