@@ -64,9 +64,9 @@ from harness.records import redact_url
 from harness.runtime import FixedLoad, Run, RunContext, StopProgress
 
 __all__ = [
-    "FORM_PATH", "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "Launch", "StartError", "StopProgress", "begin_stop",
-    "cut_off_by_timeout", "end_run", "form_values", "headless_launch", "install", "launch_of", "output_dir_of",
-    "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "write_report_child",
+    "FORM_PATH", "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "SHOWN_FIELD", "Launch", "StartError", "StopProgress",
+    "begin_stop", "cut_off_by_timeout", "end_run", "form_values", "headless_launch", "install", "launch_of",
+    "output_dir_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "write_report_child",
 ]  # (the end of a run is harness.locust.end's, re-exported here: one path for headless and web-UI runs)
 
 log = logging.getLogger("llmload")
@@ -251,6 +251,30 @@ def form_values(launch: Launch, form: Mapping[str, str]) -> tuple[Path, Profile,
     return path, profile, shown, Knobs()
 
 
+#: The field the form's script adds to a Start: the profile whose values the fields show (``web_profile`` and
+#: ``profile`` joined by a newline, as the script asked :data:`FORM_PATH` for them).
+SHOWN_FIELD = "llmload_shown"
+
+
+def _check_shown(form: Mapping[str, str], launch: Launch, path: Path) -> None:
+    """A Start whose fields show another profile's values than the one it starts (the script had not filled the
+    picked profile's in) is refused rather than run with values the form did not show for it; a Start without
+    :data:`SHOWN_FIELD` (no script: an API client) is not checked.
+
+    Raises:
+        ProfileError: one line naming both profiles.
+    """
+    marker = form.get(SHOWN_FIELD)
+    if marker is None:
+        return
+    picked, _, typed = str(marker).partition("\n")
+    shown_path = resolve_profile_path(_profile_arg({"web_profile": picked, "profile": typed}, launch),
+                                      launch.host or None)
+    if shown_path.resolve() != path.resolve():
+        raise ProfileError(f"the form shows the values of {shown_path.name}, not of {path.name}: pick the profile "
+                           "again, check its values, then Start")
+
+
 def output_dir_of(form: Mapping[str, str], launch: Launch) -> str | None:
     """The directory a Start's run directory goes under: the form's Output Dir when filled in, else
     ``--output-dir`` (None: the profile's ``output.dir``). A filled-in directory is checked first: it (or its
@@ -339,6 +363,7 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
             profile, knobs = load_checked_profile(path), launch.given
         else:
             path, profile, shown, given = form_values(launch, form)
+            _check_shown(form, launch, path)
             knobs = Knobs.from_form(form, shown, given)
         if knobs.as_dict():
             profile = apply_knobs(profile, knobs, path.parent)
@@ -379,7 +404,8 @@ def _run_meta(form: Mapping[str, str], launch: Launch, mode: str, fixed: FixedLo
     load."""
     if launch.headless:
         return {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
-    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
+    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items()
+                  if k not in ("host", SHOWN_FIELD)}
     shown_form["host"] = target.shown
     extra: dict[str, Any] = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
     if fixed is not None:

@@ -15,6 +15,7 @@ from harness.locust.form import Knobs
 from harness.locust.setup import SimHolder
 from harness.locust.webrun import (
     FORM_PATH,
+    SHOWN_FIELD,
     StartError,
     form_values,
     headless_launch,
@@ -222,3 +223,20 @@ def test_the_form_json_route_answers_a_profiles_values_or_one_line(tmp_path: Pat
     assert "mode" not in r.json["values"] and "web_profile" not in r.json["values"]
     r = client.get(FORM_PATH, query_string={"profile": str(tmp_path / "nope.yaml")})
     assert r.status_code == 400 and r.json["error"].startswith("llmload: ") and "nope.yaml" in r.json["error"]
+
+
+def test_a_start_whose_fields_show_another_profile_is_refused(tmp_path: Path) -> None:
+    """The form's script sends which profile the fields show (``llmload_shown``): values filled for the launch
+    profile are not run under another picked profile; matching, the start goes on and the marker is not in run.json."""
+    launch, opts = _web_launch(tmp_path)
+    other = _other(tmp_path)
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"mode": "sweep", "host": "", "profile": str(other),
+                                    SHOWN_FIELD: f"\n{launch.profile_arg}"}, launch)
+    assert str(err.value) == ("the form shows the values of p.yaml, not of q.yaml: pick the profile again, check its "
+                              "values, then Start") and run.ctx is None
+    start_run(run, _env(opts), {"mode": "sweep", "host": "", "profile": str(other), SHOWN_FIELD: f"\n{other}"},
+              launch)
+    assert run.ctx is not None and run.ctx.profile.name == "q"
+    assert SHOWN_FIELD not in _meta(run)["form"]

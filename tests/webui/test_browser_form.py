@@ -94,9 +94,21 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
             assert placeholder == steps_note(load_checked_profile(PROFILES_DIR / f"{name}.yaml")), (name, placeholder)
             if name == "slo-search":
                 assert placeholder.startswith("the SLO search picks the steps") and seen[name]["steps"] == ""
-        # refused in one line, nothing started: zero users (fixed), a cleared prompt mix, an Output Dir that is a file
+        # Start pressed at once after picking: the script fills the picked profile's values first and sends those
+        # (else the server would refuse: "the form shows the values of demo.yaml ..."); refused here only for the
+        # Output Dir, a file
+        _set(page, "web_profile", "demo")
+        wait_until(lambda: _shown(page) == _expected("demo"), 15, "demo's values")
+        a_file = tmp_path / "a-file"
+        a_file.write_text("x")
+        _set(page, "output_dir", str(a_file))
         _set(page, "web_profile", "thinking-sweep")
-        wait_until(lambda: _shown(page) == _expected("thinking-sweep"), 15, "thinking-sweep's values")
+        _start(page)
+        wait_until(lambda: _alert(page, f"Output Dir '{a_file}': not a directory"), 15, "the Output Dir refusal")
+        assert _shown(page) == _expected("thinking-sweep") and not _alert(page, "the form shows the values")
+        # refused in one line, nothing started: zero users (fixed), a cleared prompt mix
+        _set(page, "mode", "fixed")
+        wait_until(lambda: _users_visible(page), 5, "Number of users shown in fixed mode")
         _set(page, "user_count", "0")
         _start(page)
         wait_until(lambda: _alert(page, "Number of users must be at least 1"), 10, "the zero-users refusal")
@@ -106,11 +118,6 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
         _start(page)
         wait_until(lambda: _alert(page, "prompt_mix: empty"), 10, "the blank prompt mix refusal")
         _set(page, "prompt_mix", _expected("thinking-sweep")["prompt_mix"])
-        a_file = tmp_path / "a-file"
-        a_file.write_text("x")
-        _set(page, "output_dir", str(a_file))
-        _start(page)
-        wait_until(lambda: _alert(page, "not a directory"), 10, "the Output Dir refusal")
         assert not out.exists() and not (tmp_path / "runs").exists()
         # one short run: the picked profile with the two changed fields, under the Output Dir
         _set(page, "output_dir", str(out))

@@ -71,7 +71,10 @@
       box.dataset.llmloadHidden = sweep ? "sweep" : "";
     }
   }
-  let lastKey = null, pending = null, filling = false;
+  // lastKey: the profile (picker + typed path) last seen; filledKey: the profile whose values the fields show
+  let lastKey = null, filledKey = null, pending = null, filling = false;
+  const keyOf = (form) => [(field(form, "web_profile") || {}).value || "",
+    (form.querySelector('[name="profile"]') || {}).value || ""];
   async function load(form, key, picked, typed) {
     const q = new URLSearchParams({ web_profile: picked, profile: typed });
     try {
@@ -81,21 +84,21 @@
       if (data.error) { banner(data.error); return; }
       filling = true;
       fill(form, data.values || {}, data.placeholders);
+      filledKey = key;
       document.body.dataset.llmloadFormProfile = data.profile || "";
       document.body.dataset.llmloadFormKey = key;
     } catch (e) { /* never break Locust's UI */ } finally { filling = false; }
   }
   function watch() {
     const form = startForm();
-    if (!form) { lastKey = null; return; }
+    if (!form) { lastKey = filledKey = null; return; }
     toggleSweep(form);
     if (filling) return;
-    const picked = (field(form, "web_profile") || {}).value || "";
-    const typed = (form.querySelector('[name="profile"]') || {}).value || "";
+    const [picked, typed] = keyOf(form);
     const key = picked + "\n" + typed;
     if (key === lastKey) return;
     if (lastKey === null) {  // the form as Locust drew it: the launch profile's values (and its placeholders)
-      lastKey = key;
+      lastKey = filledKey = key;
       load(form, key, picked, typed);
       return;
     }
@@ -104,7 +107,34 @@
     pending = setTimeout(() => load(form, key, picked, typed), 400);  // a typed path: once typing pauses
   }
   setInterval(watch, 200);
+  // A Start pressed before the picked profile's values were filled in: fill them first and send them, and tell
+  // the server which profile the fields showed (llmload_shown), so it reads the fields against that profile's
+  // values (harness/locust/webrun.py) and never runs values the form did not show.
+  async function startRequest(input) {
+    const form = startForm();
+    if (!form || !(input instanceof Request)) return input;
+    const [picked, typed] = keyOf(form);
+    const key = picked + "\n" + typed;
+    if (filledKey !== null && key !== filledKey) {
+      clearTimeout(pending);
+      lastKey = key;
+      await load(form, key, picked, typed);
+    }
+    const params = new URLSearchParams(await input.clone().text());
+    if (filledKey === key) for (const dest of KNOBS) {
+      const el = field(form, dest);
+      if (el && params.has(dest)) params.set(dest, el.value);
+    }
+    if (filledKey !== null) params.set("llmload_shown", filledKey);
+    return new Request(input.url, { method: "POST", headers: input.headers, body: params.toString(),
+      credentials: input.credentials, signal: input.signal });
+  }
   window.fetch = async function (input, init) {
+    const url0 = typeof input === "string" ? input : (input && input.url) || "";
+    const method0 = ((init && init.method) || (input && input.method) || "GET").toUpperCase();
+    if (method0 === "POST" && /\/swarm\/?(\?|$)/.test(url0)) {
+      try { input = await startRequest(input); } catch (e) { /* never break Locust's UI */ }
+    }
     const resp = await origFetch(input, init);
     try {
       const url = typeof input === "string" ? input : (input && input.url) || "";
