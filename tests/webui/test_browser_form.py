@@ -94,6 +94,13 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
             assert placeholder == steps_note(load_checked_profile(PROFILES_DIR / f"{name}.yaml")), (name, placeholder)
             if name == "slo-search":
                 assert placeholder.startswith("the SLO search picks the steps") and seen[name]["steps"] == ""
+        # a typed Profile path that does not load: its one line in the banner, cleared once a profile loads again
+        nope = tmp_path / "nope.yaml"
+        assert set_form_field(page, "profile", str(nope))
+        wait_until(lambda: page.locator("#llmload-refused").count(), 10, "the banner naming the bad profile")
+        assert "nope.yaml" in page.locator("#llmload-refused").inner_text()
+        assert set_form_field(page, "profile", "")
+        wait_until(lambda: page.locator("#llmload-refused").count() == 0, 10, "the banner cleared")
         # Start pressed at once after picking: the script fills the picked profile's values first and sends those
         # (else the server would refuse: "the form shows the values of demo.yaml ..."); refused here only for the
         # Output Dir, a file

@@ -18,7 +18,7 @@
   const field = (form, dest) => form.querySelector(`[name="${camel(dest)}"]`);
   //: Locust's fields that sweep mode does not use
   const SWEEP_HIDDEN = ["userCount", "spawnRate"];
-  function banner(message) {
+  function banner(message, source) {
     let box = document.getElementById("llmload-refused");
     if (!box) {
       box = document.createElement("div");
@@ -38,6 +38,7 @@
       document.body.appendChild(box);
     }
     box.querySelector(".llmload-refused-text").textContent = message;
+    box.dataset.source = source || "swarm";
   }
   function startForm() {
     for (const f of document.querySelectorAll("form")) if (f.querySelector('[name="webProfile"]')) return f;
@@ -81,7 +82,9 @@
       const resp = await origFetch(`${base}/llmload/form.json?${q}`, { credentials: "same-origin" });
       const data = await resp.json();
       if (key !== lastKey) return;  // changed again meanwhile
-      if (data.error) { banner(data.error); return; }
+      if (data.error) { banner(data.error, "form"); return; }
+      const box = document.getElementById("llmload-refused");
+      if (box && box.dataset.source === "form") box.remove();  // a profile that loads clears its earlier error
       filling = true;
       fill(form, data.values || {}, data.placeholders);
       filledKey = key;
