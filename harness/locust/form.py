@@ -23,10 +23,12 @@ Fields (each is also a command-line option; Locust shows every option registered
 ``--step-duration``
     ``steps.duration``: seconds per step.
 
-The form shows the launch profile's values (:func:`set_form_defaults`). A field left at the value the form showed
-is not applied (the picked profile keeps its own value), unless that value came from the command line; a changed
-field overrides the profile (:func:`apply_knobs`). Every value is checked before anything is sent
-(:class:`harness.config.ProfileError` with a one-line message the web UI shows).
+The form first shows the launch profile's values (:func:`set_form_defaults`); picking another profile fills the
+fields with that profile's values (:func:`form_defaults`, served by :func:`harness.locust.webrun.form_values` to the
+page's script). A field left at the value the form showed for the picked profile is not applied (the profile keeps
+its own value; for the launch profile, the command line's value applies); a changed field overrides the profile
+(:func:`apply_knobs`); a field cleared where a value was shown, or a value in quotes, is refused. Every value is
+checked before anything is sent (:class:`harness.config.ProfileError` with a one-line message the web UI shows).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ __all__ = [
     "form_defaults",
     "profile_choices",
     "set_form_defaults",
+    "steps_note",
 ]
 
 #: The modes of the form's ``mode`` field.
@@ -97,9 +100,23 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def steps_note(profile: Profile) -> str:
+    """What picks the load steps when ``steps.concurrency`` does not ("" when it does): a ``search:`` section (the
+    search picks the concurrencies or rates) or a ``rate:`` section (its rates, requests/s). The form then shows
+    the Steps field empty with this note as its placeholder: the profile's ``steps.concurrency`` would not run."""
+    if profile.search is not None:
+        s = profile.search
+        return f"the SLO search picks the steps ({s.axis} {s.low:g}-{s.high:g}, search: in the profile)"
+    if profile.rate is not None:
+        rates = ", ".join(f"{r:g}" for r in profile.rate.rates)
+        return f"rate sweep: {rates} requests/s (rate.rates in the profile)"
+    return ""
+
+
 def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
     """What the form shows for ``profile`` (dest -> text): its picker entry (its stem, or its path when the file
-    is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats."""
+    is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats (Steps empty when the profile's
+    steps come from a search or a rate sweep, :func:`steps_note`)."""
     mts = {p.id: p.max_tokens or profile.request.max_tokens for p in profile.prompts}
     if len(set(mts.values())) == 1:
         mt = next(iter(mts.values()))
@@ -115,7 +132,7 @@ def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
         "prompts_file": "",
         "max_tokens": max_tokens,
         "thinking": "unset" if thinking is None else ("on" if thinking else "off"),
-        "steps": ",".join(str(c) for c in profile.steps.concurrency),
+        "steps": "" if steps_note(profile) else ",".join(str(c) for c in profile.steps.concurrency),
         "step_duration": _num(profile.steps.duration),
     }
 
@@ -146,11 +163,21 @@ class Knobs:
     @classmethod
     def from_form(cls, form: Mapping[str, str], shown: Mapping[str, str], given: Knobs) -> Knobs:
         """The knobs of a submitted form: a field changed from what the form showed (``shown``) is applied; one
-        left as shown applies ``given`` (the command line's value, "" when none)."""
+        left as shown applies ``given`` (the command line's value, "" when none); a field absent from ``form``
+        counts as left as shown.
+
+        Raises:
+            ProfileError: a field present in ``form`` but blank where the form showed a value (a cleared prompt
+                mix or steps field would otherwise silently run the profile's value); the message names it.
+        """
         out = {}
         for f in fields(cls):
             value = str(form.get(f.name, "") or "").strip()
-            out[f.name] = value if value != shown.get(f.name, "") else getattr(given, f.name)
+            was = shown.get(f.name, "")
+            if f.name in form and not value and was:
+                raise ProfileError(f"{f.name}: empty (the profile's value is {was!r}): give a value, or pick the "
+                                   "profile again to restore its values")
+            out[f.name] = value if f.name in form and value != was else getattr(given, f.name)
         return cls(**out)
 
     def as_dict(self) -> dict[str, str]:
@@ -175,11 +202,19 @@ def _load_prompts_file(path: str, base: Path) -> list[Any]:
     return data
 
 
+def _quoted(text: str) -> str:
+    """A hint for a value typed with quotes (``'30'``): the form's fields are text, so quotes are not needed."""
+    t = text.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "'\"":
+        return " (type it without quotes)"
+    return ""
+
+
 def _positive_int(text: str, what: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise ProfileError(f"{what}: {text!r} is not an integer") from None
+        raise ProfileError(f"{what}: {text!r} is not an integer{_quoted(text)}") from None
     if n <= 0:
         raise ProfileError(f"{what}: {n} must be > 0")
     return n
@@ -197,9 +232,12 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
     ``step_duration``.
 
     Raises:
-        ProfileError: a value that cannot be read or that makes the profile invalid; the message names the field
-            (``prompt_mix: ...``).
+        ProfileError: a value that cannot be read, that is in quotes (``'30'``: the form's fields are text
+            already), or that makes the profile invalid; the message names the field (``prompt_mix: ...``).
     """
+    for name, value in knobs.as_dict().items():
+        if _quoted(value):
+            raise ProfileError(f"{name}: {value} is in quotes: type the value without quotes")
     d = profile.public_dict()
     if knobs.prompts_file:
         d["prompts"] = _load_prompts_file(knobs.prompts_file, base or Path.cwd())
@@ -252,7 +290,8 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
         try:
             dur = float(knobs.step_duration)
         except ValueError:
-            raise ProfileError(f"step_duration: {knobs.step_duration!r} is not a number of seconds") from None
+            raise ProfileError(f"step_duration: {knobs.step_duration!r} is not a number of seconds"
+                               f"{_quoted(knobs.step_duration)}") from None
         if not (dur > 0 and math.isfinite(dur)):
             raise ProfileError(f"step_duration: {knobs.step_duration} must be > 0 seconds")
         d["steps"]["duration"] = dur

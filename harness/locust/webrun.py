@@ -7,7 +7,9 @@ the built-in simulator if needed (its URL is the Host field's default), but open
   mode, knobs; Locust's Host, Number of users, Ramp up, Run time), loads and checks the profile, resolves the
   target (the Host field: a server, or empty / the URL of a built-in simulator this process started: the
   built-in simulator of the chosen profile, :meth:`Launch.is_builtin_url`) and its model, and
-  opens a new run directory whose ``run.json`` holds the mode and the form's values (:func:`start_run`). Any
+  opens a new run directory (under the form's Output Dir when filled in, :func:`output_dir_of`) whose ``run.json``
+  holds the mode and the form's values (:func:`start_run`). The form's fields are read against the values it
+  showed for the picked profile (:func:`form_values`, also served to the page's script at :data:`FORM_PATH`). Any
   problem answers ``{"success": false, "message": ...}``, which the UI shows, and nothing is sent. A Start while a
   run goes is refused the same way. Locust's own ``swarm()`` then starts the shape; the answer's ``host`` is
   rewritten to the target measured (Locust's header shows the form's Host as typed until a reload; the LLM tab
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import time
 from collections.abc import Mapping
@@ -42,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import gevent
-from flask import Response, g, jsonify, request
+from flask import Response, g, jsonify, make_response, request
 
-from harness.config import PROFILES_DIR, ProfileError
+from harness.config import PROFILES_DIR, Profile, ProfileError, resolve_profile_path
 from harness.locust.end import (
     LAST_BATCH_WAIT_S,
     REPORT_TIMEOUT_S,
@@ -54,18 +57,23 @@ from harness.locust.end import (
     stop_for_quit,
     write_report_child,
 )
-from harness.locust.form import MODES, Knobs, form_defaults, set_form_defaults
-from harness.locust.setup import SimHolder, Target, load_run_profile, open_run, resolve_target
+from harness.locust.form import MODES, Knobs, apply_knobs, form_defaults, set_form_defaults, steps_note
+from harness.locust.setup import SimHolder, Target, open_run, resolve_target
+from harness.profile_check import load_checked_profile
 from harness.records import redact_url
 from harness.runtime import FixedLoad, Run, RunContext, StopProgress
 
 __all__ = [
-    "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "Launch", "StartError", "StopProgress", "begin_stop", "cut_off_by_timeout",
-    "end_run", "headless_launch", "install", "launch_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit",
-    "write_report_child",
+    "FORM_PATH", "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "SHOWN_FIELD", "Launch", "StartError", "StopProgress",
+    "begin_stop", "cut_off_by_timeout", "end_run", "form_values", "headless_launch", "install", "launch_of",
+    "output_dir_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "write_report_child",
 ]  # (the end of a run is harness.locust.end's, re-exported here: one path for headless and web-UI runs)
 
 log = logging.getLogger("llmload")
+
+#: The path (under Locust's ``--web-base-path``) of the resolved form values of a profile (:func:`form_values`),
+#: fetched by the start form's script when a profile is picked.
+FORM_PATH = "/llmload/form.json"
 
 #: Form fields whose values are not written to ``run.json`` (a locustfile's own secret options).
 _SECRET_FIELD = re.compile(r"(?i)(api_?key|secret|password|(^|_)token$)")
@@ -97,6 +105,9 @@ class Launch:
     #: Base URLs (no trailing ``/``) of every built-in simulator this process started: a Host equal to one of them
     #: means "the built-in simulator for the chosen profile" even once that process was replaced by another.
     sim_urls: set[str] = field(default_factory=set)
+    #: The launch profile's file (None: headless): a Start of that profile reads its form against ``shown`` and
+    #: ``given``; a Start of another profile against that profile's own values (:func:`form_values`).
+    profile_path: Path | None = None
     #: A headless launch (:func:`headless_launch`): its one run is started at ``init`` by :func:`start_run` with
     #: the command line's values; always the profile's sweep, and ``run.json`` holds no web-UI fields.
     headless: bool = False
@@ -132,6 +143,7 @@ def launch_of(opts: Any, host: str | None, role: str, profile_path: Path, profil
         shown=shown,
         stop_timeout_given=bool(getattr(opts, "stop_timeout", None)),
         sims=sims,
+        profile_path=profile_path,
     )
     launch.note_sim()
     return launch
@@ -217,6 +229,93 @@ def _profile_arg(form: Mapping[str, str], launch: Launch) -> str | None:
     return None
 
 
+def form_values(launch: Launch, form: Mapping[str, str]) -> tuple[Path, Profile, dict[str, str], Knobs]:
+    """The profile a Start (or the form's script) asks for (``form``'s ``profile`` and ``web_profile``, as
+    :func:`_profile_arg`), loaded and checked, with the values the form shows for it and the knobs left-as-shown
+    fields apply: for the launch profile, what the form showed at launch and the command line's knobs; for any
+    other profile, its own values (:func:`harness.locust.form.form_defaults`) and no knobs, so that a field left
+    as the script filled it runs the picked profile's value.
+
+    Returns:
+        (profile path, profile without knobs, shown values dest -> text, knobs of fields left as shown).
+
+    Raises:
+        ProfileError: the profile cannot be found, read or checked (one-line message naming the file).
+    """
+    path = resolve_profile_path(_profile_arg(form, launch), launch.host or None)
+    profile = load_checked_profile(path)
+    if launch.profile_path is not None and path.resolve() == launch.profile_path.resolve():
+        return path, profile, dict(launch.shown), launch.given
+    shown = form_defaults(profile, path)
+    shown["mode"] = str(form.get("mode", "") or launch.shown.get("mode", "sweep"))
+    return path, profile, shown, Knobs()
+
+
+#: The field the form's script adds to a Start: the profile whose values the fields show (``web_profile`` and
+#: ``profile`` joined by a newline, as the script asked :data:`FORM_PATH` for them).
+SHOWN_FIELD = "llmload_shown"
+
+
+def _check_shown(form: Mapping[str, str], launch: Launch, path: Path) -> None:
+    """A Start whose fields show another profile's values than the one it starts (the script had not filled the
+    picked profile's in) is refused rather than run with values the form did not show for it; a Start without
+    :data:`SHOWN_FIELD` (no script: an API client) is not checked.
+
+    Raises:
+        ProfileError: one line naming both profiles.
+    """
+    marker = form.get(SHOWN_FIELD)
+    if marker is None:
+        return
+    picked, _, typed = str(marker).partition("\n")
+    shown_path = resolve_profile_path(_profile_arg({"web_profile": picked, "profile": typed}, launch),
+                                      launch.host or None)
+    if shown_path.resolve() != path.resolve():
+        raise ProfileError(f"the form shows the values of {shown_path.name}, not of {path.name}: pick the profile "
+                           "again, check its values, then Start")
+
+
+def output_dir_of(form: Mapping[str, str], launch: Launch) -> str | None:
+    """The directory a Start's run directory goes under: the form's Output Dir when filled in, else
+    ``--output-dir`` (None: the profile's ``output.dir``). A filled-in directory is checked first: it (or its
+    nearest existing parent, where it will be created) must be a writable directory.
+
+    Raises:
+        StartError: the Output Dir is not usable, one line naming the field and the problem.
+    """
+    raw = str(form.get("output_dir", "") or "").strip()
+    if not raw:
+        return launch.output_dir
+    p = Path(raw).expanduser()
+    if p.exists() and not p.is_dir():
+        raise StartError(f"Output Dir {raw!r}: not a directory")
+    parent = p if p.exists() else next((q for q in p.absolute().parents if q.exists()), None)
+    if parent is None or not parent.is_dir():
+        raise StartError(f"Output Dir {raw!r}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise StartError(f"Output Dir {raw!r}: {parent} is not writable")
+    return str(p)
+
+
+def _check_sweep_users(form: Mapping[str, str]) -> None:
+    """Sweep mode does not use Number of users (the form hides it), but a value that is not a whole number of
+    users >= 1 is refused rather than ignored (Locust's own swarm would read it).
+
+    Raises:
+        StartError: one line naming the field.
+    """
+    raw = str(form.get("user_count", "") or "").strip()
+    if not raw:
+        return
+    try:
+        users = int(raw)
+    except ValueError:
+        raise StartError(f"Number of users {raw!r} is not an integer (sweep mode does not use it: "
+                         "leave it at 1)") from None
+    if users < 1:
+        raise StartError(f"Number of users {users} must be at least 1 (sweep mode does not use it: leave it at 1)")
+
+
 def _wait_for_report(run: Run) -> None:
     """A Start while the previous run's report is being written (its load is over, its records closed) waits
     for that report (cooperatively, at most :data:`REPORT_TIMEOUT_S` + 10 s) instead of being refused."""
@@ -245,8 +344,9 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
 
     Raises:
         StartError: a run is going (running, or draining its in-flight requests), or a bad profile, knob,
-            mode value or target (nothing was sent, no run directory left behind); the message is one line, the
-            original error (ProfileError, RuntimeError, the simulator's SimStartError) is its ``__cause__``.
+            mode value, Number of users (also in sweep mode), Output Dir or target (nothing was sent, no run
+            directory left behind); the message is one line, the original error (ProfileError, RuntimeError,
+            the simulator's SimStartError) is its ``__cause__``.
     """
     _wait_for_report(run)
     if run.active():
@@ -255,13 +355,23 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     if mode not in MODES:
         raise StartError(f"mode {mode!r}: one of {', '.join(MODES)}")
     fixed = parse_fixed(form) if mode == "fixed" else None
-    knobs = Knobs.from_form(form, launch.shown, launch.given)
+    if mode == "sweep" and not launch.headless:
+        _check_sweep_users(form)
     try:
-        path, profile = load_run_profile(_profile_arg(form, launch), launch.host or None, knobs)
+        if launch.headless:
+            path = resolve_profile_path(launch.profile_arg or None, launch.host or None)
+            profile, knobs = load_checked_profile(path), launch.given
+        else:
+            path, profile, shown, given = form_values(launch, form)
+            _check_shown(form, launch, path)
+            knobs = Knobs.from_form(form, shown, given)
+        if knobs.as_dict():
+            profile = apply_knobs(profile, knobs, path.parent)
     except ProfileError as e:
         if launch.headless:  # the knobs came from the command line: name its options, not the form's fields
             e = ProfileError(option_names(str(e)))
         raise StartError(str(e).replace("\n", "; ")) from e
+    out_dir = launch.output_dir if launch.headless else output_dir_of(form, launch)
     host = str(form.get("host", "") or "").strip()
     if not host or launch.is_builtin_url(host):
         host = ""  # the built-in simulator for this profile (or the profile's target.base_url)
@@ -272,8 +382,8 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
         raise StartError(redact_url(str(e))) from e
     launch.note_sim()
     try:
-        ctx = open_run(profile, path, target, launch.role, launch.output_dir, _run_meta(form, launch, mode, fixed,
-                                                                                        knobs, target))
+        ctx = open_run(profile, path, target, launch.role, out_dir, _run_meta(form, launch, mode, fixed, knobs,
+                                                                              target))
     except RuntimeError as e:
         raise StartError(str(e)) from e
     ctx.mode, ctx.fixed, ctx.web = mode, fixed, not launch.headless
@@ -294,7 +404,8 @@ def _run_meta(form: Mapping[str, str], launch: Launch, mode: str, fixed: FixedLo
     load."""
     if launch.headless:
         return {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
-    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items() if k != "host"}
+    shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items()
+                  if k not in ("host", SHOWN_FIELD)}
     shown_form["host"] = target.shown
     extra: dict[str, Any] = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
     if fixed is not None:
@@ -324,7 +435,9 @@ def stop_at_once(run: Run, environment: Any) -> dict[str, Any] | None:
 def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
     """Hook Locust's web UI: the Start (``POST /swarm``) validates the form and opens a run before Locust's
     ``swarm()`` starts the shape (:func:`start_run`), answers its errors and shows the target measured; the Stop
-    (``POST /stop``) answers at once (:func:`stop_at_once`). (A stop's progress is tracked at ``test_stopping`` for
+    (``POST /stop``) answers at once (:func:`stop_at_once`); ``GET <web-base-path>/llmload/form.json`` answers a
+    profile's form values (:func:`form_values`) for the form's script (:file:`harness/webui/static/locust-ui.js`).
+    (A stop's progress is tracked at ``test_stopping`` for
     every run, :func:`harness.locust.end.begin_stop`.)"""
     app = web_ui.app
 
@@ -340,6 +453,23 @@ def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
 
             return not current_user.is_authenticated
         return False
+
+    base = (getattr(environment.parsed_options, "web_base_path", None) or "").rstrip("/")
+    auth = getattr(web_ui, "auth_required_if_enabled", lambda f: f)
+
+    @auth
+    def _form_json() -> Response:
+        """The values the start form shows for a profile (``?web_profile=NAME&profile=PATH``, as the form sends
+        them): ``{"profile": path, "values": {dest: text}, "placeholders": {dest: note}}`` (the note of an empty
+        Steps field: :func:`harness.locust.form.steps_note`), or ``{"error": one line}`` (status 400)."""
+        try:
+            path, profile, shown, _ = form_values(launch, request.args)
+        except ProfileError as e:
+            return make_response(jsonify({"error": "llmload: " + str(e).replace("\n", "; ")}), 400)
+        values = {k: v for k, v in shown.items() if k not in ("mode", "web_profile")}
+        return jsonify({"profile": str(path), "values": values, "placeholders": {"steps": steps_note(profile)}})
+
+    app.add_url_rule(base + FORM_PATH, "llmload_form_json", _form_json, methods=["GET"])
 
     @app.before_request
     def _before_stop() -> Response | None:

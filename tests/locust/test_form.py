@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import PROFILES_DIR, Profile, ProfileError, load_profile
-from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices
+from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices, steps_note
 from harness.locust.webrun import StartError, parse_fixed
 from harness.runtime import FixedLoad
 
@@ -140,3 +140,43 @@ def test_repeated_steps_are_kept_as_the_profile_format_keeps_them() -> None:
     d = load_profile(DEMO).public_dict()
     d["steps"]["concurrency"] = [8, 8]
     assert Profile.model_validate(d).steps.concurrency == [8, 8]
+
+
+@pytest.mark.parametrize("field", ["prompt_mix", "steps", "step_duration", "max_tokens"])
+def test_a_cleared_field_is_refused_not_silently_the_profiles(field: str) -> None:
+    """A field the form showed a value in, sent back blank, is refused naming the field (it used to run the
+    profile's value silently); a field the form showed blank may stay blank, and an absent field is left as shown."""
+    shown = {"prompt_mix": "a:1,b:2", "steps": "8,16", "step_duration": "30", "max_tokens": "64", "prompts_file": ""}
+    with pytest.raises(ProfileError) as ei:
+        Knobs.from_form({field: "  "}, shown, Knobs())
+    assert str(ei.value).startswith(f"{field}: empty (the profile's value is {shown[field]!r})")
+    assert Knobs.from_form({"prompts_file": ""}, shown, Knobs()) == Knobs()
+    assert Knobs.from_form({}, shown, Knobs(steps="4")) == Knobs(steps="4")
+
+
+@pytest.mark.parametrize(("knobs", "field"), [
+    (Knobs(step_duration="'30'"), "step_duration"), (Knobs(steps='"8,16"'), "steps"),
+    (Knobs(max_tokens="'64'"), "max_tokens"), (Knobs(prompt_mix="'quicksort:1'"), "prompt_mix"),
+])
+def test_a_quoted_value_is_refused_naming_the_field(knobs: Knobs, field: str) -> None:
+    """The form's fields are text: a number typed in quotes (as in YAML, ``'30'``) is refused, not read."""
+    with pytest.raises(ProfileError) as ei:
+        apply_knobs(load_profile(DEMO), knobs)
+    assert str(ei.value) == f"{field}: {getattr(knobs, field)} is in quotes: type the value without quotes"
+
+
+def test_a_quoted_item_gets_the_quotes_hint() -> None:
+    with pytest.raises(ProfileError, match=r"^steps: \"'16'\" is not an integer \(type it without quotes\)$"):
+        apply_knobs(load_profile(DEMO), Knobs(steps="8,'16'"))
+
+
+def test_steps_from_a_search_or_a_rate_sweep_show_empty_with_a_note() -> None:
+    """The form never shows a ``steps.concurrency`` that would not run: a search or a rate sweep picks the steps."""
+    demo = load_profile(DEMO)
+    assert steps_note(demo) == "" and form_defaults(demo, DEMO)["steps"] == "8,16,32,64"
+    slo = load_profile(PROFILES_DIR / "slo-search.yaml")
+    assert steps_note(slo) == "the SLO search picks the steps (concurrency 1-128, search: in the profile)"
+    assert form_defaults(slo, PROFILES_DIR / "slo-search.yaml")["steps"] == ""
+    rate = load_profile(PROFILES_DIR / "rate-sweep.yaml")
+    assert steps_note(rate) == "rate sweep: 1, 2, 4, 8 requests/s (rate.rates in the profile)"
+    assert form_defaults(rate, PROFILES_DIR / "rate-sweep.yaml")["steps"] == ""

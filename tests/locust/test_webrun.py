@@ -13,7 +13,17 @@ import pytest
 from harness.config import load_profile
 from harness.locust.form import Knobs
 from harness.locust.setup import SimHolder
-from harness.locust.webrun import StartError, headless_launch, launch_of, start_run
+from harness.locust.webrun import (
+    FORM_PATH,
+    SHOWN_FIELD,
+    StartError,
+    form_values,
+    headless_launch,
+    install,
+    launch_of,
+    output_dir_of,
+    start_run,
+)
 from harness.runtime import Run
 
 #: ``run.json``'s keys when a run starts, written by :class:`harness.records.RunDir` for every run.
@@ -110,3 +120,123 @@ def test_a_headless_start_names_the_command_line_option_not_the_form_field(tmp_p
     with pytest.raises(StartError) as err:
         start_run(Run(), _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
     assert str(err.value).startswith(option) and str(err.value.__cause__).startswith(option)
+
+
+def _other(tmp_path: Path) -> Path:
+    """A second profile (other prompts, steps and duration) to pick in the form instead of the launch profile."""
+    prof = tmp_path / "q.yaml"
+    prof.write_text("name: q\ntarget: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+                    "prompts: [{id: c, text: hey, max_tokens: 32}]\n"
+                    "steps: {concurrency: [6], duration: 9}\n"
+                    "output: {dir: '%s'}\n" % (tmp_path / "runs"))
+    return prof
+
+
+def _web_launch(tmp_path: Path, **kw: Any) -> tuple[Any, SimpleNamespace]:
+    prof = _profile(tmp_path)
+    opts = _opts(profile=str(prof), **kw)
+    return launch_of(opts, None, "local", prof, load_profile(prof), SimHolder()), opts
+
+
+def test_the_form_values_of_a_picked_profile_are_its_own_and_a_changed_field_overrides(tmp_path: Path) -> None:
+    """The form's script fills the picked profile's values (:func:`form_values`); sent back unchanged they run that
+    profile as it is (no knobs, the command line's ``--steps`` of the launch profile not applied); a field changed
+    after picking is applied and recorded in run.json's knobs."""
+    launch, opts = _web_launch(tmp_path, steps="3")
+    other = _other(tmp_path)
+    path, _, shown, given = form_values(launch, {"profile": str(other)})
+    assert path == other and given == Knobs()
+    assert {k: shown[k] for k in ("prompt_mix", "max_tokens", "steps", "step_duration")} == {
+        "prompt_mix": "c:1", "max_tokens": "32", "steps": "6", "step_duration": "9"}
+    # the launch profile: what the form showed at launch, the command line's knobs
+    _, _, shown0, given0 = form_values(launch, {})
+    assert shown0["steps"] == "3" and given0 == Knobs(steps="3")
+
+    run = Run()
+    start_run(run, _env(opts), {"mode": "sweep", "host": "", "profile": str(other), **shown}, launch)
+    assert run.ctx is not None and run.ctx.profile.steps.concurrency == [6] and run.ctx.profile.name == "q"
+    assert _meta(run)["knobs"] == {}
+
+    run = Run()
+    start_run(run, _env(opts), {"mode": "sweep", "host": "", "profile": str(other), **shown, "steps": "2,4"},
+              launch)
+    assert run.ctx is not None and run.ctx.profile.steps.concurrency == [2, 4]
+    assert run.ctx.profile.steps.duration == 9 and _meta(run)["knobs"] == {"steps": "2,4"}
+
+
+def test_output_dir_is_honoured_or_refused_in_one_line(tmp_path: Path) -> None:
+    launch, opts = _web_launch(tmp_path)
+    run = Run()
+    start_run(run, _env(opts), {"mode": "sweep", "host": "", "output_dir": str(tmp_path / "a" / "b")}, launch)
+    assert run.ctx is not None and run.ctx.run_dir is not None
+    assert run.ctx.run_dir.path.parent == tmp_path / "a" / "b"
+    meta = _meta(run)
+    assert meta["form"]["output_dir"] == str(tmp_path / "a" / "b")
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    for bad, why in ((a_file, "not a directory"), (a_file / "sub", f"{a_file} is not a directory")):
+        run = Run()
+        with pytest.raises(StartError) as err:
+            start_run(run, _env(opts), {"mode": "sweep", "host": "", "output_dir": str(bad)}, launch)
+        assert str(err.value) == f"Output Dir {str(bad)!r}: {why}" and run.ctx is None
+    assert not (tmp_path / "runs").exists()
+    # blank: --output-dir, else the profile's output.dir
+    assert output_dir_of({"output_dir": " "}, launch) is None
+
+
+@pytest.mark.parametrize(("users", "message"), [
+    ("-3", "Number of users -3 must be at least 1"), ("0", "Number of users 0 must be at least 1"),
+    ("'5'", "Number of users \"'5'\" is not an integer"),
+])
+def test_sweep_mode_refuses_a_bad_number_of_users(tmp_path: Path, users: str, message: str) -> None:
+    """Sweep mode does not use Number of users (the form hides it) but no longer starts with -3 silently."""
+    launch, opts = _web_launch(tmp_path)
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"mode": "sweep", "host": "", "user_count": users}, launch)
+    assert str(err.value).startswith(message) and run.ctx is None and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(("form", "message"), [
+    ({"prompt_mix": ""}, "prompt_mix: empty (the profile's value is 'a:1,b:1')"),
+    ({"steps": ""}, "steps: empty (the profile's value is '1,2')"),
+    ({"steps": " , "}, "steps: no concurrency given"),
+    ({"step_duration": "'30'"}, "step_duration: '30' is in quotes"),
+])
+def test_a_web_start_refuses_silent_inputs_in_one_line(tmp_path: Path, form: dict[str, str], message: str) -> None:
+    launch, opts = _web_launch(tmp_path)
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"mode": "sweep", "host": "", **form}, launch)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value) and run.ctx is None
+
+
+def test_the_form_json_route_answers_a_profiles_values_or_one_line(tmp_path: Path) -> None:
+    from flask import Flask
+
+    launch, opts = _web_launch(tmp_path)
+    web_ui = SimpleNamespace(app=Flask(__name__))
+    install(web_ui, _env(opts), Run(), launch)
+    client = web_ui.app.test_client()
+    r = client.get(FORM_PATH, query_string={"profile": str(_other(tmp_path))})
+    assert r.status_code == 200 and r.json["values"]["steps"] == "6" and r.json["profile"].endswith("q.yaml")
+    assert "mode" not in r.json["values"] and "web_profile" not in r.json["values"]
+    r = client.get(FORM_PATH, query_string={"profile": str(tmp_path / "nope.yaml")})
+    assert r.status_code == 400 and r.json["error"].startswith("llmload: ") and "nope.yaml" in r.json["error"]
+
+
+def test_a_start_whose_fields_show_another_profile_is_refused(tmp_path: Path) -> None:
+    """The form's script sends which profile the fields show (``llmload_shown``): values filled for the launch
+    profile are not run under another picked profile; matching, the start goes on and the marker is not in run.json."""
+    launch, opts = _web_launch(tmp_path)
+    other = _other(tmp_path)
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"mode": "sweep", "host": "", "profile": str(other),
+                                    SHOWN_FIELD: f"\n{launch.profile_arg}"}, launch)
+    assert str(err.value) == ("the form shows the values of p.yaml, not of q.yaml: pick the profile again, check its "
+                              "values, then Start") and run.ctx is None
+    start_run(run, _env(opts), {"mode": "sweep", "host": "", "profile": str(other), SHOWN_FIELD: f"\n{other}"},
+              launch)
+    assert run.ctx is not None and run.ctx.profile.name == "q"
+    assert SHOWN_FIELD not in _meta(run)["form"]
