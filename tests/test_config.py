@@ -77,6 +77,15 @@ prompts:
         ("name: t\nprompts: [{id: a, text: x}]\nsimulator: {flavour: tgi}\n", "simulator.flavour: unknown simulat"),
         ("name: t\nprompts: [\n", "not valid YAML (line"),
         ("- a\n- b\n", "expected a mapping"),
+        # issue 17: silent or unclear before
+        ("name: t\nprompts:\n  - {id: a, text: ''}\n", "prompts.0: prompt 'a': text is empty: give the message"),
+        ("name: t\nprompts:\n  - {id: a, text: '  '}\n", "prompts.0: prompt 'a': text is empty (only spaces)"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsteps: {duration: '30'}\n",
+         "steps.duration: '30' is a quoted string, not a number: write it without quotes (30)"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsteps: {concurrency: ['8', 16]}\n",
+         "steps.concurrency.0: '8' is a quoted string, not a number: write it without quotes (8)"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsteps: {duration: 'soon'}\n",
+         "steps.duration: Input should be a valid number"),
     ],
 )
 def test_bad_profiles_name_file_key_and_problem(tmp_path: Path, text: str, needle: str) -> None:
@@ -221,7 +230,7 @@ def test_bad_slo_and_slice_name_file_and_key(tmp_path: Path, section: str, needl
         ("slo: {ttft_s: true}", "slo.ttft_s: Input should be a valid number"),
         ("warmup: {timeout: false}", "warmup.timeout: Input should be a valid number"),
         ("report: {hours_to_n: [1000, true]}", "report.hours_to_n.1: Input should be a valid integer"),
-        ("request: {max_tokens: '512'}", "request.max_tokens: Input should be a valid integer"),
+        ("request: {max_tokens: '512'}", "request.max_tokens: '512' is a quoted string, not a number"),
     ],
 )
 def test_numbers_must_be_finite_numbers_not_booleans(tmp_path: Path, section: str, needle: str) -> None:

@@ -26,6 +26,18 @@ def _warn_deprecated(path: str, key: str, instead: str) -> None:
     log.warning("%s: %s: deprecated spelling, still read; write %s instead", path, key, instead)
 
 
+#: Pydantic error types of a number field given something else (strict fields refuse a quoted number).
+_NUMBER_ERRORS = frozenset({"float_type", "int_type", "float_parsing", "int_parsing"})
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _format_errors(path: str, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
@@ -33,6 +45,9 @@ def _format_errors(path: str, err: ValidationError) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key (typo?)"
+        elif e["type"] in _NUMBER_ERRORS and isinstance(e.get("input"), str) and _is_number(e["input"]):
+            msg = (f"{e['input']!r} is a quoted string, not a number: write it without quotes "
+                   f"({e['input'].strip()})")
         lines.append(f"{path}: {loc}: {msg}")
     return "\n".join(lines)
 

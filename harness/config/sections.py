@@ -134,6 +134,9 @@ class PromptSpec(_Model):
             raise ValueError(f"id {self.id!r} is reserved (a Prometheus 'prompt' label): rename it or give a 'class'")
         if (self.text is None) == (self.messages is None):
             raise ValueError("give exactly one of 'text' or 'messages'")
+        if self.text is not None and not self.text.strip():
+            raise ValueError(f"prompt {self.id!r}: text is empty{' (only spaces)' if self.text else ''}: give the "
+                             "message to send")
         if self.messages is not None:
             for i, m in enumerate(self.messages):
                 if not isinstance(m, dict) or "role" not in m or "content" not in m:

@@ -198,6 +198,9 @@ def open_run(
         raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
     ctx.run_id = ctx.run_dir.path.name
     log.info("profile %s -> %s model %s; records in %s", path, target.shown, target.model, ctx.run_dir.path)
+    if not profile.steps.concurrency and profile.rate is None and profile.search is None:
+        log.info("%s: steps.concurrency is empty: this run measures the single stream only (%g s); give steps, e.g. "
+                 "[8, 16, 32, 64], to measure concurrent load", path, profile.single_stream.duration)
     return ctx
 
 

@@ -98,3 +98,26 @@ def test_an_unwritable_output_dir_is_a_clear_error(tmp_path: Path) -> None:
     prof.write_text("name: h\ntarget: {base_url: 'http://127.0.0.1:9', model: m}\nprompts: [{id: a, text: hi}]\n")
     with pytest.raises(RuntimeError, match=r"^--output-dir: cannot create a run directory under .*file/sub"):
         setup_master(str(prof), None, "local", str(blocker / "sub"))
+
+
+def test_an_empty_steps_list_says_the_run_is_single_stream_only(tmp_path: Path,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """``steps.concurrency: []`` is a single-stream-only run (a supported plan), said in one line at the start
+    (it ran silently before)."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: h\ntarget: {base_url: 'http://127.0.0.1:9', model: m}\nprompts: [{id: a, text: hi}]\n"
+                    "single_stream: {duration: 12}\nsteps: {concurrency: []}\noutput: {dir: '%s'}\n"
+                    % (tmp_path / "runs"))
+    with caplog.at_level("INFO", logger="llmload"):
+        ctx = setup_master(str(prof), None, "local")
+    assert ctx.run_dir is not None
+    ctx.run_dir.close()
+    assert any(m.endswith("p.yaml: steps.concurrency is empty: this run measures the single stream only (12 s); "
+                          "give steps, e.g. [8, 16, 32, 64], to measure concurrent load") for m in caplog.messages)
+    prof.write_text(prof.read_text().replace("concurrency: []", "concurrency: [8]"))
+    caplog.clear()
+    with caplog.at_level("INFO", logger="llmload"):
+        ctx = setup_master(str(prof), None, "local")
+    assert ctx.run_dir is not None
+    ctx.run_dir.close()
+    assert not any("single stream only" in m for m in caplog.messages)
