@@ -367,8 +367,9 @@ class ChatClient:
         res.time_source = "kernel" if kernel_stamps else "read"
         return t
 
-    def list_models(self) -> list[str]:
-        """``GET {base}/models`` and return the model ids (uses its own short-lived connection; 30 s to answer).
+    def model_entries(self) -> list[dict[str, Any]]:
+        """``GET {base}/models`` and return its ``data`` entries (OpenAI: ``{"id", ...}``; vLLM adds
+        ``max_model_len``, tokens) that have an ``id`` (uses its own short-lived connection; 30 s to answer).
 
         Raises:
             ClientError: when the server cannot be reached, times out or answers with non-2xx.
@@ -392,4 +393,9 @@ class ChatClient:
             detail = f"GET /models: HTTP {head.status}: {text[:200]}"
             raise ClientError(_status_class(head.status), detail, head.status)
         obj = _loads(text)
-        return [m["id"] for m in obj.get("data", []) if isinstance(m, dict) and "id" in m]
+        data = obj.get("data", []) if isinstance(obj, dict) else []
+        return [m for m in data if isinstance(m, dict) and "id" in m]
+
+    def list_models(self) -> list[str]:
+        """The model ids of ``GET {base}/models`` (:meth:`model_entries`; same errors)."""
+        return [str(m["id"]) for m in self.model_entries()]

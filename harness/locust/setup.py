@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.client import ClientError, Timeouts
 from harness.config import Profile, ProfileError, SimulatorSpec, resolve_profile_path
+from harness.context_check import context_problems, max_model_len
 from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
 from harness.profile_check import load_checked_profile
@@ -162,6 +163,18 @@ def resolve_target(
     return Target(base_url, model, sim if own_sim else None, sim_meta if sim is not None else None)
 
 
+def _context_problems(profile: Profile, path: Path, target: Target) -> list[str]:
+    """:func:`harness.context_check.context_problems` against the target's ``max_model_len`` (``GET /v1/models``);
+    none when the server does not report one or the lookup fails (the run then finds out per request)."""
+    probe = target_client(profile.target, target.base_url, Timeouts(connect=10.0))
+    try:
+        limit = max_model_len(probe.model_entries(), target.model)
+    except (ClientError, ValueError) as e:
+        log.debug("no max_model_len check: GET /v1/models: %s", redact_url(str(e)))
+        return []
+    return context_problems(profile, path, limit) if limit is not None else []
+
+
 def open_run(
     profile: Profile,
     path: Path,
@@ -188,6 +201,11 @@ def open_run(
         "prompt_source": ctx.prompt_source.describe(),
         **(extra_meta or {}),
     }
+    problems = _context_problems(profile, path, target)
+    if problems:
+        if target.sim is not None:
+            target.sim.stop()
+        raise RuntimeError("\n".join(problems))
     base = output_dir or profile.output.dir
     try:
         ctx.run_dir = RunDir.create(base, profile.name, meta)
