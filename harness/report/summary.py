@@ -1,14 +1,21 @@
 """The end-of-run terminal summary of a report: a few header lines, one compact row per step, short footnotes.
 
-Printed by the Locust end of a run and by ``llmload report`` on a terminal; every line fits :data:`MAX_WIDTH`
-(120) characters. The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; headers and numbers
-come from the catalogue of figures (:mod:`harness.report.catalogue`) as in ``report.md``, so a value reads the same
-in both. A step label too long for its column continues on the next lines, never cut.
+Printed by the Locust end of a run and by ``llmload report`` on a terminal; every line fits the terminal's width
+(at most :data:`MAX_WIDTH`, 120 characters; :func:`summary_width`): when the step table is wider, the columns of
+:data:`DROP_ORDER` are left out one by one (named under the table), never the step, C or the hours-to-N answer.
+The full tables stay in ``report.md`` / ``report.json`` / ``report.html``; headers and numbers come from the
+catalogue of figures (:mod:`harness.report.catalogue`) as in ``report.md``, so a value reads the same in both. A step
+label too long for its column continues on the next lines, never cut.
+
+Compressed time (simulator ``time_scale`` < 1): the durations, rates and hours of a row are its real-time
+equivalents (:attr:`harness.report.model.StepRow.real_time`, as report.md's "Real-time equivalents" table), the
+compression stated once in the banner; counts are as measured.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import textwrap
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +26,7 @@ from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 from harness.report.model import Report, StepRow, as_report
 from harness.report.render import target_url
 
-__all__ = ["render_summary"]
+__all__ = ["DROP_ORDER", "MIN_WIDTH", "SUMMARY_KEYS", "render_summary", "summary_width"]
 
 _GAP = "  "
 #: Narrowest the step label column shrinks to when the table would be wider than the line.
@@ -33,14 +40,40 @@ def _hours_cell(row: StepRow) -> str:
 #: The figures of a step's line, in order (catalogue keys; headers and formats from the catalogue).
 SUMMARY_KEYS = ("concurrency", "completed", "errors", "output_tps", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s",
                 "tpot_mean_s", "e2e_p50_s", "truncated_pct")
+#: The columns left out, in this order, while the table is wider than the line (all in report.md).
+DROP_ORDER = ("per_stream_tps", "e2e_p50_s", "truncated_pct", "tpot_mean_s", "completed", "ttfat_p50_s")
+#: The narrowest width the summary is laid out for (a narrower terminal wraps its lines).
+MIN_WIDTH = 80
+#: The real-time equivalents a compressed-time row shows in place of its own figures.
+_REAL_KEYS = ("output_tps", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s", "tpot_mean_s", "e2e_p50_s")
 
 
-def _columns(rep: Report) -> tuple[list[tuple[str, str]], list[list[str]]]:
-    """Two-line headers and the cells of each step row (strings, unpadded)."""
+def summary_width() -> int:
+    """The summary's line width: the terminal's columns (``COLUMNS``, else the terminal's size, else 120), clamped to
+    [:data:`MIN_WIDTH`, :data:`MAX_WIDTH`]."""
+    cols = shutil.get_terminal_size((MAX_WIDTH, 24)).columns
+    return max(MIN_WIDTH, min(MAX_WIDTH, cols))
+
+
+def _shown(row: StepRow) -> StepRow:
+    """``row`` as the summary shows it: with compressed time, its real-time durations, rates and hours."""
+    rt = row.real_time
+    if rt is None or rt.time_scale == 1.0:
+        return row
+    update: dict[str, Any] = {k: getattr(rt, k) for k in _REAL_KEYS}
+    update["hours"] = rt.hours
+    return row.model_copy(update=update)
+
+
+def _columns(rep: Report, keys: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[list[str]]]:
+    """Two-line headers and the cells of each step row (strings, unpadded), figures ``keys``."""
     ns = rep.hours_to_n
     first_n = f"N={ns[0]:,} (95 %)" if ns else "N"
-    header = [("", "step"), *(FIGURES[k].short for k in SUMMARY_KEYS), (FIGURES["hours"].short[0], first_n)]
-    rows = [[label_text(r), *(display(r, k) for k in SUMMARY_KEYS), _hours_cell(r)] for r in rep.steps]
+    real = any(r.real_time is not None and r.real_time.time_scale != 1.0 for r in rep.steps)
+    hours_head = (FIGURES["hours"].short[0] + (" (real time)" if real else ""), first_n)
+    header = [("", "step"), *(FIGURES[k].short for k in keys), hours_head]
+    shown = [_shown(r) for r in rep.steps]
+    rows = [[label_text(r), *(display(r, k) for k in keys), _hours_cell(r)] for r in shown]
     return header, rows
 
 
@@ -69,8 +102,18 @@ def _label_lines(label: str, width: int) -> list[str]:
 
 
 def _table(rep: Report, width: int) -> list[str]:
-    header, rows = _columns(rep)
-    widths = [max(len(h[0]), len(h[1]), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    keys: tuple[str, ...] = SUMMARY_KEYS
+    dropped: list[str] = []
+    while True:
+        header, rows = _columns(rep, keys)
+        # the label column may shrink to _MIN_LABEL (a long label goes on its own lines): only the rest must fit
+        widths = [max(len(h[0]), len(h[1]), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+        need = min(widths[0], _MIN_LABEL) + sum(widths[1:]) + len(_GAP) * (len(widths) - 1)
+        rest = [k for k in DROP_ORDER if k in keys]
+        if need <= width or not rest:
+            break
+        keys = tuple(k for k in keys if k != rest[0])
+        dropped.append(rest[0])
     excess = sum(widths) + len(_GAP) * (len(widths) - 1) - width
     if excess > 0:  # long step labels go on a line of their own (below), never cut, nor the figures
         widths[0] = max(_MIN_LABEL, widths[0] - excess)
@@ -89,6 +132,9 @@ def _table(rep: Report, width: int) -> list[str]:
         else:  # a label wider than its column: whole, on its own line(s), then the figures on the next line
             out += _label_lines(r[0], width)
             out.append(line(["", *r[1:]]))
+    if dropped:
+        out += _wrap(f"(Left out at {width} columns, in report.md: "
+                     + ", ".join(FIGURES[k].label for k in dropped) + ".)", width)
     return out
 
 
@@ -120,15 +166,15 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
 
 
-def render_summary(report: Report | Mapping[str, Any], where: str | None = None, width: int = MAX_WIDTH) -> str:
+def render_summary(report: Report | Mapping[str, Any], where: str | None = None, width: int | None = None) -> str:
     """The compact plain-text summary of ``report`` (:func:`harness.report.build.build_report`) for a terminal.
 
     Args:
         report: the typed report; a report dict (report.json's JSON) is validated first
             (:func:`harness.report.model.as_report`, which raises ReportError when it is not a report).
         where: the run directory, named in the closing line that points to the full report (None: not named).
-        width: widest line in characters (default 120); only a single word longer than that (a long URL) can
-            exceed it.
+        width: widest line in characters (None: :func:`summary_width`, the terminal's, at most 120); only a single
+            word longer than that (a long URL) can exceed it.
 
     Returns:
         Lines joined with ``\\n``, ending with one: run and target header, banners (interrupted, compressed time),
@@ -136,6 +182,7 @@ def render_summary(report: Report | Mapping[str, Any], where: str | None = None,
         in s, TPOT mean in ms, % truncated, hours to the first N with its 95 % interval), footnotes, units.
     """
     rep = as_report(report)
+    width = summary_width() if width is None else width
     head = [f"llmload report {rep.run_id}", f"status {rep.status}"]
     if rep.duration_s is not None:
         head.append(f"started {wall_time(rep.start_wall)}, {rep.duration_s:.0f} s")
@@ -147,8 +194,9 @@ def render_summary(report: Report | Mapping[str, Any], where: str | None = None,
         lines += _wrap("! Interrupted run: figures are partial (see the notes in report.md).", width)
     ts = rep.time_scale
     if ts != 1.0:
-        lines += _wrap(f"! COMPRESSED TIME (simulator time_scale = {ts:g}): figures in compressed wall time; "
-                       "real-time equivalents in report.md.", width)
+        lines += _wrap(f"! COMPRESSED TIME (simulator time_scale = {ts:g}): tok/s, latencies and hours below are "
+                       f"real-time equivalents (durations ÷ {ts:g}, rates × {ts:g}), as report.md's real-time "
+                       "table; counts as measured.", width)
     lines.append("")
     if rep.steps:
         lines += _table(rep, width)
