@@ -388,6 +388,10 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
         raise StartError(str(e)) from e
     ctx.mode, ctx.fixed, ctx.web = mode, fixed, not launch.headless
     run.begin(ctx)
+    if launch.headless:  # where a long run is (harness.locust.progress); the web UI has its LLM view
+        from harness.locust.progress import start_progress
+
+        start_progress(run, ctx)
     environment.host = target.base_url
     opts = environment.parsed_options
     if opts is not None:

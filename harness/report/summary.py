@@ -14,6 +14,7 @@ compression stated once in the banner; counts are as measured.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import textwrap
@@ -49,10 +50,17 @@ _REAL_KEYS = ("output_tps", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s", "tpot
 
 
 def summary_width() -> int:
-    """The summary's line width: the terminal's columns (``COLUMNS``, else the terminal's size, else 120), clamped to
-    [:data:`MIN_WIDTH`, :data:`MAX_WIDTH`]."""
-    cols = shutil.get_terminal_size((MAX_WIDTH, 24)).columns
-    return max(MIN_WIDTH, min(MAX_WIDTH, cols))
+    """The summary's line width: the terminal's columns (``COLUMNS``, else the size of the terminal stdout, stderr
+    or stdin is on, else 120), clamped to [:data:`MIN_WIDTH`, :data:`MAX_WIDTH`]."""
+    cols = shutil.get_terminal_size((0, 0)).columns  # COLUMNS, else stdout's terminal
+    for fd in (2, 0):  # stdout piped (| tee): the terminal stderr or stdin is on
+        if cols:
+            break
+        try:
+            cols = os.get_terminal_size(fd).columns
+        except OSError:
+            cols = 0
+    return max(MIN_WIDTH, min(MAX_WIDTH, cols or MAX_WIDTH))
 
 
 def _shown(row: StepRow) -> StepRow:

@@ -1,0 +1,75 @@
+"""Headless progress (:mod:`harness.locust.progress`): the line from a plan, records and phase events on a fake
+clock; one line per step off a terminal."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+from typing import Any
+
+from harness.locust.progress import Progress, clock_text, start_progress
+from harness.shapes import Stage
+
+STAGES = [Stage("single", 0, 1, 30.0), Stage("step", 1, 8, 60.0), Stage("step", 2, 16, 60.0)]
+
+
+def _rec(end: float, tokens: int, ok: bool = True, phase: str = "step") -> Any:
+    return SimpleNamespace(phase=phase, ok=ok, start_wall=end - 5.0, e2e=5.0, output_tokens=tokens)
+
+
+def test_clock_text() -> None:
+    assert [clock_text(x) for x in (0, 59.6, 61, 3600 + 62, -3)] == ["0:00", "1:00", "1:01", "1:01:02", "0:00"]
+
+
+def test_the_line_says_step_i_of_n_time_left_counts_and_live_rate() -> None:
+    now = [1000.0]
+    p = Progress(STAGES, clock=lambda: now[0])
+    assert p.line().startswith("progress: warm-up · run 0:00 · 0 completed · 0 errors")
+    p.on_phase({"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": 1000.0})
+    p.on_phase({"event": "phase_start", "phase": "single", "step": 0, "concurrency": 1, "wall": 1002.0})
+    p.on_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": 1032.0})
+    p.on_record(_rec(1010.0, 999, phase="warmup"))  # not counted
+    p.on_record(_rec(1040.0, 100))
+    p.on_record(_rec(1045.0, 300))
+    p.on_record(_rec(1046.0, 50, ok=False))
+    now[0] = 1052.0
+    # step 2 of 3, 20 s of 60; left: 40 s of this step + 60 s; tokens ended in (1042, 1052]: 300 + 50
+    assert p.line() == ("progress: step 2/3 (C=8) · 0:20/1:00 · run 0:52, ~1:40 left · 2 completed · 1 error · 35 "
+                        "tok/s (10 s)")
+    p.on_phase({"event": "load_end", "wall": 1100.0})
+    assert p.line().endswith("load ended, draining") and "~0:00 left" in p.line()
+
+
+def test_a_search_has_no_plan_length_and_until_shows_the_margin() -> None:
+    now = [0.0]
+    hw: list[float | None] = [None]
+    p = Progress(STAGES[:1], search=True, margin=0.1, halfwidth=lambda: hw[0], clock=lambda: now[0])
+    p.on_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 24, "wall": 0.0})
+    now[0] = 5.0
+    assert "step ?/? (C=24) · 0:05 in step · run 0:05 · " in p.line()
+    assert p.line().endswith("rate ± – (margin 10 %)")
+    hw[0] = 0.0812
+    assert p.line().endswith("rate ±8.1 % (margin 10 %)")
+
+
+def test_off_a_terminal_one_line_per_step() -> None:
+    hooks: dict[str, list[Any]] = {"rec": [], "phase": []}
+    rd = SimpleNamespace(on_record=SimpleNamespace(add_listener=hooks["rec"].append),
+                         on_phase=SimpleNamespace(add_listener=hooks["phase"].append))
+    profile = SimpleNamespace(steps=SimpleNamespace(until=None), search=None, single_stream=SimpleNamespace(
+        duration=30.0), rate=None, settings=list, )
+    profile.steps.concurrency, profile.steps.duration = [8, 16], 60.0
+    ctx = SimpleNamespace(profile=profile, run_dir=rd, fixed=None)
+    out = io.StringIO()
+    prog = start_progress(SimpleNamespace(active=lambda: True), ctx, out, tty=False)
+    assert len(prog.stages) == 3
+    (on_phase,) = hooks["phase"]
+    for ev in ({"event": "phase_start", "phase": "warmup", "step": -1, "wall": 1.0},
+               {"event": "phase_start", "phase": "single", "step": 0, "concurrency": 1, "wall": 2.0},
+               {"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": 32.0},
+               {"event": "phase_start", "phase": "step", "step": 2, "concurrency": 16, "wall": 92.0},
+               {"event": "load_end", "wall": 152.0}):
+        on_phase(ev)
+    lines = out.getvalue().splitlines()
+    assert [x.split(" · ")[0] for x in lines] == ["progress: single stream 1/3 (C=1)", "progress: step 2/3 (C=8)",
+                                                  "progress: step 3/3 (C=16)"]
