@@ -8,8 +8,8 @@ catalogue of figures (:mod:`harness.report.catalogue`) as in ``report.md``, so a
 label too long for its column continues on the next lines, never cut.
 
 Compressed time (simulator ``time_scale`` < 1): the durations, rates and hours of a row are its real-time
-equivalents (:attr:`harness.report.model.StepRow.real_time`, as report.md's "Real-time equivalents" table), the
-compression stated once in the banner; counts are as measured.
+equivalents (:func:`harness.report.realtime.in_real_time`, the rule of report.md's "Real-time equivalents" table),
+the compression stated once in the banner; counts are as measured.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.report.catalogue import FIGURES, Flag, display, hours_text, label_text
 from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 from harness.report.model import Report, StepRow, as_report
+from harness.report.realtime import in_real_time
 from harness.report.render import target_url
 
 __all__ = ["DROP_ORDER", "MIN_WIDTH", "SUMMARY_KEYS", "render_summary", "summary_width"]
@@ -45,8 +46,6 @@ SUMMARY_KEYS = ("concurrency", "completed", "errors", "output_tps", "per_stream_
 DROP_ORDER = ("per_stream_tps", "e2e_p50_s", "truncated_pct", "tpot_mean_s", "completed", "ttfat_p50_s")
 #: The narrowest width the summary is laid out for (a narrower terminal wraps its lines).
 MIN_WIDTH = 80
-#: The real-time equivalents a compressed-time row shows in place of its own figures.
-_REAL_KEYS = ("output_tps", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s", "tpot_mean_s", "e2e_p50_s")
 
 
 def summary_width() -> int:
@@ -63,24 +62,14 @@ def summary_width() -> int:
     return max(MIN_WIDTH, min(MAX_WIDTH, cols or MAX_WIDTH))
 
 
-def _shown(row: StepRow) -> StepRow:
-    """``row`` as the summary shows it: with compressed time, its real-time durations, rates and hours."""
-    rt = row.real_time
-    if rt is None or rt.time_scale == 1.0:
-        return row
-    update: dict[str, Any] = {k: getattr(rt, k) for k in _REAL_KEYS}
-    update["hours"] = rt.hours
-    return row.model_copy(update=update)
-
-
 def _columns(rep: Report, keys: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[list[str]]]:
     """Two-line headers and the cells of each step row (strings, unpadded), figures ``keys``."""
     ns = rep.hours_to_n
     first_n = f"N={ns[0]:,} (95 %)" if ns else "N"
-    real = any(r.real_time is not None and r.real_time.time_scale != 1.0 for r in rep.steps)
+    real = (rep.time_scale or 1.0) != 1.0
     hours_head = (FIGURES["hours"].short[0] + (" (real time)" if real else ""), first_n)
     header = [("", "step"), *(FIGURES[k].short for k in keys), hours_head]
-    shown = [_shown(r) for r in rep.steps]
+    shown = [in_real_time(r, rep.time_scale or 1.0) for r in rep.steps]
     rows = [[label_text(r), *(display(r, k) for k in keys), _hours_cell(r)] for r in shown]
     return header, rows
 

@@ -36,6 +36,7 @@ from harness.report.catalogue import (
     usd_text,
 )
 from harness.report.model import Report, StepRow
+from harness.report.realtime import in_real_time
 from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
 from harness.webui.runs import Live, RunDirs, WorkerInfo
@@ -258,8 +259,9 @@ def _banners(rep: Report | None) -> list[str]:
     ts = (rep.time_scale if rep is not None else None) or 1.0
     if ts == 1.0:
         return []
-    return [f"{Flag.COMPRESSED_TIME.glyph} (simulator time_scale = {ts:g}): {Flag.COMPRESSED_TIME.text}; real-time "
-            "equivalents in report.md"]
+    return [f"{Flag.COMPRESSED_TIME.glyph} (simulator time_scale = {ts:g}): the strip and the tables show real-time "
+            f"equivalents (durations ÷ {ts:g}, rates × {ts:g}, as report.md's real-time table; counts as measured); "
+            "the charts are in compressed wall time"]
 
 
 def _run_entry(path: Path, current: bool, url: str) -> dict[str, Any]:
@@ -294,6 +296,8 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         ``writing_report`` and its notes start with :data:`IN_PROGRESS_NOTE` (no "INTERRUPTED RUN" note).
     """
     rep = entry.report if entry is not None else None
+    if rep is not None and (rep.time_scale or 1.0) != 1.0:  # compressed time: the rows in real-time equivalents
+        rep = rep.model_copy(update={"steps": [in_real_time(r, rep.time_scale) for r in rep.steps]})
     cur = current_row(rep) if rep is not None else None
     live = shown is not None and shown == runs.current and runs.state in ("running", "stopping")
     rows = [row_view(r) for r in rep.steps] if rep is not None else []

@@ -372,3 +372,31 @@ def test_headline_prices_the_answer_with_a_cost(run_dir: Path) -> None:
     assert h["usd"]["label"] == "US$ to N=100,000 (95 %)"
     main = [c["key"] for c in d["columns"] if c["main"]]
     assert main[-5:] == ["hours_100000", "usd_100000", "hours_200000", "hours_500000", "hours_900000"], main
+
+
+def test_compressed_time_rows_and_headline_are_real_time_equivalents(run_dir: Path) -> None:
+    """Issue 17 item 6: a compressed-time run's view shows the same real-time hours as the terminal and report.md
+    (compression stated once, in the banner); counts as measured."""
+    from harness.report.catalogue import hours_text
+    from harness.webui.cache import Entry
+    from harness.webui.view import payload
+
+    rep = build_report(run_dir).model_copy(update={"time_scale": 0.5})
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [], "/llm")
+    (banner,) = d["banners"]
+    assert "time_scale = 0.5" in banner and "real-time equivalents" in banner
+    steps = [r for r in rep.steps if r.hours and r.hours[0].hours is not None]
+    assert steps
+    for mine, row in zip(d["steps"], rep.steps, strict=True):
+        assert mine["completed"] == row.completed
+        if row.ttft_p50_s is not None:
+            assert mine["ttft_p50_s"] == pytest.approx(row.ttft_p50_s / 0.5)
+        if row.output_tps is not None:
+            assert mine["output_tps"] == pytest.approx(row.output_tps * 0.5)
+    last = steps[-1]
+    real = last.model_copy(update={"hours": [h.model_copy(update={
+        "hours": h.hours / 0.5 if h.hours is not None else None,
+        "hours_low": h.hours_low / 0.5 if h.hours_low is not None else None,
+        "hours_high": h.hours_high / 0.5 if h.hours_high is not None else None}) for h in last.hours]})
+    head = {h["key"]: h["text"] for h in d["headline"]}
+    assert head["hours"] == hours_text(real.hours[0])

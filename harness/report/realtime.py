@@ -1,0 +1,58 @@
+"""A step row in real-time equivalents, for the surfaces that show a compressed-time run (simulator
+``time_scale`` < 1) in real time: the terminal summary and the web LLM view.
+
+The simulator runs ``time_scale`` times faster than the server it stands for, so a wall duration is the real
+duration × ``time_scale``: real durations = wall ÷ ``time_scale``, real rates = wall rates × ``time_scale``
+(the rule of :func:`harness.report.figures.real_time`, report.md's "Real-time equivalents" table). Here it is
+applied to every catalogued figure (:data:`harness.report.catalogue.FIGURES`) by its stored unit:
+
+* ``s`` (latencies, TPOT, windows, margin reached), ``h`` (hours to N) and ``US$`` (money to N, per 1M tokens, per
+  1,000 usable: all priced by the real hour) ÷ ``time_scale``;
+* ``tok/s``, ``req/s`` × ``time_scale``;
+* counts, tokens, shares and percentages unchanged (they do not depend on the clock);
+
+and to each hours-to-N entry (hours and bounds, token hours, US$ ÷; samples per hour and rate bounds ×). Client
+overheads do not scale, so the equivalents are approximate (as report.md says).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.report.catalogue import FIGURES, Unit
+from harness.report.model import HoursEntry, StepRow
+
+__all__ = ["in_real_time"]
+
+_DIVIDE = (Unit.S, Unit.H, Unit.USD)
+_MULTIPLY = (Unit.TOK_S, Unit.REQ_S)
+_HOURS_DIVIDE = ("hours", "hours_low", "hours_high", "token_hours", "usd", "usd_low", "usd_high", "token_usd")
+_HOURS_MULTIPLY = ("samples_per_hour", "rate_low", "rate_high")
+
+
+def _scaled(v: Any, factor: float) -> Any:
+    return v * factor if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def _hours(h: HoursEntry, ts: float) -> HoursEntry:
+    update = {k: _scaled(getattr(h, k), 1 / ts) for k in _HOURS_DIVIDE}
+    update.update({k: _scaled(getattr(h, k), ts) for k in _HOURS_MULTIPLY})
+    return h.model_copy(update=update)
+
+
+def in_real_time(row: StepRow, time_scale: float) -> StepRow:
+    """``row`` with every clock-dependent figure in real-time equivalents (module docstring); ``row`` itself when
+    ``time_scale`` is 1 (or not positive)."""
+    if time_scale == 1.0 or time_scale <= 0:
+        return row
+    update: dict[str, Any] = {}
+    fields = StepRow.model_fields
+    for key, f in FIGURES.items():
+        if key not in fields or key == "hours":
+            continue
+        if f.unit in _DIVIDE:
+            update[key] = _scaled(getattr(row, key), 1 / time_scale)
+        elif f.unit in _MULTIPLY:
+            update[key] = _scaled(getattr(row, key), time_scale)
+    update["hours"] = [_hours(h, time_scale) for h in row.hours]
+    return row.model_copy(update=update)

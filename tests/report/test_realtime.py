@@ -1,0 +1,33 @@
+"""Real-time equivalents of a compressed-time row (:mod:`harness.report.realtime`) agree with report.md's
+real-time table (:attr:`harness.report.model.StepRow.real_time`) wherever that table has the figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.report.build import write_report
+from harness.report.realtime import in_real_time
+from tests.report.test_html import _scenario
+
+
+def test_every_clock_figure_scaled_as_the_real_time_table(tmp_path: Path) -> None:
+    rep, _ = write_report(_scenario(tmp_path / "run", {"simulator": {"time_scale": 0.25}}))
+    for row in rep.steps:
+        real = in_real_time(row, 0.25)
+        rt = row.real_time
+        assert rt is not None
+        for key in ("window_s", "output_tps", "request_rate", "per_stream_tps", "ttft_p50_s", "ttfat_p50_s",
+                    "e2e_p50_s", "tpot_mean_s", "e2e_mean_s"):
+            assert getattr(real, key) == pytest.approx(getattr(rt, key)), key
+        for mine, theirs in zip(real.hours, rt.hours, strict=True):
+            for key in ("hours", "hours_low", "hours_high"):
+                assert getattr(mine, key) == pytest.approx(getattr(theirs, key)), key
+        # the figures the real-time table leaves out follow the same rule; counts do not move
+        if row.ttft_p99_s is not None:
+            assert real.ttft_p99_s == pytest.approx(row.ttft_p99_s / 0.25)
+        assert (real.completed, real.errors, real.truncated_pct) == (row.completed, row.errors, row.truncated_pct)
+        if row.hours and row.hours[0].samples_per_hour is not None:
+            assert real.hours[0].samples_per_hour == pytest.approx(row.hours[0].samples_per_hour * 0.25)
+    assert in_real_time(rep.steps[0], 1.0) is rep.steps[0]
