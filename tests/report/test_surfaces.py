@@ -37,6 +37,7 @@ from harness.report.catalogue import (
 from harness.report.diagnosis import hidden_reasoning_notes
 from harness.report.html import render_html
 from harness.report.model import StepRow, as_report
+from harness.report.realtime import in_real_time
 from harness.report.render import STEP_COLUMNS, render_markdown
 from harness.report.summary import SUMMARY_KEYS, render_summary
 from harness.webui.cache import Entry
@@ -46,6 +47,8 @@ from harness.webui.view import TABLE_KEYS, payload
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
 
+#: The surfaces that show a compressed-time run in real-time equivalents (:mod:`harness.report.realtime`).
+REAL_TIME = ("terminal", "web")
 #: Figures every surface that has a per-step table shows (terminal, md, html, web, tab): the headline ones.
 HEADLINE = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "truncated_pct")
 
@@ -155,11 +158,15 @@ def test_every_figure_reads_the_same_on_every_surface(report: dict[str, Any], ru
     shown = _shown(rep, s)
     labels = [label_text(r) for r in rep["steps"]]
     checked: dict[str, set[str]] = {name: set() for name in shown}
+    ts = float(rep.get("time_scale") or 1.0)
     for name, rows in shown.items():
         assert list(rows) == labels, (name, list(rows))  # every step, its label with its † / ‡ marks
         for r in rep["steps"]:
+            # the terminal and the web view show a compressed-time run in real-time equivalents (one rule,
+            # harness.report.realtime); report.md / html and the tab show the measured row (md adds its real-time table)
+            shown_row = in_real_time(StepRow.model_validate(r), ts).model_dump() if name in REAL_TIME else r
             for key, text in rows[label_text(r)].items():
-                want = FIGURES[key].text(r[key])  # report.json's raw value in the catalogue's display format
+                want = FIGURES[key].text(shown_row[key])  # report.json's value in the catalogue's display format
                 assert text == want, (name, r["label"], key, text, want)
                 checked[name].add(key)
     for name in shown:
@@ -180,12 +187,14 @@ def test_hours_to_n_reads_the_same_on_every_surface(report: dict[str, Any], run_
     web = {r["display"]["label"]: r["display"] for r in s["web"]["steps"]}
     tab = {r["label"]: r["hours"] for r in s["tab"][:-1]}
     assert any(c["header"] == hours_header(n) for c in s["web"]["columns"])
+    ts = float(rep.get("time_scale") or 1.0)
     for r, md_row in zip(rep["steps"], md_hours, strict=True):
         want, label = hours_text(r["hours"][0]), label_text(r)
+        real = hours_text(in_real_time(StepRow.model_validate(r), ts).hours[0])  # terminal and web view
         assert md_row["step"] == label and md_row[f"N={n:,}"] == want
         assert any(row[0] == label and want in row for row in html_rows)
-        assert term[label][-1] == want
-        assert web[label][f"hours_{n}"] == want
+        assert term[label][-1] == real
+        assert web[label][f"hours_{n}"] == real
         assert tab[label] == f"N={n:,}: {want}"
     if flagged:  # every kind of interval, written one way
         texts = [hours_text(r["hours"][0]) for r in rep["steps"]]
