@@ -2,9 +2,10 @@
 
 The one formatter of the report's failure explanations, used by the terminal summary (:mod:`.summary`) and
 ``report.md`` / ``report.html`` (:mod:`.render`), one message per line under its class, and by the web UI's LLM
-view (:func:`step_failure_lines`, one line per class). A class line reads ``http_4xx ×12: `HTTP 400: … maximum context length is 32768 tokens…` ×10 → lower max_tokens …;
-`HTTP 401: Unauthorized` ×2 → …``: the class, its count, then its top distinct server messages with their counts
-and hints.
+view (:func:`step_failure_lines`, one line per class). A class line reads
+``http_4xx ×12: "HTTP 400: … maximum context length is 32768 tokens…" ×10 → … lower max_tokens …;
+"HTTP 401: Unauthorized" ×2 → …``: the class, its count, then its top distinct server messages with their
+counts and hints.
 """
 
 from __future__ import annotations
