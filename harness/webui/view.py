@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.catalogue import FIGURES, Flag, display, hours_header, hours_text, label_text, usd_header, usd_text
+from harness.report.explain import step_failure_lines
 from harness.report.model import Report, StepRow
 from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
@@ -167,7 +168,9 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         duration_s, time_scale, hours_to_n, totals, notes} | None, "steps": [row_view... + "provisional"]
         (finished steps; ``provisional`` while the run shown is the one going),
         "current": row_view | None (the step in progress), "history": [...], "report_age_s", "compute_s",
-        "error", "workers": [...], "runs": [{run_id, current, files: [{name, href, size}]}], "stopping": {run_id,
+        "error", "failures": [one line per step and error class with server messages: its count, top messages and
+        hints (:func:`harness.report.explain.step_failure_lines`)], "workers": [...], "runs": [{run_id, current,
+        files: [{name, href, size}]}], "stopping": {run_id,
         stage, since_wall, stop_wall, drain_timeout_s, users_left} | None}``. Times: epoch s. While the run shown
         is the current one (state ``running`` / ``stopping``) its ``status`` is ``running``, ``draining`` or
         ``writing_report`` and its notes start with :data:`IN_PROGRESS_NOTE` (no "INTERRUPTED RUN" note).
@@ -195,6 +198,7 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         "columns": columns(list(run.get("hours_to_n") or []) if run else [],
                            bool(run and run.get("cost_usd_per_hour") is not None)),
         "banners": _banners(rep),
+        "failures": step_failure_lines(rep.steps) if rep is not None else [],
         "current": row_view(cur) if cur is not None else None,
         "history": list(entry.history) if entry is not None else [],
         "report_age_s": (time.time() - entry.computed_at) if entry is not None and entry.computed_at else None,

@@ -107,3 +107,20 @@ def test_written_report_files_carry_no_key(run_dir: Path) -> None:
     for name in ("report.json", "report.md"):
         assert ECHOED_KEY not in (run_dir / name).read_text(), name
     assert json.loads((run_dir / "report.json").read_text())["steps"][0]["failures"][0]["error_class"] == "http_4xx"
+
+
+def test_web_llm_view_lists_the_failures_explained(run_dir: Path) -> None:
+    """The LLM view's JSON carries one line per step and error class with the messages and hints; the page shows
+    them in its "Failures explained" list."""
+    from harness.webui.cache import Entry
+    from harness.webui.runs import RunDirs
+    from harness.webui.view import payload
+
+    rep = build_report(run_dir)
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep), run_dir, [], "/llm")
+    assert d["failures"] == step_failure_lines(rep.steps)
+    assert d["failures"][0].startswith("C=2: http_4xx ×6: ") and "lower max_tokens" in d["failures"][0]
+    assert "Retry-After seen (3 s)" in d["failures"][1]
+    assert ECHOED_KEY not in json.dumps(d)
+    static = Path(__file__).resolve().parents[2] / "harness" / "webui" / "static"
+    assert 'id="failures"' in (static / "llm.html").read_text() and "d.failures" in (static / "llm.js").read_text()
