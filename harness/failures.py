@@ -233,13 +233,15 @@ def summarise(
     return out
 
 
-def locust_message(error_class: str | None, error_code: str | None, detail: str | None) -> str:
+def locust_message(error_class: str | None, error_code: str | None, detail: str | None,
+                   secrets: Iterable[str] = ()) -> str:
     """The failure text Locust shows (and groups by) for a failed request: the class (with the in-band error's
     ``code=``), then the server message's key (:func:`message_key`), e.g.
-    ``"http_4xx: HTTP 400: maximum context length is # tokens…"``; just the class when there is no message."""
+    ``"http_4xx: HTTP 400: maximum context length is # tokens…"``; just the class when there is no message.
+    ``secrets`` (e.g. the API key) are masked besides the patterns of :func:`harness.redact.redact_text`."""
     cls = error_class or "unknown"
     head = f"{cls} code={error_code}" if cls == "server_error_event" and error_code else cls
-    msg = server_message(detail)
+    msg = server_message(detail, secrets)
     if error_code and msg.startswith(f"code={error_code}: "):  # the code is in the head already
         msg = msg[len(f"code={error_code}: "):]
     msg = message_key(msg)

@@ -104,9 +104,11 @@ class ReasoningChatUser(User):
         ctx.record(res)
         exc = None
         if not res.ok:
-            exc = RequestFailed(locust_message(res.error_class, res.error_code, res.error_detail))
+            key = ctx.profile.target.api_key()
+            secrets = (key,) if key else ()
+            exc = RequestFailed(locust_message(res.error_class, res.error_code, res.error_detail, secrets))
             FIRST_FAILURES.note(ctx.run_id, res.error_class, res.error_detail, res.http_status,
-                                res.retry_after_s)
+                                res.retry_after_s, secrets)
         self.environment.events.request.fire(
             request_type="chat",
             name=prompt.label,

@@ -45,7 +45,7 @@ def test_backoff_reads_retry_after_from_the_field_not_the_detail(monkeypatch: py
 
 
 def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0, setting: str | None = None,
-          sent: list[RequestIdentity] | None = None) -> dict[str, object]:
+          sent: list[RequestIdentity] | None = None, api_key: str | None = None) -> dict[str, object]:
     """The request event ReasoningChatUser.chat fires for ``res`` (the client receives ``size`` bytes) in a phase
     with sweep ``setting``; the identity it sends with is appended to ``sent``."""
     fired: list[dict[str, object]] = []
@@ -66,7 +66,8 @@ def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0, se
     ctx = types.SimpleNamespace(
         state=state,
         pick=lambda rng: (prompt, {"messages": []}),
-        profile=types.SimpleNamespace(output=types.SimpleNamespace(chunk_times=False)),
+        profile=types.SimpleNamespace(output=types.SimpleNamespace(chunk_times=False),
+                                      target=types.SimpleNamespace(api_key=lambda: api_key)),
         record=lambda rec: None,
         run_id="run-1",
     )
@@ -139,6 +140,10 @@ def test_failure_name_carries_the_normalised_server_message(monkeypatch: pytest.
     leak = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401,
                          error_detail='HTTP 401: {"error":{"message":"Incorrect API key provided: sk-live12345678"}}')
     assert _failure_name(leak, monkeypatch) == "http_4xx: HTTP 401: Incorrect API key provided: ***"
+    plain = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401,
+                          error_detail='HTTP 401: {"error":{"message":"key plainkey!! is not valid"}}')
+    exc = _fire(plain, monkeypatch, api_key="plainkey!!")["exception"]  # the profile's own key, whatever its form
+    assert str(exc) == "http_4xx: HTTP 401: key *** is not valid"
 
 
 def test_first_failure_of_a_class_is_logged_once_with_its_message(monkeypatch: pytest.MonkeyPatch,
