@@ -22,6 +22,7 @@ from orjson import dumps as _dumps
 from orjson import loads as _loads
 
 from harness import __version__
+from harness.failures import is_html
 from harness.http import (
     ConnectError,
     Connection,
@@ -46,7 +47,7 @@ from harness.sse import SSEDecoder
 from harness.timeouts import Timeouts
 from harness.usable import UsableRule
 
-__all__ = ["ChatClient", "ClientError", "Timeouts"]
+__all__ = ["ChatClient", "ClientError", "NotOpenAIServer", "Timeouts"]
 
 _USER_AGENT = f"llmload/{__version__}"
 #: A kernel receive stamp older than this (seconds) is not trusted (e.g. the wall clock stepped).
@@ -118,6 +119,15 @@ class ClientError(Exception):
         self.error_class = error_class
         self.detail = detail
         self.status = status
+
+
+class NotOpenAIServer(ClientError):
+    """``GET /v1/models`` answered with an HTML page (any status): the host is a web server, not an
+    OpenAI-compatible one. ``detail`` is the one-line explanation (never the page); ``error_class`` is
+    ``not_openai``."""
+
+    def __init__(self, detail: str, status: int) -> None:
+        super().__init__("not_openai", detail, status)
 
 
 class ChatClient:
@@ -372,6 +382,7 @@ class ChatClient:
         ``max_model_len``, tokens) that have an ``id`` (uses its own short-lived connection; 30 s to answer).
 
         Raises:
+            NotOpenAIServer: when the answer is an HTML page (any status): not an OpenAI-compatible server.
             ClientError: when the server cannot be reached, times out or answers with non-2xx.
             ValueError: when the answer is not JSON.
         """
@@ -389,6 +400,11 @@ class ChatClient:
             raise ClientError(_ERROR_CLASS[type(e)], e.detail) from None
         finally:
             conn.close()
+        if is_html(text):  # a web server, not an LLM server: say so in one line, never show the page
+            raise NotOpenAIServer(
+                f"not an OpenAI-compatible server: GET {self.api_base}/models returned an HTML page ({head.status})",
+                head.status,
+            )
         if not 200 <= head.status < 300:
             detail = f"GET /models: HTTP {head.status}: {text[:200]}"
             raise ClientError(_status_class(head.status), detail, head.status)

@@ -11,6 +11,7 @@ import gevent
 
 from harness import rate
 from harness.conversation import Conversation
+from harness.failures import FIRST_FAILURES, locust_message
 from harness.result import RequestIdentity, RequestResult
 from harness.runtime import context, of
 
@@ -21,11 +22,13 @@ _BACKOFF_MAX_S = 10.0
 
 
 class RequestFailed(Exception):
-    """The exception reported to Locust for a failed request; its message is the error class.
+    """The exception reported to Locust for a failed request; its message is the error class and the server's
+    message, normalised (:func:`harness.failures.locust_message`).
 
-    Locust groups failures by message, so the message is stable per class (``timeout_idle``,
-    ``http_429``, ``server_error_event code=500``: the in-band error's ``code`` when it had one), never per
-    request.
+    Locust groups failures by message, so the message is stable per class and server message, never per
+    request: ``http_4xx: HTTP 400: maximum context length is # tokens…`` (numbers as ``#``, ids as ``<id>``,
+    secrets redacted), ``timeout_idle: …``, ``server_error_event code=500: …`` (the in-band error's ``code``
+    when it had one); just the class when there is no message.
     """
 
 
@@ -101,8 +104,11 @@ class ReasoningChatUser(User):
         ctx.record(res)
         exc = None
         if not res.ok:
-            code = f" code={res.error_code}" if res.error_class == "server_error_event" and res.error_code else ""
-            exc = RequestFailed(f"{res.error_class}{code}")
+            key = ctx.profile.target.api_key()
+            secrets = (key,) if key else ()
+            exc = RequestFailed(locust_message(res.error_class, res.error_code, res.error_detail, secrets))
+            FIRST_FAILURES.note(ctx.run_id, res.error_class, res.error_detail, res.http_status,
+                                res.retry_after_s, secrets)
         self.environment.events.request.fire(
             request_type="chat",
             name=prompt.label,

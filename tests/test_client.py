@@ -422,3 +422,17 @@ def test_read_lag_shows_a_starved_client_while_chunk_times_stay_kernel_stamped(s
         assert r.read_lag_max > 0.45 and r.e2e is not None and r.e2e < 0.3
     else:
         assert r.read_lag_max < 0.2
+
+
+def test_list_models_names_an_html_answer_in_one_line() -> None:
+    """An HTML page (404 or 200) to GET /v1/models is NotOpenAIServer with a one-line detail, never the page."""
+    from harness.client import NotOpenAIServer
+    from tests.failure_server import FailureServer
+
+    with FailureServer() as fs:
+        for case, status in (("html404", 404), ("html200", 200)):
+            with pytest.raises(NotOpenAIServer) as e:
+                ChatClient(fs.url(case)).list_models()
+            assert e.value.status == status
+            assert e.value.detail == (f"not an OpenAI-compatible server: GET /{case}/v1/models returned an HTML page "
+                                      f"({status})")

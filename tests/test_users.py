@@ -45,7 +45,7 @@ def test_backoff_reads_retry_after_from_the_field_not_the_detail(monkeypatch: py
 
 
 def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0, setting: str | None = None,
-          sent: list[RequestIdentity] | None = None) -> dict[str, object]:
+          sent: list[RequestIdentity] | None = None, api_key: str | None = None) -> dict[str, object]:
     """The request event ReasoningChatUser.chat fires for ``res`` (the client receives ``size`` bytes) in a phase
     with sweep ``setting``; the identity it sends with is appended to ``sent``."""
     fired: list[dict[str, object]] = []
@@ -66,8 +66,10 @@ def _fire(res: RequestResult, monkeypatch: pytest.MonkeyPatch, size: int = 0, se
     ctx = types.SimpleNamespace(
         state=state,
         pick=lambda rng: (prompt, {"messages": []}),
-        profile=types.SimpleNamespace(output=types.SimpleNamespace(chunk_times=False)),
+        profile=types.SimpleNamespace(output=types.SimpleNamespace(chunk_times=False),
+                                      target=types.SimpleNamespace(api_key=lambda: api_key)),
         record=lambda rec: None,
+        run_id="run-1",
     )
     user = types.SimpleNamespace(
         ctx=ctx,
@@ -113,13 +115,52 @@ def test_failure_name_carries_the_in_band_error_code(monkeypatch: pytest.MonkeyP
     """``server_error_event code=<code>`` from ``error_code`` (not split out of the detail text); no code, no suffix."""
     detail = "code=500 type=internal message=boom"
     ev = RequestResult(prompt_id="p", error_class="server_error_event", error_detail=detail, error_code="500")
-    assert _failure_name(ev, monkeypatch) == "server_error_event code=500"
+    assert _failure_name(ev, monkeypatch) == "server_error_event code=500: boom"
     named = RequestResult(prompt_id="p", error_class="server_error_event", error_detail="x", error_code="overloaded")
-    assert _failure_name(named, monkeypatch) == "server_error_event code=overloaded"
+    assert _failure_name(named, monkeypatch) == "server_error_event code=overloaded: x"
     bare = RequestResult(prompt_id="p", error_class="server_error_event", error_detail=detail)
-    assert _failure_name(bare, monkeypatch) == "server_error_event"
+    assert _failure_name(bare, monkeypatch) == "server_error_event: code=500: boom"
     http = RequestResult(prompt_id="p", error_class="http_5xx", error_detail="HTTP 503: x", error_code="500")
-    assert _failure_name(http, monkeypatch) == "http_5xx"
+    assert _failure_name(http, monkeypatch) == "http_5xx: HTTP 503: x"
+    empty = RequestResult(prompt_id="p", error_class="timeout_idle", error_detail=None)
+    assert _failure_name(empty, monkeypatch) == "timeout_idle"
+
+
+def test_failure_name_carries_the_normalised_server_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's failures tab shows the server's message, not only ``http_4xx``: ids and numbers collapsed (one row
+    for "request 123" and "request 456"), a key in the body redacted."""
+    a = RequestResult(prompt_id="p", error_class="http_4xx", http_status=400,
+                      error_detail='HTTP 400: {"object":"error","message":"request 123: maximum context length is '
+                                   '32768 tokens"}')
+    b = RequestResult(prompt_id="p", error_class="http_4xx", http_status=400,
+                      error_detail='HTTP 400: {"object":"error","message":"request 456: maximum context length is '
+                                   '32768 tokens"}')
+    name_a, name_b = _failure_name(a, monkeypatch), _failure_name(b, monkeypatch)
+    assert name_a == name_b == "http_4xx: HTTP 400: request #: maximum context length is # tokens"
+    leak = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401,
+                         error_detail='HTTP 401: {"error":{"message":"Incorrect API key provided: sk-live12345678"}}')
+    assert _failure_name(leak, monkeypatch) == "http_4xx: HTTP 401: Incorrect API key provided: ***"
+    plain = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401,
+                          error_detail='HTTP 401: {"error":{"message":"key plainkey!! is not valid"}}')
+    exc = _fire(plain, monkeypatch, api_key="plainkey!!")["exception"]  # the profile's own key, whatever its form
+    assert str(exc) == "http_4xx: HTTP 401: key *** is not valid"
+
+
+def test_first_failure_of_a_class_is_logged_once_with_its_message(monkeypatch: pytest.MonkeyPatch,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """One WARNING per new error class per run, carrying the server's message and the hint; repeats are quiet."""
+    monkeypatch.setattr(users, "FIRST_FAILURES", users.FIRST_FAILURES.__class__())
+    detail = 'HTTP 401: {"error":{"message":"Unauthorized"}}'
+    res = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401, error_detail=detail)
+    with caplog.at_level("WARNING", logger="llmload.failures"):
+        for _ in range(3):
+            _fire(res, monkeypatch)
+        _fire(RequestResult(prompt_id="p", error_class="http_429", http_status=429, retry_after_s=7.0,
+                            error_detail="HTTP 429 retry-after=7: slow down"), monkeypatch)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "llmload.failures"]
+    assert len(msgs) == 2, msgs
+    assert msgs[0].startswith("first http_4xx failure: HTTP 401: Unauthorized (") and "target.api_key_env" in msgs[0]
+    assert msgs[1].startswith("first http_429 failure: HTTP 429: slow down") and "Retry-After seen (7 s)" in msgs[1]
 
 
 def test_backoff_honours_the_servers_retry_after_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.client import ClientError, Timeouts
+from harness.client import ClientError, NotOpenAIServer, Timeouts
 from harness.config import Profile, ProfileError, SimulatorSpec, resolve_profile_path
 from harness.context_check import context_problems, max_model_len
 from harness.http import Origin
@@ -147,6 +147,8 @@ def resolve_target(
         except (ClientError, ValueError) as e:
             if own_sim and sim is not None:
                 sim.stop()
+            if isinstance(e, NotOpenAIServer):  # one line: no page, no advice about target.model
+                raise RuntimeError(f"{shown}: {e.detail}") from None
             kind = e.error_class if isinstance(e, ClientError) else "bad response"
             if kind == "connect_error" or kind.startswith("timeout_"):
                 hint = "is the server up and the URL right?"

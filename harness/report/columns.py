@@ -66,6 +66,7 @@ from harness.report.exprs import (
     counts,
     ends_in,
     errors_by_class,
+    failures_by_class,
     finish_reason_key,
     flag,
     in_sample,
@@ -117,6 +118,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "reasoning_tokens", "answer_tokens", "ok", "error_class", "finish_reason", "truncated", "truncated_in_reasoning",
     "suspect_truncation", "usable", "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
     "setting", "turn", "prompt_tokens", "cached_tokens", "scheduled_wall",
+    "error_detail", "http_status", "retry_after_s",
 )
 
 def prepare(frame: pl.DataFrame) -> pl.DataFrame:
@@ -531,6 +533,7 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
         "step_completed": step_ok,
         "step_errors": step_recs.height - step_ok,
         "step_errors_by_class": errors_by_class(step_recs.filter(~pl.col(OK))),
+        "failures": failures_by_class(step_recs.filter(~pl.col(OK))),
         "completed": n_ok,
         "errors": n_sample - n_ok,
         "errors_by_class": errors_by_class(sample.filter(~pl.col(OK))),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from harness.failures import summarise
 from harness.stats.percentile import POLARS_INTERPOLATION
 
 __all__ = [
@@ -122,6 +123,21 @@ def errors_by_class(failed: pl.DataFrame) -> dict[str, int]:
     """Failed records by ``error_class`` (``unknown`` when null or empty), sorted by class."""
     cls = pl.col("error_class")
     return count_by(failed, pl.when(cls.is_null() | (cls == "")).then(pl.lit("unknown")).otherwise(cls))
+
+
+def failures_by_class(failed: pl.DataFrame) -> list[dict[str, object]]:
+    """Failed records per error class, most frequent first: ``{"error_class", "count", "messages": [{"message",
+    "count", "hint"}]}`` with the top distinct server messages of ``error_detail`` (:func:`harness.failures.summarise`:
+    normalised, ≤ 160 chars, secrets redacted). Columns it lacks are read as null."""
+    cols = ("error_class", "error_detail", "http_status", "retry_after_s")
+    if failed.height == 0:
+        return []
+    frame = failed.select([pl.col(c) if c in failed.columns else pl.lit(None).alias(c) for c in cols])
+    return [
+        {"error_class": c.error_class, "count": c.count,
+         "messages": [{"message": m.message, "count": m.count, "hint": m.hint} for m in c.messages]}
+        for c in summarise(frame.iter_rows())
+    ]
 
 
 def pct(part: int, whole: int) -> float | None:

@@ -40,6 +40,8 @@ __all__ = [
     "BatchInterval",
     "CostFigures",
     "DriftFit",
+    "FailureClass",
+    "FailureMessage",
     "FigureMeta",
     "FinishReasonRow",
     "HoursEntry",
@@ -171,6 +173,24 @@ class FinishReasonRow(ReportModel):
     mean_output_tokens: Num | None = None
     mean_reasoning_tokens: Num | None = None
     mean_answer_tokens: Num | None = None
+
+
+class FailureMessage(ReportModel):
+    """One distinct server message of an error class (:func:`harness.failures.summarise`): the first text seen
+    of its normalised key (≤ 160 chars, secrets redacted), the failed requests carrying it, and what to check."""
+
+    message: str = ""
+    count: int = 0
+    hint: str | None = None
+
+
+class FailureClass(ReportModel):
+    """One entry of a row's ``failures``: the failed requests of an error class started in the step, with their
+    top distinct server messages (most frequent first)."""
+
+    error_class: str = ""
+    count: int = 0
+    messages: list[FailureMessage] = Field(default_factory=list)
 
 
 class IntervalCrossCheck(ReportModel):
@@ -402,6 +422,7 @@ class StepRow(ReportModel):
     step_completed: int = 0
     step_errors: int = 0
     step_errors_by_class: dict[str, int] = Field(default_factory=dict)
+    failures: list[FailureClass] = Field(default_factory=list)
     completed: int = 0
     errors: int = 0
     errors_by_class: dict[str, int] = Field(default_factory=dict)

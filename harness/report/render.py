@@ -29,6 +29,7 @@ from harness.report.catalogue import (
     value,
     with_flags,
 )
+from harness.report.explain import message_text
 from harness.report.fmt import DASH, wrap_markdown
 from harness.report.model import (
     CostFigures,
@@ -415,6 +416,9 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
         in_sample = ", ".join(f"{k} ×{v}" for k, v in r.errors_by_class.items()) or "none"
         lines.append(f"- Errors at {r.label}: {classes} of the requests started in the step; {in_sample} in the "
                      "sample (ended in the steady window).")
+        for c in (c for c in r.failures if c.messages):
+            lines.append(f"  - {c.error_class} ×{c.count}, top messages:")
+            lines += [f"    - {message_text(m, code=True)}" for m in c.messages]
     if foot or errs or starved or any(r.low_confidence for r in rep.steps):
         lines.append("")
 

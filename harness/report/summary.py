@@ -23,6 +23,7 @@ from typing import Any
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S
 from harness.report.catalogue import FIGURES, Flag, display, hours_text, label_text
+from harness.report.explain import message_text
 from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 from harness.report.model import Report, StepRow, as_report
 from harness.report.realtime import in_real_time
@@ -156,11 +157,17 @@ def _footnotes(rep: Report) -> list[str]:
         if step_errors:
             classes = ", ".join(f"{k} ×{v}" for k, v in step_errors.items())
             notes.append(f"Errors at {r.label}: {classes} (requests started in the step).")
+            for c in (c for c in r.failures if c.messages):
+                notes.append(f"  {c.error_class} ×{c.count}, top messages:")
+                notes += [f"    {message_text(m)}" for m in c.messages]
     return notes
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    return textwrap.wrap(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    """``text`` wrapped at ``width``; continuation lines indented 2 more than the text's own leading spaces."""
+    indent = " " * (len(text) - len(text.lstrip(" ")))
+    return textwrap.wrap(text, width, subsequent_indent=indent + "  ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def render_summary(report: Report | Mapping[str, Any], where: str | None = None, width: int | None = None) -> str:

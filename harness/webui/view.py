@@ -35,6 +35,7 @@ from harness.report.catalogue import (
     usd_header,
     usd_text,
 )
+from harness.report.explain import step_failure_lines
 from harness.report.model import Report, StepRow
 from harness.report.realtime import in_real_time
 from harness.webui.cache import Entry, current_row
@@ -291,6 +292,7 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         "current": row_view | None (the step in progress), "history": [...], "report_age_s", "compute_s",
         "error", "headline": [{key, label, text}] (:func:`headline`), "charts": [...] (:func:`charts`),
         "workers": [...], "runs": [{run_id, current, files: [{name, href, size}]}], "stopping": {run_id,
+from harness.report.explain import step_failure_lines
         stage, since_wall, stop_wall, drain_timeout_s, users_left} | None}``. Times: epoch s. While the run shown
         is the current one (state ``running`` / ``stopping``) its ``status`` is ``running``, ``draining`` or
         ``writing_report`` and its notes start with :data:`IN_PROGRESS_NOTE` (no "INTERRUPTED RUN" note).
@@ -324,6 +326,7 @@ def payload(runs: RunDirs, entry: Entry | None, shown: Path | None, workers: lis
         "columns": columns(list(run.get("hours_to_n") or []) if run else [],
                            bool(run and run.get("cost_usd_per_hour") is not None)),
         "banners": _banners(rep),
+        "failures": step_failure_lines(rep.steps) if rep is not None else [],
         "current": row_view(cur) if cur is not None else None,
         "history": list(entry.history) if entry is not None else [],
         "report_age_s": (time.time() - entry.computed_at) if entry is not None and entry.computed_at else None,

@@ -145,3 +145,30 @@ def test_max_tokens_at_or_above_the_servers_context_length_is_refused_before_the
     ctx = setup_master(str(prof), None, "local")
     assert ctx.run_dir is not None
     ctx.run_dir.close()
+
+
+@pytest.mark.parametrize(("case", "status"), [("html404", 404), ("html200", 200)])
+def test_a_host_that_is_not_an_llm_server_is_named_in_one_line(tmp_path: Path, case: str, status: int) -> None:
+    """A web server answering GET /v1/models with an HTML page (404 or 200): one line saying so, in the headless
+    error and the web banner's text (the StartError), never the page and never the advice to set target.model."""
+    from tests.failure_server import FailureServer
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text(f"name: html\nprompts: [{{id: a, text: hi}}]\noutput: {{dir: \"{tmp_path / 'runs'}\"}}\n")
+    with FailureServer() as fs:
+        host = fs.url(case)
+        with pytest.raises(RuntimeError) as headless:
+            setup_master(str(prof), host, "local")
+        opts = SimpleNamespace(output_dir=None, stop_timeout=None)
+        launch = headless_launch(opts, None, "local", str(prof), SimHolder())
+        launch.headless = False  # as the web form's Start: the banner shows the StartError's text
+        env = SimpleNamespace(host=None, parsed_options=opts, stop_timeout=None)
+        with pytest.raises(StartError) as banner:
+            start_run(runtime.Run(), env, {"host": host}, launch)
+    # the path actually requested (the base URL's path + /models: here /<case>/v1/models; /v1/models on a bare host)
+    line = f"not an OpenAI-compatible server: GET /{case}/v1/models returned an HTML page ({status})"
+    assert str(headless.value) == f"{host}: {line}"
+    assert str(banner.value) == f"{host}: {line}"
+    for text in (str(headless.value), str(banner.value)):
+        assert "\n" not in text and "<" not in text and "target.model" not in text
+    assert not (tmp_path / "runs").exists()  # refused before any run directory

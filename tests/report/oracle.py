@@ -30,6 +30,7 @@ from typing import Any
 from harness.arrivals import arrivals_before
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.config import SloSpec
+from harness.failures import summarise
 from harness.histogram import LogHistogram
 from harness.rate import LEAD_S
 from harness.records import read_phases, read_records
@@ -490,6 +491,12 @@ def step_row(
         "step_completed": step_ok,
         "step_errors": len(step_recs) - step_ok,
         "step_errors_by_class": dict(sorted(step_errors.items())),
+        "failures": [
+            {"error_class": c.error_class, "count": c.count,
+             "messages": [{"message": m.message, "count": m.count, "hint": m.hint} for m in c.messages]}
+            for c in summarise((r.error_class, r.error_detail, r.http_status, r.retry_after_s)
+                               for r in step_recs if not r.ok)
+        ],
         "completed": len(ok),
         "errors": len(sample) - len(ok),
         "errors_by_class": dict(sorted(errors.items())),

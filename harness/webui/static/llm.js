@@ -147,6 +147,9 @@
       return div;
     }));
     if (!d.runs.length) box.textContent = "no run yet: press Start in the Locust UI";
+    const failures = d.failures || [];  // per step and error class: count, top server messages, hints
+    document.getElementById("failures").replaceChildren(...failures.map((f) => el("li", {}, f)));
+    document.getElementById("failures-section").hidden = !failures.length;
     document.getElementById("notes").replaceChildren(...((d.run && d.run.notes) || []).map((n) => el("li", {}, n)));
   }
 
