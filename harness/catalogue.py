@@ -270,7 +270,8 @@ _TABLE: tuple[Family, ...] = (
     _live(
         "llmload_estimated_time_to_samples_seconds",
         "Live estimate of the time to N usable samples at each step's concurrency: N / (usable completions "
-        "per second in the step's steady window so far). The report's hours-to-N is authoritative.",
+        "per second in the step's steady window so far), in real-time seconds (a compressed-time simulator run: wall "
+        "seconds ÷ time_scale). The report's hours-to-N is authoritative.",
         ("n", "step", "concurrency"),
         "seconds",
         note="Only for the profile's first `report.hours_to_n` (the report has them all).",
@@ -278,8 +279,8 @@ _TABLE: tuple[Family, ...] = (
     Family(
         "llmload_run",
         "info",
-        "The run: profile, target URL (host), machine, run id, versions.",
-        ("model", "profile", "host", "hostname", "run", "version", "locust_version"),
+        "The run: profile, target URL (host), machine, run id, simulator time scale (1: real time), versions.",
+        ("model", "profile", "host", "hostname", "run", "time_scale", "version", "locust_version"),
         "1",
         source="live",
         note="One sample, value 1.",

@@ -77,15 +77,17 @@ DEFAULT_PORT = 9646
 DEFAULT_ADDR = "127.0.0.1"
 
 
-def run_info(profile: str, host: str, run: str) -> dict[str, str]:
-    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id and the versions of
-    llmload and Locust (:func:`harness.records.versions`; ``unknown`` when not installed)."""
+def run_info(profile: str, host: str, run: str, time_scale: float = 1.0) -> dict[str, str]:
+    """Label values of ``llmload_run_info``: profile name, target URL, this machine, run id, the simulator's
+    ``time_scale`` (1 for a server or real time) and the versions of llmload and Locust
+    (:func:`harness.records.versions`; ``unknown`` when not installed)."""
     v = versions()
     return {
         "profile": profile,
         "host": host,
         "hostname": socket.gethostname(),
         "run": run,
+        "time_scale": f"{time_scale:g}",
         "version": v.get("llmload", "unknown"),
         "locust_version": v.get("locust", "unknown"),
     }
@@ -101,6 +103,8 @@ class RunCollector:
         users: returns the current number of Locust users (None: unknown).
         in_flight: returns the number of requests in flight, summed over every process.
         clock: wall-clock time (epoch seconds), for the live estimate.
+        time_scale: the simulator's time scale (compressed time < 1): the live time to N is exported in real-time
+            seconds (wall seconds ÷ ``time_scale``, :mod:`harness.report.realtime`'s rule); 1 for a server.
     """
 
     def __init__(
@@ -111,8 +115,10 @@ class RunCollector:
         users: Callable[[], int | None] = lambda: None,
         in_flight: Callable[[], int] = lambda: 0,
         clock: Callable[[], float] = time.time,
+        time_scale: float = 1.0,
     ) -> None:
         self.metrics = metrics
+        self.time_scale = time_scale if time_scale > 0 else 1.0
         self.info = info
         self.hours_to_n = hours_to_n
         self.users = users
@@ -189,7 +195,8 @@ class RunCollector:
         g = family("llmload_estimated_time_to_samples_seconds")
         for est, seconds in estimates:
             if seconds is not None:
-                g.add_metric([model, str(self.hours_to_n), str(est.step), str(est.concurrency)], seconds)
+                g.add_metric([model, str(self.hours_to_n), str(est.step), str(est.concurrency)],
+                             seconds / self.time_scale)
         yield g
         info = family("llmload_run")
         info.add_metric([], {"model": model, **self.info})

@@ -101,7 +101,7 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_exporter_scrape_cpu_seconds": "counter",
     }
     allowed = {"model", "phase", "concurrency", "prompt", "outcome", "finish_reason", "error_class", "kind", "le",
-               "step", "n", "profile", "host", "hostname", "run", "version", "locust_version", "window",
+               "step", "n", "profile", "host", "hostname", "run", "time_scale", "version", "locust_version", "window",
                "percentile"}  # fmt: skip
     for f in fams.values():
         for s in f.samples:
@@ -167,6 +167,12 @@ def test_after_the_last_step_the_target_is_zero_and_estimates_are_frozen() -> No
     assert sample(text, "llmload_target_users") == 0 and sample(text, "llmload_step") == 1
     assert sample(text, "llmload_estimated_time_to_samples_seconds") == pytest.approx(100_000 * 80 / 2)
     assert "llmload_users{" not in text  # unknown user count: no sample
+    # a compressed-time simulator run (time_scale 0.02) exports the real-time equivalent (wall s ÷ 0.02), labelled
+    real = RunCollector(c.metrics, run_info("k26", "http://h", "r", 0.02), c.hours_to_n, clock=lambda: 5000.0,
+                        time_scale=0.02)
+    text = exposition(real)
+    assert sample(text, "llmload_estimated_time_to_samples_seconds") == pytest.approx(100_000 * 80 / 2 / 0.02)
+    assert 'time_scale="0.02"' in text
 
 
 def test_empty_run_exposes_families_without_samples() -> None:

@@ -55,6 +55,13 @@ def open_exporter(mo: MetricsOptions | None) -> Exporter | None:
     return exporter
 
 
+def _time_scale(ctx: Any) -> float:
+    """The simulator's time scale of ``ctx``'s target (1.0: a server, or the simulator in real time)."""
+    meta = ctx.run_dir.meta.get("simulator") if ctx.run_dir is not None else None
+    ts = meta.get("time_scale") if isinstance(meta, dict) else None
+    return float(ts) if isinstance(ts, (int, float)) and ts > 0 else 1.0
+
+
 def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMetrics:
     """Count every record and phase event written to the run's directory and serve them with ``exporter``.
 
@@ -89,10 +96,11 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
     exporter.attach(
         RunCollector(
             metrics,
-            run_info(ctx.profile.name, ctx.base_url, run_dir.path.name),
+            run_info(ctx.profile.name, ctx.base_url, run_dir.path.name, _time_scale(ctx)),
             ctx.profile.report.hours_to_n[0],
             users=lambda: runner.user_count,
             in_flight=in_flight,
+            time_scale=_time_scale(ctx),
         )
     )
     run.metrics, run.exporter, run.linger = metrics, exporter, linger
