@@ -81,19 +81,21 @@ def window_of(frame: pl.DataFrame, at: pl.Expr, value: pl.Expr, offset: pl.Expr,
 
     A row is in window ``i`` when ``t0_i - offset <= value < t1_i - offset`` (the exact test); ``at`` (epoch s,
     ``≈ value + offset``) only picks the candidate, for equal consecutive windows (a slice grid)."""
-    bounds = _bounds_frame(windows)
     n = len(windows)
+    # each row's window bounds are gathered by index from the window list (no join: frame order is kept)
+    lows = pl.lit(pl.Series(_T0, [w[0] for w in windows], pl.Float64))
+    highs = pl.lit(pl.Series(_T1, [w[1] for w in windows], pl.Float64))
     if n == 1:
         cand = frame.with_columns(pl.lit(0, pl.Int64).alias(_W))
     else:
         w0, width = windows[0][0], windows[0][1] - windows[0][0]
         first = ((at - w0) / width).floor().clip(0, n - 1).cast(pl.Int64).alias(_W)
-        cand = frame.with_columns(first).join(bounds, on=_W, how="left")
-        below, above = value < pl.col(_T0) - offset, value >= pl.col(_T1) - offset
-        cand = cand.with_columns(pl.when(below).then(pl.col(_W) - 1).when(above).then(pl.col(_W) + 1)
-                                 .otherwise(pl.col(_W)).alias(_W)).drop(_T0, _T1)
+        w = pl.col(_W)
+        below, above = value < lows.gather(w) - offset, value >= highs.gather(w) - offset
+        cand = frame.with_columns(first).with_columns(
+            pl.when(below).then(w - 1).when(above).then(w + 1).otherwise(w).alias(_W))
         cand = cand.filter((pl.col(_W) >= 0) & (pl.col(_W) < n))
-    got = cand.join(bounds, on=_W, how="inner")
+    got = cand.with_columns(lows.gather(pl.col(_W)).alias(_T0), highs.gather(pl.col(_W)).alias(_T1))
     return got.filter((value >= pl.col(_T0) - offset) & (value < pl.col(_T1) - offset))
 
 
