@@ -22,6 +22,7 @@ from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
 from harness.profile_check import load_checked_profile
 from harness.records import RunDir, redact_url
+from harness.redact import redact_logs
 from harness.runtime import PhaseState, Run, RunContext, current, target_client
 from harness.split import slot_of
 
@@ -113,9 +114,17 @@ def resolve_target(
     (``target.model`` or the first of ``GET /v1/models``).
 
     Raises:
-        RuntimeError: the URL is malformed or the model cannot be determined (message names ``host_source`` or
+        RuntimeError: a ``target.headers_env`` variable is unset or empty (names file, key and variable), the
+            URL is malformed or the model cannot be determined (message names ``host_source`` or
             the profile key); a simulator this call launched is stopped first.
     """
+    missing = profile.target.missing_header_env()
+    if missing:
+        header, var = missing[0]
+        raise RuntimeError(
+            f"{path}: target.headers_env.{header}: environment variable {var} is unset or empty; set it, or remove "
+            "the header"
+        )
     base_url = host or profile.target.base_url
     if base_url:
         try:
@@ -180,6 +189,7 @@ def open_run(
             ``output.dir``); an owned simulator is stopped first.
     """
     ctx = RunContext(profile=profile, base_url=target.base_url, model=target.model, role=role, sim=target.sim)
+    redact_logs(ctx.secrets)
     meta = {
         "profile_path": str(path),
         "profile": profile.public_dict(),
@@ -190,7 +200,7 @@ def open_run(
     }
     base = output_dir or profile.output.dir
     try:
-        ctx.run_dir = RunDir.create(base, profile.name, meta)
+        ctx.run_dir = RunDir.create(base, profile.name, meta, secrets=ctx.secrets)
     except OSError as e:
         if target.sim is not None:
             target.sim.stop()
