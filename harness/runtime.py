@@ -258,7 +258,9 @@ class RunContext:
         """The payload of a ``llmload_phase`` message (msgpack-safe). ``workers``: the master's worker ids in slot
         order (:func:`harness.split.worker_ids`), each worker's share of a split prompt source."""
         return {
-            "profile": self.profile.public_dict(),
+            # the profile as written (secret target.headers values included: the workers send them), not
+            # public_dict(), which redacts them for run.json
+            "profile": self.profile.model_dump(mode="json", by_alias=True),
             "base_url": self.base_url,
             "model": self.model,
             "phase": self.state.phase,

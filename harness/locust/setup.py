@@ -249,6 +249,7 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: s
         )
         ctx.run_id = run_id
         ctx.web = bool(data.get("web"))
+        redact_logs(ctx.secrets)
         run.hold(ctx)
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"], data.get("setting"))
     split = slot_of(data.get("workers"), client_id)
