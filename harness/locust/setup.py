@@ -22,7 +22,7 @@ from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
 from harness.profile_check import load_checked_profile
 from harness.records import RunDir, redact_url
-from harness.redact import redact_logs
+from harness.redact import redact_logs, redact_text
 from harness.runtime import PhaseState, Run, RunContext, current, target_client
 from harness.split import slot_of
 
@@ -162,7 +162,8 @@ def resolve_target(
                 hint = f"the server rejected the API key (target.api_key_env: {key_env or 'not set'})"
             else:
                 hint = f"or set target.model in {path} to skip the model lookup"
-            raise RuntimeError(f"{shown}: GET /v1/models failed: {redact_url(str(e))}; {hint}") from None
+            detail = redact_text(redact_url(str(e)), profile.target.secret_values())
+            raise RuntimeError(f"{shown}: GET /v1/models failed: {detail}; {hint}") from None
         if not models:
             if own_sim and sim is not None:
                 sim.stop()

@@ -160,3 +160,21 @@ def test_the_keys_appear_in_no_file_log_page_or_metric(
     for url, resp in pages.items():
         assert _hits(resp.get_data().decode("utf-8", "replace")) == [], url
     assert MARKER in pages["records.jsonl"].get_data(as_text=True)
+
+
+def test_a_rejected_model_lookup_shows_the_servers_error_without_the_keys(tmp_path: Path, server: str) -> None:
+    """The server's 401 body (echoing what it was sent) is in the start-up error, with every key redacted."""
+    wrong = "wrongbearer-Tq4Rw8Es2"
+    prof = tmp_path / "p.yaml"
+    text = PROFILE % {"url": server, "qkey": QUERY_KEY, "hdr": HDR_KEY, "out": tmp_path / "runs"}
+    prof.write_text(text.replace("  model: m\n", ""))
+    env = {**os.environ, "LLMLOAD_SECRET_TEST_AZ": AZ_KEY, "LLMLOAD_SECRET_TEST_BEARER": wrong}
+    proc = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless",
+         "--profile", str(prof), "--no-metrics"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    logs = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "GET /v1/models failed" in logs and "401" in logs, logs[-2000:]
+    assert [k for k in (*KEYS, wrong) if k in logs] == []
+    assert f"api-key {MARKER}" in logs and f"Bearer {MARKER}" in logs
