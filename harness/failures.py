@@ -5,7 +5,7 @@ A failed request's record carries ``error_class`` (a key of :data:`harness.resul
 ``"code=… type=… message=…"``, else the transport's text. This module turns that detail into
 
 * :func:`server_message`: the server's own message (the ``message`` of a JSON error body, "HTML page" for an
-  HTML body, else the text), secrets redacted (:func:`harness.redact.redact_text`), ≤ :data:`MAX_CHARS` chars;
+  HTML body, else the text), secrets redacted (:func:`harness.redact.redact_message`), ≤ :data:`MAX_CHARS` chars;
 * :func:`message_key`: the same with digits, uuids and hex ids collapsed (``#``, ``<id>``), so that
   "request 123 failed" and "request 456 failed" are one message (the key Locust groups failures by);
 * :func:`hint`: what to check for a class/status/message (context length → lower max_tokens; 401/403 → the API
@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from harness.redact import redact_text
+from harness.redact import redact_message
 
 __all__ = [
     "MAX_CHARS",
@@ -136,7 +136,7 @@ def server_message(detail: str | None, secrets: Iterable[str] = ()) -> str:
             text = f"code={code}: {msg}" if code and code != "None" else msg
         else:
             text = rest
-    return _shorten(redact_text(text, secrets))
+    return _shorten(redact_message(text, secrets))
 
 
 def message_key(message: str) -> str:
@@ -238,7 +238,7 @@ def locust_message(error_class: str | None, error_code: str | None, detail: str 
     """The failure text Locust shows (and groups by) for a failed request: the class (with the in-band error's
     ``code=``), then the server message's key (:func:`message_key`), e.g.
     ``"http_4xx: HTTP 400: maximum context length is # tokens…"``; just the class when there is no message.
-    ``secrets`` (e.g. the API key) are masked besides the patterns of :func:`harness.redact.redact_text`."""
+    ``secrets`` (e.g. the API key) are masked besides the patterns of :func:`harness.redact.redact_message`."""
     cls = error_class or "unknown"
     head = f"{cls} code={error_code}" if cls == "server_error_event" and error_code else cls
     msg = server_message(detail, secrets)

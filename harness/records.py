@@ -49,6 +49,7 @@ from typing import IO, Any, Generic, TypeVar
 import orjson
 
 from harness.jsonl import read_jsonl
+from harness.redact import MARKER, redact_text
 from harness.result import RequestResult
 
 __all__ = [
@@ -86,11 +87,16 @@ def versions() -> dict[str, str]:
 
 
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
+#: A secret-looking query parameter in a URL within text: ``?api-key=``, ``&token=``... (its value is group 2).
+_SECRET_QUERY = re.compile(
+    r"(?i)([?&][^=&\s#]*(?:auth|api[-_]?key|key|token|secret|passw|credential|sig)[^=&\s#]*=)([^&\s#\"']+)"
+)
 
 
 def redact_url(text: str) -> str:
-    """``text`` with the credentials of any URL (``scheme://user:password@host``) replaced by ``***``."""
-    return _URL_USERINFO.sub(r"\1***@", text)
+    """``text`` with the credentials of any URL (``scheme://user:password@host``) replaced by ``***`` and the value
+    of any secret-looking query parameter (``?api-key=…``) by :data:`harness.redact.MARKER`."""
+    return _SECRET_QUERY.sub(lambda m: m.group(1) + MARKER, _URL_USERINFO.sub(r"\1***@", text))
 
 
 def _clean_argv(argv: list[str]) -> list[str]:
@@ -171,6 +177,10 @@ class RunDir:
     on_record: EventHook[RequestResult] = field(default_factory=EventHook, repr=False, compare=False)
     #: Fired with each event written to ``phases.jsonl`` (``phase_start``, ``load_end``, ``run_end``).
     on_phase: EventHook[dict[str, Any]] = field(default_factory=EventHook, repr=False, compare=False)
+    #: The run's secret values (:meth:`harness.config.TargetSpec.secret_values`): replaced by
+    #: :data:`harness.redact.MARKER` in ``run.json`` and in every record written (failed records also lose any
+    #: ``Bearer …`` / ``sk-…`` token), before listeners see the record.
+    secrets: tuple[str, ...] = ()
     #: Start the Parquet part converter once ``records.jsonl`` holds :data:`PARTS_AFTER_BYTES` (module docstring).
     parts: bool = True
     _bytes: int = field(default=0, repr=False, compare=False)
@@ -178,13 +188,16 @@ class RunDir:
     _converter_tried: bool = field(default=False, repr=False, compare=False)
 
     @classmethod
-    def create(cls, base: str | os.PathLike[str], name: str, meta: dict[str, Any]) -> RunDir:
+    def create(
+        cls, base: str | os.PathLike[str], name: str, meta: dict[str, Any], secrets: tuple[str, ...] = ()
+    ) -> RunDir:
         """Create ``base/<timestamp>-<name>/`` (a suffix keeps it unique) and write ``run.json``.
 
         Args:
             base: the output directory (created if missing).
             name: the profile name, used in the directory name.
             meta: metadata to store (profile, target...); versions, host, argv and start time are added.
+            secrets: the run's secret values (:attr:`secrets`), redacted in everything written.
 
         Raises:
             OSError: when the directory cannot be created or written.
@@ -212,7 +225,7 @@ class RunDir:
             "versions": versions(),
             **meta,
         }
-        rd = cls(path, full)
+        rd = cls(path, full, secrets=tuple(s for s in secrets if s))
         rd.write_meta()
         rd._records = open(path / "records.jsonl", "ab")
         rd._phases = open(path / "phases.jsonl", "ab")
@@ -226,7 +239,7 @@ class RunDir:
     def write_meta(self) -> None:
         """(Re)write ``run.json`` atomically."""
         tmp = self.path / "run.json.tmp"
-        tmp.write_text(json.dumps(self.meta, indent=2, default=str) + "\n")
+        tmp.write_text(redact_text(json.dumps(self.meta, indent=2, default=str), self.secrets) + "\n")
         tmp.replace(self.path / "run.json")
 
     def write_record(self, record: RequestResult | dict[str, Any]) -> None:
@@ -246,7 +259,13 @@ class RunDir:
             res, line = record, record.to_record()
         else:
             res, line = RequestResult.from_record(record), record
-        data = orjson.dumps(line) + b"\n"
+        data = orjson.dumps(line)
+        if not res.ok or any(s.encode() in data for s in self.secrets):
+            clean = redact_text(data.decode(), self.secrets).encode()
+            if clean != data:
+                data = clean
+                res = RequestResult.from_record(orjson.loads(clean))
+        data += b"\n"
         f.write(data)
         f.flush()
         self.count += 1

@@ -77,7 +77,7 @@ def target_client(
         base_url,
         api_key=target.api_key(),
         timeouts=timeouts,
-        headers=dict(target.headers),
+        headers=target.all_headers(),
         verify_tls=target.verify_tls,
         usable=usable,
     )
@@ -147,6 +147,15 @@ class RunContext:
     def __post_init__(self) -> None:
         self.prompt_source = build_source(self.profile, self.model, self.worker_id)
         self._settings = {s.label: s for s in self.profile.settings()}
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The run's secret values, the one list every writer redacts (:func:`harness.redact.redact_text`): the
+        API key, secret header values (``headers_env`` included) and secret query parameters of the base URLs."""
+        from harness.redact import secret_query_values
+
+        values = [*self.profile.target.secret_values(), *secret_query_values(self.base_url)]
+        return tuple(dict.fromkeys(v for v in values if v))
 
     # -- phases ---------------------------------------------------------------------------------------------
     def end_load(self, cause: str = "", wall: float | None = None) -> bool:
@@ -249,7 +258,9 @@ class RunContext:
         """The payload of a ``llmload_phase`` message (msgpack-safe). ``workers``: the master's worker ids in slot
         order (:func:`harness.split.worker_ids`), each worker's share of a split prompt source."""
         return {
-            "profile": self.profile.public_dict(),
+            # the profile as written (secret target.headers values included: the workers send them), not
+            # public_dict(), which redacts them for run.json
+            "profile": self.profile.model_dump(mode="json", by_alias=True),
             "base_url": self.base_url,
             "model": self.model,
             "phase": self.state.phase,

@@ -311,3 +311,45 @@ def test_older_slo_spelling_warns_once_per_file_and_key(tmp_path: Path, caplog: 
     with caplog.at_level("WARNING", logger="llmload"):
         load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\nslo: {ttft_p99_s: 2}\n"))
     assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
+
+
+# -- secrets: headers_env, secret values, the public (run.json) form --------------------------------------------
+_AZ_KEY = "azk-0123456789abcdef"
+
+
+def test_headers_env_reads_values_from_the_environment_and_they_are_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AZ_TEST_KEY", _AZ_KEY)
+    monkeypatch.setenv("LLMLOAD_TEST_KEY", "sk-test-000111222333")
+    p = Profile.model_validate({
+        "name": "s", "prompts": [{"id": "a", "text": "hi"}],
+        "target": {"base_url": "http://127.0.0.1:9/?api-key=qkey-55556666", "api_key_env": "LLMLOAD_TEST_KEY",
+                   "headers": {"x-api-key": "hdr-key-7777", "X-Trace": "plain"},
+                   "headers_env": {"api-key": "AZ_TEST_KEY"}},
+    })
+    assert p.target.all_headers() == {"x-api-key": "hdr-key-7777", "X-Trace": "plain", "api-key": _AZ_KEY}
+    assert set(p.target.secret_values()) == {_AZ_KEY, "sk-test-000111222333", "hdr-key-7777", "qkey-55556666"}
+    public = str(p.public_dict())
+    for secret in ("hdr-key-7777", "qkey-55556666", _AZ_KEY, "sk-test-000111222333"):
+        assert secret not in public
+    assert p.public_dict()["target"]["headers"] == {"x-api-key": "[redacted]", "X-Trace": "plain"}
+    assert p.public_dict()["target"]["headers_env"] == {"api-key": "AZ_TEST_KEY"}
+
+
+def test_headers_env_with_an_unset_variable_names_key_and_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AZ_TEST_UNSET", raising=False)
+    p = Profile.model_validate(
+        {"name": "s", "prompts": [{"id": "a", "text": "hi"}], "target": {"headers_env": {"api-key": "AZ_TEST_UNSET"}}}
+    )
+    assert p.target.missing_header_env() == [("api-key", "AZ_TEST_UNSET")]
+    with pytest.raises(ValueError, match=r"target\.headers_env\.api-key: environment variable AZ_TEST_UNSET"):
+        p.target.all_headers()
+
+
+def test_headers_env_value_must_be_a_variable_name(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("name: s\ntarget: {headers_env: {api-key: 'sk-a real key'}}\n")
+    with pytest.raises(ProfileError, match="headers_env") as e:
+        load_profile(f)
+    assert str(f) in str(e.value)

@@ -37,7 +37,7 @@ def test_server_message_takes_the_json_message_and_never_the_html_page() -> None
 
 def test_server_message_is_redacted_and_truncated() -> None:
     out = server_message(_detail("auth"))
-    assert ECHOED_KEY not in out and out == "HTTP 401: Incorrect API key provided: ***."
+    assert ECHOED_KEY not in out and out == "HTTP 401: Incorrect API key provided: [redacted]."
     long = server_message("HTTP 400: " + '{"message": "' + "word " * 100 + '"}')
     assert len(long) == MAX_CHARS and long.endswith("…")
     truncated_json = server_message('HTTP 400: {"object":"error","message":"prompt is too long for this mod')

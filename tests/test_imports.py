@@ -27,6 +27,7 @@ CONFIG_ALLOWED = frozenset({
     "harness.prompts.files",  # DataFileError, raised by a length histogram's reader
     "harness.prompts.lengths",  # LengthSpec: the synthetic section's length distributions
     "harness.prompts.spec",  # DatasetSpec, SyntheticSpec, resolve_paths
+    "harness.redact",  # secret names and redact_text (imports nothing from the package)
     "harness.timeouts",  # Timeouts
     "harness.usable",  # UsableRule
     "harness.vocab",  # preset, flavour and reserved names, the SLO key grammar

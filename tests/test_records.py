@@ -117,3 +117,23 @@ def test_failed_counts_failures_but_not_the_warm_up(tmp_path: Path) -> None:
     rd.write_record(RequestResult(prompt_id="a", ok=False, error_class="http_5xx").to_record())
     rd.close()
     assert (rd.count, rd.failed) == (3, 1)
+
+
+def test_secrets_are_redacted_in_run_json_and_records(tmp_path: Path) -> None:
+    key = "azk-run-dir-secret-99"
+    rd = RunDir.create(tmp_path, "s", {"profile": {"note": f"key {key}"}}, secrets=(key,))
+    bad = RequestResult(prompt_id="p", step=0, start_wall=1.0, ok=False, error_class="http_4xx",
+                        error_detail=f"HTTP 401: invalid api-key {key}; Authorization: Bearer tok.en-123")
+    good = RequestResult(prompt_id="p", step=0, start_wall=2.0, ok=True)
+    seen: list[RequestResult] = []
+    rd.on_record.add_listener(seen.append)
+    rd.write_record(bad)
+    rd.write_record(good.to_record())
+    rd.close()
+    for f in rd.path.iterdir():
+        assert key not in f.read_text(), f.name
+        assert "tok.en-123" not in f.read_text(), f.name
+    assert "[redacted]" in (rd.path / "run.json").read_text()
+    assert read_records(rd.path)[0].error_detail == (
+        "HTTP 401: invalid api-key [redacted]; Authorization: Bearer [redacted]")
+    assert seen[0].error_detail is not None and key not in seen[0].error_detail

@@ -84,3 +84,22 @@ def test_runs_snapshot_follows_the_runs(tmp_path: Path) -> None:
     assert [(w.id, w.state, w.in_flight, w.last_report_wall, w.dead) for w in ws] == [
         ("w0", "gone", 0, 5.0, True), ("w1", "running", 3, 10.0, False), ("w2", "missing", 0, 9.0, True)]
     assert [w.id for w in runtime.runs(run).dead_workers] == ["w0", "w2"]
+
+
+def test_the_run_secrets_are_known_in_the_context_and_workers_get_the_headers_to_send(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RunContext.secrets gathers every secret value (API key, headers_env, secret headers, base-URL query keys);
+    the phase message keeps secret header values (a worker must send them), unlike run.json's public form."""
+    from harness.config import PROFILES_DIR, Profile, load_profile
+
+    monkeypatch.setenv("LLMLOAD_RT_AZ", "azk-runtime-1234")
+    monkeypatch.setenv("LLMLOAD_RT_KEY", "sk-runtime-5678")
+    data = load_profile(PROFILES_DIR / "demo.yaml").model_dump(mode="json", by_alias=True)
+    data["target"].update(api_key_env="LLMLOAD_RT_KEY", headers={"x-api-key": "hdr-runtime-9"},
+                          headers_env={"api-key": "LLMLOAD_RT_AZ"})
+    ctx = runtime.RunContext(Profile.model_validate(data), "http://127.0.0.1:1/v1?token=tok-runtime-0", "m", "local")
+    assert set(ctx.secrets) == {"azk-runtime-1234", "sk-runtime-5678", "hdr-runtime-9", "tok-runtime-0"}
+    sent = Profile.model_validate(ctx.phase_message()["profile"])
+    assert sent.target.all_headers() == {"x-api-key": "hdr-runtime-9", "api-key": "azk-runtime-1234"}
+    assert ctx.profile.public_dict()["target"]["headers"] == {"x-api-key": "[redacted]"}

@@ -139,11 +139,11 @@ def test_failure_name_carries_the_normalised_server_message(monkeypatch: pytest.
     assert name_a == name_b == "http_4xx: HTTP 400: request #: maximum context length is # tokens"
     leak = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401,
                          error_detail='HTTP 401: {"error":{"message":"Incorrect API key provided: sk-live12345678"}}')
-    assert _failure_name(leak, monkeypatch) == "http_4xx: HTTP 401: Incorrect API key provided: ***"
+    assert _failure_name(leak, monkeypatch) == "http_4xx: HTTP 401: Incorrect API key provided: [redacted]"
     plain = RequestResult(prompt_id="p", error_class="http_4xx", http_status=401,
                           error_detail='HTTP 401: {"error":{"message":"key plainkey!! is not valid"}}')
     exc = _fire(plain, monkeypatch, api_key="plainkey!!")["exception"]  # the profile's own key, whatever its form
-    assert str(exc) == "http_4xx: HTTP 401: key *** is not valid"
+    assert str(exc) == "http_4xx: HTTP 401: key [redacted] is not valid"
 
 
 def test_first_failure_of_a_class_is_logged_once_with_its_message(monkeypatch: pytest.MonkeyPatch,

@@ -28,6 +28,7 @@ from harness.config.sections import (
 )
 from harness.config.slo import SloSpec
 from harness.prompts.spec import DatasetSpec, SyntheticSpec
+from harness.redact import redact_query
 from harness.usable import UsableRule
 
 __all__ = ["Profile"]
@@ -177,8 +178,15 @@ class Profile(_Model):
         return body
 
     def public_dict(self) -> dict[str, Any]:
-        """The profile as a JSON-ready dict (it holds the API key's variable *name*, never the key)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The profile as a JSON-ready dict (it holds the API key's and ``headers_env``'s variable *names*, never
+        their values; secret ``target.headers`` values and secret query parameters of ``target.base_url`` are
+        replaced by :data:`harness.redact.MARKER`)."""
+        data = self.model_dump(mode="json", by_alias=True)
+        target = data.get("target") or {}
+        target["headers"] = self.target.public_headers()
+        if target.get("base_url"):
+            target["base_url"] = redact_query(target["base_url"])
+        return data
 
 
 def _deep_merge(dst: dict[str, Any], src: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from harness.axes import Setting, settings
 from harness.config.base import _STRICT, _Model
+from harness.redact import MARKER, is_secret_header, secret_query_values
 from harness.timeouts import Timeouts
 from harness.usable import DEFAULT_BUFFER_CHARS, UsableRule
 from harness.vocab import FLAVOUR_ALIASES, FLAVOURS, RESERVED_PROMPT_LABELS, SEARCH_SLO_KEY, SIM_PRESETS
@@ -47,6 +48,11 @@ class TargetSpec(_Model):
     model: str | None = Field(None, description="model id; None asks GET /v1/models and takes the first")
     api_key_env: str | None = Field(None, description="NAME of the environment variable holding the API key")
     headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers sent with every request")
+    headers_env: dict[str, str] = Field(
+        default_factory=dict,
+        description="extra HTTP headers whose values come from environment variables: header name -> variable NAME "
+        "(e.g. {api-key: AZURE_OPENAI_KEY}); each value is a secret, redacted in every output",
+    )
     verify_tls: bool = Field(True, description="verify the server's TLS certificate (https)")
 
     @field_validator("api_key_env")
@@ -56,9 +62,53 @@ class TargetSpec(_Model):
             raise ValueError("must be the NAME of an environment variable (letters, digits, _), not a key")
         return v
 
+    @field_validator("headers_env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for header, name in v.items():
+            if not name or not name.replace("_", "").isalnum():
+                raise ValueError(
+                    f"{header}: {name!r} must be the NAME of an environment variable (letters, digits, _), not a value"
+                )
+        return v
+
     def api_key(self) -> str | None:
         """The API key read from the environment variable named by ``api_key_env`` (None when unset)."""
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def missing_header_env(self) -> list[tuple[str, str]]:
+        """(header, variable) for each ``headers_env`` entry whose environment variable is unset or empty."""
+        return [(h, name) for h, name in self.headers_env.items() if not os.environ.get(name)]
+
+    def all_headers(self) -> dict[str, str]:
+        """The headers sent with every request: ``headers`` then ``headers_env`` (values read from the
+        environment now; a later entry wins).
+
+        Raises:
+            ValueError: a ``headers_env`` variable is unset or empty (the message names key and variable).
+        """
+        missing = self.missing_header_env()
+        if missing:
+            h, name = missing[0]
+            raise ValueError(f"target.headers_env.{h}: environment variable {name} is unset or empty")
+        return {**self.headers, **{h: os.environ[name] for h, name in self.headers_env.items()}}
+
+    def secret_values(self) -> list[str]:
+        """Every secret value of this target, for :func:`harness.redact.redact_text`: the API key, the value of
+        each secret-named header (:func:`harness.redact.is_secret_header`) and each ``headers_env`` header (the
+        token after a ``Bearer``/``Basic`` scheme too), and secret query parameters of ``base_url``. Unset
+        variables are skipped (never raises)."""
+        values = [self.api_key() or ""]
+        values += [v for h, v in self.headers.items() if is_secret_header(h)]
+        values += [os.environ.get(name, "") for name in self.headers_env.values()]
+        values += [v.split(None, 1)[1] for v in list(values) if len(v.split(None, 1)) == 2]
+        if self.base_url:
+            values += secret_query_values(self.base_url)
+        return [v for v in dict.fromkeys(values) if v]
+
+    def public_headers(self) -> dict[str, str]:
+        """``headers`` as stored in ``run.json``: each secret-named header's value replaced by the marker."""
+        return {h: MARKER if is_secret_header(h) else v for h, v in self.headers.items()}
 
 
 class SimulatorSpec(_Model):

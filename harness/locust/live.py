@@ -20,6 +20,8 @@ from typing import Any
 from harness.exporter import Exporter, RunCollector, run_info
 from harness.locust.options import MetricsOptions
 from harness.metrics import RunMetrics, prompt_labels
+from harness.records import redact_url
+from harness.redact import redact_text
 from harness.runtime import Run
 
 __all__ = ["open_exporter", "register", "serve_run"]
@@ -96,7 +98,8 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
     exporter.attach(
         RunCollector(
             metrics,
-            run_info(ctx.profile.name, ctx.base_url, run_dir.path.name, _time_scale(ctx)),
+            run_info(ctx.profile.name, redact_text(redact_url(ctx.base_url), ctx.secrets), run_dir.path.name,
+                     _time_scale(ctx)),
             ctx.profile.report.hours_to_n[0],
             users=lambda: runner.user_count,
             in_flight=in_flight,

@@ -23,6 +23,7 @@ from harness.http import Origin
 from harness.locust.form import Knobs, apply_knobs
 from harness.profile_check import load_checked_profile
 from harness.records import RunDir, redact_url
+from harness.redact import redact_logs, redact_text
 from harness.runtime import PhaseState, Run, RunContext, current, target_client
 from harness.split import slot_of
 
@@ -114,9 +115,17 @@ def resolve_target(
     (``target.model`` or the first of ``GET /v1/models``).
 
     Raises:
-        RuntimeError: the URL is malformed or the model cannot be determined (message names ``host_source`` or
+        RuntimeError: a ``target.headers_env`` variable is unset or empty (names file, key and variable), the
+            URL is malformed or the model cannot be determined (message names ``host_source`` or
             the profile key); a simulator this call launched is stopped first.
     """
+    missing = profile.target.missing_header_env()
+    if missing:
+        header, var = missing[0]
+        raise RuntimeError(
+            f"{path}: target.headers_env.{header}: environment variable {var} is unset or empty; set it, or remove "
+            "the header"
+        )
     base_url = host or profile.target.base_url
     if base_url:
         try:
@@ -156,7 +165,8 @@ def resolve_target(
                 hint = f"the server rejected the API key (target.api_key_env: {key_env or 'not set'})"
             else:
                 hint = f"or set target.model in {path} to skip the model lookup"
-            raise RuntimeError(f"{shown}: GET /v1/models failed: {redact_url(str(e))}; {hint}") from None
+            detail = redact_text(redact_url(str(e)), profile.target.secret_values())
+            raise RuntimeError(f"{shown}: GET /v1/models failed: {detail}; {hint}") from None
         if not models:
             if own_sim and sim is not None:
                 sim.stop()
@@ -195,6 +205,7 @@ def open_run(
             ``output.dir``); an owned simulator is stopped first.
     """
     ctx = RunContext(profile=profile, base_url=target.base_url, model=target.model, role=role, sim=target.sim)
+    redact_logs(ctx.secrets)
     meta = {
         "profile_path": str(path),
         "profile": profile.public_dict(),
@@ -210,7 +221,7 @@ def open_run(
         raise RuntimeError("\n".join(problems))
     base = output_dir or profile.output.dir
     try:
-        ctx.run_dir = RunDir.create(base, profile.name, meta)
+        ctx.run_dir = RunDir.create(base, profile.name, meta, secrets=ctx.secrets)
     except OSError as e:
         if target.sim is not None:
             target.sim.stop()
@@ -262,6 +273,7 @@ def setup_worker_from_message(data: dict[str, Any], worker_id: str, client_id: s
         )
         ctx.run_id = run_id
         ctx.web = bool(data.get("web"))
+        redact_logs(ctx.secrets)
         run.hold(ctx)
     ctx.state = PhaseState(data["phase"], data["step"], data["concurrency"], data.get("setting"))
     split = slot_of(data.get("workers"), client_id)

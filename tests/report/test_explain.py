@@ -61,7 +61,7 @@ def test_report_json_has_failures_per_step_and_class(run_dir: Path) -> None:
     four = {m.message: m for m in row.failures[0].messages}
     ctx = next(m for k, m in four.items() if "maximum context length is 32768" in k)
     assert ctx.count == 3 and ctx.hint is not None and "lower max_tokens" in ctx.hint
-    auth = four["HTTP 401: Incorrect API key provided: ***."]
+    auth = four["HTTP 401: Incorrect API key provided: [redacted]."]
     assert auth.count == 2 and auth.hint is not None and "target.api_key_env" in auth.hint
     html = four["HTTP 404: HTML page"]
     assert html.hint is not None and "target.model" in html.hint
@@ -93,7 +93,7 @@ def test_report_md_html_and_terminal_show_messages_and_hints(run_dir: Path) -> N
     joined = " ".join(line.strip() for line in summary.splitlines())
     assert "Errors at C=2: http_429 ×2, http_4xx ×6 (requests started in the step). http_4xx ×6, top messages:" \
         in joined
-    assert '"HTTP 401: Incorrect API key provided: ***." ×2 → the server refused the credentials' in joined
+    assert '"HTTP 401: Incorrect API key provided: [redacted]." ×2 → the server refused the credentials' in joined
     assert "lower max_tokens" in joined and "Retry-After seen (3 s)" in joined
     page = render_html(rep, [])
     assert "HTTP 404: HTML page" in page and "lower max_tokens" in page and "<h1>Not Found" not in page
