@@ -40,6 +40,7 @@ __all__ = [
     "server_message",
     "split_detail",
     "summarise",
+    "summarise_groups",
 ]
 
 log = logging.getLogger("llmload.failures")
@@ -209,21 +210,32 @@ def summarise(
     ``(error_class, error_detail, http_status, retry_after_s)``: the count and the top ``top`` messages with
     their hints (a 429's hint names the Retry-After values seen in its class). A null or empty class is
     ``unknown``; a failure without a message counts in its class but lists no message."""
+    return summarise_groups(((c, d, st, () if r is None else (r,), 1) for c, d, st, r in failed), top, secrets)
+
+
+def summarise_groups(
+    groups: Iterable[tuple[str | None, str | None, int | None, Iterable[float], int]],
+    top: int = TOP_MESSAGES,
+    secrets: Iterable[str] = (),
+) -> list[ClassFailures]:
+    """:func:`summarise` of failures already grouped, in the order of their first record:
+    ``(error_class, error_detail of the first, http_status of the first, Retry-After values seen (s), count)``.
+    Grouping records whose details differ only in their digits (what the report does, in polars) gives the result
+    of :func:`summarise` on the records while parsing each group's detail once."""
     secrets = tuple(secrets)
     counts: dict[str, int] = {}
     keys: dict[str, dict[str, list]] = {}  # class -> key -> [first message, count, status]
-    retries: dict[str, list[float]] = {}
-    for cls, detail, status, retry in failed:
+    retries: dict[str, set[float]] = {}
+    for cls, detail, status, seen, n in groups:
         c = cls or "unknown"
-        counts[c] = counts.get(c, 0) + 1
+        counts[c] = counts.get(c, 0) + n
+        retries.setdefault(c, set()).update(float(v) for v in seen)
         msg = server_message(detail, secrets)
-        if retry is not None:
-            retries.setdefault(c, []).append(float(retry))
         if not msg:
             continue
         st = status if status is not None else split_detail(detail)[0]
         slot = keys.setdefault(c, {}).setdefault(message_key(msg), [msg, 0, st])
-        slot[1] += 1
+        slot[1] += n
     out: list[ClassFailures] = []
     for c in sorted(counts, key=lambda k: (-counts[k], k)):
         ranked = sorted(keys.get(c, {}).values(), key=lambda v: -v[1])[:top]

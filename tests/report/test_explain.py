@@ -124,3 +124,33 @@ def test_web_llm_view_lists_the_failures_explained(run_dir: Path) -> None:
     assert ECHOED_KEY not in json.dumps(d)
     static = Path(__file__).resolve().parents[2] / "harness" / "webui" / "static"
     assert 'id="failures"' in (static / "llm.html").read_text() and "d.failures" in (static / "llm.js").read_text()
+
+
+def test_grouped_in_polars_equals_per_record() -> None:
+    """The report's grouping (details differing only in digits or uuids parsed once) gives what the per-record
+    summary gives: counts, first messages, order, hints with every Retry-After value seen."""
+    import polars as pl
+
+    from harness.failures import summarise
+    from harness.report.exprs import failures_by_class
+
+    rows: list[tuple[str | None, str | None, int | None, float | None]] = []
+    for i in range(40):
+        rows.append(("http_4xx", f'HTTP 400: {{"message":"request {i}: context length is 32768, asked {900 + i}"}}',
+                     400, None))
+        if i % 3 == 0:
+            rows.append(("http_429", f"HTTP 429 retry-after={i % 2 + 1}: slow down", 429, float(i % 2 + 1)))
+        if i % 5 == 0:
+            rows.append(("http_5xx", f'HTTP 500: {{"detail":"engine {i} failed, id 9f8e7d6c-1a2b-4c3d-8e9f-'
+                         f'{i:012d}"}}', 500, None))
+        if i % 7 == 0:
+            rows.append((None, None, None, None))
+            rows.append(("timeout_idle", f"no token for {i}.5 s", None, None))
+    frame = pl.DataFrame(rows, schema={"error_class": pl.String, "error_detail": pl.String,
+                                       "http_status": pl.Int64, "retry_after_s": pl.Float64}, orient="row")
+    want = [{"error_class": c.error_class, "count": c.count,
+             "messages": [{"message": m.message, "count": m.count, "hint": m.hint} for m in c.messages]}
+            for c in summarise(rows)]
+    assert failures_by_class(frame) == want
+    assert [c["error_class"] for c in want] == ["http_4xx", "http_429", "http_5xx", "timeout_idle", "unknown"]
+    assert "Retry-After seen (1 s, 2 s)" in str(want[1]["messages"])
