@@ -3,7 +3,8 @@
 vLLM (and the built-in simulator) report each model's context length in ``GET /v1/models`` as ``max_model_len``
 (tokens: prompt plus output). A request whose ``max_tokens`` is at least that length fails with HTTP 400 whatever
 its prompt ("This model's maximum context length is ..."), so a profile that sets one would spend its run on
-errors. :func:`context_problems` names every such setting; the run's start refuses them in one line each.
+errors. :func:`context_problems` names every such setting; the run's start warns of each in one line before any
+load (the run goes on: a mix may hold a prompt meant to fail, and the report then explains its failures).
 
 Settings checked (tokens): ``request.max_tokens``, every ``prompts[i].max_tokens``, every ``axes.max_tokens``
 value. Prompt lengths are not added (the server counts them with its own tokenizer): a max_tokens just below
@@ -47,5 +48,5 @@ def context_problems(profile: Profile, path: str | Path, limit: int) -> list[str
     if profile.axes is not None and profile.axes.max_tokens:
         found += [(f"axes.max_tokens[{i}]", v) for i, v in enumerate(profile.axes.max_tokens)]
     return [f"{path}: {key}: max_tokens {v:,} >= the server's max_model_len {limit:,} (GET /v1/models): every "
-            f"request with it would fail (HTTP 400, context length exceeded); set it below {limit:,} minus the "
+            f"request with it will fail (HTTP 400, context length exceeded); set it below {limit:,} minus the "
             "prompt's tokens" for key, v in found if v >= limit]

@@ -214,11 +214,8 @@ def open_run(
         "prompt_source": ctx.prompt_source.describe(),
         **(extra_meta or {}),
     }
-    problems = _context_problems(profile, path, target)
-    if problems:
-        if target.sim is not None:
-            target.sim.stop()
-        raise RuntimeError("\n".join(problems))
+    for problem in _context_problems(profile, path, target):  # said before any load; the run goes on (a mix may
+        log.warning("%s", problem)                             # hold a prompt meant to fail)
     base = output_dir or profile.output.dir
     try:
         ctx.run_dir = RunDir.create(base, profile.name, meta, secrets=ctx.secrets)
