@@ -2,7 +2,7 @@
 
 One line, e.g.::
 
-    progress: step 3/5 (C=16) · 0:12/0:30 · run 1:05, ~2:40 left · 182 completed · 0 errors · 1,045 tok/s (10 s)
+    progress: step 3/5 (C=16) · 0:12/0:30 · run 1:05, ~2:40 left · 182 completed · 0 errors · 1,045 tok/s
     · rate ±8.1 % (margin 10 %)
 
 * step ``i/n``: the stage's place in the plan (:func:`harness.shapes.plan_stages`: the single stream, then the
@@ -10,7 +10,7 @@ One line, e.g.::
 * the step's elapsed and planned seconds (``steps.until``: its ``max``), and the run's elapsed and planned time
   left (the remaining stages' planned lengths; none with a search);
 * completed / errors: the run's non-warm-up records so far (successful / failed), as written to records.jsonl;
-* tok/s (10 s): output tokens of the requests that ENDED in the last :data:`RATE_WINDOW_S` seconds ÷ that
+* tok/s: output tokens of the requests that ENDED in the last :data:`RATE_WINDOW_S` seconds ÷ that
   window (the rate Grafana's ``rate(llmload_output_tokens_total[...])`` gives) — a live gauge, not the report's
   output tok/s (tokens by arrival in the steady window);
 * rate ±: with ``steps.until``, the live relative half-width of the usable rate's interval against the margin
@@ -136,7 +136,7 @@ class Progress:
         parts.append(run)
         parts.append(f"{self.completed:,} completed")
         parts.append(f"{self.errors:,} error{'' if self.errors == 1 else 's'}")
-        parts.append(f"{self.tok_s(now):,.0f} tok/s ({RATE_WINDOW_S:g} s)")
+        parts.append(f"{self.tok_s(now):,.0f} tok/s")
         if self.margin is not None:
             hw = self.halfwidth()
             parts.append(f"rate ±{100 * hw:.1f} % (margin {100 * self.margin:g} %)" if hw is not None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import logging
 import math
 import os
 import pickle
@@ -562,6 +563,9 @@ def draw_charts(report: Report | dict[str, Any], run: FrameRun) -> list[Chart]:
         specs.append(("hours_real_time", "Hours to N usable samples (real-time equivalents)",
                       "Report rows' real_time.hours: compressed simulator time converted with time_scale.",
                       lambda: hours_chart(rep, real=True)))
+    # matplotlib looks up its mathtext fonts (STIX, cmr10) at the first figure and logs a "findfont: ... not found"
+    # warning per family where they are not installed: noise above every `llmload report` (fresh-user finding)
+    logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
     with matplotlib.rc_context({  # a literal: mypy checks the keys against matplotlib's rc names
         "font.family": "DejaVu Sans",
         "font.size": 9,
