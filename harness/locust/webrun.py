@@ -304,6 +304,7 @@ def _check_sweep_users(form: Mapping[str, str]) -> None:
     Raises:
         StartError: one line naming the field.
     """
+    _check_run_time(form)
     raw = str(form.get("user_count", "") or "").strip()
     if not raw:
         return
@@ -314,6 +315,24 @@ def _check_sweep_users(form: Mapping[str, str]) -> None:
                          "leave it at 1)") from None
     if users < 1:
         raise StartError(f"Number of users {users} must be at least 1 (sweep mode does not use it: leave it at 1)")
+
+
+def _check_run_time(form: Mapping[str, str]) -> None:
+    """A Run time Locust cannot read is refused before any run directory is opened (Locust refused it itself only
+    after the start, leaving an empty run behind: fresh-user finding).
+
+    Raises:
+        StartError: one line naming the field.
+    """
+    from locust.util.timespan import parse_timespan
+
+    raw = str(form.get("run_time", "") or "").strip()
+    if not raw:
+        return
+    try:
+        parse_timespan(raw)
+    except ValueError:
+        raise StartError(f"Run time {raw!r}: use 20, 20s, 3m, 2h, 1h20m... (empty: the sweep's own length)") from None
 
 
 def _wait_for_report(run: Run) -> None:

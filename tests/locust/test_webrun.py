@@ -197,6 +197,17 @@ def test_sweep_mode_refuses_a_bad_number_of_users(tmp_path: Path, users: str, me
     assert str(err.value).startswith(message) and run.ctx is None and not (tmp_path / "runs").exists()
 
 
+def test_sweep_mode_refuses_a_bad_run_time_before_any_run_directory(tmp_path: Path) -> None:
+    """Locust refused "5x" itself only after llmload had opened a run directory (an empty "interrupted" run in
+    the downloads: fresh-user finding); now the Start is refused first, in one line naming the field."""
+    launch, opts = _web_launch(tmp_path)
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"mode": "sweep", "host": "", "run_time": "5x"}, launch)
+    assert str(err.value) == "Run time '5x': use 20, 20s, 3m, 2h, 1h20m... (empty: the sweep's own length)"
+    assert run.ctx is None and not (tmp_path / "runs").exists()
+
+
 @pytest.mark.parametrize(("form", "message"), [
     ({"prompt_mix": ""}, "prompt_mix: empty (the profile's value is 'a:1,b:1')"),
     ({"steps": ""}, "steps: empty (the profile's value is '1,2')"),
