@@ -38,8 +38,9 @@ import logging
 import math
 import os
 import re
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from harness.locust.end import (
     stop_for_quit,
     write_report_child,
 )
-from harness.locust.form import MODES, Knobs, apply_knobs, form_defaults, set_form_defaults, steps_note
+from harness.locust.form import KNOBS, MODES, Knobs, apply_knobs, form_defaults, set_form_defaults, steps_note
 from harness.locust.setup import SimHolder, Target, open_run, resolve_target
 from harness.profile_check import load_checked_profile
 from harness.records import redact_url
@@ -111,6 +112,8 @@ class Launch:
     #: A headless launch (:func:`headless_launch`): its one run is started at ``init`` by :func:`start_run` with
     #: the command line's values; always the profile's sweep, and ``run.json`` holds no web-UI fields.
     headless: bool = False
+    #: Knob options given empty on a headless command line (``--prompt-mix ''``): refused at the start.
+    blank_options: tuple[str, ...] = ()
 
     def is_builtin_url(self, url: str) -> bool:
         """``url`` is the running built-in simulator's or one this process started earlier."""
@@ -173,7 +176,26 @@ def headless_launch(opts: Any, host: str | None, role: str, profile_arg: str | N
         stop_timeout_given=bool(getattr(opts, "stop_timeout", None)),
         sims=sims,
         headless=True,
+        blank_options=blank_knob_options(sys.argv[1:]),
     )
+
+
+def blank_knob_options(argv: Sequence[str]) -> tuple[str, ...]:
+    """The knob options (:data:`harness.locust.form.KNOBS` as ``--prompt-mix``...) given empty or blank in
+    ``argv`` (``--steps ''``, ``--steps=``): Locust's parser cannot tell them from "not given" (its default is "")."""
+    names = {"--" + k.replace("_", "-") for k in KNOBS}
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name not in names:
+            continue
+        if eq:
+            given: str | None = value
+        else:
+            given = argv[i + 1] if i + 1 < len(argv) else None
+        if given is not None and not given.strip() and name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def parse_fixed(form: Mapping[str, str]) -> FixedLoad:
@@ -373,6 +395,9 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     mode = "sweep" if launch.headless else str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
     if mode not in MODES:
         raise StartError(f"mode {mode!r}: one of {', '.join(MODES)}")
+    if launch.blank_options:
+        raise StartError("; ".join(f"{o}: empty: give a value or leave the option out (the profile's applies)"
+                                   for o in launch.blank_options))
     fixed = parse_fixed(form) if mode == "fixed" else None
     if mode == "sweep" and not launch.headless:
         _check_sweep_users(form)

@@ -122,6 +122,25 @@ def test_a_headless_start_names_the_command_line_option_not_the_form_field(tmp_p
     assert str(err.value).startswith(option) and str(err.value.__cause__).startswith(option)
 
 
+def test_a_knob_option_given_empty_on_the_command_line_is_refused(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--prompt-mix ''`` used to run the profile's mix without a word (Locust's default is "" too): now the start
+    is refused naming the option, before any run directory (issue 17, an empty --prompt-mix)."""
+    from harness.locust.webrun import blank_knob_options
+
+    assert blank_knob_options(["--prompt-mix", "", "--steps=", "--step-duration", " ", "--max-tokens", "9",
+                               "--prompt-mix", ""]) == ("--prompt-mix", "--steps", "--step-duration")
+    assert blank_knob_options(["--steps", "8,16", "--prompt-mix"]) == ()  # a value, or none at all (argparse's)
+    prof = _profile(tmp_path)
+    opts = _opts()
+    monkeypatch.setattr("sys.argv", ["locust", "-f", "k26.py", "--headless", "--prompt-mix", ""])
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert str(err.value) == "--prompt-mix: empty: give a value or leave the option out (the profile's applies)"
+    assert run.ctx is None and not (tmp_path / "runs").exists()
+
+
 def _other(tmp_path: Path) -> Path:
     """A second profile (other prompts, steps and duration) to pick in the form instead of the launch profile."""
     prof = tmp_path / "q.yaml"
