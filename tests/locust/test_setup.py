@@ -103,6 +103,16 @@ def test_an_unwritable_output_dir_is_a_clear_error(tmp_path: Path) -> None:
         setup_master(str(prof), None, "local", str(blocker / "sub"))
 
 
+def _start_messages(prof: Path, caplog: pytest.LogCaptureFixture, level: str) -> list[str]:
+    """The 'llmload' log messages at ``level`` and above of a headless start of ``prof`` (its run directory closed)."""
+    caplog.clear()
+    with caplog.at_level(level, logger="llmload"):
+        ctx = setup_master(str(prof), None, "local")
+    assert ctx.run_dir is not None
+    ctx.run_dir.close()
+    return list(caplog.messages)
+
+
 def test_an_empty_steps_list_says_the_run_is_single_stream_only(tmp_path: Path,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
     """``steps.concurrency: []`` is a single-stream-only run (a supported plan), said in one line at the start
@@ -111,19 +121,12 @@ def test_an_empty_steps_list_says_the_run_is_single_stream_only(tmp_path: Path,
     prof.write_text("name: h\ntarget: {base_url: 'http://127.0.0.1:9', model: m}\nprompts: [{id: a, text: hi}]\n"
                     "single_stream: {duration: 12}\nsteps: {concurrency: []}\noutput: {dir: '%s'}\n"
                     % (tmp_path / "runs"))
-    with caplog.at_level("INFO", logger="llmload"):
-        ctx = setup_master(str(prof), None, "local")
-    assert ctx.run_dir is not None
-    ctx.run_dir.close()
+    messages = _start_messages(prof, caplog, "INFO")
     assert any(m.endswith("p.yaml: steps.concurrency is empty: this run measures the single stream only (12 s); "
-                          "give steps, e.g. [8, 16, 32, 64], to measure concurrent load") for m in caplog.messages)
+                          "give steps, e.g. [8, 16, 32, 64], to measure concurrent load") for m in messages)
     prof.write_text(prof.read_text().replace("concurrency: []", "concurrency: [8]"))
-    caplog.clear()
-    with caplog.at_level("INFO", logger="llmload"):
-        ctx = setup_master(str(prof), None, "local")
-    assert ctx.run_dir is not None
-    ctx.run_dir.close()
-    assert not any("single stream only" in m for m in caplog.messages)
+    messages = _start_messages(prof, caplog, "INFO")
+    assert not any("single stream only" in m for m in messages)
 
 
 def test_max_tokens_at_or_above_the_servers_context_length_is_said_before_the_run(
@@ -135,20 +138,13 @@ def test_max_tokens_at_or_above_the_servers_context_length_is_said_before_the_ru
     prof.write_text("name: h\nprompts: [{id: a, text: hi, max_tokens: 40000}, {id: b, text: yo}]\n"
                     "request: {max_tokens: 100}\nsingle_stream: {duration: 1}\noutput: {dir: '%s'}\n"
                     % (tmp_path / "runs"))
-    with caplog.at_level("WARNING", logger="llmload"):
-        ctx = setup_master(str(prof), None, "local")
-    assert ctx.run_dir is not None
-    ctx.run_dir.close()
+    messages = _start_messages(prof, caplog, "WARNING")
     assert (f"{prof}: prompts[0].max_tokens (id a): max_tokens 40,000 >= the server's max_model_len 32,768 (GET "
             "/v1/models): every request with it will fail (HTTP 400, context length exceeded); set it below 32,768 "
-            "minus the prompt's tokens") in caplog.messages
+            "minus the prompt's tokens") in messages
     prof.write_text(prof.read_text().replace("40000", "30000"))
-    caplog.clear()
-    with caplog.at_level("WARNING", logger="llmload"):
-        ctx = setup_master(str(prof), None, "local")
-    assert ctx.run_dir is not None
-    ctx.run_dir.close()
-    assert not any("max_model_len" in m for m in caplog.messages)
+    messages = _start_messages(prof, caplog, "WARNING")
+    assert not any("max_model_len" in m for m in messages)
 
 
 @pytest.mark.parametrize(("case", "status"), [("html404", 404), ("html200", 200)])
