@@ -4,7 +4,9 @@
 //    line in a banner at the top of Locust's page.
 // 2. The start form shows what runs: when the profile picker (web_profile) or the Profile path field changes,
 //    every profile field is filled with that profile's resolved values (GET <base>/llmload/form.json); a field
-//    changed afterwards overrides the profile. A profile that cannot be loaded is named in the banner.
+//    changed afterwards overrides the profile, and so does a field typed while that profile's values were still
+//    loading (they never overwrite a field typed in under the same profile). A profile that cannot be loaded is
+//    named in the banner.
 // 3. Sweep mode hides the fields it does not use (Number of users, Ramp up); fixed mode shows them.
 (function () {
   "use strict";
@@ -51,11 +53,11 @@
     el.dispatchEvent(new Event("input", { bubbles: true }));
     el.dispatchEvent(new Event("change", { bubbles: true }));
   }
-  function fill(form, values, placeholders) {
+  function fill(form, values, placeholders, key) {
     for (const dest of KNOBS) {
       const el = field(form, dest);
       if (!el) continue;
-      if (dest in values && el.value !== values[dest]) setValue(el, values[dest]);
+      if (dest in values && edited.get(dest) !== key && el.value !== values[dest]) setValue(el, values[dest]);
       if (el.tagName === "INPUT") el.placeholder = (placeholders || {})[dest] || "";
     }
   }
@@ -74,6 +76,17 @@
   }
   // lastKey: the profile (picker + typed path) last seen; filledKey: the profile whose values the fields show
   let lastKey = null, filledKey = null, pending = null, filling = false;
+  // edited: profile field -> the profile (key) it was typed in under. A profile's values arriving later never
+  // overwrite a field typed in under that same profile (the user's value wins, as it does once the fields are
+  // filled); picking another profile fills every field with that profile's values.
+  const edited = new Map();
+  document.addEventListener("input", (ev) => {
+    if (filling || !ev.isTrusted) return;  // our own fill
+    const name = ev.target && ev.target.name;
+    const dest = KNOBS.find((d) => camel(d) === name);
+    const form = startForm();
+    if (dest && form) edited.set(dest, keyOf(form).join("\n"));
+  }, true);
   const keyOf = (form) => [(field(form, "web_profile") || {}).value || "",
     (form.querySelector('[name="profile"]') || {}).value || ""];
   async function load(form, key, picked, typed) {
@@ -86,7 +99,7 @@
       const box = document.getElementById("llmload-refused");
       if (box && box.dataset.source === "form") box.remove();  // a profile that loads clears its earlier error
       filling = true;
-      fill(form, data.values || {}, data.placeholders);
+      fill(form, data.values || {}, data.placeholders, key);
       filledKey = key;
       document.body.dataset.llmloadFormProfile = data.profile || "";
       document.body.dataset.llmloadFormKey = key;
