@@ -97,6 +97,7 @@ from harness.report.parts import parts_dir, valid_chain, write_part
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S, READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
+    "CHUNK_COLUMNS",
     "DEFAULT_CHUNK_BYTES",
     "DEFAULT_COLUMNS",
     "HIST_DTYPE",
@@ -106,6 +107,7 @@ __all__ = [
     "RECORD_SCHEMA",
     "ROW",
     "SIDECAR_KEY",
+    "iter_chunk_frames",
     "iter_frames",
     "read_frame",
     "read_json_range",
@@ -786,3 +788,63 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
     del parts
     _write_sidecar(path, whole, stamp)
     return whole.select(_order(asked))
+
+
+#: The columns :func:`iter_chunk_frames` yields: what :func:`harness.report.tokens.reduce_chunks` reads.
+CHUNK_COLUMNS: tuple[str, ...] = ("start_wall", "ttfat", "chunk_times", "chunk_tokens")
+
+
+def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                      batch_rows: int = 20_000) -> Iterator[pl.DataFrame]:
+    """The :data:`CHUNK_COLUMNS` of every record of a run directory, in :func:`read_frame`'s row order, as
+    consecutive frames (no :data:`ROW`): the second pass of a two-pass read, whose first (:func:`read_frame` without
+    the chunk lists) has already validated the records and written any sidecar or last part.
+
+    Per records file, from the first source that holds the columns: its valid sidecar (``batch_rows`` rows at a
+    time), its valid Parquet parts (one part at a time, then the JSON after the last part), else its JSON (about
+    ``chunk_bytes`` of text at a time). The chunk lists of the whole run are never held at once.
+
+    Raises:
+        ValueError, OSError: as :func:`read_frame`.
+    """
+    asked = _schema(CHUNK_COLUMNS)
+    keep = _order(asked)
+    with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
+        for path in record_files(run_dir):
+            yield from _chunk_frames_of(path, asked, keep, chunk_bytes, batch_rows, pool)
+
+
+def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str], chunk_bytes: int, batch_rows: int,
+                     pool: ThreadPoolExecutor) -> Iterator[pl.DataFrame]:
+    """:func:`iter_chunk_frames` of one records file."""
+    side = sidecar_path(path)
+    if _sidecar_has(path, asked):
+        n = pl.scan_parquet(side).select(pl.len()).collect().item()
+        for at in range(0, n, batch_rows):
+            yield pl.scan_parquet(side).slice(at, batch_rows).select(keep).collect()
+        return
+    seal = _read_seal(path)
+    chain = [] if seal is not None and seal != _stamp(path) else valid_chain(path, SIDECAR_KEY, asked)
+    at = 0
+    for part in chain:
+        try:
+            yield pl.read_parquet(part.path, columns=keep)
+        except (OSError, pl.exceptions.PolarsError) as e:  # after the first pass read it: a part removed meanwhile
+            raise OSError(f"{part.path}: Parquet part unreadable in the second pass ({e})") from e
+        at = part.end
+    yield from _json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at)
+
+
+def _sidecar_has(path: Path, schema: dict[str, pl.DataType]) -> bool:
+    """``path``'s sidecar is valid (:func:`_read_sidecar`'s tests) and holds the ``schema`` columns."""
+    side = sidecar_path(path)
+    try:
+        if side.stat().st_mtime_ns < path.stat().st_mtime_ns:
+            return False
+        meta = pl.read_parquet_metadata(side).get(_SIDECAR_META)
+        if meta is None or json.loads(meta) != _stamp(path):
+            return False
+        have = pl.scan_parquet(side).collect_schema()
+        return all(c in have and have[c] == dt for c, dt in schema.items())
+    except (OSError, ValueError, pl.exceptions.PolarsError):
+        return False
