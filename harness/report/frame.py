@@ -225,6 +225,9 @@ SIDECAR_KEY: str = hashlib.sha256(repr((3, REQUIRED_RECORD_FIELDS, CHUNK_ANCHORS
                                         sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
                                         sorted((k, repr(v)) for k, v in NULL_READS_AS.items()),
                                         sorted(READABLE_SCHEMAS))).encode()).hexdigest()[:16]
+#: Rows per row group of a sidecar: a slice of it (the second pass of a two-pass read, :func:`iter_chunk_frames`)
+#: decodes only the row groups it overlaps.
+_SIDECAR_ROW_GROUP = 20_000
 #: Key of the sidecar's Parquet metadata entry: JSON ``{"key", "source_bytes", "source_mtime_ns", "source_ctime_ns",
 #: "source_inode"}``.
 _SIDECAR_META = "llmload_sidecar"
@@ -517,7 +520,8 @@ def _write_sidecar(path: Path, df: pl.DataFrame, stamp: dict[str, Any]) -> None:
     try:
         if _stamp(path) != stamp:
             return  # appended to while it was read
-        df.write_parquet(tmp, compression="zstd", metadata={_SIDECAR_META: json.dumps(stamp)})
+        df.write_parquet(tmp, compression="zstd", metadata={_SIDECAR_META: json.dumps(stamp)},
+                         row_group_size=_SIDECAR_ROW_GROUP)
         os.replace(tmp, side)
     except (OSError, pl.exceptions.PolarsError):
         tmp.unlink(missing_ok=True)  # a cache: a run directory we cannot write to is read from its JSON
@@ -549,6 +553,24 @@ def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
                 df = _as_read(e.df, path, keep, checked=True)
             if df.height:
                 yield df
+
+
+def _json_pieces(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
+                 pool: ThreadPoolExecutor, start: int, end: int) -> Iterator[tuple[int, int, pl.DataFrame]]:
+    """``(start, end, records)`` of each piece of bytes ``[start, end)`` of ``path`` (whole lines, about
+    ``chunk_bytes`` each, consecutive: a piece's end is the next one's start), parsed as :func:`_json_frames` parses
+    them (a piece may hold no record)."""
+    with open(path, "rb") as f:
+        for at, text, _last in _pieces(f, chunk_bytes, start, end):
+            try:
+                try:
+                    df = _parse_as_read(text, schema, path, keep)
+                except pl.exceptions.PolarsError:
+                    df = _as_read(_parse_careful(path, at, text, False, schema), path, keep)
+            except _MaybeNotARecord as e:
+                _check_records(path, at, text, e.rows)
+                df = _as_read(e.df, path, keep, checked=True)
+            yield at, at + len(text), df
 
 
 def _parse_schema(asked: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
@@ -723,12 +745,16 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
     size = path.stat().st_size
     if size > at:
         if write_tail and _ends_with_newline(path, size):  # parts hold every asked column: PART_COLUMNS do
+            # the tail as parts of about chunk_bytes each, written as parsed: one piece's chunk lists held at a time
             wide = _schema(PART_COLUMNS)
-            got = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at, size))
-            tail = pl.concat(got, rechunk=False) if got else pl.DataFrame(schema=wide).select(_order(wide))
-            if path.stat().st_size == size and write_part(path, tail, at, size, SIDECAR_KEY):  # not appended to
+            sealed = True
+            for p_at, p_end, piece in _json_pieces(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at,
+                                                    size):
+                if sealed and not (path.stat().st_size == size and write_part(path, piece, p_at, p_end, SIDECAR_KEY)):
+                    sealed = False  # appended to, or not writable: the rest is read, not written
+                frames.append(piece.select(keep))
+            if sealed:
                 _write_seal(path)
-            frames.append(tail.select(keep))
         else:
             frames.extend(_json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at))
     elif write_tail and seal is None:
@@ -779,7 +805,8 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
         return pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=asked)
     stamp = _stamp(path)
     try:
-        had = [c for c in pl.scan_parquet(sidecar_path(path)).collect_schema() if c in RECORD_SCHEMA]
+        had = [c for c in pl.scan_parquet(sidecar_path(path)).collect_schema() if c in RECORD_SCHEMA
+               and (c in asked or c not in ("chunk_times", "chunk_tokens"))]  # a two-pass read: not the lists
     except (OSError, pl.exceptions.PolarsError):
         had = []
     wide = {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in had}, **asked}
