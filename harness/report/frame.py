@@ -828,8 +828,9 @@ def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAUL
     the chunk lists) has already validated the records and written any sidecar or last part.
 
     Per records file, from the first source that holds the columns: its valid sidecar (``batch_rows`` rows at a
-    time), its valid Parquet parts (one part at a time, then the JSON after the last part), else its JSON (about
-    ``chunk_bytes`` of text at a time). The chunk lists of the whole run are never held at once.
+    time), its valid Parquet parts (one part at a time, in slices of ``batch_rows``, then the JSON after the last
+    part), else its JSON (about ``chunk_bytes`` of text at a time).
+    The chunk lists of the whole run are never held at once.
 
     Raises:
         ValueError, OSError: as :func:`read_frame`.
@@ -855,9 +856,12 @@ def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str],
     at = 0
     for part in chain:
         try:
-            yield pl.read_parquet(part.path, columns=keep)
+            df = pl.read_parquet(part.path, columns=keep)
         except (OSError, pl.exceptions.PolarsError) as e:  # after the first pass read it: a part removed meanwhile
             raise OSError(f"{part.path}: Parquet part unreadable in the second pass ({e})") from e
+        for first in range(0, df.height, batch_rows):  # zero-copy slices: a large part is reduced a batch at a time
+            yield df.slice(first, batch_rows)
+        del df
         at = part.end
     yield from _json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at)
 
