@@ -34,6 +34,8 @@ CPU time user+sys and peak RSS from ``os.wait4``):
     .venv/bin/python benchmarks/report_1m.py --replay --runs 3                 # first report after a run
     .venv/bin/python benchmarks/report_1m.py --chunk-times compact --dir /tmp/llmload-1m-ct --runs 1
                                              # records as the demo profile writes them (chunk times, ~4.2 KB each)
+    .venv/bin/python benchmarks/report_1m.py --chunk-times compact --dir /tmp/llmload-1m-ct --runs 1 --read lists
+                                             # the same, every chunk list kept in the frame (before the two-pass read)
 
 Wall times depend on what else runs on the machine; CPU seconds less so. Both are printed.
 """
@@ -55,13 +57,15 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(_ROOT))
 
 
-def _child_frame(run_dir: str, rows_out: str | None) -> None:
-    """(a), run inside the child: build the whole report, print the split as JSON."""
-    from harness.report.build import assemble_report, report_settings, run_figures
+def _child_frame(run_dir: str, rows_out: str | None, read: str = "two-pass") -> None:
+    """(a), run inside the child: build the whole report, print the split as JSON. ``read``: ``two-pass`` (the
+    report's read, :func:`harness.report.build.load_report_run`: chunk lists reduced while read) or ``lists``
+    (:func:`harness.report.columns.load_frame_run`: every chunk list kept in the frame, the "before" case)."""
+    from harness.report.build import assemble_report, load_report_run, report_settings, run_figures
     from harness.report.columns import load_frame_run
 
     t0 = time.perf_counter()
-    run = load_frame_run(run_dir)
+    run = load_report_run(run_dir) if read == "two-pass" else load_frame_run(run_dir)
     t1 = time.perf_counter()
     settings = report_settings(run.meta)
     rep = assemble_report(run, settings, run_figures(run, settings)).as_dict()
@@ -220,10 +224,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-times", choices=("none", "float", "compact"), default="none",
                    help="records with demo-like chunk times (output.chunk_times: true): float = the schema-2 form "
                         "(the 'before' case), compact = the schema-3 form the harness writes now; use another --dir")
+    p.add_argument("--read", choices=("two-pass", "lists"), default="two-pass",
+                   help="(a)'s read: two-pass (chunk lists reduced while read, the report's) or lists (kept whole)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        _child_frame(args.child[0], args.child[1] if len(args.child) > 1 else None)
+        _child_frame(args.child[0], args.child[1] if len(args.child) > 1 and args.child[1] != "-" else None,
+                     args.child[2] if len(args.child) > 2 else "two-pass")
         return 0
 
     _ensure_run(args.dir, args.records, args.seed, args.chunk_times)
@@ -244,18 +251,19 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes:
             if mode == "json":
                 (args.dir / "records.parquet").unlink(missing_ok=True)
-            m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out)])
+            m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out), args.read])
             split = json.loads(m["stdout"].strip().splitlines()[-1])
             res[mode].append({**m, **split})
             side = f"{split['sidecar_mb']:.0f} MB" if split["sidecar_mb"] is not None else "none"
-            print(f"(a) build_report {mode:7s} run {i + 1}: wall {m['wall_s']:.2f} s (load {split['load_s']:.2f} s + "
+            print(f"(a) build_report [{args.read}] {mode:7s} run {i + 1}: wall {m['wall_s']:.2f} s "
+                  f"(load {split['load_s']:.2f} s + "
                   f"figures {split['figures_s']:.2f} s), cpu {m['cpu_s']:.2f} s, peak RSS {m['rss_mb']:.0f} MB, "
                   f"frame {split['frame_mb']:.0f} MB, sidecar {side}, {split['records']} records, "
                   f"{split['slices']} soak slices", flush=True)
     med: dict[str, float] = {}
     for mode, runs in res.items():
         med = {k: statistics.median(r[k] for r in runs) for k in ("wall_s", "cpu_s", "rss_mb", "load_s", "figures_s")}
-        print(f"(a) build_report {mode:7s} median of {len(runs)}: wall {med['wall_s']:.2f} s (load "
+        print(f"(a) build_report [{args.read}] {mode:7s} median of {len(runs)}: wall {med['wall_s']:.2f} s (load "
               f"{med['load_s']:.2f} s + figures {med['figures_s']:.2f} s), cpu {med['cpu_s']:.2f} s, "
               f"peak RSS {med['rss_mb']:.0f} MB")
     if args.skip_current:

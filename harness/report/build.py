@@ -20,17 +20,28 @@ from harness.config import DEFAULT_SLICE_S, SloSpec
 from harness.report import fmt
 from harness.report.axes import setting_rows
 from harness.report.catalogue import TOPICS, Flag, catalogue_json
-from harness.report.columns import FrameRun, load_frame_run, run_totals, step_rows, warmup_summary, without_gaps
+from harness.report.columns import (
+    FrameRun,
+    load_frame_run,
+    run_totals,
+    steady_windows,
+    step_rows,
+    warmup_summary,
+    without_gaps,
+)
 from harness.report.cost import usd_per_hour
 from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, prompt_rows
+from harness.report.exprs import END, START
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
-from harness.report.lost import worker_losses
+from harness.report.lost import apply_losses, worker_losses
 from harness.report.model import SCHEMA, Report, SearchResult, StepRow
 from harness.report.rate import add_rate, open_loop_steps, rate_notes
 from harness.report.rundata import PhaseEvent, RunMeta
 from harness.report.search import search_result
-from harness.report.soak import drift_notes, step_drift, step_slices
+from harness.report.series import time_bin_s
+from harness.report.soak import drift_notes, slice_bounds, step_drift, step_slices
+from harness.report.tokens import CoarseChunkBins
 from harness.report.turns import turn_rows
 from harness.report.until import UNTIL_ROW_KEYS, add_until, until_notes
 
@@ -343,7 +354,53 @@ def build_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
         NoRecordsError: the directory or its records.jsonl is missing.
         ValueError: a JSON-lines file is corrupt before its last line.
     """
-    return _report_of(load_frame_run(run_dir), n)
+    try:
+        return _report_of(load_report_run(run_dir), n)
+    except CoarseChunkBins:  # a window the bins do not fit (a bug of report_chunk_edges): the chunk lists
+        return _report_of(load_frame_run(run_dir), n)
+
+
+def load_report_run(run_dir: str | os.PathLike[str]) -> FrameRun:
+    """The run as the report reads it: :func:`harness.report.columns.load_frame_run` in two passes, the chunk lists
+    reduced to the bins of :func:`report_chunk_edges` (memory that does not grow with the chunk times kept).
+
+    Raises:
+        NoRecordsError, ValueError, OSError: as :func:`harness.report.columns.load_frame_run`.
+    """
+    return load_frame_run(run_dir, chunk_edges=report_chunk_edges)
+
+
+def report_chunk_edges(run: FrameRun) -> list[float]:
+    """Every window edge (epoch s) the report asks output tokens of, from the records without their chunk lists:
+    each step's window (steady, else the whole step, as :func:`harness.report.columns.step_rows`), its soak slices
+    (:func:`harness.report.soak.slice_bounds`) and the timeline chart's bins
+    (:func:`harness.report.charts.timeline_chart`: from the report's start, :func:`harness.report.series.time_bin_s`
+    wide, to the last step or record end)."""
+    settings = report_settings(run.meta)
+    steps = [p for p in run.phases if p.label != "warmup"]
+    windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
+    edges: list[float] = []
+    for p, w in zip(steps, windows, strict=True):
+        w0, w1 = (w.start, w.end) if w.steady else (p.start, p.end)
+        edges += [w0, w1]
+        if w.steady:
+            edges += [x for b in slice_bounds(w0, w1, settings.slice_s) for x in b]
+    main = run.main
+    first: float | None = run.meta.start_wall
+    if first is None and run.phases:
+        first = run.phases[0].start
+    if first is None and main.height:
+        first = float(main.get_column(START).min())  # type: ignore[arg-type]
+    t0 = float(first or 0.0)
+    ends = [float(p.end) for p in steps]
+    if main.height:
+        ends.append(float(main.get_column(END).max()))  # type: ignore[arg-type]
+    t1 = max(ends, default=t0)
+    if main.height and t1 > t0:
+        width = time_bin_s(t1 - t0)
+        n = max(1, math.ceil((t1 - t0) / width))
+        edges += [x for i in range(n) for x in (t0 + i * width, t0 + (i + 1) * width)]
+    return edges
 
 
 def _report_of(run: FrameRun, n: Sequence[int] | None) -> Report:
@@ -440,8 +497,12 @@ def write_report(run_dir: str | os.PathLike[str], n: Sequence[int] | None = None
     from harness.report.html import write_html
     from harness.report.render import render_markdown
 
-    run = load_frame_run(run_dir)  # read once: the tables and the figures are drawn from the same frame
-    rep = _report_of(run, n)
+    run = load_report_run(run_dir)  # read once: the tables and the figures are drawn from the same frame
+    try:
+        rep = _report_of(run, n)
+    except CoarseChunkBins:  # a window the bins do not fit (a bug of report_chunk_edges): the chunk lists
+        run = load_frame_run(run_dir)
+        rep = _report_of(run, n)
     md = render_markdown(rep)
     root = Path(run_dir)
     for name, text in (("report.json", rep.to_json()), ("report.md", md)):

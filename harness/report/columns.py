@@ -42,7 +42,7 @@ records by value in its no-user-id first wave, counts them once in ``first_wave_
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -88,13 +88,13 @@ from harness.report.figures import (
 )
 from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
-from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, read_frame, record_files, torn_last_line
+from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, iter_chunk_frames, read_frame, record_files, torn_last_line
 from harness.report.interval import cycle_frame, renewal_reward
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, worker_losses
 from harness.report.rundata import PhaseEvent, PhaseStart, RunMeta, read_events
 from harness.report.steady import Window, close_window
-from harness.report.tokens import window_phase_tokens
+from harness.report.tokens import CHUNK_BINS_DTYPE, reduce_chunks, window_phase_tokens
 
 __all__ = [
     "REPORT_COLUMNS",
@@ -215,8 +215,17 @@ class FrameRun:
         return float(v) if v is not None else None  # type: ignore[arg-type]
 
 
-def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = None) -> FrameRun:
+def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = None,
+                   chunk_edges: Callable[[FrameRun], Sequence[float]] | None = None) -> FrameRun:
     """Read a run directory: ``run.json``, its records (only :data:`REPORT_COLUMNS`) and phases.
+
+    With ``chunk_edges``, a two-pass read whose memory does not grow with the chunk times kept: pass 1 reads every
+    column but ``chunk_times`` / ``chunk_tokens`` (and the phases); ``chunk_edges(run)`` then gives the time bin
+    edges (epoch s) of every window the caller will ask tokens of; pass 2 streams the chunk lists
+    (:func:`harness.report.frame.iter_chunk_frames`) and reduces each batch to its records' per-bin sums
+    (:func:`harness.report.tokens.reduce_chunks`), so the frame holds :data:`harness.report.tokens.CHUNK_BIN_COLUMNS`
+    instead of the lists. The tokens placed in a window of whole bins are those placed from the lists; a window
+    cutting a bin raises :class:`harness.report.tokens.CoarseChunkBins` (read again without ``chunk_edges``).
 
     Raises:
         NoRecordsError: the directory or its records.jsonl does not exist (the message names the path).
@@ -238,7 +247,8 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
                "them finish" if meta.stop_cause == "sigterm" else "raise steps.drain_timeout or --stop-timeout")
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
                         f"ended unfinished and are not in the records ({fix}).")
-    frame = prepare(read_frame(root, REPORT_COLUMNS, chunk_bytes or DEFAULT_CHUNK_BYTES))
+    columns = REPORT_COLUMNS if chunk_edges is None else tuple(c for c in REPORT_COLUMNS if c not in _CHUNK_LISTS)
+    frame = prepare(read_frame(root, columns, chunk_bytes or DEFAULT_CHUNK_BYTES))
     problems.extend(f"{f.name} ends in an incomplete line (the run was killed while writing it): that record "
                     "was skipped." for f in record_files(root) if torn_last_line(f))
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
@@ -249,7 +259,29 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
         if frame.height:
             problems.append(INFERRED_PHASES_NOTE)
     problems.extend(loss_note(x, run.phases) for x in losses)
+    if chunk_edges is not None:
+        run.frame = _with_reduced_chunks(run, list(chunk_edges(run)), chunk_bytes or DEFAULT_CHUNK_BYTES)
     return run
+
+
+#: The record fields a two-pass read (:func:`load_frame_run` with ``chunk_edges``) reduces instead of keeping.
+_CHUNK_LISTS = ("chunk_times", "chunk_tokens")
+
+
+def _with_reduced_chunks(run: FrameRun, edges: list[float], chunk_bytes: int) -> pl.DataFrame:
+    """``run.frame`` with the reduced chunk columns of pass 2 (:func:`load_frame_run`) added.
+
+    Raises:
+        ValueError: pass 2 read another number of records than pass 1 (the records file changed in between).
+    """
+    parts = [reduce_chunks(b, edges) for b in iter_chunk_frames(run.path, chunk_bytes)]
+    reduced = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(
+        schema={"chunk_bins": CHUNK_BINS_DTYPE, "chunk_n": pl.Int64(), "chunk_n_r": pl.Int64(),
+                "chunk_shown": pl.Int64(), "chunk_usage": pl.Boolean()})
+    if reduced.height != run.frame.height:
+        raise ValueError(f"{run.path}: the records changed while they were read ({run.frame.height} records, then "
+                         f"{reduced.height} with their chunk times)")
+    return run.frame.hstack(reduced)
 
 
 # ---------------------------------------------------------------------------------------------- windows

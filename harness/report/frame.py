@@ -97,6 +97,7 @@ from harness.report.parts import parts_dir, valid_chain, write_part
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S, READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
 __all__ = [
+    "CHUNK_COLUMNS",
     "DEFAULT_CHUNK_BYTES",
     "DEFAULT_COLUMNS",
     "HIST_DTYPE",
@@ -106,6 +107,7 @@ __all__ = [
     "RECORD_SCHEMA",
     "ROW",
     "SIDECAR_KEY",
+    "iter_chunk_frames",
     "iter_frames",
     "read_frame",
     "read_json_range",
@@ -223,6 +225,9 @@ SIDECAR_KEY: str = hashlib.sha256(repr((3, REQUIRED_RECORD_FIELDS, CHUNK_ANCHORS
                                         sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
                                         sorted((k, repr(v)) for k, v in NULL_READS_AS.items()),
                                         sorted(READABLE_SCHEMAS))).encode()).hexdigest()[:16]
+#: Rows per row group of a sidecar: a slice of it (the second pass of a two-pass read, :func:`iter_chunk_frames`)
+#: decodes only the row groups it overlaps.
+_SIDECAR_ROW_GROUP = 20_000
 #: Key of the sidecar's Parquet metadata entry: JSON ``{"key", "source_bytes", "source_mtime_ns", "source_ctime_ns",
 #: "source_inode"}``.
 _SIDECAR_META = "llmload_sidecar"
@@ -515,7 +520,8 @@ def _write_sidecar(path: Path, df: pl.DataFrame, stamp: dict[str, Any]) -> None:
     try:
         if _stamp(path) != stamp:
             return  # appended to while it was read
-        df.write_parquet(tmp, compression="zstd", metadata={_SIDECAR_META: json.dumps(stamp)})
+        df.write_parquet(tmp, compression="zstd", metadata={_SIDECAR_META: json.dumps(stamp)},
+                         row_group_size=_SIDECAR_ROW_GROUP)
         os.replace(tmp, side)
     except (OSError, pl.exceptions.PolarsError):
         tmp.unlink(missing_ok=True)  # a cache: a run directory we cannot write to is read from its JSON
@@ -547,6 +553,24 @@ def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
                 df = _as_read(e.df, path, keep, checked=True)
             if df.height:
                 yield df
+
+
+def _json_pieces(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
+                 pool: ThreadPoolExecutor, start: int, end: int) -> Iterator[tuple[int, int, pl.DataFrame]]:
+    """``(start, end, records)`` of each piece of bytes ``[start, end)`` of ``path`` (whole lines, about
+    ``chunk_bytes`` each, consecutive: a piece's end is the next one's start), parsed as :func:`_json_frames` parses
+    them (a piece may hold no record)."""
+    with open(path, "rb") as f:
+        for at, text, _last in _pieces(f, chunk_bytes, start, end):
+            try:
+                try:
+                    df = _parse_as_read(text, schema, path, keep)
+                except pl.exceptions.PolarsError:
+                    df = _as_read(_parse_careful(path, at, text, False, schema), path, keep)
+            except _MaybeNotARecord as e:
+                _check_records(path, at, text, e.rows)
+                df = _as_read(e.df, path, keep, checked=True)
+            yield at, at + len(text), df
 
 
 def _parse_schema(asked: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
@@ -721,12 +745,16 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
     size = path.stat().st_size
     if size > at:
         if write_tail and _ends_with_newline(path, size):  # parts hold every asked column: PART_COLUMNS do
+            # the tail as parts of about chunk_bytes each, written as parsed: one piece's chunk lists held at a time
             wide = _schema(PART_COLUMNS)
-            got = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at, size))
-            tail = pl.concat(got, rechunk=False) if got else pl.DataFrame(schema=wide).select(_order(wide))
-            if path.stat().st_size == size and write_part(path, tail, at, size, SIDECAR_KEY):  # not appended to
+            sealed = True
+            for p_at, p_end, piece in _json_pieces(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at,
+                                                    size):
+                if sealed and not (path.stat().st_size == size and write_part(path, piece, p_at, p_end, SIDECAR_KEY)):
+                    sealed = False  # appended to, or not writable: the rest is read, not written
+                frames.append(piece.select(keep))
+            if sealed:
                 _write_seal(path)
-            frames.append(tail.select(keep))
         else:
             frames.extend(_json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at))
     elif write_tail and seal is None:
@@ -777,7 +805,8 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
         return pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=asked)
     stamp = _stamp(path)
     try:
-        had = [c for c in pl.scan_parquet(sidecar_path(path)).collect_schema() if c in RECORD_SCHEMA]
+        had = [c for c in pl.scan_parquet(sidecar_path(path)).collect_schema() if c in RECORD_SCHEMA
+               and (c in asked or c not in ("chunk_times", "chunk_tokens"))]  # a two-pass read: not the lists
     except (OSError, pl.exceptions.PolarsError):
         had = []
     wide = {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in had}, **asked}
@@ -786,3 +815,67 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
     del parts
     _write_sidecar(path, whole, stamp)
     return whole.select(_order(asked))
+
+
+#: The columns :func:`iter_chunk_frames` yields: what :func:`harness.report.tokens.reduce_chunks` reads.
+CHUNK_COLUMNS: tuple[str, ...] = ("start_wall", "ttfat", "chunk_times", "chunk_tokens")
+
+
+def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                      batch_rows: int = 20_000) -> Iterator[pl.DataFrame]:
+    """The :data:`CHUNK_COLUMNS` of every record of a run directory, in :func:`read_frame`'s row order, as
+    consecutive frames (no :data:`ROW`): the second pass of a two-pass read, whose first (:func:`read_frame` without
+    the chunk lists) has already validated the records and written any sidecar or last part.
+
+    Per records file, from the first source that holds the columns: its valid sidecar (``batch_rows`` rows at a
+    time), its valid Parquet parts (one part at a time, in slices of ``batch_rows``, then the JSON after the last
+    part), else its JSON (about ``chunk_bytes`` of text at a time).
+    The chunk lists of the whole run are never held at once.
+
+    Raises:
+        ValueError, OSError: as :func:`read_frame`.
+    """
+    asked = _schema(CHUNK_COLUMNS)
+    keep = _order(asked)
+    with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
+        for path in record_files(run_dir):
+            yield from _chunk_frames_of(path, asked, keep, chunk_bytes, batch_rows, pool)
+
+
+def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str], chunk_bytes: int, batch_rows: int,
+                     pool: ThreadPoolExecutor) -> Iterator[pl.DataFrame]:
+    """:func:`iter_chunk_frames` of one records file."""
+    side = sidecar_path(path)
+    if _sidecar_has(path, asked):
+        n = pl.scan_parquet(side).select(pl.len()).collect().item()
+        for at in range(0, n, batch_rows):
+            yield pl.scan_parquet(side).slice(at, batch_rows).select(keep).collect()
+        return
+    seal = _read_seal(path)
+    chain = [] if seal is not None and seal != _stamp(path) else valid_chain(path, SIDECAR_KEY, asked)
+    at = 0
+    for part in chain:
+        try:
+            df = pl.read_parquet(part.path, columns=keep)
+        except (OSError, pl.exceptions.PolarsError) as e:  # after the first pass read it: a part removed meanwhile
+            raise OSError(f"{part.path}: Parquet part unreadable in the second pass ({e})") from e
+        for first in range(0, df.height, batch_rows):  # zero-copy slices: a large part is reduced a batch at a time
+            yield df.slice(first, batch_rows)
+        del df
+        at = part.end
+    yield from _json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at)
+
+
+def _sidecar_has(path: Path, schema: dict[str, pl.DataType]) -> bool:
+    """``path``'s sidecar is valid (:func:`_read_sidecar`'s tests) and holds the ``schema`` columns."""
+    side = sidecar_path(path)
+    try:
+        if side.stat().st_mtime_ns < path.stat().st_mtime_ns:
+            return False
+        meta = pl.read_parquet_metadata(side).get(_SIDECAR_META)
+        if meta is None or json.loads(meta) != _stamp(path):
+            return False
+        have = pl.scan_parquet(side).collect_schema()
+        return all(c in have and have[c] == dt for c, dt in schema.items())
+    except (OSError, ValueError, pl.exceptions.PolarsError):
+        return False

@@ -31,7 +31,7 @@ from harness.report.exprs import pctl
 from harness.report.load import Phase
 from harness.report.model import StepRow
 from harness.report.steady import Window
-from harness.report.tokens import tokens_in_windows
+from harness.report.tokens import CHUNK_BIN_COLUMNS, is_reduced, tokens_in_windows
 
 __all__ = ["SERIES_COLUMNS", "main_frame", "output_tokens_binned", "row_latency_sample", "row_sample", "time_bin_s",
            "ttft_by_start_bin"]
@@ -47,6 +47,8 @@ def main_frame(run: FrameRun, columns: tuple[str, ...] | None = SERIES_COLUMNS) 
     """The run's non-warm-up records (phase ``warmup`` or step < 0 dropped, as every figure does), record order:
     the ``columns`` (default :data:`SERIES_COLUMNS`; None: every column of ``run.frame``)."""
     main = run.frame.lazy().filter(~pl.col(_WARMUP))
+    if columns is not None and is_reduced(run.frame):  # a two-pass read: the reduced chunk lists instead
+        columns = (*(c for c in columns if c not in ("chunk_times", "chunk_tokens")), *CHUNK_BIN_COLUMNS)
     return (main if columns is None else main.select(columns)).collect()  # only the columns are filtered
 
 

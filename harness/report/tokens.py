@@ -18,10 +18,15 @@ import polars as pl
 from harness.report.exprs import END, OK, START, flag
 
 __all__ = [
+    "CHUNK_BINS_DTYPE",
+    "CHUNK_BIN_COLUMNS",
     "WINDOW_INDEX",
+    "CoarseChunkBins",
     "has_chunk_times",
+    "is_reduced",
     "overlap",
     "phase_tokens_in_windows",
+    "reduce_chunks",
     "token_spread_start",
     "tokens_in_windows",
     "window_of",
@@ -52,10 +57,18 @@ def token_spread_start() -> pl.Expr:
         .otherwise(pl.col(START))
 
 
-def has_chunk_times() -> pl.Expr:
-    """The record carries chunk arrival times (a non-empty ``chunk_times``), as ``bool(r.chunk_times)``."""
+def has_chunk_times(reduced: bool = False) -> pl.Expr:
+    """The record carries chunk arrival times (a non-empty ``chunk_times``), as ``bool(r.chunk_times)``;
+    ``reduced``: of a frame whose chunk lists were reduced (:func:`reduce_chunks`: ``chunk_n > 0``)."""
+    if reduced:
+        return (pl.col("chunk_n") > 0).fill_null(False)
     ct = pl.col("chunk_times")
     return (ct.is_not_null() & (ct.list.len() > 0)).fill_null(False)
+
+
+def is_reduced(frame: pl.DataFrame) -> bool:
+    """``frame`` holds reduced chunk lists (:data:`CHUNK_BIN_COLUMNS`) instead of ``chunk_times``."""
+    return "chunk_times" not in frame.columns and "chunk_n" in frame.columns
 
 
 def _counted() -> pl.Expr:
@@ -163,7 +176,7 @@ def _chunk_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
     ``output_tokens / shown``. Otherwise the record's reasoning tokens (:func:`_phase_counts`) split evenly over
     its reasoning chunks and its answer tokens over its answer chunks (a phase without chunks: over all chunks).
     """
-    ct, toks, ttfat = pl.col("chunk_times"), pl.col("chunk_tokens"), pl.col("ttfat")
+    ct, toks = pl.col("chunk_times"), pl.col("chunk_tokens")
     usage = (toks.is_not_null() & (toks.list.len() == ct.list.len()) & (toks.list.sum() > 0)).fill_null(False)
     reasoning, answer = _phase_counts()
     rows = recs.select(
@@ -172,23 +185,49 @@ def _chunk_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
         # without usable per-chunk usage: zeros as long as the chunks (so both lists explode together; unused)
         pl.when(usage).then(toks).otherwise(ct.list.eval(pl.element().cast(pl.Int64) * 0)).alias("chunk_tokens"),
     )
-    chunks = rows.select(_R, START, "ttfat", "chunk_times", "chunk_tokens").explode(["chunk_times", "chunk_tokens"])
-    chunks = chunks.with_columns((ttfat.is_null() | (ct < ttfat)).fill_null(True).alias("_is_r"))
+    chunks = _chunk_rows(rows.select(_R, START, "ttfat", "chunk_times", "chunk_tokens"))
     n_r = chunks.group_by(_R).agg(pl.col("_is_r").sum().cast(pl.Int64).alias("_n_r"))
-    rows = rows.join(n_r, on=_R, how="left").with_columns(pl.col("_n_r").fill_null(0))
+    rows = rows.join(n_r, on=_R, how="left").with_columns(
+        pl.col("_n_r").fill_null(0), ct.list.len().cast(pl.Int64).alias("_n"),
+        toks.list.sum().cast(pl.Int64).alias("_shown")).drop("chunk_times", "chunk_tokens", "ttfat")
     start = pl.col(START)
     inside = window_of(chunks, start + ct, ct, start, windows)
-    is_r = pl.col("_is_r")
-    per_chunk = inside.group_by(_R, _W).agg(
-        pl.len().alias("_n_in"), is_r.sum().alias("_n_in_r"),
-        toks.filter(is_r).sum().alias("_t_in_r"), toks.filter(~is_r).sum().alias("_t_in_a"))
+    per_chunk = _in_window_sums(inside, _W)
+    return _finish_pairs(rows, per_chunk, windows)
+
+
+def _chunk_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per chunk of ``rows`` (:data:`_R`, START, ``ttfat``, ``chunk_times``, ``chunk_tokens`` as lists of
+    equal lengths): its arrival ``chunk_times`` (s from the start), tokens ``chunk_tokens`` and ``_is_r`` (a
+    reasoning chunk: it arrived before ``ttfat``, or the record has no TTFAT)."""
+    chunks = rows.explode(["chunk_times", "chunk_tokens"])
+    ct, ttfat = pl.col("chunk_times"), pl.col("ttfat")
+    return chunks.with_columns((ttfat.is_null() | (ct < ttfat)).fill_null(True).alias("_is_r"))
+
+
+def _in_window_sums(inside: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Per (record, ``by``) of chunk rows (:func:`_chunk_rows`): chunks ``_n_in``, reasoning chunks ``_n_in_r``,
+    tokens of reasoning ``_t_in_r`` and answer ``_t_in_a`` chunks (Int64, counts and tokens)."""
+    is_r, toks = pl.col("_is_r"), pl.col("chunk_tokens")
+    return inside.group_by(_R, by).agg(
+        pl.len().cast(pl.Int64).alias("_n_in"), is_r.sum().cast(pl.Int64).alias("_n_in_r"),
+        toks.filter(is_r).sum().cast(pl.Int64).alias("_t_in_r"),
+        toks.filter(~is_r).sum().cast(pl.Int64).alias("_t_in_a"))
+
+
+def _finish_pairs(rows: pl.DataFrame, per_chunk: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
+    """(window, reasoning, answer) tokens from the per-record scalars ``rows`` (:data:`_R`, START, END,
+    ``output_tokens``, ``_usage``, ``_rt``, ``_at``, chunks ``_n``, reasoning chunks ``_n_r``, usage tokens
+    ``_shown``) and the per (record, window) sums ``per_chunk`` (:func:`_in_window_sums`): the rule of
+    :func:`_chunk_pairs`, whether the sums came from the chunk lists or from their reduced form
+    (:func:`reduce_chunks`)."""
     ends = window_of(rows.select(_R, END), pl.col(END), pl.col(END), pl.lit(0.0), windows)
     per = (per_chunk.join(ends.select(_R, _W, pl.lit(True).alias("_ends")), on=[_R, _W], how="full", coalesce=True)
-           .join(rows.drop("ttfat"), on=_R).join(_bounds_frame(windows), on=_W).filter(_pair_reach()))
+           .join(rows, on=_R).join(_bounds_frame(windows), on=_W).filter(_pair_reach()))
     out = pl.col("output_tokens").cast(pl.Float64)
-    shown = toks.list.sum().cast(pl.Float64)
+    shown = pl.col("_shown").cast(pl.Float64)
     rest = out - shown
-    n = ct.list.len().cast(pl.Float64)
+    n = pl.col("_n").cast(pl.Float64)
     n_r_all = pl.col("_n_r").cast(pl.Float64)
     n_a_all = n - n_r_all
     n_in = pl.col("_n_in").fill_null(0).cast(pl.Float64)
@@ -203,6 +242,121 @@ def _chunk_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
     r_value = pl.when(~usage_on).then(even_r).when(rest >= 0).then(t_in_r).otherwise(t_in_r * out / shown)
     a_value = pl.when(~usage_on).then(even_a).when(rest >= 0).then(t_in_a + at_end).otherwise(t_in_a * out / shown)
     return per.select(_W, r_value.alias("_reasoning"), a_value.alias("_answer"))
+
+
+# ------------------------------------------------------------------------------ reduced chunk lists (two-pass read)
+
+#: The columns :func:`reduce_chunks` puts in place of ``chunk_times`` / ``chunk_tokens``: ``chunk_bins``
+#: (List(Struct): per time bin ``[b0, b1)`` (epoch s) that holds chunks of the record, its chunks ``n``, reasoning
+#: chunks ``n_r`` and usage tokens of its reasoning ``t_r`` and answer ``t_a`` chunks), ``chunk_n`` (chunks),
+#: ``chunk_n_r`` (reasoning chunks), ``chunk_shown`` (tokens of the per-chunk usage, 0 without usable usage) and
+#: ``chunk_usage`` (the per-chunk usage is usable).
+CHUNK_BIN_COLUMNS: tuple[str, ...] = ("chunk_bins", "chunk_n", "chunk_n_r", "chunk_shown", "chunk_usage")
+#: Dtype of ``chunk_bins``.
+CHUNK_BINS_DTYPE = pl.List(pl.Struct({"b0": pl.Float64, "b1": pl.Float64, "n": pl.Int64, "n_r": pl.Int64,
+                                      "t_r": pl.Int64, "t_a": pl.Int64}))
+
+
+class CoarseChunkBins(ValueError):
+    """A window asked of records whose chunk lists were reduced (:func:`reduce_chunks`) cuts one of their time
+    bins: its tokens cannot be placed exactly from the reduced form (read the run with its chunk lists)."""
+
+
+def reduce_chunks(batch: pl.DataFrame, edges: Sequence[float]) -> pl.DataFrame:
+    """The chunk lists of ``batch`` reduced to per-bin sums (:data:`CHUNK_BIN_COLUMNS`, one row per row of
+    ``batch``, same order), exact for every window whose bounds are in ``edges``.
+
+    Args:
+        batch: records with ``start_wall`` (epoch s, null read as 0 as :func:`harness.report.columns.prepare`
+            does), ``ttfat`` (s), ``chunk_times`` (List(Float64), s from the request start) and ``chunk_tokens``
+            (List(Int64), tokens).
+        edges: time bin edges (epoch s, finite); bins are ``(-inf, e0)``, ``[e0, e1)``, ..., ``[e_last, inf)``.
+            A chunk is in ``[b0, b1)`` when ``b0 - start <= chunk_times[i] < b1 - start``, the test
+            :func:`_chunk_pairs` makes for a window, so a window made of whole bins gets exactly its chunks.
+    """
+    e = sorted(set(float(x) for x in edges))
+    if any(x != x or x in (float("inf"), float("-inf")) for x in e):
+        raise ValueError(f"chunk bin edges must be finite, got {edges!r}")
+    ct, toks = pl.col("chunk_times"), pl.col("chunk_tokens")
+    usage = (toks.is_not_null() & (toks.list.len() == ct.list.len()) & (toks.list.sum() > 0)).fill_null(False)
+    rows = batch.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias(_R), pl.col("start_wall").fill_null(0.0).alias(START), "ttfat",
+        ct, pl.when(usage).then(toks).otherwise(ct.list.eval(pl.element().cast(pl.Int64) * 0)).alias("chunk_tokens"),
+        usage.alias("chunk_usage"))
+    scal = rows.select(_R, ct.list.len().fill_null(0).cast(pl.Int64).alias("chunk_n"),
+                       pl.col("chunk_tokens").list.sum().fill_null(0).cast(pl.Int64).alias("chunk_shown"),
+                       "chunk_usage")
+    chunks = _chunk_rows(rows.select(_R, START, "ttfat", "chunk_times", "chunk_tokens")).drop_nulls("chunk_times")
+    grid = pl.Series("e", e, dtype=pl.Float64)
+    k = "_k"
+    if e:
+        start = pl.col(START)
+        approx = (start + ct)
+        idx = grid.search_sorted(chunks.select(approx).to_series(), side="right").cast(pl.Int64) - 1
+        chunks = chunks.with_columns(idx.alias(k))
+        lo = pl.col(k).clip(0, len(e) - 1).replace_strict(list(range(len(e))), e, return_dtype=pl.Float64)
+        hi = (pl.col(k) + 1).clip(0, len(e) - 1).replace_strict(list(range(len(e))), e, return_dtype=pl.Float64)
+        for _ in range(2):  # the exact test decides: start + t rounds, b - start <= t < b' - start does not
+            below = (pl.col(k) >= 0) & (ct < lo - start)
+            above = (pl.col(k) + 1 < len(e)) & (ct >= hi - start)
+            chunks = chunks.with_columns(pl.when(below).then(pl.col(k) - 1).when(above).then(pl.col(k) + 1)
+                                         .otherwise(pl.col(k)).alias(k))
+    else:
+        chunks = chunks.with_columns(pl.lit(-1, pl.Int64).alias(k))
+    sums = _in_window_sums(chunks, k)
+    ext = [float("-inf"), *e, float("inf")]
+    b0 = pl.col(k).add(1).replace_strict(list(range(len(ext))), ext, return_dtype=pl.Float64)
+    b1 = pl.col(k).add(2).replace_strict(list(range(len(ext))), ext, return_dtype=pl.Float64)
+    bins = (sums.sort(_R, k)
+            .select(_R, pl.struct(b0.alias("b0"), b1.alias("b1"), pl.col("_n_in").alias("n"),
+                                  pl.col("_n_in_r").alias("n_r"), pl.col("_t_in_r").alias("t_r"),
+                                  pl.col("_t_in_a").alias("t_a")).alias("chunk_bins"))
+            .group_by(_R).agg(pl.col("chunk_bins"),
+                              pl.col("chunk_bins").struct.field("n_r").sum().alias("chunk_n_r")))
+    out = scal.join(bins, on=_R, how="left", maintain_order="left")
+    return out.select(pl.col("chunk_bins").cast(CHUNK_BINS_DTYPE), pl.col("chunk_n"),
+                      pl.col("chunk_n_r").fill_null(0).cast(pl.Int64), "chunk_shown", "chunk_usage")
+
+
+def _bin_windows(pairs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
+    """The window index :data:`_W` of each distinct bin ``(b0, b1)`` of ``pairs`` lying inside one of ``windows``
+    (bins outside every window are left out).
+
+    Raises:
+        CoarseChunkBins: a window edge falls strictly inside a bin.
+    """
+    import bisect
+
+    edges = sorted({x for w in windows for x in w})
+    b0s, b1s, ws = [], [], []
+    for b0, b1 in pairs.iter_rows():
+        if bisect.bisect_right(edges, b0) < bisect.bisect_left(edges, b1):
+            raise CoarseChunkBins(f"a window edge cuts the chunk time bin [{b0!r}, {b1!r}) of records whose chunk "
+                                  "lists were reduced: read them with their chunk lists")
+        for i, (t0, t1) in enumerate(windows):
+            if t0 <= b0 and b1 <= t1:
+                b0s.append(b0)
+                b1s.append(b1)
+                ws.append(i)
+                break
+    return pl.DataFrame({"b0": b0s, "b1": b1s, _W: ws}, schema={"b0": pl.Float64, "b1": pl.Float64, _W: pl.Int64})
+
+
+def _bins_pairs(recs: pl.DataFrame, windows: Sequence[Window]) -> pl.DataFrame:
+    """:func:`_chunk_pairs` over records whose chunk lists were reduced (:func:`reduce_chunks`): the same rule,
+    from the bins' sums. Raises :class:`CoarseChunkBins` when a window cuts a bin."""
+    reasoning, answer = _phase_counts()
+    rows = recs.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias(_R), START, END, "output_tokens", "chunk_bins",
+        pl.col("chunk_usage").alias("_usage"), reasoning.alias("_rt"), answer.alias("_at"),
+        pl.col("chunk_n").alias("_n"), pl.col("chunk_n_r").alias("_n_r"), pl.col("chunk_shown").alias("_shown"))
+    bins = rows.select(_R, "chunk_bins").explode("chunk_bins").drop_nulls("chunk_bins").unnest("chunk_bins")
+    where = _bin_windows(bins.select("b0", "b1").unique(), windows)
+    inside = bins.join(where, on=["b0", "b1"])
+    per_chunk = inside.group_by(_R, _W).agg(
+        pl.col("n").sum().alias("_n_in"), pl.col("n_r").sum().alias("_n_in_r"),
+        pl.col("t_r").sum().alias("_t_in_r"), pl.col("t_a").sum().alias("_t_in_a"))
+    return _finish_pairs(rows.drop("chunk_bins"), per_chunk, windows)
 
 
 #: Chunks placed at a time by :func:`phase_tokens_in_windows` (records with chunk times are taken in batches of
@@ -251,10 +405,15 @@ def phase_tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> li
     if not windows:
         return []
     lo, hi = min(w[0] for w in windows), max(w[1] for w in windows)
-    reach, chunked = _in_reach(lo, hi), has_chunk_times()
+    reduced = is_reduced(main)
+    reach, chunked = _in_reach(lo, hi), has_chunk_times(reduced)
     plain = [c for c in _TOKEN_COLUMNS if c not in ("chunk_times", "chunk_tokens")]
     parts = [_pro_rata_pairs(main.lazy().filter(reach & ~chunked).select(plain).collect(), windows)]
-    for batch in _chunk_batches(main):  # each record's pairs are its own: batches only bound the memory
+    if reduced:  # the chunk lists were reduced while reading (a few bins a record): one pass
+        sub = main.lazy().filter(reach & chunked).select(*plain, *CHUNK_BIN_COLUMNS).collect()
+        if sub.height:
+            parts.append(_bins_pairs(sub, windows))
+    for batch in ([] if reduced else _chunk_batches(main)):  # each record's pairs are its own: batches bound memory
         sub = batch.lazy().filter(reach & chunked).select(_TOKEN_COLUMNS).collect()
         if sub.height:
             parts.append(_chunk_pairs(sub, windows))
@@ -272,7 +431,7 @@ def tokens_in_windows(main: pl.DataFrame, windows: Sequence[Window]) -> list[flo
 def window_phase_tokens(main: pl.DataFrame, w0: float, w1: float) -> tuple[float, float, str]:
     """(reasoning, answer, basis) of :func:`window_tokens`: the window's output tokens by phase
     (:func:`phase_tokens_in_windows`; they sum to :func:`window_tokens`' total) and how they were placed."""
-    v = main.lazy().filter(_in_reach(w0, w1)).select(has_chunk_times().sum().alias("by_chunks"),
+    v = main.lazy().filter(_in_reach(w0, w1)).select(has_chunk_times(is_reduced(main)).sum().alias("by_chunks"),
                                                      pl.len().alias("n")).collect().row(0, named=True)
     by_chunks = int(v["by_chunks"] or 0)
     by_rate = int(v["n"]) - by_chunks
