@@ -113,6 +113,23 @@ def steps_note(profile: Profile) -> str:
     return ""
 
 
+def source_notes(profile: Profile) -> dict[str, str]:
+    """The placeholders of the Prompt mix and Max tokens fields when the prompts come from a ``dataset:`` or a
+    ``synthetic:`` section ({} for ``prompts:``): the form then shows those fields empty (there are no prompt ids
+    to weigh), and the note says where the prompts and their max_tokens come from."""
+    default = profile.request.max_tokens
+    if profile.dataset is not None:
+        d = profile.dataset
+        draw = f"{d.sampling}, {'with' if d.replacement else 'without'} replacement"
+        return {"prompt_mix": f"the dataset's rows: {Path(d.path).name} ({draw}; dataset: in the profile)",
+                "max_tokens": f"each row's {d.max_tokens_column}, else {default} (request.max_tokens)"}
+    if profile.synthetic is not None:
+        drawn = profile.synthetic.max_tokens is not None
+        mt = "drawn per request (synthetic.max_tokens)" if drawn else f"{default} (request.max_tokens)"
+        return {"prompt_mix": "synthetic prompts (synthetic: in the profile)", "max_tokens": mt}
+    return {}
+
+
 def form_defaults(profile: Profile, profile_path: Path) -> dict[str, str]:
     """What the form shows for ``profile`` (dest -> text): its picker entry (its stem, or its path when the file
     is not in ``profiles/``), mode "sweep", and its knobs in the fields' formats (Steps empty when the profile's

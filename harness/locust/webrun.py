@@ -58,7 +58,16 @@ from harness.locust.end import (
     stop_for_quit,
     write_report_child,
 )
-from harness.locust.form import KNOBS, MODES, Knobs, apply_knobs, form_defaults, set_form_defaults, steps_note
+from harness.locust.form import (
+    KNOBS,
+    MODES,
+    Knobs,
+    apply_knobs,
+    form_defaults,
+    set_form_defaults,
+    source_notes,
+    steps_note,
+)
 from harness.locust.setup import SimHolder, Target, open_run, resolve_target
 from harness.profile_check import load_checked_profile
 from harness.records import redact_url
@@ -509,13 +518,15 @@ def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
     def _form_json() -> Response:
         """The values the start form shows for a profile (``?web_profile=NAME&profile=PATH``, as the form sends
         them): ``{"profile": path, "values": {dest: text}, "placeholders": {dest: note}}`` (the note of an empty
-        Steps field: :func:`harness.locust.form.steps_note`), or ``{"error": one line}`` (status 400)."""
+        Steps field: :func:`harness.locust.form.steps_note`; of empty Prompt mix and Max tokens fields:
+        :func:`harness.locust.form.source_notes`), or ``{"error": one line}`` (status 400)."""
         try:
             path, profile, shown, _ = form_values(launch, request.args)
         except ProfileError as e:
             return make_response(jsonify({"error": "llmload: " + str(e).replace("\n", "; ")}), 400)
         values = {k: v for k, v in shown.items() if k not in ("mode", "web_profile")}
-        return jsonify({"profile": str(path), "values": values, "placeholders": {"steps": steps_note(profile)}})
+        return jsonify({"profile": str(path), "values": values, "placeholders": {"steps": steps_note(profile),
+                                                                              **source_notes(profile)}})
 
     app.add_url_rule(base + FORM_PATH, "llmload_form_json", _form_json, methods=["GET"])
 

@@ -255,6 +255,26 @@ def test_the_form_json_route_answers_a_profiles_values_or_one_line(tmp_path: Pat
     assert r.status_code == 400 and r.json["error"].startswith("llmload: ") and "nope.yaml" in r.json["error"]
 
 
+def test_the_form_json_route_says_where_a_dataset_profiles_prompts_come_from(tmp_path: Path) -> None:
+    """synthetic-data takes its prompts from a dataset: the Prompt mix and Max tokens fields are empty (no prompt
+    ids to weigh) and their placeholders name the file and the max_tokens rule instead of a blank field."""
+    from flask import Flask
+
+    from harness.config import PROFILES_DIR
+
+    launch, opts = _web_launch(tmp_path)
+    web_ui = SimpleNamespace(app=Flask(__name__))
+    install(web_ui, _env(opts), Run(), launch)
+    r = web_ui.app.test_client().get(FORM_PATH, query_string={"profile": str(PROFILES_DIR / "synthetic-data.yaml")})
+    assert r.status_code == 200 and r.json["values"]["prompt_mix"] == "" and r.json["values"]["max_tokens"] == ""
+    notes = r.json["placeholders"]
+    assert notes["prompt_mix"] == ("the dataset's rows: seed-prompts.jsonl (weighted, without replacement; dataset: "
+                                   "in the profile)")
+    assert notes["max_tokens"] == "each row's max_tokens, else 1024 (request.max_tokens)"
+    r = web_ui.app.test_client().get(FORM_PATH, query_string={"profile": str(_other(tmp_path))})
+    assert set(r.json["placeholders"]) == {"steps"}  # a prompts: profile: its ids fill the fields
+
+
 def test_a_start_whose_fields_show_another_profile_is_refused(tmp_path: Path) -> None:
     """The form's script sends which profile the fields show (``llmload_shown``): values filled for the launch
     profile are not run under another picked profile; matching, the start goes on and the marker is not in run.json."""

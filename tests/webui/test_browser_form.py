@@ -5,7 +5,8 @@ picked in turn and the form's profile fields must show that profile's resolved v
 (:func:`harness.locust.form.form_defaults` of the checked profile); sweep mode hides Number of users and Ramp up,
 fixed mode shows them; a cleared prompt mix, zero users and an Output Dir that is a file are refused in one line;
 then one short run of ``thinking-sweep`` with two fields changed (steps, step duration) and an Output Dir is
-started, and its ``run.json`` must hold the picked profile with exactly those two knobs, under that directory.
+started, and its ``run.json`` must hold the picked profile with exactly those two knobs, under that directory;
+after Stop the LLM view's headline strip and per-step table must equal the ``report.json`` the run wrote.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Any
 import pytest
 
 from harness.config import PROFILES_DIR
-from harness.locust.form import KNOBS, form_defaults, profile_choices, steps_note
+from harness.locust.form import KNOBS, form_defaults, profile_choices, source_notes, steps_note
 from harness.profile_check import load_checked_profile
+from harness.report.model import load_report
 from tests.procs import free_port
 from tests.webui.browser import CHROMIUM_ARGS, get_json, locust, require_browser, set_form_field, wait_until
+from tests.webui.test_browser import check_dashboard
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -92,6 +95,12 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
             seen[name] = _shown(page)
             placeholder = page.locator('form [name="steps"]').first.get_attribute("placeholder") or ""
             assert placeholder == steps_note(load_checked_profile(PROFILES_DIR / f"{name}.yaml")), (name, placeholder)
+            notes = source_notes(load_checked_profile(PROFILES_DIR / f"{name}.yaml"))
+            for dest in ("prompt_mix", "max_tokens"):  # a dataset's fields: empty, saying where the prompts come from
+                got = page.locator(f'form [name="{_name(dest)}"]').first.get_attribute("placeholder") or ""
+                assert got == notes.get(dest, ""), (name, dest, got)
+            if name == "synthetic-data":
+                assert notes["prompt_mix"].startswith("the dataset's rows: seed-prompts.jsonl")
             if name == "slo-search":
                 assert placeholder.startswith("the SLO search picks the steps") and seen[name]["steps"] == ""
         # a typed Profile path that does not load: its one line in the banner, cleared once a profile loads again
@@ -135,9 +144,17 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
                               "the run directory under the Output Dir")
         run_dir = run_json.parent
         meta = json.loads((run_dir / "run.json").read_text())
+        view = browser.new_page(viewport={"width": 1366, "height": 768})
+        view.goto(base + "/llm/")
+        wait_until(lambda: view.locator('#step-rows tr[data-step]').count(), 60, "the first step's row")
         page.get_by_role("button", name="Stop").first.click()
         wait_until(lambda: json.loads((run_dir / "run.json").read_text()).get("status") != "running", 120,
                    "the run closed after Stop", every=0.5)
+        # the dashboard after Stop: its headline strip and per-step table = the report the run wrote
+        wait_until(lambda: (run_dir / "report.json").exists(), 60, "report.json")
+        wait_until(lambda: view.locator('#headline .card[data-key="status"] .v').text_content()
+                   == load_report(run_dir / "report.json").status, 30, "the headline's final status")
+        head = check_dashboard(view, run_dir, details=None)
         browser.close()
     ts = load_checked_profile(PROFILES_DIR / "thinking-sweep.yaml")
     assert meta["profile_path"].endswith("thinking-sweep.yaml")
@@ -147,4 +164,4 @@ def test_the_form_shows_the_picked_profile_and_runs_it(tmp_path: Path) -> None:
     assert meta["profile"]["axes"] == ts.public_dict()["axes"] and meta["profile"]["name"] == "thinking-sweep"
     assert meta["form"]["output_dir"] == str(out) and meta["mode"] == "sweep"
     assert "Traceback" not in log.read_text()
-    print("form per profile:", json.dumps(seen))
+    print("form per profile:", json.dumps(seen), "dashboard after Stop:", json.dumps(head))
