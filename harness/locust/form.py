@@ -286,6 +286,14 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
                     raise ProfileError(f"max_tokens: no prompt {pid.strip()!r} (prompts: {', '.join(sorted(ids))})")
                 if n.strip():
                     per[pid.strip()] = _positive_int(n.strip(), f"max_tokens of {pid.strip()}")
+                    continue
+                # "id=" is how the form shows a prompt with no max_tokens at all; for one that has a value it
+                # would silently run that value
+                has = next((p.get("max_tokens") for p in d["prompts"] if str(p.get("id")) == pid.strip()), None)
+                has = has if has is not None else (d.get("request") or {}).get("max_tokens")
+                if has is not None:
+                    raise ProfileError(f"max_tokens of {pid.strip()}: empty (the profile's value is {has}): give a "
+                                       f"number, or leave {pid.strip()}= out to keep the profile's value")
             for p in d["prompts"]:
                 if str(p.get("id")) in per:
                     p["max_tokens"] = per[str(p.get("id"))]

@@ -67,6 +67,7 @@ def test_apply_knobs_changes_only_what_is_given(tmp_path: Path) -> None:
         (Knobs(max_tokens="lots"), "max_tokens: 'lots' is not an integer"),
         (Knobs(max_tokens="-3"), "max_tokens: -3 must be > 0"),
         (Knobs(max_tokens="zzz=3"), "max_tokens: no prompt 'zzz'"),
+        (Knobs(max_tokens="quantum=,quicksort=5"), "max_tokens of quantum: empty (the profile's value is 1024)"),
         (Knobs(thinking="maybe"), "thinking: 'maybe'"),
         (Knobs(steps="8,x"), "steps: 'x' is not an integer"),
         (Knobs(steps=" , "), "steps: no concurrency"),
@@ -81,6 +82,18 @@ def test_bad_knobs_raise_one_line_profile_errors(knobs: Knobs, message: str) -> 
     with pytest.raises(ProfileError) as ei:
         apply_knobs(load_profile(DEMO), knobs)
     assert message in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_an_empty_per_prompt_max_tokens_is_the_forms_way_of_saying_none(tmp_path: Path) -> None:
+    """``id=`` is what the form shows for a prompt with no max_tokens anywhere: sending it back runs it unchanged
+    (refused only where the profile has a value it would silently run, above)."""
+    f = tmp_path / "p.yaml"
+    f.write_text("name: p\ntarget: {base_url: 'http://127.0.0.1:9/v1', model: m}\n"
+                 "prompts: [{id: a, text: hey, max_tokens: 32}, {id: b, text: ho}]\n")
+    prof = load_profile(f)
+    shown = form_defaults(prof, f)["max_tokens"]
+    assert shown == "a=32,b=", shown
+    assert apply_knobs(prof, Knobs(max_tokens=shown)) == prof
 
 
 def test_a_field_left_as_shown_is_not_applied() -> None:
