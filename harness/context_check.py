@@ -35,18 +35,27 @@ def max_model_len(entries: Sequence[dict[str, Any]], model: str) -> int | None:
     return None
 
 
-def context_problems(profile: Profile, path: str | Path, limit: int) -> list[str]:
-    """One line per max_tokens setting of ``profile`` (read from ``path``) at or above the server's context length
-    ``limit`` (tokens): ``<path>: <key>: max_tokens N >= the server's max_model_len L (GET /v1/models): ...``;
-    empty when none."""
+def context_problems(profile: Profile, path: str | Path, limit: int, given: str = "") -> list[str]:
+    """One line per max_tokens value of ``profile`` (read from ``path``) at or above the server's context length
+    ``limit`` (tokens): ``<source>: max_tokens N >= the server's max_model_len L (GET /v1/models): ...``; empty
+    when none. ``given`` is the ``--max-tokens`` option / the form's Max tokens field as typed ("" when not given):
+    the prompts' values then came from it, and the line names it instead of the profile file. Prompts sharing one
+    value and source make one line naming them all."""
     found: list[tuple[str, int]] = []
     if profile.request.max_tokens is not None:
-        found.append(("request.max_tokens", profile.request.max_tokens))
+        found.append((f"{path}: request.max_tokens", profile.request.max_tokens))
+    by_value: dict[int, list[str]] = {}
     for i, p in enumerate(profile.prompts or []):
-        if p.max_tokens is not None:
-            found.append((f"prompts[{i}].max_tokens (id {p.id})", p.max_tokens))
+        if p.max_tokens is not None and p.max_tokens >= limit:
+            by_value.setdefault(p.max_tokens, []).append(p.id if given else f"prompts[{i}].max_tokens (id {p.id})")
+    for v, names in by_value.items():
+        if given:
+            found.append((f"--max-tokens / the form's Max tokens {given!r} (prompt{'s' * (len(names) > 1)} "
+                          f"{', '.join(names)})", v))
+        else:
+            found.append((f"{path}: " + ", ".join(names), v))
     if profile.axes is not None and profile.axes.max_tokens:
-        found += [(f"axes.max_tokens[{i}]", v) for i, v in enumerate(profile.axes.max_tokens)]
-    return [f"{path}: {key}: max_tokens {v:,} >= the server's max_model_len {limit:,} (GET /v1/models): every "
+        found += [(f"{path}: axes.max_tokens[{i}]", v) for i, v in enumerate(profile.axes.max_tokens)]
+    return [f"{key}: max_tokens {v:,} >= the server's max_model_len {limit:,} (GET /v1/models): every "
             f"request with it will fail (HTTP 400, context length exceeded); set it below {limit:,} minus the "
             "prompt's tokens" for key, v in found if v >= limit]

@@ -23,3 +23,21 @@ def test_every_max_tokens_setting_at_or_above_the_limit_is_named(tmp_path: Path)
     assert [q.split(": max_tokens")[0] for q in probs] == [f"{p}: request.max_tokens",
                                                            f"{p}: prompts[1].max_tokens (id y)"]
     assert context_problems(load_profile(p), p, 5001) == []
+
+
+def test_values_from_the_max_tokens_knob_name_the_knob_once(tmp_path: Path) -> None:
+    """--max-tokens 9000 (or the form's Max tokens) set every prompt's value: one line naming the knob and the
+    prompts, not one line per prompt blaming the profile file."""
+    from harness.locust.form import Knobs, apply_knobs
+
+    p = tmp_path / "p.yaml"
+    p.write_text("name: t\nprompts: [{id: x, text: hi, max_tokens: 10}, {id: y, text: yo, max_tokens: 20}]\n")
+    prof = apply_knobs(load_profile(p), Knobs(max_tokens="9000"))
+    probs = context_problems(prof, p, 4096, given="9000")
+    assert len(probs) == 1 and str(p) not in probs[0], probs
+    assert probs[0].startswith("--max-tokens / the form's Max tokens '9000' (prompts x, y): max_tokens 9,000 >= "
+                               "the server's max_model_len 4,096"), probs
+    same = tmp_path / "q.yaml"  # the same value written in the file: one line naming both prompts in it
+    same.write_text("name: t\nprompts: [{id: x, text: hi, max_tokens: 9000}, {id: y, text: yo, max_tokens: 9000}]\n")
+    assert [q.split(": max_tokens")[0] for q in context_problems(load_profile(same), same, 4096)] == [
+        f"{same}: prompts[0].max_tokens (id x), prompts[1].max_tokens (id y)"]

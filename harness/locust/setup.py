@@ -175,16 +175,17 @@ def resolve_target(
     return Target(base_url, model, sim if own_sim else None, sim_meta if sim is not None else None)
 
 
-def _context_problems(profile: Profile, path: Path, target: Target) -> list[str]:
+def _context_problems(profile: Profile, path: Path, target: Target, given: str = "") -> list[str]:
     """:func:`harness.context_check.context_problems` against the target's ``max_model_len`` (``GET /v1/models``);
-    none when the server does not report one or the lookup fails (the run then finds out per request)."""
+    none when the server does not report one or the lookup fails (the run then finds out per request). ``given``:
+    the max_tokens knob as typed ("" when none), named as the source of the prompts' values."""
     probe = target_client(profile.target, target.base_url, Timeouts(connect=10.0))
     try:
         limit = max_model_len(probe.model_entries(), target.model)
     except (ClientError, ValueError) as e:
         log.debug("no max_model_len check: GET /v1/models: %s", redact_url(str(e)))
         return []
-    return context_problems(profile, path, limit) if limit is not None else []
+    return context_problems(profile, path, limit, given) if limit is not None else []
 
 
 def open_run(
@@ -214,8 +215,9 @@ def open_run(
         "prompt_source": ctx.prompt_source.describe(),
         **(extra_meta or {}),
     }
-    for problem in _context_problems(profile, path, target):  # said before any load; the run goes on (a mix may
-        log.warning("%s", problem)                             # hold a prompt meant to fail)
+    given = str(((extra_meta or {}).get("knobs") or {}).get("max_tokens") or "")
+    for problem in _context_problems(profile, path, target, given):  # said before any load; the run goes on
+        log.warning("%s", problem)  # (a mix may hold a prompt meant to fail)
     base = output_dir or profile.output.dir
     try:
         ctx.run_dir = RunDir.create(base, profile.name, meta, secrets=ctx.secrets)

@@ -15,10 +15,12 @@ from harness.locust.webrun import StartError, headless_launch, start_run
 from harness.runtime import RunContext
 
 
-def setup_master(profile_arg: str, host: str | None, role: str, output_dir: str | None = None) -> RunContext:
-    """A headless process's start (as ``init`` does it): :func:`start_run` with a headless launch; the original
-    error (the one a headless process prints) re-raised."""
-    opts = SimpleNamespace(output_dir=output_dir, stop_timeout=None)
+def setup_master(profile_arg: str, host: str | None, role: str, output_dir: str | None = None,
+                 **knobs: str) -> RunContext:
+    """A headless process's start (as ``init`` does it): :func:`start_run` with a headless launch and ``knobs``
+    as command-line options (``max_tokens="9000"`` for ``--max-tokens 9000``); the original error (the one a
+    headless process prints) re-raised."""
+    opts = SimpleNamespace(output_dir=output_dir, stop_timeout=None, **knobs)
     launch = headless_launch(opts, host, role, profile_arg, SimHolder())
     env = SimpleNamespace(host=host, parsed_options=opts, stop_timeout=None)
     try:
@@ -103,11 +105,12 @@ def test_an_unwritable_output_dir_is_a_clear_error(tmp_path: Path) -> None:
         setup_master(str(prof), None, "local", str(blocker / "sub"))
 
 
-def _start_messages(prof: Path, caplog: pytest.LogCaptureFixture, level: str) -> list[str]:
-    """The 'llmload' log messages at ``level`` and above of a headless start of ``prof`` (its run directory closed)."""
+def _start_messages(prof: Path, caplog: pytest.LogCaptureFixture, level: str, **knobs: str) -> list[str]:
+    """The 'llmload' log messages at ``level`` and above of a headless start of ``prof`` with ``knobs`` (its run
+    directory closed)."""
     caplog.clear()
     with caplog.at_level(level, logger="llmload"):
-        ctx = setup_master(str(prof), None, "local")
+        ctx = setup_master(str(prof), None, "local", **knobs)
     assert ctx.run_dir is not None
     ctx.run_dir.close()
     return list(caplog.messages)
@@ -145,6 +148,11 @@ def test_max_tokens_at_or_above_the_servers_context_length_is_said_before_the_ru
     prof.write_text(prof.read_text().replace("40000", "30000"))
     messages = _start_messages(prof, caplog, "WARNING")
     assert not any("max_model_len" in m for m in messages)
+    # --max-tokens 50000 sets both prompts: one line naming the option, not two blaming the profile file
+    messages = [m for m in _start_messages(prof, caplog, "WARNING", max_tokens="50000") if "max_model_len" in m]
+    assert messages == ["--max-tokens / the form's Max tokens '50000' (prompts a, b): max_tokens 50,000 >= the "
+                        "server's max_model_len 32,768 (GET /v1/models): every request with it will fail (HTTP 400, "
+                        "context length exceeded); set it below 32,768 minus the prompt's tokens"], messages
 
 
 @pytest.mark.parametrize(("case", "status"), [("html404", 404), ("html200", 200)])
