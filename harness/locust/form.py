@@ -216,6 +216,10 @@ def _load_prompts_file(path: str, base: Path) -> list[Any]:
         data = data.get("prompts")
     if not isinstance(data, list) or not data:
         raise ProfileError(f"prompts file {path}: expected a non-empty list of prompts (or a 'prompts' key)")
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise ProfileError(f"prompts file {path}: item {i} is {type(item).__name__} {str(item)[:40]!r}: each "
+                               "prompt is a mapping with id and text, e.g. {id: q1, text: 'Explain ...'}")
     return data
 
 
@@ -323,5 +327,8 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
     try:
         return Profile.model_validate(d)
     except Exception as e:  # pydantic's ValidationError: one line per problem
-        lines = [str(x.get("msg", x)) for x in getattr(e, "errors", list)()] or [str(e)]
-        raise ProfileError("form values make the profile invalid: " + "; ".join(lines)) from None
+        lines = [".".join(str(p) for p in x.get("loc", ())) + ": " + str(x.get("msg", x))
+                 for x in getattr(e, "errors", list)()] or [str(e)]
+        who = (f"prompts file {knobs.prompts_file}" if knobs.prompts_file else
+               "the options / form fields " + ", ".join(knobs.as_dict()))
+        raise ProfileError(f"{who}: the profile they make is invalid: " + "; ".join(lines)) from None

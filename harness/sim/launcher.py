@@ -161,9 +161,15 @@ def launch(
     ``port=0`` lets the child pick a free port (reported in ``SimProcess.url``).  ``extra_args`` are
     appended to the command line (e.g. ``["--max-num-seqs", "8", "--api-key", "k"]``), then the words of
     ``$LLMLOAD_SIM_ARGS``.  ``timeout`` is in seconds.  Raises :class:`SimStartError` with the child's
-    stderr tail if it exits or stays silent.  The child exits by itself when this process dies (its stdin pipe closes).
+    stderr tail if it exits or stays silent, or naming ``LLMLOAD_SIM_ARGS`` when it is not shell-quoted words.
+    The child exits by itself when this process dies (its stdin pipe closes).
     """
-    extra = [*extra_args, *shlex.split(os.environ.get(ENV_EXTRA_ARGS, ""))]
+    try:
+        env_args = shlex.split(os.environ.get(ENV_EXTRA_ARGS, ""))
+    except ValueError as e:  # e.g. "No closing quotation"
+        raise SimStartError(f"{ENV_EXTRA_ARGS}={os.environ.get(ENV_EXTRA_ARGS, '')!r}: {e} (shell-quoted simulator "
+                            "options, e.g. \"--truth-log /tmp/truth.jsonl --fault-drop 0.05\")") from None
+    extra = [*extra_args, *env_args]
     args = build_command(host, port, preset, flavour, time_scale, seed, model, extra)
     env = dict(os.environ)
     root = _project_root()

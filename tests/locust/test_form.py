@@ -193,3 +193,23 @@ def test_steps_from_a_search_or_a_rate_sweep_show_empty_with_a_note() -> None:
     rate = load_profile(PROFILES_DIR / "rate-sweep.yaml")
     assert steps_note(rate) == "rate sweep: 1, 2, 4, 8 requests/s (rate.rates in the profile)"
     assert form_defaults(rate, PROFILES_DIR / "rate-sweep.yaml")["steps"] == ""
+
+
+def test_a_prompts_file_of_plain_strings_names_the_file_and_the_item(tmp_path: Path) -> None:
+    """A prompts file holding a list of strings (not prompt mappings): the file, the item and the expected shape
+    in one line (it said "form values make the profile invalid" without naming the file)."""
+    f = tmp_path / "list.yaml"
+    f.write_text("- Explain quicksort\n- Write a haiku\n")
+    with pytest.raises(ProfileError) as ei:
+        apply_knobs(load_profile(DEMO), Knobs(prompts_file=str(f)))
+    assert str(ei.value) == (f"prompts file {f}: item 0 is str 'Explain quicksort': each prompt is a mapping with "
+                             "id and text, e.g. {id: q1, text: 'Explain ...'}")
+
+
+def test_knobs_that_make_an_invalid_profile_are_named_with_the_key(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("- {id: a}\n")  # no text
+    with pytest.raises(ProfileError) as ei:
+        apply_knobs(load_profile(DEMO), Knobs(prompts_file=str(f)))
+    assert str(ei.value).startswith(f"prompts file {f}: the profile they make is invalid: prompts.0: "), ei.value
+    assert "give exactly one of 'text' or 'messages'" in str(ei.value)

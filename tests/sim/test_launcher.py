@@ -69,3 +69,13 @@ def test_cli_help_documents_flags() -> None:
     for flag in ("--host", "--port", "--preset", "--flavour", "--time-scale", "--seed", "--model",
                  "--max-num-seqs", "--api-key", "--decode-base", "--decode-per-seq"):
         assert flag in out.stdout
+
+
+def test_unquoted_sim_args_from_the_environment_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LLMLOAD_SIM_ARGS that shlex cannot split: one line naming the variable and its value, no child started
+    (it was shlex's bare "No closing quotation")."""
+    monkeypatch.setenv("LLMLOAD_SIM_ARGS", "--truth-log '/tmp/a b")
+    with pytest.raises(SimStartError) as ei:
+        launch(time_scale=0.1)
+    msg = str(ei.value)
+    assert msg.startswith("LLMLOAD_SIM_ARGS=\"--truth-log '/tmp/a b\": No closing quotation") and "\n" not in msg
