@@ -565,6 +565,7 @@ def install(web_ui: Any, environment: Any, run: Run, launch: Launch) -> None:
         if not isinstance(data, dict):
             return resp
         if not data.get("success"):  # Locust refused after the run was opened: drop it
+            log.error("Start refused: %s (Locust's answer; run %s dropped)", data.get("message", "?"), ctx.run_id)
             end_run(run, environment)
             return resp
         environment.host = ctx.base_url

@@ -290,3 +290,24 @@ def test_a_start_whose_fields_show_another_profile_is_refused(tmp_path: Path) ->
               launch)
     assert run.ctx is not None and run.ctx.profile.name == "q"
     assert SHOWN_FIELD not in _meta(run)["form"]
+
+
+def test_a_start_locust_refuses_after_llmload_opened_its_run_is_logged_and_dropped(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Locust's own /swarm answers success: false after llmload opened the run: the refusal is logged as every
+    other start refusal ("Start refused: ..."), and the run is closed."""
+    from flask import Flask, jsonify
+
+    launch, opts = _web_launch(tmp_path)
+    app = Flask(__name__)
+    app.add_url_rule("/swarm", "swarm", lambda: jsonify({"success": False, "message": "Locust said no"}),
+                     methods=["POST"])
+    run = Run()
+    env = SimpleNamespace(host=None, parsed_options=opts, stop_timeout=None, runner=None, shape_class=None)
+    install(SimpleNamespace(app=app), env, run, launch)
+    with caplog.at_level("ERROR", logger="llmload"):
+        r = app.test_client().post("/swarm", data={"mode": "sweep", "host": ""})
+    assert r.json["success"] is False
+    refused = [m for m in caplog.messages if m.startswith("Start refused: Locust said no (Locust's answer; run ")]
+    assert len(refused) == 1, caplog.messages
+    assert not run.active()
