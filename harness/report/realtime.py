@@ -11,8 +11,11 @@ applied to every catalogued figure (:data:`harness.report.catalogue.FIGURES`) by
 * ``tok/s``, ``req/s`` × ``time_scale``;
 * counts, tokens, shares and percentages unchanged (they do not depend on the clock);
 
-and to each hours-to-N entry (hours and bounds, token hours, US$ ÷; samples per hour and rate bounds ×). Client
-overheads do not scale, so the equivalents are approximate (as report.md says).
+and to each hours-to-N entry (hours and bounds, token hours, US$ ÷; samples per hour and rate bounds ×), and to the
+figures of each soak slice and of each point of the web view's live history (:func:`values_in_real_time`: same
+keys, same rule). Wall-clock timestamps (``start_wall``, ``end_wall``, ``t``) are not figures and stay as
+measured: the charts' time axis is the compressed wall time. Client overheads do not scale, so the equivalents are
+approximate (as report.md says).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import Any
 from harness.report.catalogue import FIGURES, Unit
 from harness.report.model import HoursEntry, StepRow
 
-__all__ = ["in_real_time"]
+__all__ = ["in_real_time", "values_in_real_time"]
 
 _DIVIDE = (Unit.S, Unit.H, Unit.USD)
 _MULTIPLY = (Unit.TOK_S, Unit.REQ_S)
@@ -40,6 +43,24 @@ def _hours(h: HoursEntry, ts: float) -> HoursEntry:
     return h.model_copy(update=update)
 
 
+def values_in_real_time(values: dict[str, Any], time_scale: float) -> dict[str, Any]:
+    """``values`` (figure key -> value, e.g. a soak slice's or a live-history point's) with each catalogued figure
+    in real-time equivalents by its unit (module docstring); other keys (timestamps, labels) unchanged. A copy;
+    ``values`` itself when ``time_scale`` is 1 (or not positive)."""
+    if time_scale == 1.0 or time_scale <= 0:
+        return values
+    out = dict(values)
+    for key, v in values.items():
+        f = FIGURES.get(key)
+        if f is None or key == "hours":
+            continue
+        if f.unit in _DIVIDE:
+            out[key] = _scaled(v, 1 / time_scale)
+        elif f.unit in _MULTIPLY:
+            out[key] = _scaled(v, time_scale)
+    return out
+
+
 def in_real_time(row: StepRow, time_scale: float) -> StepRow:
     """``row`` with every clock-dependent figure in real-time equivalents (module docstring); ``row`` itself when
     ``time_scale`` is 1 (or not positive)."""
@@ -55,4 +76,5 @@ def in_real_time(row: StepRow, time_scale: float) -> StepRow:
         elif f.unit in _MULTIPLY:
             update[key] = _scaled(getattr(row, key), time_scale)
     update["hours"] = [_hours(h, time_scale) for h in row.hours]
+    update["slices"] = [s.model_copy(update=values_in_real_time(s.model_dump(), time_scale)) for s in row.slices]
     return row.model_copy(update=update)

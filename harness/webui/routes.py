@@ -22,8 +22,9 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, jsonify, make_response, request
 
-from harness.report.catalogue import FIGURES, display, hours_text, label_text
+from harness.report.catalogue import FIGURES, Flag, display, hours_text, label_text
 from harness.report.model import Report
+from harness.report.realtime import in_real_time
 from harness.webui.cache import ReportCache, current_row
 from harness.webui.downloads import FIGURES_ZIP, FILES, MIME, figures_zip, find_run
 from harness.webui.runs import live, run_dirs, stopping, workers
@@ -53,21 +54,27 @@ def tab_rows(rep: Report | None) -> list[dict[str, str]]:
     the target it measured and pointing to the full page.
 
     Every cell is the catalogue's display text (:mod:`harness.report.catalogue`), as the report shows it: labels
-    with their † / ‡ / § marks, hours to the first N as ``N=100,000: 27.1 h (25.0–30.2)``."""
+    with their † / ‡ / § marks, hours to the first N as ``N=100,000: 27.1 h (25.0–30.2)``. A compressed-time run
+    (simulator ``time_scale`` ≠ 1) is shown in real-time equivalents (:func:`harness.report.realtime.in_real_time`,
+    as the terminal and the LLM view show it), and the last row says so once."""
     steps = rep.steps if rep is not None else []
     cur = current_row(rep) if rep is not None else None
+    ts = (rep.time_scale if rep is not None else None) or 1.0
     out = []
     for r in steps:
-        h = r.hours[0] if r.hours else None
+        shown = in_real_time(r, ts)
+        h = shown.hours[0] if shown.hours else None
         out.append({
             "label": label_text(r) + (" (so far)" if r is cur else ""),
-            **{k: display(r, k) for k in TAB_KEYS},
+            **{k: display(shown, k) for k in TAB_KEYS},
             "hours": f"N={h.n:,}: {hours_text(h)}" if h else "–",
         })
     target = rep.target.get("base_url") if rep is not None else None
     measured = (f"run {rep.run_id} measured {target} (Locust's header shows the Host field as "
                 "typed); ") if rep is not None and target else ""
-    out.append({"label": f"{measured}all figures, charts and downloads: the LLM view (/llm/)"})
+    compressed = (f"{Flag.COMPRESSED_TIME.glyph} compressed time (simulator time_scale = {ts:g}): real-time "
+                  f"equivalents (durations ÷ {ts:g}, rates × {ts:g}); ") if ts != 1.0 else ""
+    out.append({"label": f"{measured}{compressed}all figures, charts and downloads: the LLM view (/llm/)"})
     return out
 
 

@@ -37,7 +37,7 @@ from harness.report.catalogue import (
 )
 from harness.report.explain import step_failure_lines
 from harness.report.model import Report, StepRow
-from harness.report.realtime import in_real_time
+from harness.report.realtime import in_real_time, values_in_real_time
 from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
 from harness.webui.runs import Live, RunDirs, WorkerInfo
@@ -262,7 +262,7 @@ def _banners(rep: Report | None) -> list[str]:
         return []
     return [f"{Flag.COMPRESSED_TIME.glyph} (simulator time_scale = {ts:g}): the strip and the tables show real-time "
             f"equivalents (durations ÷ {ts:g}, rates × {ts:g}, as report.md's real-time table; counts as measured); "
-            "the charts are in compressed wall time"]
+            "the charts' values too, on a time axis of compressed wall time"]
 
 
 def _run_entry(path: Path, current: bool, url: str) -> dict[str, Any]:
@@ -328,7 +328,8 @@ from harness.report.explain import step_failure_lines
         "banners": _banners(rep),
         "failures": step_failure_lines(rep.steps) if rep is not None else [],
         "current": row_view(cur) if cur is not None else None,
-        "history": list(entry.history) if entry is not None else [],
+        "history": [values_in_real_time(h, (rep.time_scale if rep is not None else None) or 1.0)
+                    for h in entry.history] if entry is not None else [],
         "report_age_s": (time.time() - entry.computed_at) if entry is not None and entry.computed_at else None,
         "compute_s": entry.compute_s if entry is not None else None,
         "error": entry.error if entry is not None else None,

@@ -31,3 +31,20 @@ def test_every_clock_figure_scaled_as_the_real_time_table(tmp_path: Path) -> Non
         if row.hours and row.hours[0].samples_per_hour is not None:
             assert real.hours[0].samples_per_hour == pytest.approx(row.hours[0].samples_per_hour * 0.25)
     assert in_real_time(rep.steps[0], 1.0) is rep.steps[0]
+
+
+def test_slices_and_history_points_follow_the_same_rule_and_keep_their_timestamps() -> None:
+    """A soak slice's and a live-history point's figures in real time (the web view's chart dots and live line
+    were in compressed time beside real-time bars); wall timestamps and counts as measured."""
+    from harness.report.model import SliceRow, StepRow
+    from harness.report.realtime import values_in_real_time
+
+    sl = SliceRow(start_wall=100.0, end_wall=110.0, output_tps=50.0, ttft_p50_s=0.02, ended=7, error_rate=0.1)
+    row = StepRow(label="C=8", step=1, concurrency=8, slices=[sl])
+    got = in_real_time(row, 0.25).slices[0]
+    assert (got.start_wall, got.end_wall, got.ended, got.error_rate) == (100.0, 110.0, 7, 0.1)
+    assert got.output_tps == pytest.approx(12.5) and got.ttft_p50_s == pytest.approx(0.08)
+    point = {"t": 1234.5, "label": "C=8", "output_tps": 40.0, "ttfat_p99_s": 1.0, "completed": 3, "window_s": 5.0}
+    assert values_in_real_time(point, 0.5) == {"t": 1234.5, "label": "C=8", "output_tps": 20.0,
+                                               "ttfat_p99_s": 2.0, "completed": 3, "window_s": 10.0}
+    assert values_in_real_time(point, 1.0) is point

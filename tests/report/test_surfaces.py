@@ -48,7 +48,7 @@ from harness.webui.view import TABLE_KEYS, payload
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo-run"
 
 #: The surfaces that show a compressed-time run in real-time equivalents (:mod:`harness.report.realtime`).
-REAL_TIME = ("terminal", "web")
+REAL_TIME = ("terminal", "web", "tab")
 #: Figures every surface that has a per-step table shows (terminal, md, html, web, tab): the headline ones.
 HEADLINE = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "truncated_pct")
 
@@ -195,7 +195,7 @@ def test_hours_to_n_reads_the_same_on_every_surface(report: dict[str, Any], run_
         assert any(row[0] == label and want in row for row in html_rows)
         assert term[label][-1] == real
         assert web[label][f"hours_{n}"] == real
-        assert tab[label] == f"N={n:,}: {want}"
+        assert tab[label] == f"N={n:,}: {real}"  # the LLM tab: real-time equivalents too
     if flagged:  # every kind of interval, written one way
         texts = [hours_text(r["hours"][0]) for r in rep["steps"]]
         assert f"({Flag.NO_INTERVAL.glyph})" in texts[0] and texts[2].endswith("(11.0–15.9)")

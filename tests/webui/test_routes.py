@@ -400,3 +400,15 @@ def test_compressed_time_rows_and_headline_are_real_time_equivalents(run_dir: Pa
         "hours_high": h.hours_high / 0.5 if h.hours_high is not None else None}) for h in last.hours]})
     head = {h["key"]: h["text"] for h in d["headline"]}
     assert head["hours"] == hours_text(real.hours[0])
+    # the live trace and the slices' dots on the charts: real-time values too (they were compressed beside
+    # real-time bars); their wall timestamps as measured
+    from harness.webui.routes import tab_rows
+
+    point = {"t": 99.0, "output_tps": 30.0, "ttft_p50_s": 0.01}
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep, history=[point]), run_dir, [], "/llm")
+    assert d["history"] == [{"t": 99.0, "output_tps": 15.0, "ttft_p50_s": 0.02}]
+    # Locust's LLM tab: the same real-time hours, and the compression said once in its last row
+    tab = tab_rows(rep)
+    assert tab[len(rep.steps) - 1]["hours"] == f"N={real.hours[0].n:,}: {hours_text(real.hours[0])}"
+    assert "compressed time (simulator time_scale = 0.5): real-time equivalents" in tab[-1]["label"]
+    assert not any("compressed" in r["label"] for r in tab_rows(build_report(run_dir))), "not for a real run"
