@@ -312,6 +312,10 @@ from harness.report.explain import step_failure_lines
         run = rep.pick(("run_id", "status", "profile_name", "model", "start_wall", "end_wall", "duration_s",
                         "time_scale", "hours_to_n", "totals", "notes", "cost_usd_per_hour"))
         run["target"] = rep.target.get("base_url")
+        if (rep.time_scale or 1.0) != 1.0:  # the banner says it, for what the view shows (real-time equivalents);
+            # the report's own note is about report.md's tables (compressed wall time)
+            own = f"{Flag.COMPRESSED_TIME.glyph}:"
+            run["notes"] = [n for n in run.get("notes") or [] if not str(n).startswith(own)]
         if live:
             run["status"], run["notes"] = _live_status(runs.state, stopping), _live_notes(run.get("notes"))
     now = time.time() if now is None else now

@@ -412,3 +412,9 @@ def test_compressed_time_rows_and_headline_are_real_time_equivalents(run_dir: Pa
     assert tab[len(rep.steps) - 1]["hours"] == f"N={real.hours[0].n:,}: {hours_text(real.hours[0])}"
     assert "compressed time (simulator time_scale = 0.5): real-time equivalents" in tab[-1]["label"]
     assert not any("compressed" in r["label"] for r in tab_rows(build_report(run_dir))), "not for a real run"
+    # the compression said once: the banner; the report's own note (about report.md's compressed tables) is not
+    # repeated under Notes, where it contradicted the real-time rows above it
+    noted = rep.model_copy(update={"notes": [*rep.notes, "COMPRESSED TIME: ... compressed wall time ...", "kept"]})
+    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=noted), run_dir, [], "/llm")
+    assert "kept" in d["run"]["notes"]
+    assert not any(str(n).startswith("COMPRESSED TIME:") for n in d["run"]["notes"]), d["run"]["notes"]
