@@ -332,8 +332,10 @@ from harness.report.explain import step_failure_lines
         "banners": _banners(rep),
         "failures": step_failure_lines(rep.steps) if rep is not None else [],
         "current": row_view(cur) if cur is not None else None,
+        # the live trace of the step in progress: only while the run shown is going (once it is recorded, its
+        # final rows are the figures; the trace of its last step would linger beside them)
         "history": [values_in_real_time(h, (rep.time_scale if rep is not None else None) or 1.0)
-                    for h in entry.history] if entry is not None else [],
+                    for h in entry.history] if entry is not None and live else [],
         "report_age_s": (time.time() - entry.computed_at) if entry is not None and entry.computed_at else None,
         "compute_s": entry.compute_s if entry is not None else None,
         "error": entry.error if entry is not None else None,

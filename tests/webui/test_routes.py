@@ -405,8 +405,11 @@ def test_compressed_time_rows_and_headline_are_real_time_equivalents(run_dir: Pa
     from harness.webui.routes import tab_rows
 
     point = {"t": 99.0, "output_tps": 30.0, "ttft_p50_s": 0.01}
-    d = payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep, history=[point]), run_dir, [], "/llm")
+    d = payload(RunDirs(run_dir, (), "running"), Entry(report=rep, history=[point]), run_dir, [], "/llm")
     assert d["history"] == [{"t": 99.0, "output_tps": 15.0, "ttft_p50_s": 0.02}]
+    # once the run is recorded the trace of its last step is gone (its final rows are the figures)
+    assert payload(RunDirs(None, (run_dir,), "finished"), Entry(report=rep, history=[point]), run_dir, [],
+                   "/llm")["history"] == []
     # Locust's LLM tab: the same real-time hours, and the compression said once in its last row
     tab = tab_rows(rep)
     assert tab[len(rep.steps) - 1]["hours"] == f"N={real.hours[0].n:,}: {hours_text(real.hours[0])}"
