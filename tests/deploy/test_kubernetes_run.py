@@ -19,17 +19,21 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.sim import launch
-from tests.deploy.test_kubernetes import ROOT, arg, one, render, role
+from tests.deploy.test_kubernetes import KDIR, ROOT, arg, one, render, role
 from tests.integration.test_prometheus import server_completions
 from tests.procs import free_port, records
 
 pytestmark = pytest.mark.slow
+
+#: The base's profile (its target is a placeholder: nothing is sent in the web-UI test, no run is started).
+KDIR_PROFILE = KDIR / "base" / "profile.yaml"
 
 
 def _replace(args: list[str], flag: str, value: str) -> list[str]:
@@ -102,3 +106,84 @@ def test_the_soak_jobs_commands_run_a_distributed_sweep(tmp_path: Path) -> None:
     assert [r["label"] for r in rep["steps"] if r["label"].startswith("C=")] == ["C=4"]
     assert (run / "report.md").is_file() and (run / "report.html").is_file()
     assert list(cwd.iterdir()) == [], "written outside the volume and HOME: a read-only root would refuse it"
+
+
+def _probe_url(c: dict[str, object], kind: str, ports: dict[str, str]) -> str:
+    get = c[kind]["httpGet"]  # type: ignore[index]
+    return f"http://127.0.0.1:{ports[get['port']]}{get['path']}"
+
+
+def test_the_base_masters_probes_answer_and_its_workers_join(tmp_path: Path) -> None:
+    """The base's web-UI master and workers, their rendered commands on loopback: the master's readiness and
+    liveness probe URLs answer 200 before any run (the exporter serves from the start), both workers join it, and
+    SIGTERM (a pod's deletion) ends the master with exit 0, its workers with it."""
+    objs = render("base")
+    master = one(objs, "Deployment", "llmload-master")["spec"]["template"]["spec"]["containers"][0]
+    worker_d = one(objs, "Deployment", "llmload-worker")["spec"]
+    (wc,) = worker_d["template"]["spec"]["containers"]
+    n_workers = worker_d["replicas"]
+    rpc, metrics, web = str(free_port()), str(free_port()), str(free_port())
+    local_ports = {"master": rpc, "metrics": metrics, "web": web}
+    home, cwd, out = tmp_path / "home", tmp_path / "cwd", tmp_path / "runs"
+    for d in (home, cwd, out):
+        d.mkdir()
+    m_args = _replace(master["args"], "-f", str(ROOT / "locustfiles" / "k26.py"))
+    profile = yaml.safe_load(KDIR_PROFILE.read_text())
+    m_args = _replace(m_args, "--profile", str(tmp_path / "profile.yaml"))
+    m_args = _replace(_replace(m_args, "--output-dir", str(out)), "--metrics-port", metrics)
+    m_args = [*_replace(m_args, "--metrics-addr", "127.0.0.1"), "--web-host", "127.0.0.1", "--web-port", web,
+              "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc]
+    w_args = _replace(_replace(wc["args"], "-f", str(ROOT / "locustfiles" / "k26.py")), "--master-host", "127.0.0.1")
+    w_args = _replace(w_args, "--master-port", rpc)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HOME": str(home), "MPLCONFIGDIR": str(home / "matplotlib")}
+    logs = [tmp_path / f"proc{i}.log" for i in range(1 + n_workers)]
+    with launch(preset="demo", time_scale=1.0, seed=5) as sim:  # the master checks the target at launch
+        profile["target"]["base_url"] = sim.url
+        (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile))
+        codes, answers, joined = _start_web_master(m_args, w_args, n_workers, master, local_ports, cwd, env, logs)
+    log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
+    print(f"probes {answers}, {joined} workers joined, exit codes {codes}")
+    assert answers == {"readinessProbe": 200, "livenessProbe": 200}, log_text
+    assert joined == n_workers, log_text
+    assert codes[0] == 0, log_text
+    assert all(c == 0 for c in codes[1:]), log_text
+    assert list(cwd.iterdir()) == []
+
+
+def _start_web_master(m_args: list[str], w_args: list[str], n_workers: int, master: dict[str, object],
+                      local_ports: dict[str, str], cwd: Path, env: dict[str, str],
+                      logs: list[Path]) -> tuple[list[int], dict[str, int], int]:
+    """Start the master and the workers; poll the probe URLs and the worker count (90 s at most); SIGTERM the
+    master; return every exit code, the probes' HTTP statuses and the number of workers that joined."""
+    web = local_ports["web"]
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "locust", *a], cwd=cwd, env=env, stdout=log.open("w"),
+                         stderr=subprocess.STDOUT, start_new_session=True)
+        for a, log in zip([m_args] + [w_args] * n_workers, logs, strict=True)
+    ]
+    try:
+        deadline = time.monotonic() + 90
+        answers: dict[str, int] = {}
+        joined = 0
+        while time.monotonic() < deadline and (len(answers) < 2 or joined < n_workers):
+            assert procs[0].poll() is None, logs[0].read_text()[-3000:]
+            time.sleep(0.5)
+            for kind in ("readinessProbe", "livenessProbe"):
+                try:
+                    with urllib.request.urlopen(_probe_url(master, kind, local_ports), timeout=5) as r:
+                        answers[kind] = r.status
+                except OSError:
+                    pass
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{web}/worker-count", timeout=5) as r:
+                    joined = int(json.loads(r.read()).get("worker_count", 0))
+            except OSError:
+                pass
+        procs[0].send_signal(signal.SIGTERM)
+        codes = [p.wait(timeout=60) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    return codes, answers, joined
