@@ -4,7 +4,8 @@
 #   docker run --rm llmload:0.1.0 -f /app/locustfiles/k26.py --headless      # the demo profile on the simulator
 #
 # The entrypoint is `locust`: arguments are Locust's and llmload's options. The package is installed editable from
-# /app, so `--profile NAME` finds /app/profiles/NAME.yaml and the web UI's profile picker lists /app/profiles.
+# /app, so `--profile NAME` finds /app/profiles/NAME.yaml and the web UI's profile picker lists /app/profiles
+# (harness.config.PROFILES_DIR: beside the package), and `llmload panels` its dashboard in /app/grafana/dashboards.
 # Runs as user 10001 with a read-only root filesystem possible: HOME and matplotlib's cache are under /tmp.
 FROM python:3.11-slim
 
@@ -20,6 +21,7 @@ COPY pyproject.toml README.md ./
 COPY harness ./harness
 COPY locustfiles ./locustfiles
 COPY profiles ./profiles
+COPY grafana/dashboards ./grafana/dashboards
 RUN pip install -e . \
     && groupadd --gid 10001 llmload \
     && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin llmload \

@@ -486,12 +486,42 @@ def test_dockerfile_copies_what_exists_and_runs_locust_as_non_root() -> None:
             assert (ROOT / locustfile.relative_to(workdir)).is_file(), f"{name}: -f {locustfile}"
 
 
-def test_the_image_entrypoint_lists_llmloads_options() -> None:
-    """The image's command, `locust -f /app/locustfiles/k26.py ...`, as this venv runs it: Locust with
-    llmload's options, including every one the manifests pass."""
-    out = subprocess.run([sys.executable, "-m", "locust", "-f", "locustfiles/k26.py", "--help"], cwd=ROOT,
+def test_the_images_layout_runs_locust_and_finds_its_profiles(tmp_path: Path) -> None:
+    """The image without building it: the Dockerfile's COPY sources laid out under a stand-in for its WORKDIR
+    (what ``pip install -e .`` there imports: the package from that directory) run the entrypoint,
+    `locust -f <workdir>/locustfiles/k26.py --help`, which lists every option the manifests pass; the package and
+    ``--profile NAME``'s directory resolve inside it; and nothing is written there (the pods' root is read-only)."""
+    instrs = dockerfile()
+    app = tmp_path / "app"
+    app.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for instr, rest in instrs:
+        if instr == "COPY":
+            *sources, dest = rest.split()
+            for s in sources:
+                target = app / dest / Path(s).name if dest.endswith("/") else app / dest
+                if (ROOT / s).is_dir():
+                    shutil.copytree(ROOT / s, target, ignore=ignore)
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(ROOT / s, target)
+    before = sorted(p.relative_to(app) for p in app.rglob("*"))
+    env = {**os.environ, "PYTHONPATH": str(app), "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(tmp_path),
+           "MPLCONFIGDIR": str(tmp_path / "matplotlib")}
+    where = subprocess.run(
+        [sys.executable, "-c", "import harness, harness.config as c; print(harness.__file__); print(c.PROFILES_DIR)"],
+        cwd=app, env=env, capture_output=True, text=True, timeout=60)
+    assert where.returncode == 0, where.stderr
+    package, profiles = (Path(x) for x in where.stdout.split())
+    assert package.is_relative_to(app) and (profiles / "k26.yaml").is_file() and profiles.is_relative_to(app)
+    workdir = dict(instrs)["WORKDIR"]
+    locustfile = app / Path(arg(containers(render("base"))[0][2], "-f") or "").relative_to(workdir)
+    out = subprocess.run([sys.executable, "-m", "locust", "-f", str(locustfile), "--help"], cwd=app, env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    for flag in ("--master", "--worker", "--master-host", "--master-port", "--headless", "--expect-workers",
-                 "--expect-workers-max-wait", "--profile", "--output-dir", "--metrics-addr", "--metrics-port"):
+    flags = {a for name in KUSTOMIZATIONS for _w, _s, c in containers(render(name)) for a in c["args"]
+             if a.startswith("--")}
+    assert flags >= {"--master", "--worker", "--metrics-addr", "--profile"}
+    for flag in sorted(flags):
         assert re.search(rf"^\s+{re.escape(flag)}\b", out.stdout, re.M), f"locust --help lacks {flag}"
+    assert sorted(p.relative_to(app) for p in app.rglob("*")) == before, "written under the image's WORKDIR"
