@@ -7,6 +7,8 @@
 # (scripts/setup_vllm.sh; skip with LLMLOAD_SKIP_VLLM=1, and the real-vLLM tests then skip unless
 # LLMLOAD_REQUIRE_VLLM=1), Debian's prometheus package when it is missing (scripts/setup_prometheus.sh; skip with
 # LLMLOAD_SKIP_PROMETHEUS=1, and the Prometheus tests then skip unless LLMLOAD_REQUIRE_PROMETHEUS=1),
+# Debian's kubectl when it is missing (scripts/setup_kubectl.sh, to render deploy/kubernetes/; skip with
+# LLMLOAD_SKIP_KUBECTL=1, and tests/deploy/ then skips unless LLMLOAD_REQUIRE_KUBECTL=1),
 # Debian's chromium when it is missing (scripts/setup_chromium.sh, for the browser tests; not with --unit; they
 # skip without it unless LLMLOAD_REQUIRE_BROWSER=1), then runs ruff, mypy (on harness/, configured in
 # pyproject.toml), the docs site's strict build (mkdocs build --strict: a broken link or anchor, or a reference page
@@ -32,6 +34,7 @@ if [[ "$UNIT" != "1" && "${LLMLOAD_SKIP_VLLM:-0}" != "1" ]]; then
     bash scripts/setup_vllm.sh
 fi
 bash scripts/setup_prometheus.sh
+bash scripts/setup_kubectl.sh
 if [[ "$UNIT" != "1" ]]; then
     bash scripts/setup_chromium.sh
 fi
