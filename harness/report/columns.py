@@ -260,8 +260,15 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
             problems.append(INFERRED_PHASES_NOTE)
     problems.extend(loss_note(x, run.phases) for x in losses)
     if chunk_edges is not None:
-        run.frame = _with_reduced_chunks(run, list(chunk_edges(run)), chunk_bytes or DEFAULT_CHUNK_BYTES)
+        try:
+            run.frame = _with_reduced_chunks(run, list(chunk_edges(run)), chunk_bytes or DEFAULT_CHUNK_BYTES)
+        except _RecordsChanged:  # a run still going appended records between the passes: one pass, consistent
+            return load_frame_run(root, chunk_bytes)
     return run
+
+
+class _RecordsChanged(ValueError):
+    """Pass 2 of a two-pass read read another number of records than pass 1 (a run still going appends)."""
 
 
 #: The record fields a two-pass read (:func:`load_frame_run` with ``chunk_edges``) reduces instead of keeping.
@@ -272,14 +279,15 @@ def _with_reduced_chunks(run: FrameRun, edges: list[float], chunk_bytes: int) ->
     """``run.frame`` with the reduced chunk columns of pass 2 (:func:`load_frame_run`) added.
 
     Raises:
-        ValueError: pass 2 read another number of records than pass 1 (the records file changed in between).
+        _RecordsChanged: pass 2 read another number of records than pass 1 (the records file changed in between;
+            :func:`load_frame_run` then reads the run again in one pass).
     """
     parts = [reduce_chunks(b, edges) for b in iter_chunk_frames(run.path, chunk_bytes)]
     reduced = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(
         schema={"chunk_bins": CHUNK_BINS_DTYPE, "chunk_n": pl.Int64(), "chunk_n_r": pl.Int64(),
                 "chunk_shown": pl.Int64(), "chunk_usage": pl.Boolean()})
     if reduced.height != run.frame.height:
-        raise ValueError(f"{run.path}: the records changed while they were read ({run.frame.height} records, then "
+        raise _RecordsChanged(f"{run.path}: the records changed while they were read ({run.frame.height} records, then "
                          f"{reduced.height} with their chunk times)")
     return run.frame.hstack(reduced)
 
