@@ -329,8 +329,9 @@ def output_dir_of(form: Mapping[str, str], launch: Launch) -> str | None:
 
 
 def _check_sweep_users(form: Mapping[str, str]) -> None:
-    """Sweep mode does not use Number of users (the form hides it), but a value that is not a whole number of
-    users >= 1 is refused rather than ignored (Locust's own swarm would read it).
+    """Sweep mode does not use Number of users and Ramp up (the form hides them), but a value that is not a whole
+    number of users >= 1, or a ramp up that is not a number > 0, is refused before any run directory is opened
+    (Locust's own swarm reads both, and refused them only after the run was opened, leaving it behind).
 
     Raises:
         StartError: one line naming the field.
@@ -346,6 +347,15 @@ def _check_sweep_users(form: Mapping[str, str]) -> None:
                          "leave it at 1)") from None
     if users < 1:
         raise StartError(f"Number of users {users} must be at least 1 (sweep mode does not use it: leave it at 1)")
+    rate = str(form.get("spawn_rate", "") or "").strip()
+    if rate:  # Locust reads it as a float > 0 and refused it itself only after the run was opened
+        try:
+            ok = float(rate) > 0 and math.isfinite(float(rate))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise StartError(f"Ramp up {rate!r} is not a number of users per second > 0 (sweep mode does not use "
+                             "it: leave it at 1)")
 
 
 def _check_run_time(form: Mapping[str, str]) -> None:

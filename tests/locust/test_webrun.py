@@ -216,6 +216,19 @@ def test_sweep_mode_refuses_a_bad_number_of_users(tmp_path: Path, users: str, me
     assert str(err.value).startswith(message) and run.ctx is None and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("rate", ["abc", "0", "-1", "inf"])
+def test_sweep_mode_refuses_a_bad_ramp_up_before_any_run_directory(tmp_path: Path, rate: str) -> None:
+    """Locust refused spawn_rate 'abc' itself only after llmload had opened the run (an empty interrupted run left
+    in runs/ and the downloads: fresh-user finding); now refused first, in one line naming the field."""
+    launch, opts = _web_launch(tmp_path)
+    run = Run()
+    with pytest.raises(StartError) as err:
+        start_run(run, _env(opts), {"mode": "sweep", "host": "", "user_count": "1", "spawn_rate": rate}, launch)
+    assert str(err.value) == (f"Ramp up {rate!r} is not a number of users per second > 0 (sweep mode does not "
+                              "use it: leave it at 1)")
+    assert run.ctx is None and not (tmp_path / "runs").exists()
+
+
 def test_sweep_mode_refuses_a_bad_run_time_before_any_run_directory(tmp_path: Path) -> None:
     """Locust refused "5x" itself only after llmload had opened a run directory (an empty "interrupted" run in
     the downloads: fresh-user finding); now the Start is refused first, in one line naming the field."""
