@@ -57,7 +57,7 @@ def open_exporter(mo: MetricsOptions | None) -> Exporter | None:
     return exporter
 
 
-def _time_scale(ctx: Any) -> float:
+def time_scale_of(ctx: Any) -> float:
     """The simulator's time scale of ``ctx``'s target (1.0: a server, or the simulator in real time)."""
     meta = ctx.run_dir.meta.get("simulator") if ctx.run_dir is not None else None
     ts = meta.get("time_scale") if isinstance(meta, dict) else None
@@ -99,11 +99,11 @@ def serve_run(run: Run, exporter: Exporter, runner: Any, linger: float) -> RunMe
         RunCollector(
             metrics,
             run_info(ctx.profile.name, redact_text(redact_url(ctx.base_url), ctx.secrets), run_dir.path.name,
-                     _time_scale(ctx)),
+                     time_scale_of(ctx)),
             ctx.profile.report.hours_to_n[0],
             users=lambda: runner.user_count,
             in_flight=in_flight,
-            time_scale=_time_scale(ctx),
+            time_scale=time_scale_of(ctx),
         )
     )
     run.metrics, run.exporter, run.linger = metrics, exporter, linger

@@ -12,7 +12,9 @@ One line, e.g.::
 * completed / errors: the run's non-warm-up records so far (successful / failed), as written to records.jsonl;
 * tok/s: output tokens of the requests that ENDED in the last :data:`RATE_WINDOW_S` seconds ÷ that
   window (the rate Grafana's ``rate(llmload_output_tokens_total[...])`` gives) — a live gauge, not the report's
-  output tok/s (tokens by arrival in the steady window);
+  output tok/s (tokens by arrival in the steady window). Against the simulator in compressed time (``time_scale``
+  ≠ 1) it is the real-time equivalent (× time_scale, :mod:`harness.report.realtime`'s rule, as the end-of-run
+  summary shows it) and says so: ``26 tok/s (real time)``; the clocks stay wall time (how long you wait);
 * rate ±: with ``steps.until``, the live relative half-width of the usable rate's interval against the margin
   (``llmload_step_rate_halfwidth_ratio``).
 
@@ -58,13 +60,15 @@ class Progress:
         search: a capacity search adds stages as it goes (the plan's length is unknown);
         margin: ``steps.until.margin`` (a share), None without ``steps.until``;
         halfwidth: returns the live relative half-width (a share) or None;
-        clock: epoch seconds.
+        clock: epoch seconds;
+        time_scale: the simulator's time scale (1: real time); tok/s is then shown as its real-time equivalent.
     """
 
     def __init__(self, stages: Sequence[Any], search: bool = False, margin: float | None = None,
                  halfwidth: Callable[[], float | None] = lambda: None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, time_scale: float = 1.0) -> None:
         self.stages = list(stages)
+        self.time_scale = time_scale
         self.search = search
         self.margin = margin
         self.halfwidth = halfwidth
@@ -136,7 +140,10 @@ class Progress:
         parts.append(run)
         parts.append(f"{self.completed:,} completed")
         parts.append(f"{self.errors:,} error{'' if self.errors == 1 else 's'}")
-        parts.append(f"{self.tok_s(now):,.0f} tok/s")
+        if self.time_scale != 1.0:
+            parts.append(f"{self.tok_s(now) * self.time_scale:,.0f} tok/s (real time)")
+        else:
+            parts.append(f"{self.tok_s(now):,.0f} tok/s")
         if self.margin is not None:
             hw = self.halfwidth()
             parts.append(f"rate ±{100 * hw:.1f} % (margin {100 * self.margin:g} %)" if hw is not None
@@ -160,6 +167,7 @@ def start_progress(run: Any, ctx: Any, out: TextIO | None = None, tty: bool | No
     """Show the progress of ``ctx``'s headless run (module docstring) on ``out`` (default stderr) while ``run`` is
     active: listens to the run directory's records and phase events; on a terminal (``tty``, default: ``out`` is
     a TTY) a gevent greenlet prints the line every :data:`EVERY_S` s and stops with the run. Returns the state."""
+    from harness.locust.live import time_scale_of
     from harness.shapes import plan_stages
 
     stream = out if out is not None else sys.stderr
@@ -171,7 +179,8 @@ def start_progress(run: Any, ctx: Any, out: TextIO | None = None, tty: bool | No
         return getattr(m, "until_halfwidth", None) if m is not None else None
 
     prog = Progress(plan_stages(ctx), search=ctx.profile.search is not None,
-                    margin=until.margin if until is not None else None, halfwidth=halfwidth)
+                    margin=until.margin if until is not None else None, halfwidth=halfwidth,
+                    time_scale=time_scale_of(ctx))
 
     def emit() -> None:
         try:

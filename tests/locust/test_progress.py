@@ -36,6 +36,11 @@ def test_the_line_says_step_i_of_n_time_left_counts_and_live_rate() -> None:
     # step 2 of 3, 20 s of 60; left: 40 s of this step + 60 s; tokens ended in (1042, 1052]: 300 + 50
     assert p.line() == ("progress: step 2/3 (C=8) · 0:20/1:00 · run 0:52, ~1:40 left · 2 completed · 1 error · 35 "
                         "tok/s")
+    # against the simulator at time_scale 0.25: tok/s as its real-time equivalent, as the end-of-run summary
+    # shows it (it printed compressed tok/s above a real-time table); the clocks stay wall time
+    p.time_scale = 0.25
+    assert p.line().endswith("0:20/1:00 · run 0:52, ~1:40 left · 2 completed · 1 error · 9 tok/s (real time)")
+    p.time_scale = 1.0
     p.on_phase({"event": "load_end", "wall": 1100.0})
     assert p.line().endswith("load ended, draining") and "~0:00 left" in p.line()
 
@@ -55,14 +60,15 @@ def test_a_search_has_no_plan_length_and_until_shows_the_margin() -> None:
 def test_off_a_terminal_one_line_per_step() -> None:
     hooks: dict[str, list[Any]] = {"rec": [], "phase": []}
     rd = SimpleNamespace(on_record=SimpleNamespace(add_listener=hooks["rec"].append),
-                         on_phase=SimpleNamespace(add_listener=hooks["phase"].append))
+                         on_phase=SimpleNamespace(add_listener=hooks["phase"].append),
+                         meta={"simulator": {"time_scale": 0.5}})
     profile = SimpleNamespace(steps=SimpleNamespace(until=None), search=None, single_stream=SimpleNamespace(
         duration=30.0), rate=None, settings=list, )
     profile.steps.concurrency, profile.steps.duration = [8, 16], 60.0
     ctx = SimpleNamespace(profile=profile, run_dir=rd, fixed=None)
     out = io.StringIO()
     prog = start_progress(SimpleNamespace(active=lambda: True), ctx, out, tty=False)
-    assert len(prog.stages) == 3
+    assert len(prog.stages) == 3 and prog.time_scale == 0.5  # run.json's simulator time scale
     (on_phase,) = hooks["phase"]
     for ev in ({"event": "phase_start", "phase": "warmup", "step": -1, "wall": 1.0},
                {"event": "phase_start", "phase": "single", "step": 0, "concurrency": 1, "wall": 2.0},
