@@ -764,19 +764,22 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
 
 
 def torn_last_line(path: str | os.PathLike[str], tail_bytes: int = 4 << 20) -> bool:
-    """Whether a records file ends in an incomplete line that :func:`read_frame` skips: text after the last newline
-    (within the last ``tail_bytes`` bytes) that is not blank and not valid JSON (a run killed mid-write). False for a
-    missing or empty file. Raises OSError when the file cannot be read."""
+    """Whether a records file's last non-blank line is one :func:`read_frame` skips: not valid JSON (an incomplete
+    line of a run killed mid-write, with or without a newline after it; within the last ``tail_bytes`` bytes).
+    False for a missing or empty file. Raises OSError when the file cannot be read."""
     p = Path(path)
     try:
         size = p.stat().st_size
     except FileNotFoundError:
         return False
-    if size == 0 or _ends_with_newline(p, size):
+    if size == 0:
         return False
     with open(p, "rb") as f:
-        f.seek(max(0, size - tail_bytes))
-        tail = f.read()
+        for n in (min(size, 1 << 18), min(size, tail_bytes)):  # the last line is short: a small read first
+            f.seek(size - n)
+            tail = f.read().rstrip()
+            if b"\n" in tail or n == size or n == min(size, tail_bytes):
+                break
     last = tail.rsplit(b"\n", 1)[-1]
     if not last.strip():
         return False

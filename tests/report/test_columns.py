@@ -439,6 +439,14 @@ def test_a_torn_last_line_is_skipped_and_said(tmp_path: Path) -> None:
     assert rep["totals"]["requests"] == whole["totals"]["requests"]
     assert [n for n in rep["notes"] if "incomplete line" in n] == [
         "records.jsonl ends in an incomplete line (the run was killed while writing it): that record was skipped."]
+    # the same with a newline after it (a line cut by hand or by a crash between writes): skipped AND said (the
+    # note was missing: fresh-user finding)
+    with open(path, "ab") as f:
+        f.write(b"\n")
+    assert torn_last_line(path)
+    rep = build_report(root).as_dict()
+    assert rep["totals"]["requests"] == whole["totals"]["requests"]
+    assert len([n for n in rep["notes"] if "incomplete line" in n]) == 1
     # a complete last record without its newline is read, not torn; blank tails are not torn either
     for tail in (b"\n\n  ", b""):
         (tmp_path / "x.jsonl").write_bytes(b'{"a": 1}\n' + tail)
