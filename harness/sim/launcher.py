@@ -185,16 +185,27 @@ def launch(
     )
     try:
         url = _wait_ready(popen, stderr_file, timeout)
+    except SimStartError as e:
+        _discard(popen, stderr_file)
+        extra_env = os.environ.get(ENV_EXTRA_ARGS, "")
+        if extra_env.strip():  # say where options the user did not put in the profile came from
+            raise SimStartError(f"{e} [{ENV_EXTRA_ARGS}={extra_env!r} was added to its command line]") from None
+        raise
     except BaseException:
-        if popen.poll() is None:
-            popen.kill()
-            popen.wait()
-        for stream in (popen.stdin, popen.stdout):
-            if stream is not None:
-                stream.close()
-        stderr_file.close()
+        _discard(popen, stderr_file)
         raise
     return SimProcess(popen, url, model, stderr_file, args)
+
+
+def _discard(popen: subprocess.Popen[bytes], stderr_file: IO[bytes]) -> None:
+    """Kill a simulator that did not start and close its pipes and stderr file."""
+    if popen.poll() is None:
+        popen.kill()
+        popen.wait()
+    for stream in (popen.stdin, popen.stdout):
+        if stream is not None:
+            stream.close()
+    stderr_file.close()
 
 
 def _wait_ready(popen: subprocess.Popen[bytes], stderr_file: IO[bytes], timeout: float) -> str:
@@ -229,9 +240,12 @@ def _wait_ready(popen: subprocess.Popen[bytes], stderr_file: IO[bytes], timeout:
             eof = chunk == b""
         if eof or popen.poll() is not None:
             code = popen.wait()
-            raise SimStartError(
-                f"simulator exited with code {code} before it was ready; stderr tail:\n{_tail(stderr_file, 4000)}"
-            )
+            tail = _tail(stderr_file, 4000)
+            usage = [ln for ln in tail.splitlines() if ": error: " in ln]
+            if code == 2 and usage:  # argparse refused an option: its one line, not the whole usage text
+                raise SimStartError(f"simulator options refused: {usage[-1].split(': error: ', 1)[1]} "
+                                    "(python -m harness.sim serve --help lists them)")
+            raise SimStartError(f"simulator exited with code {code} before it was ready; stderr tail:\n{tail}")
 
 
 @atexit.register

@@ -27,10 +27,20 @@ def test_launch_port0_and_stop() -> None:
     assert proc.stop() == code  # idempotent
 
 
-def test_launch_failure_reports_stderr() -> None:
+def test_launch_failure_reports_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An option the simulator refuses: argparse's one line, not its usage text; from LLMLOAD_SIM_ARGS, the
+    variable is named (fresh-user finding: '--fault-drop abc' gave 20 lines of usage and no source)."""
+    monkeypatch.delenv("LLMLOAD_SIM_ARGS", raising=False)
     with pytest.raises(SimStartError) as info:
         launch(extra_args=["--no-such-flag"], timeout=10)
-    assert "no-such-flag" in str(info.value)
+    assert str(info.value) == ("simulator options refused: unrecognized arguments: --no-such-flag "
+                               "(python -m harness.sim serve --help lists them)")
+    monkeypatch.setenv("LLMLOAD_SIM_ARGS", "--fault-drop abc")
+    with pytest.raises(SimStartError) as info:
+        launch(timeout=10)
+    msg = str(info.value)
+    assert msg.startswith("simulator options refused: argument --fault-drop: invalid") and "\n" not in msg, msg
+    assert msg.endswith("[LLMLOAD_SIM_ARGS='--fault-drop abc' was added to its command line]"), msg
 
 
 def test_build_command_shape() -> None:
