@@ -80,6 +80,7 @@ prompts:
         # issue 17: silent or unclear before
         ("name: t\nprompts:\n  - {id: a, text: ''}\n", "prompts.0: prompt 'a': text is empty: give the message"),
         ("name: t\nprompts:\n  - {id: a, text: '  '}\n", "prompts.0: prompt 'a': text is empty (only spaces)"),
+        ("name: t\nprompts: [{id: a, text: hi}]\nwarmup: {prompt: ''}\n", "warmup.prompt: empty: give the message"),
         ("name: t\nprompts: [{id: a, text: x}]\nsteps: {duration: '30'}\n",
          "steps.duration: '30' is a quoted string, not a number: write it without quotes (30)"),
         ("name: t\nprompts: [{id: a, text: x}]\nsteps: {concurrency: ['8', 16]}\n",

@@ -240,6 +240,14 @@ class WarmupSpec(_Model):
     timeout: float = Field(300.0, gt=0, description="seconds, end to end")
     requests: int = Field(1, ge=1, description="warm-up requests sent, at C=1")
 
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_blank(cls, v: str) -> str:
+        if not v.strip():  # as a prompt's text: an empty message is not a warm-up of anything
+            raise ValueError(f"empty{' (only spaces)' if v else ''}: give the message to send (default "
+                             "\"Say just 'OK'\"), or set enabled: false to skip the warm-up")
+        return v
+
 
 class SingleStreamSpec(_Model):
     """The single-stream phase (C=1). ``duration`` 0 skips it."""
