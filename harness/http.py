@@ -218,7 +218,8 @@ def parse_head(head: bytes) -> ResponseHead:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     status = -1
-    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isdigit():
+    # isascii: latin-1 has digits ("²", "¹") that isdigit() accepts and int() rejects (a ValueError escaped)
+    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isascii() and parts[1].isdigit():
         status = int(parts[1])
     if status < 0:
         raise ProtocolError(f"bad status line {lines[0][:80]!r}")

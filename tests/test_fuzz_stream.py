@@ -40,7 +40,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from harness.client import _ERROR_CLASS, ChatClient, Timeouts
-from harness.http import BodyFraming, ChunkedDecoder, ProtocolError, TransportError
+from harness.http import (
+    BodyFraming,
+    ChunkedDecoder,
+    ProtocolError,
+    TransportError,
+    parse_head,
+    parse_retry_after,
+)
 from harness.interpret import StreamInterpreter, Transcript
 from harness.result import ERROR_CLASSES, SUCCESS_FINISH_REASONS, RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
@@ -532,3 +539,45 @@ def test_hostile_bytes_over_loopback_end_in_a_classified_record(data: st.DataObj
     assert res.http_status == 200
     assert_classified(res)
 
+
+
+# -- response heads ------------------------------------------------------------------------------------------------
+HEAD_TOKENS = [
+    b"HTTP/1.1 ", b"HTTP/1.0 ", b"200", b"429", b"2", b"\xb2", b"\xb9", b" OK", b"\r\n", b"Content-Length: ",
+    b"Transfer-Encoding: chunked", b"Retry-After: ", b"Connection: close", b"-1", b"1_0", b"abc", b":", b"\x00",
+    b"\xff", b"Wed, 21 Oct 2015 07:28:00 GMT", b"Wed, 21 Oct 99999 07:28:00 GMT", b"1e999", b"nan", b" ",
+]
+
+
+@fuzz(300)
+@given(head=st.lists(st.sampled_from(HEAD_TOKENS), max_size=30).map(b"".join) | st.binary(max_size=200))
+@example(head=b"HTTP/1.1 2\xb2\xb2 OK")  # "²" passed isdigit() and int() raised ValueError out of the client
+def test_any_response_head_parses_or_is_a_protocol_error(head: bytes) -> None:
+    """parse_head: a ResponseHead or ProtocolError; its framing, keep-alive and Retry-After: a value or
+    ProtocolError, never another exception."""
+    try:
+        h = parse_head(head)
+        assert 0 <= h.status
+        retry = parse_retry_after(h.headers.get("retry-after"))
+        assert retry is None or retry >= 0.0
+        h.framing()
+        assert isinstance(h.keep_alive, bool)
+    except ProtocolError:
+        pass
+
+
+@fuzz(15)
+@given(data=st.data(), head=st.lists(st.sampled_from(HEAD_TOKENS), max_size=20).map(b"".join))
+@example(data=None, head=b"HTTP/1.1 2\xb2\xb2 OK\r\n")
+def test_a_hostile_head_over_loopback_ends_in_a_classified_record(data: st.DataObject | None, head: bytes) -> None:
+    """Whatever head (and then a valid stream) the server sends, the client returns a classified record."""
+    body = b'data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    pieces = [(0.0, head + b"\r\n\r\n" + body)] if data is None else _pieces(data, head + b"\r\n\r\n" + body, 8)
+    with ScriptServer() as srv:
+        srv.scripts.append((b"", pieces))
+        client = ChatClient(srv.url, timeouts=FUZZ_TIMEOUTS)
+        try:
+            res = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("fuzz"))
+        finally:
+            client.close()
+    assert_classified(res)
