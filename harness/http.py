@@ -173,13 +173,9 @@ class ResponseHead:
         value = self.headers.get("content-length")
         if value is None or self.chunked:
             return None
-        try:
-            n = int(value)
-        except ValueError:
-            n = -1
-        if n < 0:
+        if not (value.isascii() and value.isdigit()):  # 1*DIGIT: int() also takes "+5", "1_0", "²"
             raise ProtocolError(f"bad content-length {value[:40]!r}")
-        return n
+        return int(value)
 
     @property
     def content_type(self) -> str:

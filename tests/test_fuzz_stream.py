@@ -552,6 +552,7 @@ HEAD_TOKENS = [
 @fuzz(300)
 @given(head=st.lists(st.sampled_from(HEAD_TOKENS), max_size=30).map(b"".join) | st.binary(max_size=200))
 @example(head=b"HTTP/1.1 2\xb2\xb2 OK")  # "²" passed isdigit() and int() raised ValueError out of the client
+@example(head=b"HTTP/1.1 200 OK\r\nContent-Length: 1_0")  # int() read it as 10: a body framed by a typo
 def test_any_response_head_parses_or_is_a_protocol_error(head: bytes) -> None:
     """parse_head: a ResponseHead or ProtocolError; its framing, keep-alive and Retry-After: a value or
     ProtocolError, never another exception."""
@@ -560,8 +561,14 @@ def test_any_response_head_parses_or_is_a_protocol_error(head: bytes) -> None:
         assert 0 <= h.status
         retry = parse_retry_after(h.headers.get("retry-after"))
         assert retry is None or retry >= 0.0
-        h.framing()
+        length = h.headers.get("content-length")
+        framing = h.framing()
         assert isinstance(h.keep_alive, bool)
+        if length is not None and not h.chunked:  # accepted: digits only, the framing of exactly that length
+            assert length.isascii() and length.isdigit()
+            n = int(length)
+            assert framing.feed(b"x" * min(n + 1, 100_000)) == b"x" * min(n, 100_000)
+            assert framing.done is (n < 100_000)
     except ProtocolError:
         pass
 
