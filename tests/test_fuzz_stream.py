@@ -422,6 +422,8 @@ def hostile_framed(draw: st.DrawFn, body: bytes) -> Framed:
 @example(data=None, body=b'data: {"choices":[{"delta":{"reasoning_details":[{"text":5}]}}]}\n\n')
 @example(data=None, body=b'data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],'
          b'"usage":{"completion_tokens":-3}}\n\n')  # recorded -3 output tokens, ok
+@example(data=None, body=b'data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],'
+         b'"usage":{"completion_tokens":true}}\n\n')  # recorded `true` output tokens
 def test_hostile_bytes_end_in_a_classified_record(data: st.DataObject | None, body: bytes) -> None:
     framed = frame([(0.0, body)], "close") if data is None else data.draw(hostile_framed(body), label="framed")
     raw = framed.raw
