@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import re
 import socket
 import ssl
 import time
@@ -61,6 +62,8 @@ _RECV = 65536
 #: Largest accepted response head (status line + headers), bytes.
 MAX_HEAD_BYTES = 65536
 _recv_stamped = kstamp.recv_stamped
+#: A chunk-size token (RFC 9112 section 7.1: 1*HEXDIG; at most 16 digits, 2**64 - 1 bytes).
+_HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -170,13 +173,9 @@ class ResponseHead:
         value = self.headers.get("content-length")
         if value is None or self.chunked:
             return None
-        try:
-            n = int(value)
-        except ValueError:
-            n = -1
-        if n < 0:
+        if not (value.isascii() and value.isdigit()):  # 1*DIGIT: int() also takes "+5", "1_0", "²"
             raise ProtocolError(f"bad content-length {value[:40]!r}")
-        return n
+        return int(value)
 
     @property
     def content_type(self) -> str:
@@ -215,7 +214,8 @@ def parse_head(head: bytes) -> ResponseHead:
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
     status = -1
-    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isdigit():
+    # isascii: latin-1 has digits ("²", "¹") that isdigit() accepts and int() rejects (a ValueError escaped)
+    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isascii() and parts[1].isdigit():
         status = int(parts[1])
     if status < 0:
         raise ProtocolError(f"bad status line {lines[0][:80]!r}")
@@ -304,10 +304,12 @@ class ChunkedDecoder:
                     if n - i > 1024:
                         raise ProtocolError("chunk size line too long")
                     break
-                try:
-                    size = int(buf[i:j].split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise ProtocolError(f"bad chunk size {buf[i:j][:40]!r}") from None
+                token = buf[i:j].split(b";", 1)[0].strip()
+                # 1*HEXDIG only: int(x, 16) alone also takes "-6", "+4", "1_0" and "0x10", and a negative size
+                # moved the parser backwards (a chunk size of -6 looped forever on "\r\n-6\r\n").
+                if not _HEX_SIZE.fullmatch(token):
+                    raise ProtocolError(f"bad chunk size {buf[i:j][:40]!r}")
+                size = int(token, 16)
                 i = j + 2
                 if size == 0:
                     state = self._TRAILER
@@ -317,6 +319,8 @@ class ChunkedDecoder:
             else:  # trailer lines until an empty line
                 j = buf.find(b"\r\n", i)
                 if j < 0:
+                    if n - i > MAX_HEAD_BYTES:
+                        raise ProtocolError("chunk trailer line too long")
                     break
                 if j == i:
                     self.done = True

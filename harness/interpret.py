@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from orjson import JSONDecodeError as _JSONError
 from orjson import loads as _loads
@@ -35,6 +35,14 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text.encode("utf-8")) / 4)
 
 
+def _is_count(value: object) -> TypeGuard[int]:
+    """True for a token count a server may send: a JSON integer >= 0 (not a bool, not a float, not negative).
+
+    Anything else in ``usage`` is treated as absent (the estimate is used), so a record never holds -3 or
+    ``true`` output tokens."""
+    return type(value) is int and value >= 0
+
+
 def _reasoning_text(delta: dict[str, Any]) -> str | None:
     """Reasoning text of one delta: first non-empty of reasoning_content, reasoning, reasoning_details[*].text.
 
@@ -45,7 +53,7 @@ def _reasoning_text(delta: dict[str, Any]) -> str | None:
         return r if isinstance(r, str) else None
     details = delta.get("reasoning_details")
     if details and isinstance(details, list):
-        text = "".join(d.get("text") or "" for d in details if isinstance(d, dict))
+        text = "".join(t for d in details if isinstance(d, dict) and isinstance(t := d.get("text"), str))
         return text or None
     return None
 
@@ -144,9 +152,7 @@ class StreamInterpreter:
         except _JSONError:
             obj = None
         if not isinstance(obj, dict):
-            if self.error_class is None:
-                self.error_class = "malformed_chunk"
-                self.error_detail = payload[:200].decode("utf-8", "replace")
+            self._malformed(payload)
             return
         if obj.get("error") or obj.get("object") == "error":
             e = obj.get("error")
@@ -162,10 +168,21 @@ class StreamInterpreter:
         is_reasoning = False
         choices = obj.get("choices")
         if choices:
-            ch = choices[0]
-            delta = ch.get("delta")
+            ch = choices[0] if isinstance(choices, list) else None
+            delta = ch.get("delta") if isinstance(ch, dict) else None
+            fr = ch.get("finish_reason") if isinstance(ch, dict) else None
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if (
+                not isinstance(ch, dict)
+                or (delta and not isinstance(delta, dict))
+                or (content and not isinstance(content, str))
+                or (fr and not isinstance(fr, str))
+            ):
+                # JSON, but not a chunk: counting it would crash (len(5), 5.isascii()) or record a finish_reason
+                # that is not text; nothing of it is used, as for a payload that is not JSON
+                self._malformed(payload)
+                return
             if delta:
-                content = delta.get("content")
                 reasoning = _reasoning_text(delta)
                 if reasoning:
                     is_reasoning = True
@@ -199,14 +216,13 @@ class StreamInterpreter:
                     self.answer_chunks += 1
                     if self.ttfat is None:
                         self.ttfat = t
-            fr = ch.get("finish_reason")
             if fr:
                 self.finish_reason = fr
         n_tok = 0
         if usage and isinstance(usage, dict):
             self.usage = usage
             cum = usage.get("completion_tokens")
-            if token_bearing and isinstance(cum, int):
+            if token_bearing and _is_count(cum):
                 prev = self.cum_tokens or 0
                 n_tok = cum - prev
                 self.cum_tokens = cum
@@ -225,6 +241,13 @@ class StreamInterpreter:
             if self.keep:
                 self.chunk_times.append(t)  # type: ignore[union-attr]
                 self.chunk_tokens.append(n_tok)  # type: ignore[union-attr]
+
+    def _malformed(self, payload: bytes) -> None:
+        """Record a data payload that is not a chat-completion chunk (error class ``malformed_chunk`` unless an
+        error is already recorded; the detail is its first 200 bytes)."""
+        if self.error_class is None:
+            self.error_class = "malformed_chunk"
+            self.error_detail = payload[:200].decode("utf-8", "replace")
 
     # -- end of stream ------------------------------------------------------------------------------------
     def finish(
@@ -272,18 +295,18 @@ class StreamInterpreter:
         r.estimated_output_tokens = est
         usage = self.usage or {}
         completion = usage.get("completion_tokens")
-        if isinstance(completion, int):
+        if _is_count(completion):
             r.output_tokens, r.token_source = completion, "usage"
         else:
             r.output_tokens, r.token_source = est, "estimate"
         pt = usage.get("prompt_tokens")
-        r.prompt_tokens = pt if isinstance(pt, int) else None
+        r.prompt_tokens = pt if _is_count(pt) else None
         prompt_details = usage.get("prompt_tokens_details")
         cached = prompt_details.get("cached_tokens") if isinstance(prompt_details, dict) else None
         r.cached_tokens = cached if isinstance(cached, int) and not isinstance(cached, bool) else None
         details = usage.get("completion_tokens_details") or {}
         rt = details.get("reasoning_tokens") if isinstance(details, dict) else None
-        if isinstance(rt, int) and 0 < rt <= r.output_tokens:
+        if _is_count(rt) and 0 < rt <= r.output_tokens:
             r.reasoning_tokens, r.reasoning_source = rt, "usage"
         elif self.reasoning_chunks == 0:
             r.reasoning_tokens, r.reasoning_source = 0, "none"

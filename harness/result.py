@@ -58,7 +58,9 @@ ERROR_CLASSES: dict[str, str] = {
     "http_other": "HTTP status outside 2xx/4xx/5xx",
     "not_sse": "HTTP 2xx but the body was not an event stream",
     "server_error_event": "an in-band error object arrived inside the stream",
-    "malformed_chunk": "a data event that is not valid JSON",
+    "malformed_chunk": (
+        "a data event that is not valid JSON, or not a chunk object (e.g. `choices` not a list of objects)"
+    ),
     "aborted": "the stream ended with finish_reason 'abort' (or another non-OpenAI terminal reason)",
     "stream_truncated": "the connection closed mid-stream with no finish_reason",
     "no_finish_reason": "the stream ended cleanly but never carried a finish_reason",

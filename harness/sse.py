@@ -37,10 +37,10 @@ class SSEDecoder:
         events: number of events dispatched (each with a non-empty data buffer).
     """
 
-    __slots__ = ("_buf", "_data", "_pending_cr", "comments", "error_field", "events")
+    __slots__ = ("_data", "_partial", "_pending_cr", "comments", "error_field", "events")
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._partial: list[bytes] = []  # the pieces of the current, unfinished line (CRs already turned to LF)
         self._data: list[bytes] = []
         self._pending_cr = False
         self.comments = 0
@@ -50,30 +50,39 @@ class SSEDecoder:
     def feed(self, piece: bytes) -> list[bytes]:
         """Consume ``piece`` and return the data payloads of the events it completed (possibly none).
 
+        Linear in the bytes fed, whatever the split: a line arriving in many reads is joined once, when its end
+        arrives (joining it on every read was quadratic: a 16 MiB line in 1448-byte reads took 29 s, now 0.1 s).
+
         Args:
-            piece: the next bytes of the response body (transfer encoding already removed).
+            piece: the next bytes of the response body (transfer encoding already removed); may be empty.
 
         Returns:
             A list of payloads, each the raw bytes of one event's data (UTF-8 JSON for OpenAI streams, or
             ``b"[DONE]"``), in arrival order.
         """
+        if not piece:  # nothing to do; and a CR pending from the last piece must stay pending
+            return []
         if self._pending_cr:
             # The previous piece ended in CR: it was a line end; drop a LF that completes a CRLF pair.
             self._pending_cr = False
             if piece[:1] == b"\n":
                 piece = piece[1:]
-        buf = self._buf + piece if self._buf else piece
-        if b"\r" in buf:
+        if b"\r" in piece:  # the line kept from earlier pieces has none: they were all turned to LF
             tail = b""
-            if buf.endswith(b"\r"):  # may be the first half of a CRLF split across reads
+            if piece.endswith(b"\r"):  # may be the first half of a CRLF split across reads
                 self._pending_cr = True
-                buf, tail = buf[:-1], b"\n"
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
-        if b"\n" not in buf:
-            self._buf = buf
+                piece, tail = piece[:-1], b"\n"
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
+        if b"\n" not in piece:
+            if piece:
+                self._partial.append(piece)
             return []
-        lines = buf.split(b"\n")
-        self._buf = lines.pop()
+        lines = piece.split(b"\n")
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = b"".join(self._partial)
+        last = lines.pop()
+        self._partial = [last] if last else []
         out: list[bytes] = []
         data = self._data
         for line in lines:
