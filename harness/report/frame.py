@@ -104,9 +104,12 @@ __all__ = [
     "LAZY_COLUMNS",
     "NULL_READS_AS",
     "PART_COLUMNS",
+    "RAW_CHUNK_COLUMNS",
     "RECORD_SCHEMA",
     "ROW",
     "SIDECAR_KEY",
+    "decode_chunk_lists",
+    "iter_chunk_batches",
     "iter_chunk_frames",
     "iter_frames",
     "read_frame",
@@ -304,10 +307,12 @@ class _MaybeNotARecord(Exception):
         self.rows, self.df = rows, df
 
 
-def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = False) -> pl.DataFrame:
+def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = False,
+             decode: bool = True) -> pl.DataFrame:
     """``df`` (parsed with ``schema`` and :data:`~harness.records.REQUIRED_RECORD_FIELDS`) with nulls of
     non-nullable fields read as their defaults, columns ``keep`` in that order, rechunked (one compact chunk per
     column). ``checked``: the rows with a null required field were found to be records (see below).
+    ``decode``: schema-3 chunk lists decoded (:func:`_decode_chunks`); False leaves them as written.
 
     Raises:
         _MaybeNotARecord: unless ``checked``, some row has a null in a required field (absent, or a JSON null).
@@ -325,7 +330,8 @@ def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = 
                          f"(reads {sorted(READABLE_SCHEMAS)})")
     if lacking is not None and lacking.any():  # after the version: a newer layout is refused as such
         raise _MaybeNotARecord(lacking.arg_true().to_list(), parsed)
-    df = _decode_chunks(df)
+    if decode:
+        df = _decode_chunks(df)
     # One chunk per column, in buffers of the piece's size: the parser's chunks hold grown-by-doubling spare
     # capacity, kept (~2x the frame: 1.29 GB peak at 1M records instead of 1.0 GB) if the frame is not copied.
     return df.select(keep).rechunk()
@@ -357,9 +363,17 @@ def _decode_chunks(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.when(v3).then(t).otherwise(ct).alias("chunk_times")).drop("_us", "_t")
 
 
-def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str]) -> pl.DataFrame:
+def decode_chunk_lists(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` (with ``schema`` and, for its chunk times, :data:`harness.result.CHUNK_ANCHORS`) with its schema-3
+    rows' chunk lists decoded as :func:`read_frame` decodes them (a batch of :func:`iter_chunk_batches` that is not
+    ``decoded``)."""
+    return _decode_chunks(df)
+
+
+def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str],
+                   decode: bool = True) -> pl.DataFrame:
     """:func:`_parse` then :func:`_as_read`, in a parser thread."""
-    return _as_read(_parse(text, schema), path, keep)
+    return _as_read(_parse(text, schema), path, keep, decode=decode)
 
 
 def _object_lines(text: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -528,16 +542,18 @@ def _write_sidecar(path: Path, df: pl.DataFrame, stamp: dict[str, Any]) -> None:
 
 
 def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
-                 pool: ThreadPoolExecutor, start: int = 0, end: int | None = None) -> Iterator[pl.DataFrame]:
+                 pool: ThreadPoolExecutor, start: int = 0, end: int | None = None,
+                 decode: bool = True) -> Iterator[pl.DataFrame]:
     """``path``'s records as frames of about ``chunk_bytes`` of JSON each (``_PARSERS`` parsed at a time),
     parsed with ``schema`` (which holds ``schema`` and the required fields), columns ``keep``; only the lines of
-    bytes ``[start, end)`` (see :func:`_pieces`; a torn line is dropped only at the end of the file)."""
+    bytes ``[start, end)`` (see :func:`_pieces`; a torn line is dropped only at the end of the file). ``decode``:
+    as :func:`_as_read`."""
     with open(path, "rb") as f:
         inflight: deque[tuple[int, bytes, bool, Future[pl.DataFrame]]] = deque()
         pieces = _pieces(f, chunk_bytes, start, end)
         while True:
             for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
-                inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep)))
+                inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep, decode)))
                 if len(inflight) > _PARSERS:
                     break
             if not inflight:
@@ -547,10 +563,10 @@ def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
                 try:
                     df = fut.result()
                 except pl.exceptions.PolarsError:
-                    df = _as_read(_parse_careful(path, at, text, last, schema), path, keep)
+                    df = _as_read(_parse_careful(path, at, text, last, schema), path, keep, decode=decode)
             except _MaybeNotARecord as e:
                 _check_records(path, at, text, e.rows)
-                df = _as_read(e.df, path, keep, checked=True)
+                df = _as_read(e.df, path, keep, checked=True, decode=decode)
             if df.height:
                 yield df
 
@@ -819,17 +835,35 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
 
 #: The columns :func:`iter_chunk_frames` yields: what :func:`harness.report.tokens.reduce_chunks` reads.
 CHUNK_COLUMNS: tuple[str, ...] = ("start_wall", "ttfat", "chunk_times", "chunk_tokens")
+#: The columns of a batch :func:`iter_chunk_batches` yields with its chunk lists as written (not decoded):
+#: :data:`CHUNK_COLUMNS`, the record ``schema`` and the timings a schema-3 chunk time is anchored to.
+RAW_CHUNK_COLUMNS: tuple[str, ...] = ("schema", *CHUNK_COLUMNS, *(a for a in CHUNK_ANCHORS if a not in CHUNK_COLUMNS))
 
 
 def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                       batch_rows: int = 20_000) -> Iterator[pl.DataFrame]:
     """The :data:`CHUNK_COLUMNS` of every record of a run directory, in :func:`read_frame`'s row order, as
-    consecutive frames (no :data:`ROW`): the second pass of a two-pass read, whose first (:func:`read_frame` without
-    the chunk lists) has already validated the records and written any sidecar or last part.
+    consecutive frames (no :data:`ROW`), chunk lists decoded: :func:`iter_chunk_batches` with every batch decoded.
+
+    Raises:
+        ValueError, OSError: as :func:`read_frame`.
+    """
+    for df, decoded in iter_chunk_batches(run_dir, chunk_bytes, batch_rows):
+        yield df if decoded else decode_chunk_lists(df).select(CHUNK_COLUMNS)
+
+
+def iter_chunk_batches(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                       batch_rows: int = 20_000) -> Iterator[tuple[pl.DataFrame, bool]]:
+    """``(batch, decoded)`` for every record of a run directory, in :func:`read_frame`'s row order, as consecutive
+    batches (no :data:`ROW`): the second pass of a two-pass read, whose first (:func:`read_frame` without the
+    chunk lists) has already validated the records and written any sidecar or last part.
 
     Per records file, from the first source that holds the columns: its valid sidecar (``batch_rows`` rows at a
     time), its valid Parquet parts (one part at a time, in slices of ``batch_rows``, then the JSON after the last
-    part), else its JSON (about ``chunk_bytes`` of text at a time).
+    part), else its JSON (about ``chunk_bytes`` of text at a time). A batch from a sidecar or a part has
+    :data:`CHUNK_COLUMNS` with the chunk lists decoded (``decoded`` True: seconds, one count per chunk); a batch
+    parsed from JSON has :data:`RAW_CHUNK_COLUMNS`, the lists as written (``decoded`` False: a schema-3 record's
+    µs deltas and single count, decoded by the reducer, :mod:`harness.report.chunkbins`).
     The chunk lists of the whole run are never held at once.
 
     Raises:
@@ -837,19 +871,21 @@ def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAUL
     """
     asked = _schema(CHUNK_COLUMNS)
     keep = _order(asked)
+    raw = _schema(RAW_CHUNK_COLUMNS)
     with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
         for path in record_files(run_dir):
-            yield from _chunk_frames_of(path, asked, keep, chunk_bytes, batch_rows, pool)
+            yield from _chunk_frames_of(path, asked, keep, raw, chunk_bytes, batch_rows, pool)
 
 
-def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str], chunk_bytes: int, batch_rows: int,
-                     pool: ThreadPoolExecutor) -> Iterator[pl.DataFrame]:
-    """:func:`iter_chunk_frames` of one records file."""
+def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str], raw: dict[str, pl.DataType],
+                     chunk_bytes: int, batch_rows: int, pool: ThreadPoolExecutor
+                     ) -> Iterator[tuple[pl.DataFrame, bool]]:
+    """:func:`iter_chunk_batches` of one records file."""
     side = sidecar_path(path)
     if _sidecar_has(path, asked):
         n = pl.scan_parquet(side).select(pl.len()).collect().item()
         for at in range(0, n, batch_rows):
-            yield pl.scan_parquet(side).slice(at, batch_rows).select(keep).collect()
+            yield pl.scan_parquet(side).slice(at, batch_rows).select(keep).collect(), True
         return
     seal = _read_seal(path)
     chain = [] if seal is not None and seal != _stamp(path) else valid_chain(path, SIDECAR_KEY, asked)
@@ -860,10 +896,11 @@ def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str],
         except (OSError, pl.exceptions.PolarsError) as e:  # after the first pass read it: a part removed meanwhile
             raise OSError(f"{part.path}: Parquet part unreadable in the second pass ({e})") from e
         for first in range(0, df.height, batch_rows):  # zero-copy slices: a large part is reduced a batch at a time
-            yield df.slice(first, batch_rows)
+            yield df.slice(first, batch_rows), True
         del df
         at = part.end
-    yield from _json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at)
+    for df in _json_frames(path, _parse_schema(raw), _order(raw), chunk_bytes, pool, at, decode=False):
+        yield df, False
 
 
 def _sidecar_has(path: Path, schema: dict[str, pl.DataType]) -> bool:

@@ -92,11 +92,11 @@ def test_second_pass_reads_the_same_chunks_from_json_sidecar_and_parts(tmp_path:
 
 def test_records_changed_between_the_passes_is_an_error(gen_run: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    real = frame_mod.iter_chunk_frames
+    real = frame_mod.iter_chunk_batches
 
     def fewer(*a: object, **k: object):  # type: ignore[no-untyped-def]
-        for df in real(*a, **k):  # type: ignore[arg-type]
-            yield df.head(df.height - 1)
-    monkeypatch.setattr("harness.report.columns.iter_chunk_frames", fewer)
+        for df, decoded in real(*a, **k):  # type: ignore[arg-type]
+            yield df.head(df.height - 1), decoded
+    monkeypatch.setattr("harness.report.columns.iter_chunk_batches", fewer)
     with pytest.raises(ValueError, match="changed while they were read"):
         load_report_run(gen_run)
