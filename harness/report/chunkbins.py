@@ -52,9 +52,11 @@ def _running_us(deltas: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
     per-list float running sums the polars reader computes)."""
     if not deltas.size:
         return deltas.astype(np.float64)
-    if not np.all(np.floor(deltas) == deltas) or float(np.abs(deltas).sum()) >= _MAX_EXACT:
+    if float(max(abs(deltas.max()), abs(deltas.min()))) * deltas.size >= _MAX_EXACT:
         return None
     d = deltas.astype(np.int64)
+    if not np.array_equal(d, deltas):  # not whole µs
+        return None
     cs = np.cumsum(d)
     firsts = np.cumsum(lengths) - lengths
     before = cs[firsts] - d[firsts]
@@ -87,7 +89,6 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     if times is None:
         return None
     times = times.astype(np.float64)  # a writable copy (the decoded times are put in place)
-    row_of = np.repeat(np.arange(n_rows, dtype=np.int64), n)
 
     n_tk = _lengths(tk_s)
     v3 = np.zeros(n_rows, dtype=bool) if decoded else (batch.get_column("schema").fill_null(1).to_numpy() == 3)
@@ -106,33 +107,130 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     eff_len = np.where(one, n_ct, n_tk)
     usage = (n_tk >= 0) & (n_ct >= 0) & (eff_len == n_ct) & (sums > 0)
 
-    # per-chunk tokens: the usage's counts when usable, else 0
-    toks = np.zeros(times.size, dtype=np.int64)
-    as_is = usage & ~one
-    if as_is.any():
-        keep_tk = np.repeat(as_is[tk_rows], n_tk[tk_rows])
-        toks[np.repeat(as_is, n)] = tk_vals[keep_tk]
-    rep = usage & one
-    if rep.any():
-        toks[np.repeat(rep, n)] = np.repeat(firsts_tk[rep], n[rep])
-
     if not decoded and v3.any():  # schema-3 rows: running µs sums, then pinned to the anchors
-        at3 = np.repeat(v3 & has, n)
-        us = _running_us(times[at3], n[v3 & has])
+        has3 = v3 & has
+        at3 = np.repeat(has3, n)
+        us = _running_us(times[at3], n[has3])
         if us is None:
             return None
         t = us * CHUNK_TIME_UNIT_S
-        rows3 = row_of[at3]
-        for name in CHUNK_ANCHORS:
-            a = batch.get_column(name).cast(pl.Float64).fill_null(-1.0).to_numpy()[rows3]
-            pin = 1.0 - np.clip(np.abs(us - np.round(a * 1e6)), 0.0, 1.0)
-            t = t + pin * (a - t)
+        rows3 = np.repeat(np.flatnonzero(has3), n[has3])
+        for name in CHUNK_ANCHORS:  # t + pin * (a - t), pin 1 where the µs is the anchor's, else 0 (t itself)
+            a_row = batch.get_column(name).cast(pl.Float64).fill_null(-1.0).to_numpy()
+            hit = np.flatnonzero(us == np.round(a_row * 1e6)[rows3])
+            if hit.size:
+                a = a_row[rows3[hit]]
+                t[hit] = t[hit] + (a - t[hit])
         times[at3] = t
 
-    start = batch.get_column("start_wall").fill_null(0.0).cast(pl.Float64).to_numpy()[row_of]
-    ttfat = batch.get_column("ttfat").cast(pl.Float64).fill_null(np.nan).to_numpy()[row_of]
-    is_r = np.isnan(ttfat) | (times < ttfat)
+    start_row = batch.get_column("start_wall").fill_null(0.0).cast(pl.Float64).to_numpy()
+    ttfat_row = batch.get_column("ttfat").cast(pl.Float64).fill_null(np.nan).to_numpy()
+    firsts = np.cumsum(n) - n
+    one_tok = np.where(usage & one, firsts_tk, 0)  # the count of every chunk of a single-count record
+    toks = None
+    as_is = usage & ~one
+    if as_is.any():  # per-chunk tokens of the records whose usage lists one count per chunk, else 0
+        toks = np.zeros(times.size, dtype=np.int64)
+        toks[np.repeat(as_is, n)] = tk_vals[np.repeat(as_is[tk_rows], n_tk[tk_rows])]
+    later = times[1:] < times[:-1]
+    if later.size:
+        later[firsts[has][1:] - 1] = False  # a record's first chunk may be earlier than the last one's before
+    if later.any():  # a record's times out of order (a hand-edited file): chunk by chunk
+        per_row = np.repeat(np.arange(n_rows, dtype=np.int64), n)
+        if toks is None:
+            toks = np.zeros(times.size, dtype=np.int64)
+        toks = toks + np.repeat(one_tok, n)
+        g_row, g_k, g_n, g_nr, g_tr, g_ta = _by_chunk(times, toks, per_row, start_row, ttfat_row, e)
+    else:
+        g_row, g_k, g_n, g_nr, g_tr, g_ta = _by_cuts(times, toks, one_tok, n, firsts, start_row, ttfat_row, e)
+    ext = np.concatenate(([-np.inf], e, [np.inf]))
+    flat = pl.DataFrame({"_r": g_row, "b0": ext[g_k + 1], "b1": ext[g_k + 2], "n": g_n, "n_r": g_nr, "t_r": g_tr,
+                         "t_a": g_ta})
+    bins = flat.group_by("_r", maintain_order=True).agg(
+        pl.struct("b0", "b1", "n", "n_r", "t_r", "t_a").alias("chunk_bins"), pl.col("n_r").sum().alias("chunk_n_r"))
+    scal = pl.DataFrame({"_r": np.arange(n_rows, dtype=np.int64), "chunk_n": np.maximum(n_ct, 0),
+                         "chunk_shown": np.where(usage, sums, 0), "chunk_usage": usage})
+    out = scal.join(bins, on="_r", how="left", maintain_order="left")
+    return out.select(pl.col("chunk_bins").cast(CHUNK_BINS_DTYPE), pl.col("chunk_n").cast(pl.Int64),
+                      pl.col("chunk_n_r").fill_null(0).cast(pl.Int64), pl.col("chunk_shown").cast(pl.Int64),
+                      pl.col("chunk_usage").cast(pl.Boolean))
 
+
+_Groups = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _first_at_or_after(times: np.ndarray, lo: np.ndarray, hi: np.ndarray, thr: np.ndarray) -> np.ndarray:
+    """For each query, the first index ``i`` in ``[lo, hi)`` with ``times[i] >= thr`` (``hi`` when none): a binary
+    search of every query at once over the sorted run ``times[lo:hi]``."""
+    lo, hi = lo.copy(), hi.copy()
+    last = max(times.size - 1, 0)
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) >> 1
+        go = open_ & (times[np.minimum(mid, last)] < thr)
+        lo = np.where(go, mid + 1, lo)
+        hi = np.where(open_ & ~go, mid, hi)
+
+
+def _by_cuts(times: np.ndarray, toks: np.ndarray | None, one_tok: np.ndarray, n: np.ndarray, firsts: np.ndarray,
+             start_row: np.ndarray, ttfat_row: np.ndarray, e: np.ndarray) -> _Groups:
+    """(record, bin, chunks, reasoning chunks, reasoning tokens, answer tokens) of every non-empty bin, records whose
+    chunk times are in order: each record's chunks in bin ``[e_j, e_j+1)`` are those from the first at or after
+    ``e_j - start`` to the first at or after ``e_j+1 - start`` (the exact test of :func:`_by_chunk`, found by a
+    binary search per record and edge in its reach instead of per chunk); its reasoning chunks the prefix before
+    the first at or after ``ttfat``."""
+    rows = np.flatnonzero(n > 0)
+    o, nn = firsts[rows], n[rows]
+    s = start_row[rows]
+    size = len(e)
+    if size:
+        a_f = np.searchsorted(e, s + times[o], side="right").astype(np.int64) - 1
+        a_l = np.searchsorted(e, s + times[o + nn - 1], side="right").astype(np.int64) - 1
+        lo_j = np.clip(a_f - 1, 0, size - 1)  # one edge of margin each side: start + t rounds, the test does not
+        hi_j = np.minimum(a_l + 1, size - 1)
+        m = hi_j - lo_j + 1
+    else:
+        lo_j = np.zeros(rows.size, dtype=np.int64)
+        m = np.zeros(rows.size, dtype=np.int64)
+    q_start = np.cumsum(m) - m
+    q_row = np.repeat(np.arange(rows.size, dtype=np.int64), m)
+    q_j = lo_j[q_row] + (np.arange(q_row.size, dtype=np.int64) - q_start[q_row])
+    cut = _first_at_or_after(times, o[q_row], (o + nn)[q_row], e[q_j] - s[q_row]) if q_row.size else \
+        np.zeros(0, dtype=np.int64)
+    ttfat = ttfat_row[rows]
+    r_end = np.where(np.isnan(ttfat), o + nn,  # the reasoning chunks: before ttfat (all without it)
+                     _first_at_or_after(times, o, o + nn, np.where(np.isnan(ttfat), 0.0, ttfat)))
+    # bins of a record: lo_j - 1 + b for b in 0..m, bounded by [o, cuts..., o + nn]
+    b_start = np.cumsum(m + 1) - (m + 1)
+    b_row = np.repeat(np.arange(rows.size, dtype=np.int64), m + 1)
+    b = np.arange(b_row.size, dtype=np.int64) - b_start[b_row]
+    mb = m[b_row]
+    qi = q_start[b_row] + b
+    top = max(cut.size - 1, 0)
+    lower = np.where(b == 0, o[b_row], cut[np.clip(qi - 1, 0, top)] if cut.size else 0)
+    upper = np.where(b == mb, (o + nn)[b_row], cut[np.clip(qi, 0, top)] if cut.size else 0)
+    keep = upper > lower
+    b_row, b, lower, upper = b_row[keep], b[keep], lower[keep], upper[keep]
+    mid = np.maximum(lower, np.minimum(upper, r_end[b_row]))  # [lower, mid): reasoning, [mid, upper): answer
+    if toks is not None:
+        acc = np.concatenate(([0], np.cumsum(toks)))
+        t_r, t_a = acc[mid] - acc[lower], acc[upper] - acc[mid]
+    else:
+        t_r = t_a = np.zeros(b_row.size, dtype=np.int64)
+    v = one_tok[rows][b_row]
+    t_r, t_a = t_r + v * (mid - lower), t_a + v * (upper - mid)
+    return rows[b_row], lo_j[b_row] - 1 + b, upper - lower, mid - lower, t_r, t_a
+
+
+def _by_chunk(times: np.ndarray, toks: np.ndarray, row_of: np.ndarray, start_row: np.ndarray,
+              ttfat_row: np.ndarray, e: np.ndarray) -> _Groups:
+    """:func:`_by_cuts` for any order of chunk times: each chunk's bin found by a sorted search and the exact test
+    (``e_j - start <= t < e_j+1 - start``, as :func:`harness.report.tokens.reduce_chunks`), then summed per run of
+    equal (record, bin)."""
+    start, ttfat = start_row[row_of], ttfat_row[row_of]
+    is_r = np.isnan(ttfat) | (times < ttfat)
     size = len(e)
     if size:
         k = np.searchsorted(e, start + times, side="right").astype(np.int64) - 1
@@ -145,7 +243,7 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     else:
         k = np.full(times.size, -1, dtype=np.int64)
     key = row_of * (size + 1) + (k + 1)
-    if key.size > 1 and bool(np.any(key[1:] < key[:-1])):  # times out of order in a record: group them anyway
+    if key.size > 1 and bool(np.any(key[1:] < key[:-1])):
         order = np.argsort(key, kind="stable")
         key, is_r, toks = key[order], is_r[order], toks[order]
     if key.size:
@@ -162,14 +260,4 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
         g_ta = np.add.reduceat(toks * (1 - r_int), starts)
     else:
         g_nr = g_tr = g_ta = np.zeros(0, dtype=np.int64)
-    ext = np.concatenate(([-np.inf], e, [np.inf]))
-    flat = pl.DataFrame({"_r": g_row, "b0": ext[g_k + 1], "b1": ext[g_k + 2], "n": g_n, "n_r": g_nr, "t_r": g_tr,
-                         "t_a": g_ta})
-    bins = flat.group_by("_r", maintain_order=True).agg(
-        pl.struct("b0", "b1", "n", "n_r", "t_r", "t_a").alias("chunk_bins"), pl.col("n_r").sum().alias("chunk_n_r"))
-    scal = pl.DataFrame({"_r": np.arange(n_rows, dtype=np.int64), "chunk_n": np.maximum(n_ct, 0),
-                         "chunk_shown": np.where(usage, sums, 0), "chunk_usage": usage})
-    out = scal.join(bins, on="_r", how="left", maintain_order="left")
-    return out.select(pl.col("chunk_bins").cast(CHUNK_BINS_DTYPE), pl.col("chunk_n").cast(pl.Int64),
-                      pl.col("chunk_n_r").fill_null(0).cast(pl.Int64), pl.col("chunk_shown").cast(pl.Int64),
-                      pl.col("chunk_usage").cast(pl.Boolean))
+    return g_row, g_k, g_n, g_nr, g_tr, g_ta

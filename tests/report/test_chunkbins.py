@@ -57,7 +57,7 @@ def test_flat_reducer_equals_polars_reducer(seed: int) -> None:
     rng = random.Random(seed)
     raw = _raw([_row(rng, i) for i in range(400)])
     decoded = decode_chunk_lists(raw).select(CHUNK_COLUMNS)
-    for edges in (_edges(rng), [1_010.0], []):
+    for edges in (_edges(rng), [1_010.0], [1_005.0, 1_006.0], []):  # chunks before, inside and past the edges
         want = reduce_chunks(decoded, edges)
         from_raw = reduce_chunks_flat(raw, edges, decoded=False)
         from_decoded = reduce_chunks_flat(decoded, edges, decoded=True)
