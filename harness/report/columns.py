@@ -42,7 +42,9 @@ records by value in its no-user-id first wave, counts them once in ``first_wave_
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -258,7 +260,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
                         f"ended unfinished and are not in the records ({fix}).")
     columns = REPORT_COLUMNS if chunk_edges is None else tuple(c for c in REPORT_COLUMNS if c not in _CHUNK_LISTS)
-    frame = prepare(read_frame(root, columns, chunk_bytes or DEFAULT_CHUNK_BYTES))
+    frame = prepare(read_frame(root, columns, chunk_bytes or DEFAULT_CHUNK_BYTES, parts=chunk_edges is not None))
     problems.extend(f"{f.name} ends in an incomplete line (the run was killed while writing it): that record "
                     "was skipped." for f in record_files(root) if torn_last_line(f))
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
@@ -274,6 +276,9 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     return run
 
 
+#: Batches of chunk lists reduced at once in pass 2 of a two-pass read (threads).
+_REDUCERS = 2
+
 #: The record fields a two-pass read (:func:`load_frame_run` with ``chunk_edges``) reduces instead of keeping.
 _CHUNK_LISTS = ("chunk_times", "chunk_tokens")
 
@@ -284,7 +289,14 @@ def _with_reduced_chunks(run: FrameRun, edges: list[float], chunk_bytes: int) ->
     Raises:
         ValueError: pass 2 read another number of records than pass 1 (the records file changed in between).
     """
-    parts = [_reduce(b, edges, decoded) for b, decoded in iter_chunk_batches(run.path, chunk_bytes)]
+    parts: list[pl.DataFrame] = []
+    with ThreadPoolExecutor(max_workers=_REDUCERS) as pool:  # numpy and polars release the GIL: both cores
+        pending: deque[Future[pl.DataFrame]] = deque()
+        for b, decoded in iter_chunk_batches(run.path, chunk_bytes):
+            pending.append(pool.submit(_reduce, b, edges, decoded))
+            if len(pending) > _REDUCERS:  # at most _REDUCERS + 1 batches of chunk lists held
+                parts.append(pending.popleft().result())
+        parts.extend(f.result() for f in pending)
     reduced = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(
         schema={"chunk_bins": CHUNK_BINS_DTYPE, "chunk_n": pl.Int64(), "chunk_n_r": pl.Int64(),
                 "chunk_shown": pl.Int64(), "chunk_usage": pl.Boolean()})
