@@ -39,8 +39,9 @@ def _lengths(s: pl.Series) -> np.ndarray:
 
 
 def _flat(s: pl.Series, rows: np.ndarray) -> np.ndarray | None:
-    """The values of the lists of ``s`` at the ``rows`` mask, concatenated in row order; None when one is null."""
-    vals = s.filter(pl.Series(rows)).explode()
+    """The values of the lists of ``s`` at the ``rows`` mask (each a non-empty list), concatenated in row order;
+    None when one is null."""
+    vals = (s if rows.all() else s.filter(pl.Series(rows))).explode()
     if vals.null_count():
         return None
     return vals.to_numpy()
@@ -57,10 +58,22 @@ def _running_us(deltas: np.ndarray, lengths: np.ndarray) -> np.ndarray | None:
     d = deltas.astype(np.int64)
     if not np.array_equal(d, deltas):  # not whole µs
         return None
-    cs = np.cumsum(d)
     firsts = np.cumsum(lengths) - lengths
-    before = cs[firsts] - d[firsts]
-    return (cs - np.repeat(before, lengths)).astype(np.float64)
+    sums = np.add.reduceat(d, firsts)
+    d[firsts[1:]] -= sums[:-1]  # each list's running sum starts again at its first delta
+    return np.cumsum(d).astype(np.float64)
+
+
+def _pins(us: np.ndarray, firsts: np.ndarray, lengths: np.ndarray, anchor_us: np.ndarray) -> np.ndarray:
+    """Indices of the chunks whose running µs ``us`` equal their record's ``anchor_us`` (float, whole; -1e6 for
+    none), each record's ``us`` non-decreasing: a binary search per record, not a comparison per chunk."""
+    ends = firsts + lengths
+    left = _first_at_or_after(us, firsts, ends, anchor_us)
+    right = _first_at_or_after(us, left, ends, anchor_us + 0.5)
+    k = right - left
+    if not k.any():
+        return np.zeros(0, dtype=np.int64)
+    return np.repeat(left, k) + (np.arange(int(k.sum()), dtype=np.int64) - np.repeat(np.cumsum(k) - k, k))
 
 
 def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: bool) -> pl.DataFrame | None:
@@ -88,7 +101,7 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     times = _flat(ct_s, has)
     if times is None:
         return None
-    times = times.astype(np.float64)  # a writable copy (the decoded times are put in place)
+    times = times.astype(np.float64, copy=False)
 
     n_tk = _lengths(tk_s)
     v3 = np.zeros(n_rows, dtype=bool) if decoded else (batch.get_column("schema").fill_null(1).to_numpy() == 3)
@@ -109,19 +122,34 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
 
     if not decoded and v3.any():  # schema-3 rows: running µs sums, then pinned to the anchors
         has3 = v3 & has
-        at3 = np.repeat(has3, n)
-        us = _running_us(times[at3], n[has3])
+        every = bool((has3 == has).all())  # the usual case: every record with chunks is schema 3
+        at3 = None if every else np.repeat(has3, n)
+        raw3 = times if at3 is None else times[at3]
+        us = _running_us(raw3, n[has3])
         if us is None:
             return None
         t = us * CHUNK_TIME_UNIT_S
-        rows3 = np.repeat(np.flatnonzero(has3), n[has3])
+        rows = np.flatnonzero(has3)
+        lengths3 = n[has3]
+        firsts3 = np.cumsum(lengths3) - lengths3
+        ordered = bool((raw3 >= 0).all())  # every running sum non-decreasing: the anchors found by search
+        rows3 = None if ordered else np.repeat(rows, lengths3)
         for name in CHUNK_ANCHORS:  # t + pin * (a - t), pin 1 where the µs is the anchor's, else 0 (t itself)
             a_row = batch.get_column(name).cast(pl.Float64).fill_null(-1.0).to_numpy()
-            hit = np.flatnonzero(us == np.round(a_row * 1e6)[rows3])
-            if hit.size:
+            a_us = np.round(a_row * 1e6)
+            if rows3 is None:
+                hit = _pins(us, firsts3, lengths3, a_us[rows])
+                a = a_row[rows][np.searchsorted(firsts3, hit, side="right") - 1]
+            else:
+                hit = np.flatnonzero(us == a_us[rows3])
                 a = a_row[rows3[hit]]
+            if hit.size:
                 t[hit] = t[hit] + (a - t[hit])
-        times[at3] = t
+        if at3 is None:
+            times = t
+        else:
+            times = times.copy()
+            times[at3] = t
 
     start_row = batch.get_column("start_wall").fill_null(0.0).cast(pl.Float64).to_numpy()
     ttfat_row = batch.get_column("ttfat").cast(pl.Float64).fill_null(np.nan).to_numpy()

@@ -18,10 +18,12 @@ from harness.result import encode_chunks
 _RAW_SCHEMA = {c: RECORD_SCHEMA[c] for c in RAW_CHUNK_COLUMNS}
 
 
-def _row(rng: random.Random, i: int) -> dict[str, Any]:
+def _row(rng: random.Random, i: int, v3_share: float = 0.4) -> dict[str, Any]:
     """One record's raw chunk columns: schema 3 (compact) or 2 (floats), every shape of list the reducer meets."""
     n = rng.choice([0, 1, 2, 3, 7, 20, 60])
     times = sorted(rng.uniform(0.01, 8.0) for _ in range(n))
+    if n > 3 and rng.random() < 0.2:
+        times[1] = times[2] = times[0]  # chunks in one µs: every one of them pinned to ttft
     start = 1_000.0 + rng.uniform(0, 40) if i % 17 else None
     kind = rng.choice(["usage", "ones", "zeros", "short", "none"])
     tokens: list[int] | None = {"usage": [rng.randint(0, 4) for _ in times], "ones": [1] * n, "zeros": [0] * n,
@@ -29,7 +31,7 @@ def _row(rng: random.Random, i: int) -> dict[str, Any]:
     ttft = times[0] if times and rng.random() < 0.8 else None
     ttfat = times[rng.randrange(n)] if times and rng.random() < 0.7 else None
     t_last = times[-1] if times and rng.random() < 0.8 else None
-    if n and rng.random() < 0.4:  # schema 3: µs deltas, one count when all are equal
+    if n and rng.random() < v3_share:  # schema 3: µs deltas, one count when all are equal
         deltas, toks = encode_chunks(times, tokens)
         ct: list[float] | None = [float(d) for d in deltas]
         schema = 3
@@ -52,10 +54,10 @@ def _edges(rng: random.Random) -> list[float]:
     return [*grid, 1_003.123456789, 1_030.0 + rng.random()]
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_flat_reducer_equals_polars_reducer(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "v3_share"), [(1, 0.4), (2, 0.4), (3, 0.4), (4, 1.0), (5, 1.0)])
+def test_flat_reducer_equals_polars_reducer(seed: int, v3_share: float) -> None:
     rng = random.Random(seed)
-    raw = _raw([_row(rng, i) for i in range(400)])
+    raw = _raw([_row(rng, i, v3_share) for i in range(400)])
     decoded = decode_chunk_lists(raw).select(CHUNK_COLUMNS)
     for edges in (_edges(rng), [1_010.0], [1_005.0, 1_006.0], []):  # chunks before, inside and past the edges
         want = reduce_chunks(decoded, edges)
