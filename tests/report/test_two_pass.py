@@ -100,3 +100,23 @@ def test_records_changed_between_the_passes_is_an_error(gen_run: Path, tmp_path:
     monkeypatch.setattr("harness.report.columns.iter_chunk_batches", fewer)
     with pytest.raises(ValueError, match="changed while they were read"):
         load_report_run(gen_run)
+
+
+def test_numpy_reduction_gives_the_polars_reduction_report(gen_run: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report of the numpy reducer (harness/report/chunkbins.py) equals, exactly, the report when every batch is
+    reduced by the polars reducer (tokens.reduce_chunks, the path taken for what numpy declines)."""
+    import shutil
+
+    from harness.report.chunkbins import reduce_chunks_flat
+    from harness.report.frame import iter_chunk_batches
+
+    run = tmp_path / "run"
+    shutil.copytree(gen_run, run)
+    edges = report_chunk_edges(load_frame_run(run, chunk_edges=lambda r: [0.0]))
+    batches = list(iter_chunk_batches(run, chunk_bytes=50_000, batch_rows=300))
+    assert batches and all(reduce_chunks_flat(b, edges, d) is not None for b, d in batches)  # numpy takes them all
+    fast = _report_of(load_report_run(run), None).as_dict()
+    monkeypatch.setattr("harness.report.columns.reduce_chunks_flat", lambda *a: None)
+    slow = _report_of(load_report_run(run), None).as_dict()
+    assert fast == slow  # bit-identical, every figure
