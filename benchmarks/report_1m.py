@@ -10,9 +10,10 @@ CPU time user+sys and peak RSS from ``os.wait4``):
     (:func:`harness.report.build.run_figures`: step rows, goodput, soak slices and drift, warm-up, totals,
     per-prompt rows; then the header and notes); ``--runs`` times, medians printed. The child also reports its own
     split: load seconds and figures seconds. Each run is measured twice: ``json``, the Parquet sidecar
-    (``records.parquet``, see :mod:`harness.report.frame`) deleted first, so the records are parsed from JSON and the
-    sidecar written (the report at a run's end); then ``sidecar``, read from the sidecar just written (every later
-    ``llmload report``). ``--sidecar json`` / ``--sidecar sidecar`` measure one of the two only.
+    (``records.parquet``, see :mod:`harness.report.frame`) and parts (``records.parts/``) deleted first, so the
+    records are parsed from JSON and written as parts (the report of a run without parts); then ``sidecar``, read
+    from what that left (the parts, or a sidecar: every later ``llmload report``, and the report after a run whose
+    part converter kept up). ``--sidecar json`` / ``--sidecar sidecar`` measure one of the two only.
 (b) the whole ``llmload report RUN_DIR --quiet`` (``python -m harness.report``: report.json, report.md and
     report.html with its PNG figures), once; skipped with ``--skip-current``. When it runs, its ``report.json``
     is compared with (a)'s report (exact for counts, 1e-9 relative for floats) and the verdict printed.
@@ -46,6 +47,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -251,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in modes:
             if mode == "json":
                 (args.dir / "records.parquet").unlink(missing_ok=True)
+                shutil.rmtree(args.dir / "records.parts", ignore_errors=True)
             m = _measure([sys.executable, __file__, "--child", str(args.dir), str(rows_out), args.read])
             split = json.loads(m["stdout"].strip().splitlines()[-1])
             res[mode].append({**m, **split})

@@ -42,7 +42,9 @@ records by value in its no-user-id first wave, counts them once in ``first_wave_
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -52,6 +54,7 @@ import polars as pl
 
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
+from harness.report.chunkbins import reduce_chunks_flat
 from harness.report.cost import add_cost
 from harness.report.diagnosis import low_confidence_fix
 from harness.report.exprs import (
@@ -88,7 +91,16 @@ from harness.report.figures import (
 )
 from harness.report.figures import hours_entry as _hours_entry
 from harness.report.figures import interval_info as _hours_interval_info
-from harness.report.frame import DEFAULT_CHUNK_BYTES, ROW, iter_chunk_frames, read_frame, record_files, torn_last_line
+from harness.report.frame import (
+    CHUNK_COLUMNS,
+    DEFAULT_CHUNK_BYTES,
+    ROW,
+    decode_chunk_lists,
+    iter_chunk_batches,
+    read_frame,
+    record_files,
+    torn_last_line,
+)
 from harness.report.interval import cycle_frame, renewal_reward
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, worker_losses
@@ -222,7 +234,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     With ``chunk_edges``, a two-pass read whose memory does not grow with the chunk times kept: pass 1 reads every
     column but ``chunk_times`` / ``chunk_tokens`` (and the phases); ``chunk_edges(run)`` then gives the time bin
     edges (epoch s) of every window the caller will ask tokens of; pass 2 streams the chunk lists
-    (:func:`harness.report.frame.iter_chunk_frames`) and reduces each batch to its records' per-bin sums
+    (:func:`harness.report.frame.iter_chunk_batches`) and reduces each batch to its records' per-bin sums
     (:func:`harness.report.tokens.reduce_chunks`), so the frame holds :data:`harness.report.tokens.CHUNK_BIN_COLUMNS`
     instead of the lists. The tokens placed in a window of whole bins are those placed from the lists; a window
     cutting a bin raises :class:`harness.report.tokens.CoarseChunkBins` (read again without ``chunk_edges``).
@@ -248,7 +260,7 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
         problems.append(f"CUT OFF: {cut} request(s) were still in flight when the stop timeout ran out; they were "
                         f"ended unfinished and are not in the records ({fix}).")
     columns = REPORT_COLUMNS if chunk_edges is None else tuple(c for c in REPORT_COLUMNS if c not in _CHUNK_LISTS)
-    frame = prepare(read_frame(root, columns, chunk_bytes or DEFAULT_CHUNK_BYTES))
+    frame = prepare(read_frame(root, columns, chunk_bytes or DEFAULT_CHUNK_BYTES, parts=chunk_edges is not None))
     problems.extend(f"{f.name} ends in an incomplete line (the run was killed while writing it): that record "
                     "was skipped." for f in record_files(root) if torn_last_line(f))
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
@@ -271,6 +283,9 @@ class _RecordsChanged(ValueError):
     """Pass 2 of a two-pass read read another number of records than pass 1 (a run still going appends)."""
 
 
+#: Batches of chunk lists reduced at once in pass 2 of a two-pass read (threads).
+_REDUCERS = 2
+
 #: The record fields a two-pass read (:func:`load_frame_run` with ``chunk_edges``) reduces instead of keeping.
 _CHUNK_LISTS = ("chunk_times", "chunk_tokens")
 
@@ -282,7 +297,14 @@ def _with_reduced_chunks(run: FrameRun, edges: list[float], chunk_bytes: int) ->
         _RecordsChanged: pass 2 read another number of records than pass 1 (the records file changed in between;
             :func:`load_frame_run` then reads the run again in one pass).
     """
-    parts = [reduce_chunks(b, edges) for b in iter_chunk_frames(run.path, chunk_bytes)]
+    parts: list[pl.DataFrame] = []
+    with ThreadPoolExecutor(max_workers=_REDUCERS) as pool:  # numpy and polars release the GIL: both cores
+        pending: deque[Future[pl.DataFrame]] = deque()
+        for b, decoded in iter_chunk_batches(run.path, chunk_bytes):
+            pending.append(pool.submit(_reduce, b, edges, decoded))
+            if len(pending) > _REDUCERS:  # at most _REDUCERS + 1 batches of chunk lists held
+                parts.append(pending.popleft().result())
+        parts.extend(f.result() for f in pending)
     reduced = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(
         schema={"chunk_bins": CHUNK_BINS_DTYPE, "chunk_n": pl.Int64(), "chunk_n_r": pl.Int64(),
                 "chunk_shown": pl.Int64(), "chunk_usage": pl.Boolean()})
@@ -290,6 +312,15 @@ def _with_reduced_chunks(run: FrameRun, edges: list[float], chunk_bytes: int) ->
         raise _RecordsChanged(f"{run.path}: the records changed while they were read ({run.frame.height} records, then "
                          f"{reduced.height} with their chunk times)")
     return run.frame.hstack(reduced)
+
+
+def _reduce(batch: pl.DataFrame, edges: list[float], decoded: bool) -> pl.DataFrame:
+    """One batch of pass 2 reduced: by numpy over the flat chunk buffers (:mod:`harness.report.chunkbins`), or,
+    for what that form declines, by :func:`harness.report.tokens.reduce_chunks` over the decoded lists (equal)."""
+    fast = reduce_chunks_flat(batch, edges, decoded)
+    if fast is not None:
+        return fast
+    return reduce_chunks((batch if decoded else decode_chunk_lists(batch)).select(CHUNK_COLUMNS), edges)
 
 
 # ---------------------------------------------------------------------------------------------- windows

@@ -104,9 +104,12 @@ __all__ = [
     "LAZY_COLUMNS",
     "NULL_READS_AS",
     "PART_COLUMNS",
+    "RAW_CHUNK_COLUMNS",
     "RECORD_SCHEMA",
     "ROW",
     "SIDECAR_KEY",
+    "decode_chunk_lists",
+    "iter_chunk_batches",
     "iter_chunk_frames",
     "iter_frames",
     "read_frame",
@@ -220,8 +223,9 @@ _PARSERS = 2
 
 
 #: Changes whenever what a sidecar holds would change: the dtypes, the null defaults, the readable record
-#: schemas and the records refused (a sidecar with another key is ignored and rewritten).
-SIDECAR_KEY: str = hashlib.sha256(repr((3, REQUIRED_RECORD_FIELDS, CHUNK_ANCHORS,
+#: schemas, the records refused and the form of the chunk lists (4: as written, :func:`_stored`; a sidecar with
+#: another key is ignored and rewritten).
+SIDECAR_KEY: str = hashlib.sha256(repr((4, REQUIRED_RECORD_FIELDS, CHUNK_ANCHORS,
                                         sorted((k, str(v)) for k, v in RECORD_SCHEMA.items()),
                                         sorted((k, repr(v)) for k, v in NULL_READS_AS.items()),
                                         sorted(READABLE_SCHEMAS))).encode()).hexdigest()[:16]
@@ -304,10 +308,12 @@ class _MaybeNotARecord(Exception):
         self.rows, self.df = rows, df
 
 
-def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = False) -> pl.DataFrame:
+def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = False,
+             decode: bool = True) -> pl.DataFrame:
     """``df`` (parsed with ``schema`` and :data:`~harness.records.REQUIRED_RECORD_FIELDS`) with nulls of
     non-nullable fields read as their defaults, columns ``keep`` in that order, rechunked (one compact chunk per
     column). ``checked``: the rows with a null required field were found to be records (see below).
+    ``decode``: schema-3 chunk lists decoded (:func:`_decode_chunks`); False leaves them as written.
 
     Raises:
         _MaybeNotARecord: unless ``checked``, some row has a null in a required field (absent, or a JSON null).
@@ -325,7 +331,8 @@ def _as_read(df: pl.DataFrame, path: Path, keep: Sequence[str], checked: bool = 
                          f"(reads {sorted(READABLE_SCHEMAS)})")
     if lacking is not None and lacking.any():  # after the version: a newer layout is refused as such
         raise _MaybeNotARecord(lacking.arg_true().to_list(), parsed)
-    df = _decode_chunks(df)
+    if decode:
+        df = _decode_chunks(df)
     # One chunk per column, in buffers of the piece's size: the parser's chunks hold grown-by-doubling spare
     # capacity, kept (~2x the frame: 1.29 GB peak at 1M records instead of 1.0 GB) if the frame is not copied.
     return df.select(keep).rechunk()
@@ -357,9 +364,33 @@ def _decode_chunks(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.when(v3).then(t).otherwise(ct).alias("chunk_times")).drop("_us", "_t")
 
 
-def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str]) -> pl.DataFrame:
+def _with_decode_columns(asked: dict[str, pl.DataType]) -> dict[str, pl.DataType]:
+    """``asked`` plus what decoding its chunk lists needs (``schema`` and :data:`harness.result.CHUNK_ANCHORS`) when
+    it asks for a chunk list: a sidecar or part stores the lists as written (:func:`_stored`)."""
+    if not {"chunk_times", "chunk_tokens"} & set(asked):
+        return asked
+    return {**asked, **{c: RECORD_SCHEMA[c] for c in ("schema", *CHUNK_ANCHORS) if c not in asked}}
+
+
+def _stored(df: pl.DataFrame, keep: Sequence[str]) -> pl.DataFrame:
+    """``df`` read from a sidecar or part (chunk lists as written, with the columns :func:`_with_decode_columns`
+    adds) as :func:`read_frame` returns it: chunk lists decoded, columns ``keep``."""
+    if "chunk_times" in df.columns or "chunk_tokens" in df.columns:
+        df = _decode_chunks(df)
+    return df.select(keep)
+
+
+def decode_chunk_lists(df: pl.DataFrame) -> pl.DataFrame:
+    """``df`` (with ``schema`` and, for its chunk times, :data:`harness.result.CHUNK_ANCHORS`) with its schema-3
+    rows' chunk lists decoded as :func:`read_frame` decodes them (a batch of :func:`iter_chunk_batches` that is not
+    ``decoded``)."""
+    return _decode_chunks(df)
+
+
+def _parse_as_read(text: bytes, schema: dict[str, pl.DataType], path: Path, keep: Sequence[str],
+                   decode: bool = True) -> pl.DataFrame:
     """:func:`_parse` then :func:`_as_read`, in a parser thread."""
-    return _as_read(_parse(text, schema), path, keep)
+    return _as_read(_parse(text, schema), path, keep, decode=decode)
 
 
 def _object_lines(text: bytes) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -497,9 +528,10 @@ def _read_sidecar(path: Path, schema: dict[str, pl.DataType]) -> pl.DataFrame | 
             return None
         lf = pl.scan_parquet(side)
         have = lf.collect_schema()
-        if any(c not in have or have[c] != dt for c, dt in schema.items()):
+        need = _with_decode_columns(schema)
+        if any(c not in have or have[c] != dt for c, dt in need.items()):
             return None
-        return lf.select(_order(schema)).collect()
+        return _stored(lf.select(_order(need)).collect(), _order(schema))
     except (OSError, ValueError, pl.exceptions.PolarsError):
         return None  # no sidecar, or one that cannot be read: the JSON is the source
 
@@ -528,16 +560,18 @@ def _write_sidecar(path: Path, df: pl.DataFrame, stamp: dict[str, Any]) -> None:
 
 
 def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
-                 pool: ThreadPoolExecutor, start: int = 0, end: int | None = None) -> Iterator[pl.DataFrame]:
+                 pool: ThreadPoolExecutor, start: int = 0, end: int | None = None,
+                 decode: bool = True) -> Iterator[pl.DataFrame]:
     """``path``'s records as frames of about ``chunk_bytes`` of JSON each (``_PARSERS`` parsed at a time),
     parsed with ``schema`` (which holds ``schema`` and the required fields), columns ``keep``; only the lines of
-    bytes ``[start, end)`` (see :func:`_pieces`; a torn line is dropped only at the end of the file)."""
+    bytes ``[start, end)`` (see :func:`_pieces`; a torn line is dropped only at the end of the file). ``decode``:
+    as :func:`_as_read`."""
     with open(path, "rb") as f:
         inflight: deque[tuple[int, bytes, bool, Future[pl.DataFrame]]] = deque()
         pieces = _pieces(f, chunk_bytes, start, end)
         while True:
             for at, text, last in pieces:  # keep _PARSERS + 1 pieces parsing or read
-                inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep)))
+                inflight.append((at, text, last, pool.submit(_parse_as_read, text, schema, path, keep, decode)))
                 if len(inflight) > _PARSERS:
                     break
             if not inflight:
@@ -547,10 +581,10 @@ def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
                 try:
                     df = fut.result()
                 except pl.exceptions.PolarsError:
-                    df = _as_read(_parse_careful(path, at, text, last, schema), path, keep)
+                    df = _as_read(_parse_careful(path, at, text, last, schema), path, keep, decode=decode)
             except _MaybeNotARecord as e:
                 _check_records(path, at, text, e.rows)
-                df = _as_read(e.df, path, keep, checked=True)
+                df = _as_read(e.df, path, keep, checked=True, decode=decode)
             if df.height:
                 yield df
 
@@ -559,17 +593,26 @@ def _json_pieces(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
                  pool: ThreadPoolExecutor, start: int, end: int) -> Iterator[tuple[int, int, pl.DataFrame]]:
     """``(start, end, records)`` of each piece of bytes ``[start, end)`` of ``path`` (whole lines, about
     ``chunk_bytes`` each, consecutive: a piece's end is the next one's start), parsed as :func:`_json_frames` parses
-    them (a piece may hold no record)."""
+    them (``_PARSERS`` at a time), chunk lists as written (what a part stores; a piece may hold no record)."""
     with open(path, "rb") as f:
-        for at, text, _last in _pieces(f, chunk_bytes, start, end):
+        inflight: deque[tuple[int, bytes, Future[pl.DataFrame]]] = deque()
+        pieces = _pieces(f, chunk_bytes, start, end)
+        while True:
+            for at, text, _last in pieces:
+                inflight.append((at, text, pool.submit(_parse_as_read, text, schema, path, keep, False)))
+                if len(inflight) > _PARSERS:
+                    break
+            if not inflight:
+                break
+            at, text, fut = inflight.popleft()
             try:
                 try:
-                    df = _parse_as_read(text, schema, path, keep)
+                    df = fut.result()
                 except pl.exceptions.PolarsError:
-                    df = _as_read(_parse_careful(path, at, text, False, schema), path, keep)
+                    df = _as_read(_parse_careful(path, at, text, False, schema), path, keep, decode=False)
             except _MaybeNotARecord as e:
                 _check_records(path, at, text, e.rows)
-                df = _as_read(e.df, path, keep, checked=True)
+                df = _as_read(e.df, path, keep, checked=True, decode=False)
             yield at, at + len(text), df
 
 
@@ -633,6 +676,7 @@ def read_frame(
     columns: Sequence[str] | None = None,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     sidecar: bool = True,
+    parts: bool = False,
 ) -> pl.DataFrame:
     """Every record of a run directory (all ``records*.jsonl`` files, in name then line order) as one frame.
 
@@ -642,6 +686,10 @@ def read_frame(
         chunk_bytes: JSON text parsed at a time; bounds the transient memory above the frame itself.
         sidecar: read a records file's Parquet sidecar when it is valid, and write one after parsing the JSON
             of a run that has ended (module docstring); False reads (and writes) only the JSON.
+        parts: a records file of a run that has ended, without a valid sidecar or parts, is written as Parquet
+            parts (every :data:`PART_COLUMNS`, chunk lists as written) as its JSON is parsed, instead of a sidecar
+            of the columns asked: the first pass of a two-pass read, whose second then reads the chunk lists from
+            those parts instead of parsing the JSON again.
 
     Returns:
         One row per record, columns ``columns`` with :data:`RECORD_SCHEMA` dtypes plus :data:`ROW`; empty
@@ -663,7 +711,7 @@ def read_frame(
         for path in record_files(root):
             df = _read_sidecar(path, asked) if sidecar else None
             if df is None and sidecar:
-                df = _read_with_parts(path, asked, chunk_bytes, pool, ended)
+                df = _read_with_parts(path, asked, chunk_bytes, pool, ended, from_start=parts)
             if df is None:
                 df = _read_json_file(path, asked, chunk_bytes, pool, ended)
             if df.height:
@@ -675,13 +723,14 @@ def read_frame(
 
 
 def read_json_range(path: str | os.PathLike[str], start: int, end: int, columns: Sequence[str] = PART_COLUMNS,
-                    chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> pl.DataFrame:
+                    chunk_bytes: int = DEFAULT_CHUNK_BYTES, decode: bool = True) -> pl.DataFrame:
     """The records of bytes ``[start, end)`` of a records file, parsed from its JSON as :func:`read_frame` parses
     them (same dtypes, null defaults and refusals), ``columns`` in :func:`read_frame`'s order, no :data:`ROW`.
 
     ``start`` must be a line start and ``end`` just after a newline (a part's range,
     :mod:`harness.report.parts`); a line in the range that is not valid JSON is an error even if it is the
-    range's last (only the file's last line may be torn).
+    range's last (only the file's last line may be torn). ``decode`` False: schema-3 chunk lists as written (what a
+    part stores).
 
     Raises:
         KeyError: a name in ``columns`` is not a record field.
@@ -690,7 +739,8 @@ def read_json_range(path: str | os.PathLike[str], start: int, end: int, columns:
     """
     asked = _schema(columns)
     with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
-        frames = list(_json_frames(Path(path), _parse_schema(asked), _order(asked), chunk_bytes, pool, start, end))
+        frames = list(_json_frames(Path(path), _parse_schema(asked), _order(asked), chunk_bytes, pool, start, end,
+                                   decode=decode))
     return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema={c: asked[c] for c in _order(asked)})
 
 
@@ -724,25 +774,28 @@ def _write_seal(records_file: Path) -> None:
 
 
 def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int, pool: ThreadPoolExecutor,
-                     write_tail: bool) -> pl.DataFrame | None:
+                     write_tail: bool, from_start: bool = False) -> pl.DataFrame | None:
     """``path``'s records from its valid Parquet parts (:mod:`harness.report.parts`) and the JSON after them, the
-    ``asked`` columns; None when no part is usable. ``write_tail`` (the run has ended): the JSON after the parts
-    is written as one more part, so the next read is parts only."""
+    ``asked`` columns; None when no part is usable (unless ``from_start``). ``write_tail`` (the run has ended): the
+    JSON after the parts is written as parts, so the next read is parts only; with ``from_start`` also when there
+    is no part yet (the whole file is the tail)."""
     keep = _order(asked)
+    need = _with_decode_columns(asked)
     seal = _read_seal(path)
     if seal is not None and seal != _stamp(path):  # records.jsonl changed after the run's parts were sealed
         if write_tail:
             shutil.rmtree(parts_dir(path), ignore_errors=True)  # a cache: the JSON is read (and a sidecar written)
         return None
-    chain = valid_chain(path, SIDECAR_KEY, asked)
-    if not chain:
+    chain = valid_chain(path, SIDECAR_KEY, need)
+    size = path.stat().st_size
+    if not chain and not (from_start and write_tail and size and _ends_with_newline(path, size)):
         return None
     try:  # one scan over every part: read in parallel (~1 s for 1M records, 1.5 s one file after the other)
-        frames = [pl.scan_parquet([p.path for p in chain]).select(keep).collect()]
+        frames = [_stored(pl.scan_parquet([p.path for p in chain]).select(_order(need)).collect(), keep)] \
+            if chain else []
     except (OSError, pl.exceptions.PolarsError):
         return None  # a part went away or broke since it was checked: the JSON is the source
-    at = chain[-1].end
-    size = path.stat().st_size
+    at = chain[-1].end if chain else 0
     if size > at:
         if write_tail and _ends_with_newline(path, size):  # parts hold every asked column: PART_COLUMNS do
             # the tail as parts of about chunk_bytes each, written as parsed: one piece's chunk lists held at a time
@@ -752,7 +805,7 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
                                                     size):
                 if sealed and not (path.stat().st_size == size and write_part(path, piece, p_at, p_end, SIDECAR_KEY)):
                     sealed = False  # appended to, or not writable: the rest is read, not written
-                frames.append(piece.select(keep))
+                frames.append(_stored(piece.select(_order(need)), keep))
             if sealed:
                 _write_seal(path)
         else:
@@ -812,27 +865,45 @@ def _read_json_file(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int,
                and (c in asked or c not in ("chunk_times", "chunk_tokens"))]  # a two-pass read: not the lists
     except (OSError, pl.exceptions.PolarsError):
         had = []
-    wide = {"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in had}, **asked}
-    parts = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool))
+    wide = _with_decode_columns({"schema": RECORD_SCHEMA["schema"], **{c: RECORD_SCHEMA[c] for c in had}, **asked})
+    parts = list(_json_frames(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, decode=False))
     whole = pl.concat(parts, rechunk=False) if parts else pl.DataFrame(schema=wide)
     del parts
-    _write_sidecar(path, whole, stamp)
-    return whole.select(_order(asked))
+    _write_sidecar(path, whole, stamp)  # chunk lists as written (compact), decoded as read
+    return _stored(whole, _order(asked))
 
 
 #: The columns :func:`iter_chunk_frames` yields: what :func:`harness.report.tokens.reduce_chunks` reads.
 CHUNK_COLUMNS: tuple[str, ...] = ("start_wall", "ttfat", "chunk_times", "chunk_tokens")
+#: The columns of a batch :func:`iter_chunk_batches` yields with its chunk lists as written (not decoded):
+#: :data:`CHUNK_COLUMNS`, the record ``schema`` and the timings a schema-3 chunk time is anchored to.
+RAW_CHUNK_COLUMNS: tuple[str, ...] = ("schema", *CHUNK_COLUMNS, *(a for a in CHUNK_ANCHORS if a not in CHUNK_COLUMNS))
 
 
 def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
                       batch_rows: int = 20_000) -> Iterator[pl.DataFrame]:
     """The :data:`CHUNK_COLUMNS` of every record of a run directory, in :func:`read_frame`'s row order, as
-    consecutive frames (no :data:`ROW`): the second pass of a two-pass read, whose first (:func:`read_frame` without
-    the chunk lists) has already validated the records and written any sidecar or last part.
+    consecutive frames (no :data:`ROW`), chunk lists decoded: :func:`iter_chunk_batches` with every batch decoded.
+
+    Raises:
+        ValueError, OSError: as :func:`read_frame`.
+    """
+    for df, decoded in iter_chunk_batches(run_dir, chunk_bytes, batch_rows):
+        yield df if decoded else decode_chunk_lists(df).select(CHUNK_COLUMNS)
+
+
+def iter_chunk_batches(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                       batch_rows: int = 20_000) -> Iterator[tuple[pl.DataFrame, bool]]:
+    """``(batch, decoded)`` for every record of a run directory, in :func:`read_frame`'s row order, as consecutive
+    batches (no :data:`ROW`): the second pass of a two-pass read, whose first (:func:`read_frame` without the
+    chunk lists) has already validated the records and written any sidecar or last part.
 
     Per records file, from the first source that holds the columns: its valid sidecar (``batch_rows`` rows at a
     time), its valid Parquet parts (one part at a time, in slices of ``batch_rows``, then the JSON after the last
-    part), else its JSON (about ``chunk_bytes`` of text at a time).
+    part), else its JSON (about ``chunk_bytes`` of text at a time). Every batch has :data:`RAW_CHUNK_COLUMNS`, the
+    chunk lists as written (``decoded`` False: a schema-3 record's µs deltas and single count, as the sidecar and
+    the parts store them too; decoded by the reducer, :mod:`harness.report.chunkbins`, or
+    :func:`decode_chunk_lists`); ``decoded`` True is kept for a source holding decoded lists.
     The chunk lists of the whole run are never held at once.
 
     Raises:
@@ -840,33 +911,37 @@ def iter_chunk_frames(run_dir: str | os.PathLike[str], chunk_bytes: int = DEFAUL
     """
     asked = _schema(CHUNK_COLUMNS)
     keep = _order(asked)
+    raw = _schema(RAW_CHUNK_COLUMNS)
     with ThreadPoolExecutor(max_workers=_PARSERS) as pool:
         for path in record_files(run_dir):
-            yield from _chunk_frames_of(path, asked, keep, chunk_bytes, batch_rows, pool)
+            yield from _chunk_frames_of(path, asked, keep, raw, chunk_bytes, batch_rows, pool)
 
 
-def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str], chunk_bytes: int, batch_rows: int,
-                     pool: ThreadPoolExecutor) -> Iterator[pl.DataFrame]:
-    """:func:`iter_chunk_frames` of one records file."""
+def _chunk_frames_of(path: Path, asked: dict[str, pl.DataType], keep: list[str], raw: dict[str, pl.DataType],
+                     chunk_bytes: int, batch_rows: int, pool: ThreadPoolExecutor
+                     ) -> Iterator[tuple[pl.DataFrame, bool]]:
+    """:func:`iter_chunk_batches` of one records file."""
     side = sidecar_path(path)
-    if _sidecar_has(path, asked):
+    cols = _order(raw)
+    if _sidecar_has(path, raw):
         n = pl.scan_parquet(side).select(pl.len()).collect().item()
         for at in range(0, n, batch_rows):
-            yield pl.scan_parquet(side).slice(at, batch_rows).select(keep).collect()
+            yield pl.scan_parquet(side).slice(at, batch_rows).select(cols).collect(), False
         return
     seal = _read_seal(path)
-    chain = [] if seal is not None and seal != _stamp(path) else valid_chain(path, SIDECAR_KEY, asked)
+    chain = [] if seal is not None and seal != _stamp(path) else valid_chain(path, SIDECAR_KEY, raw)
     at = 0
     for part in chain:
         try:
-            df = pl.read_parquet(part.path, columns=keep)
+            df = pl.read_parquet(part.path, columns=cols)
         except (OSError, pl.exceptions.PolarsError) as e:  # after the first pass read it: a part removed meanwhile
             raise OSError(f"{part.path}: Parquet part unreadable in the second pass ({e})") from e
         for first in range(0, df.height, batch_rows):  # zero-copy slices: a large part is reduced a batch at a time
-            yield df.slice(first, batch_rows)
+            yield df.slice(first, batch_rows), False
         del df
         at = part.end
-    yield from _json_frames(path, _parse_schema(asked), keep, chunk_bytes, pool, at)
+    for df in _json_frames(path, _parse_schema(raw), _order(raw), chunk_bytes, pool, at, decode=False):
+        yield df, False
 
 
 def _sidecar_has(path: Path, schema: dict[str, pl.DataType]) -> bool:

@@ -143,7 +143,7 @@ def write_part(records_file: Path, df: pl.DataFrame, start: int, end: int, key: 
     try:
         path.parent.mkdir(exist_ok=True)
         stamp = _stamp(records_file, start, end, key)
-        df.write_parquet(tmp, compression="zstd", metadata={PART_META: json.dumps(stamp)})
+        df.write_parquet(tmp, compression="lz4", metadata={PART_META: json.dumps(stamp)})
         os.replace(tmp, path)
     except (OSError, pl.exceptions.PolarsError):
         tmp.unlink(missing_ok=True)

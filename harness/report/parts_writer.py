@@ -70,7 +70,7 @@ def convert_ready(records_file: Path, start: int, part_bytes: int = PART_BYTES) 
         from harness.report.frame import PART_COLUMNS, SIDECAR_KEY, read_json_range
         from harness.report.parts import write_part
 
-        df = read_json_range(records_file, start, end, PART_COLUMNS, chunk_bytes=end - start + 1)
+        df = read_json_range(records_file, start, end, PART_COLUMNS, chunk_bytes=end - start + 1, decode=False)
         if write_part(records_file, df, start, end, SIDECAR_KEY) is None:
             raise OSError(f"{records_file}: cannot write its parts")
         start = end

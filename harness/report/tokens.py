@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from harness.report.chunkbins import CHUNK_BINS_DTYPE
 from harness.report.exprs import END, OK, START, flag
 
 __all__ = [
@@ -252,9 +253,6 @@ def _finish_pairs(rows: pl.DataFrame, per_chunk: pl.DataFrame, windows: Sequence
 #: ``chunk_n_r`` (reasoning chunks), ``chunk_shown`` (tokens of the per-chunk usage, 0 without usable usage) and
 #: ``chunk_usage`` (the per-chunk usage is usable).
 CHUNK_BIN_COLUMNS: tuple[str, ...] = ("chunk_bins", "chunk_n", "chunk_n_r", "chunk_shown", "chunk_usage")
-#: Dtype of ``chunk_bins``.
-CHUNK_BINS_DTYPE = pl.List(pl.Struct({"b0": pl.Float64, "b1": pl.Float64, "n": pl.Int64, "n_r": pl.Int64,
-                                      "t_r": pl.Int64, "t_a": pl.Int64}))
 
 
 class CoarseChunkBins(ValueError):

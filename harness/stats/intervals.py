@@ -152,11 +152,30 @@ def _t_two_sided_cdf(t: float, dof: int) -> float:
     return s * acc
 
 
+#: From this many degrees of freedom :func:`t_quantile_975` is the Cornish-Fisher expansion (A&S 26.7.5; terms to
+#: dof^-4, error ~dof^-5): within 1.3e-14 relative of the bisection at 1,000, 2e-13 at 20,000 (where the bisection's
+#: own series has drifted by about that), in constant time (the bisection took 0.06 s at 20,000, 0.12 s at 40,000).
+_T_SERIES_DOF = 1000
+
+
+def _t975_expansion(dof: int) -> float:
+    """The 97.5 % point of Student's t at large ``dof``: z + g1/ν + g2/ν² + g3/ν³ + g4/ν⁴ (A&S 26.7.5)."""
+    z = 1.959963984540054
+    g1 = (z ** 3 + z) / 4
+    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+    g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160
+    v = float(dof)
+    return z + g1 / v + g2 / v ** 2 + g3 / v ** 3 + g4 / v ** 4
+
+
 def t_quantile_975(dof: int) -> float:
     """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (the half-width factor of a 95 %
     interval), to ~1e-12: 12.706 at 1, 4.303 at 2, 2.228 at 10, → 1.960. Raises ValueError when ``dof`` < 1."""
     if dof < 1:
         raise ValueError(f"dof must be >= 1, got {dof}")
+    if dof >= _T_SERIES_DOF:  # the closed form's series is O(dof) a step: the expansion, within ~2e-13 of it there
+        return _t975_expansion(dof)
     lo, hi = 0.0, 20.0
     while _t_two_sided_cdf(hi, dof) < 0.95:
         hi *= 2.0

@@ -108,8 +108,8 @@ def test_headless_sweep_on_the_simulator(tmp_path: Path, env: dict[str, str]) ->
     assert summary in proc.stdout and "## Per step" not in proc.stdout
     assert max(len(line) for line in summary.splitlines()) <= 120
     # The API key never appears in records, run metadata, reports or logs (figures/ holds only PNG images).
-    for p in run.iterdir():
-        if p.is_file():  # records.parquet (the report's cache of records.jsonl) is compressed: read its values
+    for p in [*run.iterdir(), *run.glob("records.parts/*.parquet")]:
+        if p.is_file():  # records.parquet / parts (the report's caches of records.jsonl) are compressed: read values
             text = pl.read_parquet(p).write_ndjson() if p.suffix == ".parquet" else p.read_text()
             assert SECRET not in text, p
     assert SECRET not in proc.stdout and SECRET not in proc.stderr

@@ -343,7 +343,7 @@ def test_sidecar_older_than_the_json_is_ignored(tmp_path: Path, monkeypatch: pyt
     os.utime(root / "records.parquet", ns=(st.st_mtime_ns - 10**9, st.st_mtime_ns - 10**9))
     calls: list[Path] = []
     real = frame_mod._json_frames
-    monkeypatch.setattr(frame_mod, "_json_frames", lambda path, *a: calls.append(path) or real(path, *a))
+    monkeypatch.setattr(frame_mod, "_json_frames", lambda path, *a, **k: calls.append(path) or real(path, *a, **k))
     assert read_frame(root).get_column("user").to_list() == ["a"]
     assert calls == [root / "records.jsonl"]
 

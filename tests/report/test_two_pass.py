@@ -95,15 +95,35 @@ def test_records_appended_between_the_passes_read_the_run_again_in_one_pass(
     """A run still going (the web view reads it every few seconds) appends records between the passes: the run
     is read again in one pass (the chunk lists kept), consistent, instead of an error on the page (fresh-user
     finding: "the records changed while they were read (5 records, then 6 ...)" in the view's banner)."""
-    real = frame_mod.iter_chunk_frames
+    real = frame_mod.iter_chunk_batches
     calls: list[int] = []
 
     def more(*a: object, **k: object):  # type: ignore[no-untyped-def]
         calls.append(1)
-        for df in real(*a, **k):  # type: ignore[arg-type]
-            yield pl.concat([df, df.head(1)])  # one record more than pass 1 saw
-    monkeypatch.setattr("harness.report.columns.iter_chunk_frames", more)
+        for df, decoded in real(*a, **k):  # type: ignore[arg-type]
+            yield pl.concat([df, df.head(1)]), decoded  # one record more than pass 1 saw
+    monkeypatch.setattr("harness.report.columns.iter_chunk_batches", more)
     run = load_report_run(gen_run)
     assert calls == [1] and not is_reduced(run.frame)  # pass 2 once, then the one-pass read with the lists
     assert run.frame.height == load_frame_run(gen_run).frame.height
     assert set(CHUNK_COLUMNS) <= set(run.frame.columns)
+
+
+def test_numpy_reduction_gives_the_polars_reduction_report(gen_run: Path, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report of the numpy reducer (harness/report/chunkbins.py) equals, exactly, the report when every batch is
+    reduced by the polars reducer (tokens.reduce_chunks, the path taken for what numpy declines)."""
+    import shutil
+
+    from harness.report.chunkbins import reduce_chunks_flat
+    from harness.report.frame import iter_chunk_batches
+
+    run = tmp_path / "run"
+    shutil.copytree(gen_run, run)
+    edges = report_chunk_edges(load_frame_run(run, chunk_edges=lambda r: [0.0]))
+    batches = list(iter_chunk_batches(run, chunk_bytes=50_000, batch_rows=300))
+    assert batches and all(reduce_chunks_flat(b, edges, d) is not None for b, d in batches)  # numpy takes them all
+    fast = _report_of(load_report_run(run), None).as_dict()
+    monkeypatch.setattr("harness.report.columns.reduce_chunks_flat", lambda *a: None)
+    slow = _report_of(load_report_run(run), None).as_dict()
+    assert fast == slow  # bit-identical, every figure

@@ -20,9 +20,18 @@ def _t_two_sided(t: float, dof: int, steps: int = 20_000) -> float:
     return 2 * (f[0] + f[-1] + 4 * sum(f[1:-1:2]) + 2 * sum(f[2:-1:2])) * t / steps / 3
 
 
-@pytest.mark.parametrize("dof", [1, 2, 4, 5, 6, 9, 30])
+@pytest.mark.parametrize("dof", [1, 2, 4, 5, 6, 9, 30, 999, 1000, 5000])
 def test_t_quantile_is_the_975_point(dof: int) -> None:
     assert _t_two_sided(t_quantile_975(dof), dof) == pytest.approx(0.95, abs=1e-11 if dof > 2 else 1e-7)
+
+
+def test_t_quantile_at_large_dof_falls_to_the_normal_point() -> None:
+    # the expansion used from 1,000 dof on: continuous with the bisection below, decreasing towards z
+    z = 1.959963984540054
+    step = (z ** 3 + z) / 4 / 1000 ** 2  # d/dν of g1/ν: the drop from 999 to 1,000 dof
+    assert t_quantile_975(999) - t_quantile_975(1000) == pytest.approx(step, rel=1e-2)
+    assert t_quantile_975(999) > t_quantile_975(1000) > t_quantile_975(40_000) > t_quantile_975(10**7) > z
+    assert t_quantile_975(10**7) == pytest.approx(z, abs=1e-6)
 
 
 def test_every_user_takes_the_t_quantile_from_one_place() -> None:
