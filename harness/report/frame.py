@@ -590,10 +590,13 @@ def _json_frames(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
 
 
 def _json_pieces(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str], chunk_bytes: int,
-                 pool: ThreadPoolExecutor, start: int, end: int) -> Iterator[tuple[int, int, pl.DataFrame]]:
+                 pool: ThreadPoolExecutor, start: int, end: int,
+                 file_end: bool = False) -> Iterator[tuple[int, int, pl.DataFrame]]:
     """``(start, end, records)`` of each piece of bytes ``[start, end)`` of ``path`` (whole lines, about
     ``chunk_bytes`` each, consecutive: a piece's end is the next one's start), parsed as :func:`_json_frames` parses
-    them (``_PARSERS`` at a time), chunk lists as written (what a part stores; a piece may hold no record)."""
+    them (``_PARSERS`` at a time), chunk lists as written (what a part stores; a piece may hold no record).
+    ``file_end``: ``end`` is the end of the file, so the last piece holds its last line, skipped when it is not
+    valid JSON (as :func:`_json_frames` skips it; :func:`torn_last_line` says so)."""
     with open(path, "rb") as f:
         inflight: deque[tuple[int, bytes, Future[pl.DataFrame]]] = deque()
         pieces = _pieces(f, chunk_bytes, start, end)
@@ -609,7 +612,8 @@ def _json_pieces(path: Path, schema: dict[str, pl.DataType], keep: Sequence[str]
                 try:
                     df = fut.result()
                 except pl.exceptions.PolarsError:
-                    df = _as_read(_parse_careful(path, at, text, False, schema), path, keep, decode=False)
+                    last = file_end and at + len(text) >= end
+                    df = _as_read(_parse_careful(path, at, text, last, schema), path, keep, decode=False)
             except _MaybeNotARecord as e:
                 _check_records(path, at, text, e.rows)
                 df = _as_read(e.df, path, keep, checked=True, decode=False)
@@ -802,7 +806,7 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
             wide = _schema(PART_COLUMNS)
             sealed = True
             for p_at, p_end, piece in _json_pieces(path, _parse_schema(wide), _order(wide), chunk_bytes, pool, at,
-                                                    size):
+                                                    size, file_end=True):
                 if sealed and not (path.stat().st_size == size and write_part(path, piece, p_at, p_end, SIDECAR_KEY)):
                     sealed = False  # appended to, or not writable: the rest is read, not written
                 frames.append(_stored(piece.select(_order(need)), keep))
