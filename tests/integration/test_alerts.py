@@ -4,8 +4,9 @@ Every duration of the rules (windows, offsets, ``for:``) is divided by :data:`FA
 their request-count floors, in a copy the test Prometheus loads (1 s scrape and evaluation interval). A clean
 closed-loop run fires no alert (its normal end does not fire LlmloadNoData either); a run whose server fails 30 %
 of the requests (HTTP 503) and whose open-loop step asks for far more than the server can serve fires
-LlmloadErrorRate and LlmloadOpenLoopTargetMissed. Bounded: small profiles, subprocess time-outs, 127.0.0.1 only.
-Skips without ``prometheus`` unless ``LLMLOAD_REQUIRE_PROMETHEUS=1`` (CI).
+LlmloadErrorRate and LlmloadOpenLoopTargetMissed. Not here: the drift alerts and LlmloadWorkerLost
+(docs/guides/alerts.md says why; promtool tests cover their rules). Bounded: small profiles, subprocess
+time-outs, 127.0.0.1 only. Skips without ``prometheus`` unless ``LLMLOAD_REQUIRE_PROMETHEUS=1`` (CI).
 """
 
 from __future__ import annotations
