@@ -4,9 +4,10 @@ Every duration of the rules (windows, offsets, ``for:``) is divided by :data:`FA
 their request-count floors, in a copy the test Prometheus loads (1 s scrape and evaluation interval). A clean
 closed-loop run fires no alert (its normal end does not fire LlmloadNoData either); a run whose server fails 30 %
 of the requests (HTTP 503) and whose open-loop step asks for far more than the server can serve fires
-LlmloadErrorRate and LlmloadOpenLoopTargetMissed. Not here: the drift alerts and LlmloadWorkerLost
-(docs/guides/alerts.md says why; promtool tests cover their rules). Bounded: small profiles, subprocess
-time-outs, 127.0.0.1 only. Skips without ``prometheus`` unless ``LLMLOAD_REQUIRE_PROMETHEUS=1`` (CI).
+LlmloadErrorRate and LlmloadOpenLoopTargetMissed; a worker killed on a master with 2 workers fires LlmloadWorkerLost.
+Not here: the drift alerts (docs/guides/alerts.md says why; promtool tests cover their rules). Bounded: small
+profiles, subprocess time-outs, 127.0.0.1 only.
+Skips without ``prometheus`` unless ``LLMLOAD_REQUIRE_PROMETHEUS=1`` (CI).
 """
 
 from __future__ import annotations
@@ -107,3 +108,60 @@ def test_faults_and_an_unreachable_rate_fire_their_alerts(tmp_path: Path) -> Non
     print(f"faulty run: firing {sorted(firing)}, pending {sorted(pending)}")
     assert {"LlmloadErrorRate", "LlmloadOpenLoopTargetMissed"} <= firing, firing
     assert not firing & {"LlmloadNoData", "LlmloadNoCompletions", "LlmloadWorkerLost"}, firing
+
+
+def test_a_killed_worker_fires_worker_lost(tmp_path: Path) -> None:
+    """Master + 2 workers under a Prometheus with the scaled rules: ``kill -9`` of a worker 3 s into the C=4 step
+    fires LlmloadWorkerLost (the master sees it missing after ~3 s of missed heartbeats, then ``for:`` 1 s); before
+    the kill it is not firing."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integration.test_worker_lost import _wait_phase
+
+    rules = tmp_path / "alerts.yml"
+    rules.write_text(scaled_rules(RULES.read_text(), FACTOR))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    rpc, port = str(free_port()), free_port()
+    prof, out = tmp_path / "p.yaml", tmp_path / "runs"
+    prof.write_text((PROFILE % {"step": 15, "rate": "", "out": out}).replace("max_tokens: 40", "max_tokens: 300"))
+    locust = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py")]
+    with launch(preset="demo", time_scale=0.25, seed=7, extra_args=SIM_ARGS) as sim:
+        prom = Prometheus(tmp_path, f"127.0.0.1:{port}", sim.url.split("//", 1)[1], rules=[rules])
+        common = ["--profile", str(prof), "--host", sim.url, "--metrics-port", str(port), "--metrics-linger", "5"]
+        master = [*locust, "--headless", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc,
+                  "--expect-workers", "2", *common]  # fmt: skip
+        worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", rpc]
+        logs = [tmp_path / f"proc{i}.log" for i in range(3)]
+        procs = [
+            subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True,
+                             start_new_session=True)
+            for cmd, log in zip([master, worker, worker], logs, strict=True)
+        ]  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            _run, t4 = _wait_phase(out, 4, deadline)
+            time.sleep(max(0.0, t4 + 3.0 - time.time()))
+            before = prom.query('ALERTS{alertname="LlmloadWorkerLost"}')
+            os.kill(procs[2].pid, signal.SIGKILL)
+            t_kill, seen = time.time(), []
+            while time.time() < t_kill + 15 and not seen:
+                time.sleep(0.5)
+                seen = prom.query('ALERTS{alertname="LlmloadWorkerLost",alertstate="firing"}')
+            t_fire = time.time()
+            lost = prom.query("llmload_workers_lost")
+            procs[0].send_signal(signal.SIGINT)
+            procs[0].wait(timeout=60)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
+                    p.wait()
+            prom.stop()
+    log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
+    print(f"worker killed: LlmloadWorkerLost firing {t_fire - t_kill:.1f} s after the kill; lost gauge {lost}")
+    assert before == [], before
+    assert len(seen) == 1 and seen[0]["metric"]["severity"] == "critical", log_text
+    assert [float(s["value"][1]) for s in lost] == [1.0], lost
