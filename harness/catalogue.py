@@ -83,8 +83,8 @@ class Family:
         type: ``counter`` | ``histogram`` | ``gauge`` | ``info``.
         help: the HELP text served.
         labels: label names, ``model`` first (an info family: the keys of its one sample).
-        unit: what a value (or a histogram observation) counts: ``seconds``, ``tokens``, ``requests``, ``users``,
-            ``scrapes``, or ``1`` (an index or a constant).
+        unit: what a value (or a histogram observation) counts: ``seconds``, ``tokens``, ``requests``,
+            ``requests/s``, ``users``, ``workers``, ``scrapes``, or ``1`` (an index or a constant).
         source: ``records`` (counted from the request records by :class:`harness.metrics.RunMetrics`), ``live``
             (the run's state at scrape time) or ``self`` (the exporter's own work).
         field: a histogram's or percentile gauge's record field (``gap_hist``: a record's gap histogram, every gap
@@ -251,6 +251,22 @@ _TABLE: tuple[Family, ...] = (
         "single-stream phase), 0 after the last step.",
         (),
         "users",
+    ),
+    _live(
+        "llmload_target_requests_per_second",
+        "Request rate the current open-loop rate step asks for (rate.rates), requests per second; absent in a "
+        "closed-loop phase and after the last step.",
+        (),
+        "requests/s",
+        note="The alert LlmloadOpenLoopTargetMissed compares it with the completion rate (docs/guides/alerts.md).",
+    ),
+    _live(
+        "llmload_workers_lost",
+        "Locust workers lost during the current run (missing heartbeats, or quit) and not back: the "
+        "worker_lost events of phases.jsonl less the worker_back ones. 0 in a single-process run.",
+        (),
+        "workers",
+        note="Their requests in flight are not recorded (run.json cut_off); the report marks the steps not steady.",
     ),
     _live("llmload_step", "Index of the current step (-1 warm-up, 0 single stream, 1.. steps).", (), "1"),
     _live(

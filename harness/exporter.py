@@ -143,6 +143,7 @@ class RunCollector:
             phase = dict(m.phase) if m.phase else None
             load_ended = m.load_ended
             halfwidth = m.until_halfwidth
+            lost = len(m.workers_lost)
             now = self.clock()
             estimates = [(est, est.seconds_to(self.hours_to_n, now)) for _, est in sorted(m.steps.items())]
             percentiles = m.window_percentiles(now)
@@ -176,6 +177,14 @@ class RunCollector:
         yield g
         g = family("llmload_target_users")
         g.add_metric([model], 0 if (phase is None or load_ended) else int(phase.get("concurrency") or 0))
+        yield g
+        g = family("llmload_target_requests_per_second")
+        rate = phase.get("rate") if phase is not None and not load_ended else None
+        if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+            g.add_metric([model], float(rate))
+        yield g
+        g = family("llmload_workers_lost")
+        g.add_metric([model], lost)
         yield g
         g = family("llmload_step")
         if phase is not None:

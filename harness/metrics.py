@@ -214,6 +214,8 @@ class RunMetrics:
         #: load shape; None: no until, or no interval yet)
         self.until_halfwidth: float | None = None
         self.load_ended = False
+        #: Locust workers lost in this run and not back (``worker_lost`` / ``worker_back`` events; client ids).
+        self.workers_lost: set[str] = set()
         self.steps: dict[int, StepEstimate] = {}
         self.lock = threading.Lock()
         self._gap_index: dict[str, tuple[float, int]] = {}  # log-bucket key -> (its value, Prometheus bucket)
@@ -344,7 +346,8 @@ class RunMetrics:
                 est.add(res.user, end, res.usable)
 
     def on_phase(self, event: Mapping[str, Any]) -> None:
-        """Take one ``phases.jsonl`` event (``phase_start`` / ``load_end``) into account."""
+        """Take one ``phases.jsonl`` event (``phase_start`` / ``load_end`` / ``worker_lost`` / ``worker_back``)
+        into account; other events are ignored."""
         with self.lock:
             kind = event.get("event")
             wall = float(event.get("wall") or 0.0)
@@ -359,6 +362,10 @@ class RunMetrics:
                 if event.get("phase") != "warmup":
                     step, c = int(event.get("step") or 0), int(event.get("concurrency") or 1)
                     self.steps[step] = StepEstimate(str(event.get("phase")), step, c, wall, wave=max(c, in_flight))
+            elif kind == "worker_lost":
+                self.workers_lost.add(str(event.get("worker")))
+            elif kind == "worker_back":
+                self.workers_lost.discard(str(event.get("worker")))
             elif kind == "load_end":
                 self.load_ended = True
                 for est in self.steps.values():

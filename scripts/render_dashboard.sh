@@ -88,9 +88,11 @@ wait_http "http://127.0.0.1:$SIM_PORT/health" 30 "$SIM_PID"
 log "simulator on 127.0.0.1:$SIM_PORT (demo preset${SIM_ARGS:+, $SIM_ARGS})"
 
 "$PY" - "$TMP/prometheus.yml" "$SCRAPE_INTERVAL" <<'EOF'
-import sys, yaml
+import os, sys, yaml
 cfg = yaml.safe_load(open("prometheus/prometheus.yml"))
 cfg["global"].update(scrape_interval=sys.argv[2], evaluation_interval=sys.argv[2], scrape_timeout=sys.argv[2])
+# rule files are relative to the config's folder: keep them pointing at prometheus/ (alerts.yml)
+cfg["rule_files"] = [os.path.abspath(os.path.join("prometheus", f)) for f in cfg.get("rule_files", [])]
 open(sys.argv[1], "w").write(yaml.safe_dump(cfg))
 EOF
 timeout 900 prometheus --config.file="$TMP/prometheus.yml" --storage.tsdb.path="$TMP/tsdb" \

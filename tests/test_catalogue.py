@@ -53,7 +53,8 @@ def test_derived_views() -> None:
     assert all(FAMILIES[g].labels == PERCENTILE_LABELS and FAMILIES[g].unit == "seconds" for g in PERCENTILE_GAUGES)
     assert all(f.labels[0] == "model" for f in FAMILIES.values())
     assert all(FAMILIES[h].labels == HIST_LABELS and FAMILIES[h].buckets for h in HISTOGRAMS)
-    assert {f.unit for f in FAMILIES.values()} <= {"seconds", "tokens", "requests", "users", "scrapes", "1"}
+    units = {"seconds", "tokens", "requests", "requests/s", "users", "workers", "scrapes", "1"}
+    assert {f.unit for f in FAMILIES.values()} <= units
     assert all(f.name.endswith("_seconds") == (f.unit == "seconds") for f in FAMILIES.values())
 
 

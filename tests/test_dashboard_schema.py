@@ -494,18 +494,21 @@ def test_dashboard_matches_grafana_schema(dash: dict[str, Any]) -> None:
 
 def test_validator_sees_every_panel_and_query(dash: dict[str, Any]) -> None:
     """The walk reaches the panels' plugin options and the targets as Prometheus queries, not raw bags."""
-    from grafana_foundation_sdk.models import common, prometheus, stat, timeseries
+    from grafana_foundation_sdk.models import common, prometheus, stat, statetimeline, timeseries
 
     _registry()
     decoded = sdk_dashboard.Dashboard.from_json(copy.deepcopy(dash))
     panels = [p for p in decoded.panels or [] if isinstance(p, sdk_dashboard.Panel)]
     assert len(decoded.panels or []) == len(dash["panels"]) and len(panels) >= 15
     for p in panels:
-        options = {"timeseries": timeseries.Options, "stat": stat.Options}[p.type_val]
+        options = {"timeseries": timeseries.Options, "stat": stat.Options,
+                   "state-timeline": statetimeline.Options}[p.type_val]  # fmt: skip
         assert isinstance(p.options, options), p.title
         assert p.field_config is not None and p.field_config.defaults is not None
         if p.type_val == "timeseries":
             assert isinstance(p.field_config.defaults.custom, common.GraphFieldConfig), p.title
+        if p.type_val == "state-timeline":  # the firing-alerts panel (prometheus/alerts.yml)
+            assert isinstance(p.field_config.defaults.custom, statetimeline.FieldConfig), p.title
     targets = [t for p in panels for t in p.targets or []]
     assert len(targets) == sum(len(p.get("targets", [])) for p in dash["panels"]) >= 40
     assert all(isinstance(t, prometheus.Dataquery) for t in targets)

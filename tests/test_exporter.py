@@ -46,7 +46,7 @@ def collector(now: float = 1200.0) -> RunCollector:
     m = RunMetrics(MODEL)
     m.on_phase({"event": "phase_start", "phase": "warmup", "step": -1, "concurrency": 1, "wall": 990.0})
     m.observe(record(phase="warmup", step=-1, concurrency=1, prompt_id="warmup", user="warmup", e2e=1.0))
-    m.on_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 2, "wall": 1000.0})
+    m.on_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 2, "rate": 0.02, "wall": 1000.0})
     for u, t, e2e in (("a", 1000.0, 120.0), ("b", 1000.0, 120.0), ("a", 1120.0, 50.0), ("b", 1120.0, 51.0)):
         m.observe(record(user=u, start_wall=t, e2e=e2e, concurrency=2))
     m.observe(record(ok=False, usable=False, error_class="timeout_idle", finish_reason=None, ttfat=None))
@@ -92,6 +92,8 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_users": "gauge",
         "llmload_requests_in_flight": "gauge",
         "llmload_target_users": "gauge",
+        "llmload_target_requests_per_second": "gauge",
+        "llmload_workers_lost": "gauge",
         "llmload_step": "gauge",
         "llmload_step_start_time_seconds": "gauge",
         "llmload_step_rate_halfwidth_ratio": "gauge",
@@ -352,3 +354,27 @@ def test_the_live_halfwidth_gauge_shows_the_until_checks_value_and_nothing_witho
     c = collector()
     c.metrics.until_halfwidth = None
     assert families(exposition(c))["llmload_step_rate_halfwidth_ratio"].samples == []
+
+
+def test_open_loop_target_rate_and_lost_workers() -> None:
+    """The target request rate is the current rate step's ``rate`` (absent closed-loop and after the last step); the
+    lost-worker gauge counts ``worker_lost`` events less ``worker_back`` ones, 0 when none."""
+    c = collector()
+    text = exposition(c)
+    assert sample(text, "llmload_target_requests_per_second") == 0.02  # collector()'s step 1 is a rate step
+    assert sample(text, "llmload_workers_lost") == 0 and "llmload_workers_lost{" in text
+    m = c.metrics
+    m.on_phase({"event": "phase_start", "phase": "step", "step": 2, "concurrency": 4, "wall": 1250.0})
+    assert "llmload_target_requests_per_second{" not in exposition(c)  # a closed-loop step: no target rate
+    m.on_phase({"event": "phase_start", "phase": "step", "step": 3, "concurrency": 64, "rate": 2.5, "wall": 1300.0})
+    m.on_phase({"event": "worker_lost", "wall": 1310.0, "worker": "w1", "state": "missing"})
+    m.on_phase({"event": "worker_lost", "wall": 1311.0, "worker": "w2", "state": "gone"})
+    text = exposition(c)
+    assert sample(text, "llmload_target_requests_per_second") == 2.5
+    assert sample(text, "llmload_workers_lost") == 2
+    m.on_phase({"event": "worker_back", "wall": 1312.0, "worker": "w1"})
+    m.on_phase({"event": "worker_lost", "wall": 1313.0, "worker": "w2", "state": "gone"})  # a repeat: one worker
+    assert sample(exposition(c), "llmload_workers_lost") == 1
+    m.on_phase({"event": "load_end", "wall": 1400.0})
+    text = exposition(c)
+    assert "llmload_target_requests_per_second{" not in text and sample(text, "llmload_workers_lost") == 1

@@ -409,11 +409,17 @@ def test_exported_totals_equal_records(tmp_path: Path, sim: SimProcess, mode: st
 # -- a real Prometheus scraping the exporter and the target -------------------------------------------------
 class Prometheus:
     """A ``prometheus`` process on 127.0.0.1 with the shipped config, retargeted and with a 1 s (or
-    ``interval``) scrape interval."""
+    ``interval``) scrape and evaluation interval. ``rules``: the rule files it loads (default none: the dashboard
+    tests see no ``ALERTS`` series; tests/integration/test_alerts.py passes a time-scaled copy of
+    prometheus/alerts.yml)."""
 
-    def __init__(self, tmp: Path, exporter: str, server: str, interval: str = "1s") -> None:
+    def __init__(
+        self, tmp: Path, exporter: str, server: str, interval: str = "1s", rules: list[Path] | None = None
+    ) -> None:
         self.binary = prometheus_binary()
         cfg = yaml.safe_load(PROM_CONFIG.read_text())
+        assert cfg["rule_files"] == ["alerts.yml"], cfg.get("rule_files")  # the shipped config loads the alerts
+        cfg["rule_files"] = [str(p) for p in rules or []]
         cfg["global"].update(scrape_interval=interval, evaluation_interval=interval, scrape_timeout=interval)
         jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
         assert set(jobs) == {"llmload", "llm-server"}, jobs
@@ -613,7 +619,7 @@ def test_dashboard_queries_against_real_prometheus(tmp_path: Path) -> None:
             checked = check_dashboard(prom, sim.model, t0, t1)["checked"]
             variables, png = {"model": sim.model, "window": WINDOW}, tmp_path / "panels"
             out = render_dashboard(dashboard(), prom.url, t0, t1, variables, png, 1.0, scrape_interval=1)
-            assert len(out.images) == 4 and all(p.stat().st_size > 10_000 for p in out.images), out.images
+            assert len(out.images) == 5 and all(p.stat().st_size > 10_000 for p in out.images), out.images
             assert out.variables["__rate_interval"] == "4s"
             for where in checked:
                 if where.startswith("annotation "):
@@ -633,7 +639,8 @@ def check_sim_run(prom: Prometheus, run: LocustRun, model: str, spec_decoding: b
     # their metrics: the simulator has no KV-cache metric, and spec-decoding ones only with --spec-tokens).
     result = check_dashboard(prom, model, run.t_start, run.t_end + 2)
     assert len(result["checked"]) >= 30, result
-    skipped = ["Server: KV-cache use / KV cache"]
+    # The firing-alerts panel: this Prometheus loads no rules (tests/integration/test_alerts.py checks the alerts).
+    skipped = ["Firing alerts / {{alertname}} ({{severity}})", "Server: KV-cache use / KV cache"]
     if not spec_decoding:
         skipped += ["Server: speculative decoding / acceptance rate", "Server: speculative decoding / tokens per step"]
     assert sorted(result["skipped"]) == skipped, result
@@ -777,6 +784,9 @@ def test_provisioning_and_compose_agree() -> None:
     assert mounts[provider["options"]["path"]] == "./grafana/dashboards"
     assert mounts["/etc/grafana/provisioning"] == "./grafana/provisioning"
     assert mounts["/etc/prometheus/prometheus.yml"] == "./prometheus/prometheus.yml"
+    # The alerting rules sit beside the config in the container, where its relative rule_files entry points.
+    assert prom["rule_files"] == ["alerts.yml"]
+    assert mounts["/etc/prometheus/alerts.yml"] == "./prometheus/alerts.yml"
     for host_path in mounts.values():
         if host_path.startswith("./"):
             assert (ROOT / host_path).exists(), host_path

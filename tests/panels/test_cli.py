@@ -243,7 +243,7 @@ def test_default_dashboard_is_the_projects_from_any_directory(
     rc = panels.main(["--prometheus", fake_prometheus, "--start", str(T0), "--end", str(T1), "--out", "png", "--json"])
     captured = capsys.readouterr()
     assert rc == 1 and "rejected the queries of 1 panel(s)" in captured.err  # the fake rejects TPOT's queries
-    assert len(json.loads(captured.out)["images"]) == 4 and len(list((tmp_path / "png").iterdir())) == 4
+    assert len(json.loads(captured.out)["images"]) == 5 and len(list((tmp_path / "png").iterdir())) == 5
     # An install without the source tree (no grafana/ next to the package): say so, exit 2.
     monkeypatch.setattr(cli, "shipped_dashboard", lambda: tmp_path / "site-packages" / "grafana" / "llmload.json")
     assert panels.main(["--prometheus", fake_prometheus, "--last", "5m", "--out", "png"]) == 2
