@@ -9,7 +9,7 @@ Layout made by :class:`Lan` (every name carries the test process's pid, so concu
 Addresses are private to the namespaces (nothing is routed to or from the machine's own network, which never sees
 them), so the same 10.213.0.0/24 serves every session. :meth:`Lan.close` (also the context manager's exit) kills
 any process still running in those namespaces and deletes them, which deletes their links; it runs even when the
-test failed.
+test failed; namespaces left by a session that was killed are removed by the next (:func:`remove_stale`).
 
 Needs root and ``ip`` (iproute2); :func:`missing` says in one line what is missing where they cannot be made.
 The kernel may lack ``netem`` (a Firecracker VM's does): :mod:`tests.delay_relay` then adds latency in user space.
@@ -18,13 +18,14 @@ The kernel may lack ``netem`` (a Firecracker VM's does): :mod:`tests.delay_relay
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 from types import TracebackType
 
-__all__ = ["SUBNET", "Lan", "missing"]
+__all__ = ["SUBNET", "Lan", "missing", "remove_stale"]
 
 #: The LAN's /24 (host n is ``SUBNET.n``); private to the namespaces.
 SUBNET = "10.213.0"
@@ -59,6 +60,25 @@ def missing() -> str | None:
     return None
 
 
+def remove_stale() -> list[str]:
+    """Delete the namespaces a killed test session left (``llmload-<pid>-...`` of a pid no longer running), killing
+    what still runs in them; returns their names. A session's own clean-up cannot run when it is SIGKILLed."""
+    gone: list[str] = []
+    for line in _ip("netns", "list", check=False).stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = re.fullmatch(r"llmload-(\d+)-\w+", name)
+        if m is None or os.path.exists(f"/proc/{m.group(1)}"):
+            continue
+        for pid in _ip("netns", "pids", name, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+        _ip("netns", "del", name, check=False)
+        gone.append(name)
+    return gone
+
+
 class Lan:
     """Hosts on one bridged /24, each in its own network namespace.
 
@@ -68,6 +88,7 @@ class Lan:
 
     def __init__(self, hosts: list[str], prefix: str | None = None) -> None:
         self.prefix = prefix or f"llmload-{os.getpid()}"
+        remove_stale()
         self.hosts = list(hosts)
         self._made: list[str] = []
         #: Hosts whose link :meth:`cut` took down.

@@ -59,3 +59,19 @@ def test_the_relay_delays_client_bytes_only_and_only_when_on() -> None:
     assert 0.2 <= up < 0.6 and down < 0.1, (up, down)
     up, down = asyncio.run(_round_trip(0.2, on=False))
     assert up < 0.1 and down < 0.1, (up, down)
+
+
+def test_remove_stale_deletes_a_dead_sessions_namespaces_only() -> None:
+    if (reason := netns.missing()) is not None:
+        pytest.skip(reason)
+    dead = next(p for p in range(4_000_000, 4_100_000) if not netns.os.path.exists(f"/proc/{p}"))
+    stale, live = f"llmload-{dead}-sw", f"llmload-{netns.os.getpid()}-keep"
+    for name in (stale, live):
+        netns._ip("netns", "add", name)
+    try:
+        assert netns.remove_stale() == [stale]
+        names = netns._ip("netns", "list").stdout
+        assert stale not in names and live in names
+    finally:
+        for name in (stale, live):
+            netns._ip("netns", "del", name, check=False)
