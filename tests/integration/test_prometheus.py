@@ -349,8 +349,13 @@ def gauge(samples: dict[Key, float], name: str) -> float:
 
 def server_completions(sim: SimProcess) -> int:
     """Requests the simulator finished (stop or length), from its own /metrics."""
+    return completions_in(http_get(sim.url + "/metrics"))
+
+
+def completions_in(metrics: str) -> int:
+    """Requests finished (stop or length) in a simulator's (or vLLM's) /metrics page ``metrics``."""
     total = 0.0
-    for fam in text_string_to_metric_families(http_get(sim.url + "/metrics")):
+    for fam in text_string_to_metric_families(metrics):
         for s in fam.samples:
             if s.name == "vllm:request_success_total" and s.labels.get("finished_reason") in ("stop", "length"):
                 total += s.value
