@@ -6,12 +6,13 @@ until the master's exporter counts ``--requests`` records (or ``--time-cap`` sec
 Ctrl-C (SIGINT): in-flight requests finish and are recorded, the run is marked ``interrupted``, the report written.
 
 Measured every ``--every`` seconds and reported at four moments, by records counted: ``start`` (the first sample
-with load), ``warm`` (``--warm`` of the requests, default 10 %: the growth baseline), ``middle`` (50 %) and ``end``
-(the last sample before the stop):
+with 1 % of the requests), ``warm`` (``--warm`` of the requests, default 10 %: the growth baseline), ``middle``
+(50 %) and ``end`` (the last sample before the stop):
 
 * RSS (bytes) of every process: the master, its child processes (the records.parts converter), each worker and the
   simulator; growth after warm-up = (end - warm) / warm, in %;
-* the number of series the master's Prometheus exporter serves (sample lines of one ``/metrics`` scrape);
+* the number of series the master's Prometheus exporter serves (sample lines of one ``/metrics`` scrape), and
+  whether it stayed constant from ``warm`` to the end;
 * records (``records.jsonl`` lines, ``ok`` ones) against the simulator's completions (its
   ``vllm:request_success_total`` by finish reason: ``stop`` + ``length``; ``abort``: cut off);
 * the end-of-run report: ``llmload report RUN_DIR`` run again after the run under ``/usr/bin/time -v`` (wall
@@ -49,8 +50,11 @@ sys.path.insert(0, str(ROOT))
 
 from harness.sim import launch  # noqa: E402
 
-#: The moments reported, with the fraction of ``--requests`` counted at which each is taken (start: first load).
+#: The moments reported (see the module docstring).
 MOMENTS = ("start", "warm", "middle", "end")
+#: The fraction of ``--requests`` counted at the ``start`` sample: the step's users all sending (the warm-up
+#: request alone is counted before them, with fewer series).
+START = 0.01
 
 PROFILE = """
 name: soak-bench
@@ -208,7 +212,7 @@ def _pick(samples: list[Sample], requested: int, warm: float) -> dict[str, Sampl
     out: dict[str, Sample] = {}
     if not loaded:
         return out
-    out["start"] = loaded[0]
+    out["start"] = next((s for s in loaded if s.requests >= START * requested), loaded[-1])
     for name, frac in (("warm", warm), ("middle", 0.5)):
         hit = next((s for s in loaded if s.requests >= frac * requested), None)
         if hit is not None:
@@ -311,12 +315,15 @@ def soak(
         res.requests_per_s = round((last.requests - first.requests) / (last.t - first.t), 1)
     base, end = res.moments.get("warm"), res.moments.get("end")
     if base is not None and end is not None:
+        # a process with no RSS at ``warm`` (the records.parts converter starts once records.jsonl holds 16 MB)
+        # has no growth figure
         res.rss_growth_pct = {k: round(100.0 * (end.rss.get(k, 0) - v) / v, 2) for k, v in base.rss.items() if v}
     for s in res.samples:
         for k, v in s.rss.items():
             res.rss_max[k] = max(res.rss_max.get(k, 0), v)
-    loaded = [s.series for s in res.samples if s.requests > 0]
-    res.series_constant = bool(loaded) and len(set(loaded)) == 1
+    warm_t = base.t if base is not None else None
+    after = [s.series for s in res.samples if warm_t is not None and s.t >= warm_t]
+    res.series_constant = bool(after) and len(set(after)) == 1
     if report:
         res.report_s, res.report_peak_rss, res.report_rc = time_report(run_dir)
     return res
@@ -333,15 +340,15 @@ def table(res: SoakResult) -> str:
             continue
         rows.append(f"| {m} ({s.t:.0f} s) | {s.requests:,} | {s.series} | "
                     + " | ".join(f"{s.rss.get(n, 0) / 1e6:.1f}" for n in names) + " |")
-    rows.append("| growth warm→end | | | " + " | ".join(f"{res.rss_growth_pct.get(n, 0.0):+.2f} %" for n in names)
-                + " |")
+    growth = [f"{res.rss_growth_pct[n]:+.2f} %" if n in res.rss_growth_pct else "n/a" for n in names]
+    rows.append("| growth warm→end | | | " + " | ".join(growth) + " |")
     lines = [
         "\n".join(rows),
         "",
         f"requests {res.records:,} in {res.load_s:.0f} s of load ({res.requests_per_s:.0f}/s), capped: {res.capped}; "
         f"records ok {res.records_ok:,}, run.json {res.run_json_records}, server {res.server}, "
         f"equal: {res.records_equal_server}; status {res.status}, cut_off {res.cut_off}",
-        f"series constant: {res.series_constant}",
+        f"series constant from warm to end: {res.series_constant}",
     ]
     if res.report_s is not None:
         lines.append(f"llmload report: {res.report_s:.1f} s wall, peak RSS {(res.report_peak_rss or 0) / 1e6:.0f} MB "
