@@ -10,7 +10,7 @@ with 1 % of the requests), ``warm`` (``--warm`` of the requests, default 10 %: t
 (50 %) and ``end`` (the last sample before the stop):
 
 * RSS (bytes) of every process: the master, its child processes (the records.parts converter), each worker and the
-  simulator; growth after warm-up = (end - warm) / warm, in %;
+  simulator; growth after warm-up = (end - warm) / warm, in %, and over the second half, (end - middle) / middle;
 * the number of series the master's Prometheus exporter serves (sample lines of one ``/metrics`` scrape), and
   whether it stayed constant from ``warm`` to the end;
 * records (``records.jsonl`` lines, ``ok`` ones) against the simulator's completions (its
@@ -95,6 +95,7 @@ class SoakResult:
     capped: bool = False
     moments: dict[str, Sample] = field(default_factory=dict)
     rss_growth_pct: dict[str, float] = field(default_factory=dict)
+    rss_growth_second_half_pct: dict[str, float] = field(default_factory=dict)
     rss_max: dict[str, int] = field(default_factory=dict)
     series_constant: bool = False
     records: int = 0
@@ -206,6 +207,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def growth(a: Sample, b: Sample) -> dict[str, float]:
+    """RSS growth from sample ``a`` to ``b`` per process, % of ``a`` (2 decimals); processes at 0 in ``a`` left out."""
+    return {k: round(100.0 * (b.rss.get(k, 0) - v) / v, 2) for k, v in a.rss.items() if v}
+
+
 def _pick(samples: list[Sample], requested: int, warm: float) -> dict[str, Sample]:
     """The samples named in :data:`MOMENTS` (see the module docstring); a moment never reached is left out."""
     loaded = [s for s in samples if s.requests > 0]
@@ -232,17 +238,23 @@ def soak(
     every: float = 5.0,
     warm: float = 0.1,
     report: bool = True,
-    log: Any = print,
+    log: Any = None,
+    locustfile: Path | None = None,
 ) -> SoakResult:
     """Run one soak of ``requests`` requests (see the module docstring) with its run directory under ``out``.
 
     ``time_cap``: seconds of load at most (then stopped, ``capped`` set); ``every``: seconds between samples;
     ``warm``: the fraction of ``requests`` whose sample is the RSS growth baseline; ``report``: time the
-    ``llmload report`` after the run. Every process started is ended before this returns.
+    ``llmload report`` after the run; ``log``: called with each progress line (default: print it);
+    ``locustfile``: the locustfile to run (default ``locustfiles/k26.py``). Every process started is ended before
+    this returns.
 
     Raises:
         RuntimeError: the master or a worker exited early, or the exporter never answered.
     """
+    if log is None:
+        def log(msg: str) -> None:
+            print(msg, flush=True)
     out.mkdir(parents=True, exist_ok=True)
     res = SoakResult(requests, workers, concurrency, max_tokens, time_scale)
     prof = out / "soak-profile.yaml"
@@ -250,7 +262,7 @@ def soak(
                                    duration=int(time_cap) + 60, out=out / "runs"))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     rpc, mport = str(_free_port()), _free_port()
-    locust = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py")]
+    locust = [sys.executable, "-m", "locust", "-f", str(locustfile or ROOT / "locustfiles" / "k26.py")]
     logs = [out / f"proc{i}.log" for i in range(workers + 1)]
     with launch(preset="bench", time_scale=time_scale, seed=1) as sim:
         master = [*locust, "--headless", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc,
@@ -313,11 +325,13 @@ def soak(
     first, last = res.moments.get("start"), res.moments.get("end")
     if first is not None and last is not None and last.t > first.t:
         res.requests_per_s = round((last.requests - first.requests) / (last.t - first.t), 1)
-    base, end = res.moments.get("warm"), res.moments.get("end")
+    base, mid, end = res.moments.get("warm"), res.moments.get("middle"), res.moments.get("end")
+    # a process with no RSS at the baseline (the records.parts converter starts once records.jsonl holds 16 MB)
+    # has no growth figure
     if base is not None and end is not None:
-        # a process with no RSS at ``warm`` (the records.parts converter starts once records.jsonl holds 16 MB)
-        # has no growth figure
-        res.rss_growth_pct = {k: round(100.0 * (end.rss.get(k, 0) - v) / v, 2) for k, v in base.rss.items() if v}
+        res.rss_growth_pct = growth(base, end)
+    if mid is not None and end is not None:
+        res.rss_growth_second_half_pct = growth(mid, end)
     for s in res.samples:
         for k, v in s.rss.items():
             res.rss_max[k] = max(res.rss_max.get(k, 0), v)
@@ -340,8 +354,11 @@ def table(res: SoakResult) -> str:
             continue
         rows.append(f"| {m} ({s.t:.0f} s) | {s.requests:,} | {s.series} | "
                     + " | ".join(f"{s.rss.get(n, 0) / 1e6:.1f}" for n in names) + " |")
-    growth = [f"{res.rss_growth_pct[n]:+.2f} %" if n in res.rss_growth_pct else "n/a" for n in names]
-    rows.append("| growth warm→end | | | " + " | ".join(growth) + " |")
+    warm = [f"{res.rss_growth_pct[n]:+.2f} %" if n in res.rss_growth_pct else "n/a" for n in names]
+    rows.append("| growth warm→end | | | " + " | ".join(warm) + " |")
+    half = [f"{res.rss_growth_second_half_pct[n]:+.2f} %" if n in res.rss_growth_second_half_pct else "n/a"
+            for n in names]
+    rows.append("| growth middle→end | | | " + " | ".join(half) + " |")
     lines = [
         "\n".join(rows),
         "",
@@ -370,10 +387,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="output directory (default: new under /tmp)")
     ap.add_argument("--json", type=Path, default=None, help="figures file (default OUT/soak.json)")
     ap.add_argument("--no-report", action="store_true", help="do not time llmload report afterwards")
+    ap.add_argument("--locustfile", type=Path, default=None, help="default locustfiles/k26.py")
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="llmload-soak-"))
     res = soak(args.requests, out, args.workers, args.concurrency, args.max_tokens, args.time_scale,
-               args.time_cap, args.every, args.warm, not args.no_report)
+               args.time_cap, args.every, args.warm, not args.no_report, locustfile=args.locustfile)
     (args.json or out / "soak.json").write_text(json.dumps(asdict(res), indent=1))
     print(table(res))
     print(f"figures: {args.json or out / 'soak.json'}")

@@ -51,6 +51,8 @@ def test_table_shows_every_moment_growth_and_the_equality() -> None:
     res.rss_growth_pct = {"master": 2.0}  # sim: no growth figure (no RSS at warm)
     text = sb.table(res)
     assert "| warm (2 s) | 100 | 50 | 0.0 | 0.0 |" in text and "| +2.00 % | n/a |" in text
+    assert "| growth middle→end | | | n/a | n/a |" in text  # no second-half figure given
+    assert sb.growth(_s(1, 5, rss=100), _s(2, 9, rss=103)) == {"master": 3.0, "sim": 0.0}
     assert "equal: True" in text and "series constant from warm to end: True" in text and "peak RSS 200 MB" in text
 
 
