@@ -105,7 +105,8 @@ output: {{dir: {out}}}
     # No request started after its Ctrl-C, and its 4 requests in flight then finished and were recorded.
     assert mine and not [r for r in mine if r["start_wall"] > t_sig], log_text
     in_flight = [r for r in mine if r["ok"] and r["start_wall"] + r["e2e"] > t_sig]
-    assert len(in_flight) == 4 and {r["concurrency"] for r in in_flight} == {8}, in_flight
+    # (one per user; the user carried over from the single stream may still be on its C=1 request)
+    assert len(in_flight) == len({r["user"] for r in in_flight}) == 4, in_flight
     # Records = the server's completions, nothing cut off: no request aborted at the worker's quit.
     assert outcomes.get("abort", 0) == 0, (outcomes, log_text)
     assert len(ok) == outcomes.get("stop", 0) + outcomes.get("length", 0) == len(recs), (outcomes, log_text)
