@@ -20,7 +20,13 @@ import gevent
 
 from harness.runtime import MSG_STOP, MSG_STOPPED, Run, of
 
-__all__ = ["STOP_MARGIN_S", "flush_worker_records", "stop_workers", "worker_stop_gracefully"]
+__all__ = [
+    "STOP_MARGIN_S",
+    "flush_worker_records",
+    "refuse_spawns_while_quitting",
+    "stop_workers",
+    "worker_stop_gracefully",
+]
 
 log = logging.getLogger("llmload")
 
@@ -48,6 +54,35 @@ def worker_stop_gracefully(run: Run, runner: Any, stop_timeout: float) -> None:
 
         g = run.workers.stop = gevent.spawn(stop)
     g.join()
+
+
+def refuse_spawns_while_quitting(run: Run, runner: Any) -> None:
+    """Worker: once it took its own Ctrl-C (``run.signals.first_sigint`` set; it drains, then quits), Locust's
+    ``spawn`` messages from the master are dropped, so it starts no new user and no new request.
+
+    The master does not know a worker drains its own stop: at the next step (or a ramp) it sends that worker its
+    share of the new user count. Locust's worker would spawn those users (their requests cut off at its quit,
+    never recorded, aborted on the server) and take the message's ``stop_timeout`` as its own, shortening the
+    drain. The master gives the users to the other workers once this one has quit. Wraps the instance's
+    ``handle_message`` (Locust's worker loop calls ``self.handle_message(msg)`` for every message); other messages
+    pass through unchanged.
+
+    Raises:
+        TypeError: ``runner`` has no ``handle_message`` (a Locust without it: the guard cannot be installed).
+    """
+    orig = getattr(runner, "handle_message", None)
+    if not callable(orig):
+        raise TypeError(f"{type(runner).__name__} has no handle_message: cannot refuse spawns while quitting")
+
+    def handle_message(msg: Any) -> None:
+        if getattr(msg, "type", None) == "spawn" and run.signals.first_sigint is not None:
+            data = msg.data if isinstance(msg.data, dict) else {}
+            users = sum((data.get("user_classes_count") or {}).values())
+            log.info("draining this worker's Ctrl-C: the master's spawn message (%d users) is not followed", users)
+            return
+        orig(msg)
+
+    runner.handle_message = handle_message
 
 
 def on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:

@@ -43,7 +43,7 @@ from typing import Any
 from harness import rate
 from harness.config import PROFILES_DIR, ProfileError
 from harness.locust import live, webrun
-from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped
+from harness.locust.drain import flush_worker_records, on_stop_request, on_worker_stopped, refuse_spawns_while_quitting
 from harness.locust.end import begin_stop, end_run, set_exit_code, stop_for_quit
 from harness.locust.form import Knobs
 from harness.locust.live import open_exporter, serve_run
@@ -125,6 +125,7 @@ def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None
     if isinstance(runner, WorkerRunner):
         runner.register_message(MSG_STOP, on_stop_request, concurrent=True)
         install_worker_sigint(run, runner)
+        refuse_spawns_while_quitting(run, runner)
         return
     if isinstance(runner, MasterRunner):
         runner.register_message(MSG_STOPPED, on_worker_stopped)

@@ -117,3 +117,24 @@ def test_a_worker_going_missing_during_the_wait_ends_it(monkeypatch: pytest.Monk
     t0 = time.monotonic()
     drain.stop_workers(run, runner)
     assert 0.4 < time.monotonic() - t0 < 2.0 and run.workers.stopped == {"a"}
+
+
+def test_a_worker_quitting_on_its_own_ctrl_c_drops_spawn_messages_only() -> None:
+    """After the worker's own Ctrl-C (it drains, then quits) the master's spawn messages for the next step are not
+    followed (no new user, no new request); before it, and for every other message, Locust's handling runs."""
+    run = Run()
+    handled: list[str] = []
+    runner = SimpleNamespace(handle_message=lambda msg: handled.append(msg.type))
+    drain.refuse_spawns_while_quitting(run, runner)
+    spawn = SimpleNamespace(type="spawn", data={"user_classes_count": {"ReasoningChatUser": 6}})
+    runner.handle_message(spawn)
+    run.signals.first_sigint = time.monotonic()
+    runner.handle_message(spawn)
+    runner.handle_message(SimpleNamespace(type="quit", data=None))
+    runner.handle_message(SimpleNamespace(type=MSG_STOP, data={"stop_timeout": 3.0}))
+    assert handled == ["spawn", "quit", MSG_STOP]
+
+
+def test_refusing_spawns_needs_locusts_handle_message() -> None:
+    with pytest.raises(TypeError, match="has no handle_message"):
+        drain.refuse_spawns_while_quitting(Run(), SimpleNamespace())

@@ -7,7 +7,7 @@ import io
 from types import SimpleNamespace
 from typing import Any
 
-from harness.locust.progress import Progress, clock_text, start_progress
+from harness.locust.progress import RATE_WINDOW_S, Progress, clock_text, start_progress
 from harness.shapes import Stage
 
 STAGES = [Stage("single", 0, 1, 30.0), Stage("step", 1, 8, 60.0), Stage("step", 2, 16, 60.0)]
@@ -43,6 +43,21 @@ def test_the_line_says_step_i_of_n_time_left_counts_and_live_rate() -> None:
     p.time_scale = 1.0
     p.on_phase({"event": "load_end", "wall": 1100.0})
     assert p.line().endswith("load ended, draining") and "~0:00 left" in p.line()
+
+
+def test_the_recent_requests_held_stay_within_the_rate_window_off_a_terminal() -> None:
+    """No line is drawn between records (off a terminal: once a step), yet the requests kept for the live rate are
+    only those of the last RATE_WINDOW_S seconds (a soak's master held one pair per record: +90 MB a million)."""
+    now = [1000.0]
+    p = Progress(STAGES, clock=lambda: now[0])
+    for i in range(10_000):  # 100 records a second for 100 s
+        now[0] = 1000.0 + i / 100
+        p.on_record(_rec(now[0], 10))
+    assert len(p._recent) <= 100 * RATE_WINDOW_S + 1
+    assert p.completed == 10_000
+    # an out-of-order old request behind newer ones is kept until they go, but not counted in the rate
+    p.on_record(_rec(now[0] - 2 * RATE_WINDOW_S, 10_000))
+    assert abs(p.tok_s(now[0]) - 1000.0) <= 10.0  # 100 requests/s x 10 tokens; the old one's 10,000 not in
 
 
 def test_a_search_has_no_plan_length_and_until_shows_the_margin() -> None:

@@ -1,0 +1,69 @@
+"""benchmarks/soak.py: its bookkeeping (moments, record counting, the table) on made-up samples, and (slow) the
+whole soak machinery at a tiny size: master + 2 workers + simulator, a few hundred requests, bounded."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("soak_bench", _ROOT / "benchmarks" / "soak.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["soak_bench"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sb = _bench()
+
+
+def _s(t: float, n: int, rss: int = 100, series: int = 50) -> object:
+    return sb.Sample(t, n, series, {"master": rss, "sim": 10})
+
+
+def test_moments_are_the_first_loaded_the_warm_and_middle_fractions_and_the_last() -> None:
+    samples = [_s(0, 0), _s(0.5, 1), _s(1, 15), _s(2, 100), _s(3, 480), _s(4, 520), _s(5, 1000)]
+    m = sb._pick(samples, 1000, 0.1)
+    assert [m[k].t for k in sb.MOMENTS] == [1, 2, 4, 5]  # start: 1 % of the requests (the warm-up's 1 is not)
+    assert sb._pick([_s(0, 0)], 1000, 0.1) == {}
+    short = sb._pick([_s(1, 5), _s(2, 30)], 1000, 0.1)  # capped early: no warm or middle sample
+    assert set(short) == {"start", "end"} and short["start"].requests == short["end"].requests == 30
+
+
+def test_count_records_counts_lines_and_ok_ones(tmp_path: Path) -> None:
+    p = tmp_path / "records.jsonl"
+    p.write_text('{"ok":true}\n{"ok":false}\n{"ok":true}\n{"ok":true}')  # the last line without its newline
+    assert sb.count_records(p) == (4, 3)
+
+
+def test_table_shows_every_moment_growth_and_the_equality() -> None:
+    res = sb.SoakResult(1000, 2, 8, 8, 0.0, records=1001, records_ok=1001, records_equal_server=True,
+                        server={"length": 1001}, series_constant=True, report_s=1.5, report_peak_rss=200_000_000)
+    res.moments = sb._pick([_s(1, 5), _s(2, 100), _s(3, 500), _s(4, 1000, rss=102)], 1000, 0.1)
+    res.rss_growth_pct = {"master": 2.0}  # sim: no growth figure (no RSS at warm)
+    text = sb.table(res)
+    assert "| warm (2 s) | 100 | 50 | 0.0 | 0.0 |" in text and "| +2.00 % | n/a |" in text
+    assert "| growth middle→end | | | n/a | n/a |" in text  # no second-half figure given
+    assert sb.growth(_s(1, 5, rss=100), _s(2, 9, rss=103)) == {"master": 3.0, "sim": 0.0}
+    assert "equal: True" in text and "series constant from warm to end: True" in text and "peak RSS 200 MB" in text
+
+
+@pytest.mark.slow
+def test_a_tiny_soak_runs_end_to_end(tmp_path: Path) -> None:
+    """The quick mode's machinery at 300 requests: records = the server's completions, every process sampled, the
+    series count read, the report timed; bounded by the time cap and the processes' timeouts."""
+    res = sb.soak(300, tmp_path, workers=2, concurrency=4, every=0.5, time_cap=60, log=lambda _m: None)
+    assert not res.capped and res.records >= 300 and res.records_equal_server, sb.table(res)
+    assert res.status == "interrupted" and res.run_json_records == res.records
+    end = res.moments["end"]
+    assert {"master", "master_children", "worker1", "worker2", "sim"} <= set(end.rss)
+    assert all(end.rss[k] > 10_000_000 for k in ("master", "worker1", "worker2", "sim")), end.rss
+    assert end.series > 0 and res.report_rc == 0 and res.report_s and res.report_peak_rss, sb.table(res)
