@@ -96,7 +96,13 @@ class LengthSpec(BaseModel):
         }[self.dist]
         missing = [k for k in need if getattr(self, k) is None]
         if missing:
-            raise ValueError(f"dist {self.dist} needs {' and '.join(missing)}")
+            given = "dist" in self.model_fields_set
+            which = f"dist {self.dist}" if given else "no dist given, so dist fixed (the default),"
+            others = sorted(k for k in self.model_fields_set if k not in need and k not in ("dist", "min", "max"))
+            hint = (f"; {', '.join(others)} belong{'s' * (len(others) == 1)} to another dist: name it (e.g. dist: "
+                    f"{'lognormal' if 'sigma' in others or 'mean' in others else 'histogram'})" if others and not
+                    given else "")
+            raise ValueError(f"{which} needs {' and '.join(missing)}{hint}")
         if self.max is not None and self.max < self.min:
             raise ValueError(f"max ({self.max}) is below min ({self.min})")
         return self

@@ -72,6 +72,10 @@ def test_histogram_missing(tmp_path: Path) -> None:
     ("kw", "expect"),
     [
         ({"dist": "fixed"}, "dist fixed needs value"),
+        # no dist written: the default named as such, and the keys of another dist pointed out (fresh-user finding:
+        # "dist fixed needs value" for {mean: 100}, a dist the user never wrote)
+        ({"mean": 100}, r"no dist given, so dist fixed \(the default\), needs value; mean belongs to another dist: "
+                        r"name it \(e.g. dist: lognormal\)"),
         ({"dist": "uniform", "min": 5}, "dist uniform needs max"),
         ({"dist": "normal", "mean": 5}, "dist normal needs sd"),
         ({"dist": "lognormal", "sd": 5}, "needs mean and sigma"),
