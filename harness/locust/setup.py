@@ -224,7 +224,8 @@ def open_run(
     except OSError as e:
         if target.sim is not None:
             target.sim.stop()
-        source = "--output-dir" if output_dir else f"{path}: output.dir"
+        typed = str(((extra_meta or {}).get("form") or {}).get("output_dir") or "").strip()
+        source = (f"Output Dir {typed!r}" if typed else "--output-dir") if output_dir else f"{path}: output.dir"
         raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
     ctx.run_id = ctx.run_dir.path.name
     log.info("profile %s -> %s model %s; records in %s", path, target.shown, target.model, ctx.run_dir.path)

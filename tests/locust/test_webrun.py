@@ -199,6 +199,13 @@ def test_output_dir_is_honoured_or_refused_in_one_line(tmp_path: Path) -> None:
             start_run(run, _env(opts), {"mode": "sweep", "host": "", "output_dir": str(bad)}, launch)
         assert str(err.value) == f"Output Dir {str(bad)!r}: {why}" and run.ctx is None
     assert not (tmp_path / "runs").exists()
+    # a directory that passes the checks but cannot be made (/proc refuses it): named as the form's field, not as
+    # the command line's --output-dir (fresh-user finding)
+    if Path("/proc").is_dir():
+        run = Run()
+        with pytest.raises(StartError) as err:
+            start_run(run, _env(opts), {"mode": "sweep", "host": "", "output_dir": "/proc/nope/sub"}, launch)
+        assert str(err.value).startswith("Output Dir '/proc/nope/sub'"), err.value
     # blank: --output-dir, else the profile's output.dir
     assert output_dir_of({"output_dir": " "}, launch) is None
 
