@@ -67,22 +67,23 @@ def test_one_read_per_chunk_and_none_that_finds_nothing(stamped: bool) -> None:
             conn._stamped = False
         counter = counted(conn)
         conn.read_head(lambda: 2.0)
-        chunks, stamps = 0, 0
+        chunks, datas, stamps = 0, 0, 0
         for _ in range(4 * n):  # bounded: at most one chunk a read, plus EOF
             data = conn.recv(2.0)
             if not data:
                 break
             chunks += data.count(b"data: ")
+            datas += 1
             stamps += conn.rx_epoch is not None
         conn.close()
     assert chunks == n
     assert counter.empty == 0
-    # head + one read per chunk (a scheduler hiccup may merge two chunks into one read) + EOF
-    assert n // 2 <= counter.calls <= n + 2
+    # head + one read per chunk (a scheduler hiccup may merge chunks into one read) + EOF
+    assert 3 <= counter.calls <= n + 2
     assert counter.calls == conn.reads
     assert conn.waits == conn.reads  # every read after a short one waited for readability first
     if stamped and kstamp.SO_TIMESTAMPNS is not None:
-        assert stamps == counter.calls - 2  # every data read carried its kernel stamp (not the head, not EOF)
+        assert stamps == datas  # every read that returned data carried its kernel stamp
 
 
 def test_a_full_read_reads_again_without_waiting() -> None:
