@@ -1,6 +1,7 @@
 """CPU cost per SSE chunk of the harness's streaming client, against the openai SDK's streaming path.
 
     .venv/bin/python benchmarks/client_cpu.py [--streams 8] [--chunks 2000] [--runs 5] [--skip-sdk]
+        [--pace-ms 2] [--count-reads]
 
 A server process on 127.0.0.1 streams vLLM-shaped chunks (role chunk, reasoning deltas with cumulative
 usage, answer deltas, finish, usage, [DONE]) over chunked transfer encoding, one HTTP chunk per event, with a
@@ -13,8 +14,15 @@ process runs ``--streams`` concurrent greenlets (gevent, as under Locust) and me
   objects (pydantic) and reading the same fields, if the ``openai`` package is installed (and ``--skip-sdk`` is
   not given).
 
+With ``--pace-ms`` the server sleeps that long after every event instead (one token a chunk at that rate, as
+the simulator's 2 ms/token preset): reads then mostly find one chunk each, the hot case of a read on readiness.
+``--count-reads`` adds, after the timed runs, one untimed run that counts the ``recv``/``recvmsg`` calls on the
+client's OS sockets and the ones that found nothing (``BlockingIOError``), per token-bearing chunk.
+
 Prints the median of ``--runs`` runs per path and the ratio. Numbers depend on the machine: compare paths
-within one run, not across machines.
+within one run, not across machines. To compare two versions of the harness, run this script with
+``PYTHONPATH`` pointing at each checkout in turn (``git archive`` of the older commit into a directory),
+interleaved, ``--runs 1 --skip-sdk`` each.
 """
 
 from __future__ import annotations
@@ -57,8 +65,9 @@ def build_stream(n: int) -> list[bytes]:
     return [b"%x\r\n%s\r\n" % (len(e.encode()), e.encode()) for e in ev]
 
 
-def serve(port_q: mp.Queue, n: int) -> None:  # type: ignore[type-arg]
-    """Server process: answer every POST with the stream of ``n`` chunks (keep-alive)."""
+def serve(port_q: mp.Queue, n: int, pace_s: float | None = None) -> None:  # type: ignore[type-arg]
+    """Server process: answer every POST with the stream of ``n`` chunks (keep-alive); with ``pace_s``, sleep
+    that many seconds after every event (else 0.5 ms after every fourth)."""
     from gevent.server import StreamServer
 
     chunks = build_stream(n)
@@ -94,7 +103,9 @@ def serve(port_q: mp.Queue, n: int) -> None:  # type: ignore[type-arg]
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
             for i, c in enumerate(chunks):
                 sock.sendall(c)
-                if i % 4 == 3:
+                if pace_s is not None:
+                    gevent.sleep(pace_s)
+                elif i % 4 == 3:
                     gevent.sleep(0.0005)
             sock.sendall(b"0\r\n\r\n")
 
@@ -129,6 +140,61 @@ def run_harness(url: str, streams: int, requests: int) -> tuple[float, int]:
     return _cpu_of(one, streams)
 
 
+class _CountingRaw:
+    """Wraps an OS socket: counts ``recv``/``recvmsg`` calls and those that raised ``BlockingIOError``."""
+
+    calls = 0
+    empty = 0
+
+    def __init__(self, raw: object) -> None:
+        self._raw = raw
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._raw, name)
+
+    def _count(self, name: str, *args: object) -> object:
+        _CountingRaw.calls += 1
+        try:
+            return getattr(self._raw, name)(*args)
+        except BlockingIOError:
+            _CountingRaw.empty += 1
+            raise
+
+    def recv(self, *args: object) -> object:
+        return self._count("recv", *args)
+
+    def recvmsg(self, *args: object) -> object:
+        return self._count("recvmsg", *args)
+
+
+def count_reads(url: str, streams: int, requests: int) -> dict[str, float]:
+    """One untimed harness run with every connection's OS socket wrapped: recv calls per token-bearing chunk.
+
+    Works on either version of :class:`harness.http.Connection`: the readiness reader reads ``conn._raw``, the
+    blocking one ``sock.recv``/``recvmsg`` of gevent's socket, which calls its ``_sock``.
+    """
+    from harness import http
+
+    opened = http.Connection.open
+
+    def open_counted(self: http.Connection, timeout_s: float) -> None:
+        opened(self, timeout_s)
+        if getattr(self, "_raw", None) is not None:
+            self._raw = _CountingRaw(self._raw)
+        else:
+            self.sock._sock = _CountingRaw(self.sock._sock)  # type: ignore[union-attr]
+
+    http.Connection.open = open_counted  # type: ignore[method-assign]
+    try:
+        _, chunks = run_harness(url, streams, requests)
+    finally:
+        http.Connection.open = opened  # type: ignore[method-assign]
+    return {
+        "recv_calls_per_chunk": round(_CountingRaw.calls / chunks, 3),
+        "empty_recv_per_chunk": round(_CountingRaw.empty / chunks, 3),
+    }
+
+
 def run_sdk(url: str, streams: int, requests: int) -> tuple[float, int]:
     import openai
 
@@ -160,10 +226,13 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=2, help="sequential requests per stream")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--skip-sdk", action="store_true", help="measure only the harness path (quicker A/B runs)")
+    ap.add_argument("--pace-ms", type=float, default=None, help="server sleeps this long after every event")
+    ap.add_argument("--count-reads", action="store_true", help="add an untimed run counting recv calls per chunk")
     args = ap.parse_args()
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    proc = ctx.Process(target=serve, args=(q, args.chunks), daemon=True)
+    pace_s = None if args.pace_ms is None else args.pace_ms / 1000
+    proc = ctx.Process(target=serve, args=(q, args.chunks, pace_s), daemon=True)
     proc.start()
     url = f"http://127.0.0.1:{q.get(timeout=30)}"
     paths: dict[str, Callable[[str, int, int], tuple[float, int]]] = {"harness": run_harness}
@@ -182,16 +251,23 @@ def main() -> None:
             expected = args.streams * args.requests * args.chunks
             assert chunks == expected, f"{name}: {chunks} token-bearing chunks counted, expected {expected}"
             results[name].append(cpu / chunks * 1e6)
+    reads = count_reads(url, args.streams, args.requests) if args.count_reads else None
     proc.terminate()
-    out = {
+    out: dict[str, object] = {
         k: {"median_us_per_chunk": round(statistics.median(v), 2), "runs": [round(x, 2) for x in v]}
         for k, v in results.items()
     }
-    if "openai-sdk" in out:
-        out["ratio_sdk_over_harness"] = round(
-            out["openai-sdk"]["median_us_per_chunk"] / out["harness"]["median_us_per_chunk"], 1
-        )
-    out["setup"] = {"streams": args.streams, "chunks_per_response": args.chunks, "requests_per_stream": args.requests}
+    if "openai-sdk" in results:
+        sdk, ours = statistics.median(results["openai-sdk"]), statistics.median(results["harness"])
+        out["ratio_sdk_over_harness"] = round(sdk / ours, 1)
+    if reads is not None:
+        out["reads"] = reads
+    out["setup"] = {
+        "streams": args.streams,
+        "chunks_per_response": args.chunks,
+        "requests_per_stream": args.requests,
+        "pace_ms": args.pace_ms,
+    }
     print(json.dumps(out, indent=2))
 
 

@@ -12,6 +12,14 @@ Every read returns as soon as the kernel has bytes: the caller timestamps the re
 is the arrival of the bytes that completed it. On plain HTTP (Linux) reads also carry the kernel's receive time
 (:mod:`harness.kstamp`).
 
+Reads on readiness (plain HTTP on a gevent socket, as under Locust): a read that came back short drained the
+kernel's buffer, so the next one first waits for the socket to be readable (the socket's own gevent io watcher)
+and then reads once, non-blocking, on the raw socket: no read that finds nothing, no ``BlockingIOError`` built and
+caught per chunk, no ``gevent.Timeout`` per read. The read deadline is one timer per connection, armed for the
+earliest deadline asked and left running across reads; when it fires before the current read's deadline (the
+deadline moved later, as an idle deadline does with every chunk) the wait re-arms it for the rest. TLS and
+sockets that are not gevent's (no monkey patching) read through the socket's blocking ``recv`` with a timeout.
+
 Failures are typed, as httpx draws them (:class:`TransportError` and its subclasses); this module raises
 :class:`ConnectError`, :class:`ConnectTimeout`, :class:`WriteTimeout`, :class:`ReadTimeout`,
 :class:`TruncatedStream` and :class:`ProtocolError`. :class:`FirstByteTimeout`, :class:`FirstTokenTimeout`,
@@ -33,6 +41,9 @@ from datetime import UTC
 from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
+
+from gevent import socket as gsocket
+from gevent.hub import Waiter
 
 from harness import kstamp
 
@@ -64,6 +75,9 @@ MAX_HEAD_BYTES = 65536
 _recv_stamped = kstamp.recv_stamped
 #: A chunk-size token (RFC 9112 section 7.1: 1*HEXDIG; at most 16 digits, 2**64 - 1 bytes).
 _HEX_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_perf = time.perf_counter
+#: What the deadline timer switches into a waiting reader (the io watcher switches in the waiter itself).
+_DEADLINE = object()
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
@@ -406,6 +420,18 @@ class Connection:
         #: Bytes received from the socket since this object was made (every connection it opened; bytes pushed
         #: back with :meth:`unread` are counted once): a response's size is the difference across it.
         self.rx_bytes = 0
+        #: Reads, :meth:`recv` calls that reached the socket (each one ``recv``/``recvmsg``), and the waits for
+        #: readability before them, since this object was made (plain HTTP on a gevent socket counts both).
+        self.reads = 0
+        self.waits = 0
+        # Readiness reading (see the module's docstring); None on the blocking path (TLS, a non-gevent socket).
+        self._raw: Any = None  # the gevent socket's non-blocking OS socket (``sock._sock``)
+        self._read_event: Any = None  # the gevent socket's io watcher for READ (closing the socket cancels it)
+        self._hub: Any = None
+        self._drained = True  # the last read came back short: wait for readability before the next one
+        self._waiter: Any = None  # the Waiter of the wait in progress, else None
+        self._timer: Any = None  # the deadline timer (one loop timer, not ref'd), armed for ``_timer_at``
+        self._timer_at = 0.0  # perf_counter deadline the timer was armed for
 
     def _addresses(self) -> list[tuple[int, tuple[Any, ...]]]:
         """(family, sockaddr) candidates of the origin, in order: an IP literal as is, a host name resolved once
@@ -477,9 +503,15 @@ class Connection:
         self.sock = sock
         self._buf = b""
         self._stamped = stamped
+        self._drained = True
+        if isinstance(sock, gsocket.socket) and not isinstance(sock, ssl.SSLSocket):
+            self._raw, self._read_event, self._hub = sock._sock, sock._read_event, sock.hub
 
     def close(self) -> None:
-        """Close the socket if open (idempotent)."""
+        """Close the socket if open (idempotent). A read waiting on it in another greenlet then raises
+        :class:`TruncatedStream` (gevent cancels the socket's watchers)."""
+        self._disarm()
+        self._raw = self._read_event = self._hub = None
         if self.sock is not None:
             try:
                 self.sock.close()
@@ -509,7 +541,7 @@ class Connection:
 
         Raises:
             ReadTimeout: nothing arrived within ``timeout_s`` seconds (<= 0 means already expired).
-            TruncatedStream: the connection was reset.
+            TruncatedStream: the connection was reset, or closed by another greenlet during the wait.
         """
         if self._buf:
             data, self._buf = self._buf, b""
@@ -518,8 +550,39 @@ class Connection:
         assert self.sock is not None
         if timeout_s <= 0:
             raise ReadTimeout("deadline passed")
+        raw = self._raw
+        if raw is None:
+            return self._recv_blocking(timeout_s)
+        deadline = _perf() + timeout_s
+        try:
+            if self._drained:
+                self._wait_readable(deadline)
+            while True:
+                self.reads += 1
+                try:
+                    if self._stamped:
+                        data, self.rx_epoch = _recv_stamped(raw, _RECV)
+                    else:
+                        self.rx_epoch = None
+                        data = raw.recv(_RECV)
+                    break
+                except BlockingIOError:  # readable, then nothing (rare): wait again, same deadline
+                    self._wait_readable(deadline)
+        except ReadTimeout:
+            raise ReadTimeout(f"nothing received within {timeout_s:.3f} s") from None
+        except OSError as e:
+            raise TruncatedStream(f"connection error while reading: {e}") from None
+        self._drained = len(data) < _RECV
+        self.rx_bytes += len(data)
+        return data
+
+    def _recv_blocking(self, timeout_s: float) -> bytes:
+        """:meth:`recv` on the blocking path (TLS, a socket that is not gevent's): the socket's ``recv`` with a
+        timeout. Raises as :meth:`recv`."""
+        assert self.sock is not None
         try:
             self.sock.settimeout(timeout_s)
+            self.reads += 1
             if not self._stamped:
                 self.rx_epoch = None
                 data = self.sock.recv(_RECV)
@@ -531,6 +594,56 @@ class Connection:
             raise ReadTimeout(f"nothing received within {timeout_s:.3f} s") from None
         except OSError as e:
             raise TruncatedStream(f"connection error while reading: {e}") from None
+
+    def _wait_readable(self, deadline: float) -> None:
+        """Park this greenlet until the socket is readable or ``deadline`` (perf_counter seconds) passes.
+
+        Raises:
+            ReadTimeout: the deadline passed first.
+            OSError: the socket was closed by another greenlet during the wait (gevent's cancel).
+            BaseException: whatever is thrown into the greenlet (``GreenletExit`` from ``kill``); the io watcher
+                and the deadline timer are stopped first.
+        """
+        self.waits += 1
+        timer = self._timer
+        if timer is None or not timer.active or self._timer_at > deadline:
+            self._arm(deadline)
+        event = self._read_event
+        waiter = self._waiter = Waiter(self._hub)
+        event.start(waiter.switch, waiter)
+        try:
+            while waiter.get() is not waiter:  # the deadline timer fired
+                event.stop()
+                if _perf() >= deadline:
+                    raise ReadTimeout("deadline passed")
+                self._arm(deadline)  # armed for an earlier deadline than this read's: sleep on
+                waiter = self._waiter = Waiter(self._hub)
+                event.start(waiter.switch, waiter)
+        except BaseException:
+            self._disarm()
+            raise
+        finally:
+            event.stop()
+            self._waiter = None
+
+    def _arm(self, deadline: float) -> None:
+        """(Re)start the deadline timer to fire at ``deadline`` (perf_counter seconds)."""
+        self._disarm()
+        timer = self._timer = self._hub.loop.timer(max(0.0, deadline - _perf()), ref=False)
+        timer.start(self._on_deadline)
+        self._timer_at = deadline
+
+    def _disarm(self) -> None:
+        """Stop the deadline timer, if any (idempotent)."""
+        if self._timer is not None:
+            self._timer.close()
+            self._timer = None
+
+    def _on_deadline(self) -> None:
+        """The deadline timer's callback (in the hub): wake the reader waiting, if one is."""
+        waiter = self._waiter
+        if waiter is not None:
+            waiter.switch(_DEADLINE)
 
     def unread(self, data: bytes) -> None:
         """Push back bytes of the last :meth:`recv`, to be returned (with its :attr:`rx_epoch`) by the next one.
