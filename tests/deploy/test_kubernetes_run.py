@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
@@ -28,7 +27,7 @@ import yaml
 from harness.sim import launch
 from tests.deploy.test_kubernetes import KDIR, ROOT, arg, one, render, role
 from tests.integration.test_prometheus import server_completions
-from tests.procs import free_port, records
+from tests.procs import free_port, process_groups, records
 
 pytestmark = pytest.mark.slow
 
@@ -79,19 +78,9 @@ def test_the_soak_jobs_commands_run_a_distributed_sweep(tmp_path: Path) -> None:
         (tmp_path / "profile.yaml").write_text(yaml.safe_dump(profile))
         logs = [tmp_path / f"proc{i}.log" for i in range(1 + n_workers)]
         argv = [local(mc["args"])] + [local(wc["args"])] * n_workers
-        procs = [
-            subprocess.Popen([*cmd, *a], cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                             start_new_session=True)
-            for a, log in zip(argv, logs, strict=True)
-        ]
-        try:
+        with process_groups([[*cmd, *a] for a in argv], logs, cwd, env, stdout_to_log=True) as procs:
             deadline = time.monotonic() + 240
             codes = [p.wait(timeout=max(1.0, deadline - time.monotonic())) for p in procs]
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
         served = server_completions(sim)
     log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
     assert codes == [0] * (1 + n_workers), f"exit codes {codes}\n{log_text}"
@@ -156,12 +145,8 @@ def _start_web_master(m_args: list[str], w_args: list[str], n_workers: int, mast
     """Start the master and the workers; poll the probe URLs and the worker count (90 s at most); SIGTERM the
     master; return every exit code, the probes' HTTP statuses and the number of workers that joined."""
     web = local_ports["web"]
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "locust", *a], cwd=cwd, env=env, stdout=log.open("w"),
-                         stderr=subprocess.STDOUT, start_new_session=True)
-        for a, log in zip([m_args] + [w_args] * n_workers, logs, strict=True)
-    ]
-    try:
+    with process_groups([[sys.executable, "-m", "locust", *a] for a in [m_args] + [w_args] * n_workers], logs, cwd,
+                        env, stdout_to_log=True) as procs:
         deadline = time.monotonic() + 90
         answers: dict[str, int] = {}
         joined = 0
@@ -181,9 +166,4 @@ def _start_web_master(m_args: list[str], w_args: list[str], n_workers: int, mast
                 pass
         procs[0].send_signal(signal.SIGTERM)
         codes = [p.wait(timeout=60) for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
     return codes, answers, joined

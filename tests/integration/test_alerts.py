@@ -21,7 +21,7 @@ import pytest
 
 from harness.sim import launch
 from tests.integration.test_prometheus import SIM_ARGS, Prometheus, run_locust
-from tests.procs import free_port
+from tests.procs import free_port, process_groups
 
 pytestmark = pytest.mark.slow
 
@@ -116,7 +116,6 @@ def test_a_killed_worker_fires_worker_lost(tmp_path: Path) -> None:
     the kill it is not firing."""
     import os
     import signal
-    import subprocess
     import sys
 
     from tests.integration.test_worker_lost import _wait_phase
@@ -135,12 +134,7 @@ def test_a_killed_worker_fires_worker_lost(tmp_path: Path) -> None:
                   "--expect-workers", "2", *common]  # fmt: skip
         worker = [*locust, "--worker", "--master-host", "127.0.0.1", "--master-port", rpc]
         logs = [tmp_path / f"proc{i}.log" for i in range(3)]
-        procs = [
-            subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True,
-                             start_new_session=True)
-            for cmd, log in zip([master, worker, worker], logs, strict=True)
-        ]  # fmt: skip
-        try:
+        with process_groups([master, worker, worker], logs, tmp_path, env) as procs:
             deadline = time.monotonic() + 120
             _run, t4 = _wait_phase(out, 4, deadline)
             time.sleep(max(0.0, t4 + 3.0 - time.time()))
@@ -154,11 +148,6 @@ def test_a_killed_worker_fires_worker_lost(tmp_path: Path) -> None:
             lost = prom.query("llmload_workers_lost")
             procs[0].send_signal(signal.SIGINT)
             procs[0].wait(timeout=60)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
             prom.stop()
     log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
     print(f"worker killed: LlmloadWorkerLost firing {t_fire - t_kill:.1f} s after the kill; lost gauge {lost}")

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from harness.report import render_summary
-from tests.procs import records
+from tests.procs import process_groups, records
 
 pytestmark = pytest.mark.slow
 
@@ -281,19 +281,7 @@ output: {{dir: {out}}}
             cmds = [[*LOCUST, "--processes", "2", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc]]
             cmds[0] += ["--master-port", rpc, *common]
         logs = [tmp_path / f"proc{i}.log" for i in range(len(cmds))]
-        procs = [
-            subprocess.Popen(
-                cmd,
-                cwd=tmp_path,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=log.open("w"),
-                text=True,
-                start_new_session=True,  # its own process group, as a terminal gives it
-            )
-            for cmd, log in zip(cmds, logs, strict=True)
-        ]
-        try:
+        with process_groups(cmds, logs, tmp_path, env) as procs:
             deadline = time.monotonic() + 90
             seen = 0
             while time.monotonic() < deadline and seen < 6:
@@ -308,11 +296,6 @@ output: {{dir: {out}}}
                 procs[0].send_signal(signal.SIGINT)
             for p in procs:
                 p.wait(timeout=60)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
         served = server_completions(sim)
     log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
     run = run_dir_of(out)

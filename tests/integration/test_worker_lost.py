@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_locust_run import LOCUST, ROOT
-from tests.procs import records
+from tests.procs import process_groups, records
 
 pytestmark = pytest.mark.slow
 
@@ -71,12 +70,7 @@ output: {{dir: {out}}}
         worker = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--worker"]
         worker += ["--master-host", "127.0.0.1", "--master-port", rpc]
         logs = [tmp_path / f"proc{i}.log" for i in range(3)]
-        procs = [
-            subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True,
-                             start_new_session=True)
-            for cmd, log in zip([master, worker, worker], logs, strict=True)
-        ]
-        try:
+        with process_groups([master, worker, worker], logs, tmp_path, env) as procs:
             deadline = time.monotonic() + 120
             run, t4 = _wait_phase(out, 4, deadline)
             time.sleep(max(0.0, t4 + 3.0 - time.time()))
@@ -89,11 +83,6 @@ output: {{dir: {out}}}
             procs[0].wait(timeout=60)
             stop_s = time.monotonic() - t_sig
             procs[1].wait(timeout=30)
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    os.killpg(p.pid, signal.SIGKILL)
-                    p.wait()
         served = server_completions(sim)
     log_text = "\n".join(f"--- {p.name}\n{p.read_text()[-4000:]}" for p in logs)
     meta = json.loads((run / "run.json").read_text())
