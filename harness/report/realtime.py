@@ -66,15 +66,8 @@ def in_real_time(row: StepRow, time_scale: float) -> StepRow:
     ``time_scale`` is 1 (or not positive)."""
     if time_scale == 1.0 or time_scale <= 0:
         return row
-    update: dict[str, Any] = {}
     fields = StepRow.model_fields
-    for key, f in FIGURES.items():
-        if key not in fields or key == "hours":
-            continue
-        if f.unit in _DIVIDE:
-            update[key] = _scaled(getattr(row, key), 1 / time_scale)
-        elif f.unit in _MULTIPLY:
-            update[key] = _scaled(getattr(row, key), time_scale)
+    update = values_in_real_time({k: getattr(row, k) for k in FIGURES if k in fields and k != "hours"}, time_scale)
     update["hours"] = [_hours(h, time_scale) for h in row.hours]
     update["slices"] = [s.model_copy(update=values_in_real_time(s.model_dump(), time_scale)) for s in row.slices]
     return row.model_copy(update=update)
