@@ -7,9 +7,7 @@ The promtool tests skip when ``promtool`` is missing, unless ``LLMLOAD_REQUIRE_P
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,12 +18,12 @@ import yaml
 from harness.catalogue import FAMILIES
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.report.figures import OPEN_LOOP_SHORTFALL
+from tests.integration.test_prometheus import prometheus_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "prometheus" / "alerts.yml"
 UNIT_TESTS = ROOT / "tests" / "prometheus" / "alerts_test.yml"
 GUIDE = ROOT / "docs" / "guides" / "alerts.md"
-REQUIRE_ENV = "LLMLOAD_REQUIRE_PROMETHEUS"
 
 #: Every alert of prometheus/alerts.yml, in file order.
 ALERTS = (
@@ -42,13 +40,7 @@ ALERTS = (
 
 def promtool() -> str:
     """Path of ``promtool``; skips (or fails with LLMLOAD_REQUIRE_PROMETHEUS=1) when it is missing."""
-    tool = shutil.which("promtool")
-    if tool is None:
-        msg = "promtool not installed (bash scripts/setup_prometheus.sh)"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{REQUIRE_ENV}=1 but {msg}", pytrace=False)
-        pytest.skip(msg)
-    return tool
+    return prometheus_tool("promtool")
 
 
 def rules() -> list[dict[str, Any]]:

@@ -67,15 +67,21 @@ def http_get(url: str, timeout: float = 5.0) -> str:
         return str(r.read().decode())
 
 
-def prometheus_binary() -> str:
-    """Path of ``prometheus``; skips (or fails with LLMLOAD_REQUIRE_PROMETHEUS=1) when it is missing."""
-    path = shutil.which("prometheus")
+def prometheus_tool(name: str) -> str:
+    """Path of Debian's prometheus package's ``name`` (``prometheus``, ``promtool``); skips (or fails with
+    LLMLOAD_REQUIRE_PROMETHEUS=1) when it is missing."""
+    path = shutil.which(name)
     if path is None:
-        msg = "prometheus not installed (bash scripts/setup_prometheus.sh)"
+        msg = f"{name} not installed (bash scripts/setup_prometheus.sh)"
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(f"{REQUIRE_ENV}=1 but {msg}", pytrace=False)
         pytest.skip(msg)
     return path
+
+
+def prometheus_binary() -> str:
+    """Path of ``prometheus`` (:func:`prometheus_tool`)."""
+    return prometheus_tool("prometheus")
 
 
 # -- a Locust run in one of three modes, its exporter scraped throughout -------------------------------------
