@@ -3,27 +3,14 @@ made-up step results, and (slow) a small demo sweep repeated 3 times end to end.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-_ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks import load_benchmark
 
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("hours_coverage", _ROOT / "benchmarks" / "hours_coverage.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["hours_coverage"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-hc = _bench()
+hc = load_benchmark("hours_coverage")
 
 
 def _step(repeat: int, rate: float, half: float | None, c: int = 8, ts: float = 1.0) -> object:

@@ -3,26 +3,13 @@ whole soak machinery at a tiny size: master + 2 workers + simulator, a few hundr
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-_ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks import load_benchmark
 
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("soak_bench", _ROOT / "benchmarks" / "soak.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["soak_bench"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-sb = _bench()
+sb = load_benchmark("soak", "soak_bench")
 
 
 def _s(t: float, n: int, rss: int = 100, series: int = 50) -> object:

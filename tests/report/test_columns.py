@@ -9,11 +9,9 @@ added in a different order); percentiles by the same rule (linear between closes
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,21 +33,14 @@ from harness.report.frame import RECORD_SCHEMA, read_frame
 from harness.report.model import ReportModel
 from harness.result import RECORD_SCHEMA as RESULT_SCHEMA
 from harness.result import RequestResult
+from tests.benchmarks import load_benchmark
 from tests.report.oracle import load_run, oracle_report, steady_window
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 from tests.report.test_frame import demo_run, raw_records
 
 HOURS_N = [100_000, 900_000]
-_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _records_gen() -> Any:
-    spec = importlib.util.spec_from_file_location("records_gen", _ROOT / "benchmarks" / "records_gen.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["records_gen"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def assert_same(ref: Any, got: Any, path: str = "") -> None:
@@ -116,7 +107,7 @@ def test_demo_run_every_figure_equal(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("records", "conc", "seed"), [(3000, "8,16,32", 0), (1500, "4,64", 7), (400, "2", 3)])
 def test_generated_runs_every_figure_equal(tmp_path: Path, records: int, conc: str, seed: int) -> None:
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     out = tmp_path / "gen"
     got = gen.generate(out, gen.GenSpec(records, [int(c) for c in conc.split(",")], seed=seed))
     assert got["records"] == records
@@ -126,7 +117,7 @@ def test_generated_runs_every_figure_equal(tmp_path: Path, records: int, conc: s
 
 
 def test_generated_records_are_as_to_record_writes_them(tmp_path: Path) -> None:
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     out = tmp_path / "gen"
     gen.generate(out, gen.GenSpec(6000, [8, 16], seed=5))
     raw = raw_records(out)
@@ -151,7 +142,7 @@ def test_chunk_times_compact_and_float_forms_give_the_same_report(tmp_path: Path
     compact form (integer µs deltas): each equals the oracle, the compact file is under half the size, and the two
     whole reports are the same (1e-9 relative) but for the run id: the chunks at TTFT, TTFAT and the last token
     read back exactly, so no token moves across the reasoning/answer split or a window edge."""
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     reps = {}
     for form in ("float", "compact"):
         out = tmp_path / form
@@ -170,7 +161,7 @@ def test_chunk_times_compact_and_float_forms_give_the_same_report(tmp_path: Path
 
 
 def test_generated_run_with_short_steps_is_not_steady(tmp_path: Path) -> None:
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     out = tmp_path / "gen"
     gen.generate(out, gen.GenSpec(300, [16, 32], step_s=3.0, seed=1))
     rows = compare(out)
@@ -402,7 +393,7 @@ def test_tokens_by_chunk_arrival(tmp_path: Path) -> None:
 @pytest.mark.parametrize("slice_s", [2.0, 7.5])
 def test_generated_run_with_soak_slices_and_slos_every_figure_equal(tmp_path: Path, slice_s: float) -> None:
     """Soak slices (many per step), drift, goodput and SLO capacity of a generated run equal the oracle's."""
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     out = tmp_path / "gen"
     gen.generate(out, gen.GenSpec(3000, [8, 16, 32], seed=2))
     meta = json.loads((out / "run.json").read_text())

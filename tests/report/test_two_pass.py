@@ -19,13 +19,14 @@ from harness.report.frame import CHUNK_COLUMNS, iter_chunk_frames, read_frame
 from harness.report.parts_writer import convert_ready
 from harness.report.series import main_frame, output_tokens_binned, time_bin_s
 from harness.report.tokens import CHUNK_BIN_COLUMNS, is_reduced
-from tests.report.test_columns import _records_gen, assert_same
+from tests.benchmarks import load_benchmark
+from tests.report.test_columns import assert_same
 
 
 @pytest.fixture(scope="module")
 def gen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A generated run with chunk times as the demo profile writes them (schema 3, compact), soak-length steps."""
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     out = tmp_path_factory.mktemp("two-pass") / "gen"
     gen.generate(out, gen.GenSpec(2500, [4, 16], seed=11, chunk_times="compact"))
     meta = json.loads((out / "run.json").read_text())
@@ -68,7 +69,7 @@ def _chunks(root: Path) -> pl.DataFrame:
 
 def test_second_pass_reads_the_same_chunks_from_json_sidecar_and_parts(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    gen = _records_gen()
+    gen = load_benchmark("records_gen")
     root = tmp_path / "gen"
     gen.generate(root, gen.GenSpec(600, [4], seed=2, chunk_times="compact"))
     want = read_frame(root, list(CHUNK_COLUMNS), sidecar=False)
