@@ -446,6 +446,13 @@ class SimServer:
             raise ApiError(400, f"sim_fault: {e}", param="sim_fault") from None
         return fault, fault is None
 
+    def _cut_outcome(self) -> str:
+        """The truth outcome of a request whose socket failed: the server's own stop or restart when one is under
+        way (it shuts sockets down before it kills handlers), else the client went away."""
+        if self._stopping:
+            return "server_stopped"
+        return "killed_by_restart" if self._restarting else "client_disconnected"
+
     def _new_truth(self, req: Request) -> RequestTruth | None:
         if self.truth is None:
             return None
@@ -487,7 +494,7 @@ class SimServer:
                     gevent.sleep((fault.seconds or 0.0) * self.scale)
                     if _client_gone(conn.sock):
                         if rt is not None:
-                            rt.outcome = "client_disconnected"
+                            rt.outcome = self._cut_outcome()
                         return False
                 elif fault.type == "stall_first":
                     fault.fired = True
@@ -505,7 +512,9 @@ class SimServer:
             raise
         except OSError:
             if rt is not None:
-                rt.outcome = "client_disconnected"
+                # A restart shuts every socket down before it kills the handlers: a handler woken by that shutdown
+                # sees the OSError first, and the request was cut by the restart, not by its client.
+                rt.outcome = self._cut_outcome()
             raise
         finally:
             if seq is not None and not seq.finished:

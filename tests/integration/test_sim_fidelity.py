@@ -6,6 +6,7 @@ One run (~40 s) serves both tests: exact token counts and fault classification, 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -77,7 +78,10 @@ def test_c64_tokens_exact_and_every_fault_in_its_own_class(c64: tuple[FidelityRe
     t = s["tokens"]
     assert t["checked"] >= 300 and t["mismatches"] == 0, t
     c = s["classification"]
-    assert c["misclassified"] == 0 and c["false_successes"] == 0 and c["false_failures"] == 0, c
+    # the examples in full (pytest would cut a dict's repr), with the restart windows to place them against
+    assert c["misclassified"] == 0 and c["false_successes"] == 0 and c["false_failures"] == 0, json.dumps(
+        {"misclassified": c["misclassified_examples"], "false_successes": c["false_success_examples"],
+         "restarts": s["restarts"]}, default=str)
     seen = {label.split("+")[0] for label in c["confusion"]}
     assert seen >= {*FAULT_TYPES, "none", "restart_down"} - {"restart"} | {"restart"}, seen
     own = {"http_429": "http_429", "http_503": "http_5xx", "error_event": "server_error_event",

@@ -219,3 +219,33 @@ def test_rates_grace_and_seeded_draws(tmp_path: Path) -> None:
     kinds = [(x.get("fault") or {}).get("type") for x in reqs[:12]]
     assert kinds[:2] == [None, None] and set(kinds[2:]) == {"drop", "abort"}
     assert all((x.get("fault") or {}).get("source", "rate") == "rate" for x in reqs[:12])
+
+
+def test_socket_errors_during_a_restart_are_the_restarts_not_the_clients() -> None:
+    """A restart shuts sockets down before it kills handlers, so a handler can meet the OSError first: the truth
+    must still say the restart cut the request (a clean request labelled ``client_disconnected`` may only end in
+    a client timeout, and the fidelity check then calls the harness's correct ``stream_truncated`` wrong)."""
+    from harness.sim.server import SimConfig, SimServer
+
+    server = SimServer(SimConfig(time_scale=SCALE))
+    assert server._cut_outcome() == "client_disconnected"
+    server._restarting = True
+    assert server._cut_outcome() == "killed_by_restart"
+    server._stopping = True
+    assert server._cut_outcome() == "server_stopped"
+
+
+def test_every_stream_in_flight_at_a_restart_is_labelled_killed_by_restart(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    truth = tmp_path / "t.jsonl"
+    # one restart 10 simulated s (0.5 s real) in; 16 streams of 3000 tokens (~1.6 s real each) are all cut by it
+    with launch(preset="demo", time_scale=SCALE, extra_args=["--truth-log", str(truth), "--fault-restart-every",
+                                                             "10", "--restart-downtime", "2"]) as proc:
+        with ThreadPoolExecutor(16) as pool:
+            results = list(pool.map(lambda _: run(proc.url, max_tokens=3000, ignore_eos=True), range(16)))
+        time.sleep(0.5)  # the restart's own truth line is written once the port is back (0.1 s real)
+    assert [r.error_class for r in results] == ["stream_truncated"] * 16
+    _, reqs, restarts = read_truth(truth)
+    assert len(restarts) >= 1 and len(reqs) == 16
+    assert {q["outcome"] for q in reqs} == {"killed_by_restart"}
