@@ -154,6 +154,11 @@ class Lan:
         _ip("-n", self.ns(host), "link", "set", "eth0", "down")
         self.down.add(host)
 
+    def restore(self, host: str) -> None:
+        """Bring ``host``'s link back up after :meth:`cut` (its connected route to the LAN comes back with it)."""
+        _ip("-n", self.ns(host), "link", "set", "eth0", "up")
+        self.down.discard(host)
+
     def add_local_address(self, host: str, address: str) -> None:
         """Give ``host``'s loopback the extra address ``address``/32 (a local relay can then stand in for a remote
         host of that address: the host's own connections to it stay local). The host then answers ARP only for

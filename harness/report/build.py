@@ -34,7 +34,7 @@ from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, promp
 from harness.report.exprs import END, START
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
-from harness.report.lost import apply_losses, worker_losses
+from harness.report.lost import apply_losses, losses_and_stalls, worker_losses
 from harness.report.model import SCHEMA, Report, SearchResult, StepRow
 from harness.report.rate import add_rate, open_loop_steps, rate_notes
 from harness.report.rundata import PhaseEvent, RunMeta
@@ -378,7 +378,7 @@ def report_chunk_edges(run: FrameRun) -> list[float]:
     wide, to the last step or record end)."""
     settings = report_settings(run.meta)
     steps = [p for p in run.phases if p.label != "warmup"]
-    windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
+    windows = apply_losses(steady_windows(run.frame, steps), steps, losses_and_stalls(run.events, run.frame))
     edges: list[float] = []
     for p, w in zip(steps, windows, strict=True):
         w0, w1 = (w.start, w.end) if w.steady else (p.start, p.end)

@@ -103,7 +103,7 @@ from harness.report.frame import (
 )
 from harness.report.interval import cycle_frame, renewal_reward
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
-from harness.report.lost import apply_losses, loss_note, worker_losses
+from harness.report.lost import apply_losses, loss_note, losses_and_stalls, worker_losses
 from harness.report.rundata import PhaseEvent, PhaseStart, RunMeta, read_events
 from harness.report.steady import Window, close_window
 from harness.report.tokens import CHUNK_BINS_DTYPE, reduce_chunks, window_phase_tokens
@@ -673,7 +673,7 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
     """
     main = run.main if main is None else main
     steps = [p for p in run.phases if p.label != "warmup"]
-    windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
+    windows = apply_losses(steady_windows(run.frame, steps), steps, losses_and_stalls(run.events, run.frame))
     light = without_gaps(main)
     cycles = (cycle_frame(light, START, END, "user", USABLE), cycle_frame(light, START, END, "user", OK))
     loops = dict(open_loop or {})

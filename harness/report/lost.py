@@ -18,11 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
+from harness.report.exprs import END, OK, START
 from harness.report.load import Phase
 from harness.report.rundata import PhaseEvent, WorkerBack, WorkerLost
 from harness.report.steady import Window
 
-__all__ = ["MISSING_DROPPED_AFTER_S", "WorkerLoss", "apply_losses", "loss_note", "shortfall_end", "worker_losses"]
+__all__ = ["MISSING_DROPPED_AFTER_S", "WorkerLoss", "apply_losses", "loss_note", "losses_and_stalls", "shortfall_end",
+           "stalled_outages", "worker_losses"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,9 @@ class WorkerLoss:
         users: its users at the master's last look before the loss (None: unknown).
         in_flight: its requests in flight that were never recorded (None: unknown; 0 for a worker that quit,
             which let them finish).
+        until: for a worker that came back (:func:`stalled_outages`), epoch seconds when its users ran again: its
+            ``worker_back``, or later, when the last of its requests in flight at ``since`` ended; None for a worker
+            that did not come back.
     """
 
     worker: str
@@ -45,9 +52,14 @@ class WorkerLoss:
     state: str
     users: int | None
     in_flight: int | None
+    until: float | None = None
 
     def describe(self) -> str:
         """``worker ID stopped answering (2 users, 2 requests in flight lost)``; ``unknown`` for a missing count."""
+        if self.until is not None:
+            users = "unknown" if self.users is None else str(self.users)
+            return (f"worker {self.worker} was missing for {self.until - self.since:.1f} s (no heartbeat, then back) "
+                    f"and none of its requests completed meanwhile ({users} users stalled)")
         how = "stopped answering (no heartbeat)" if self.state == "missing" else "quit"
         users = "unknown" if self.users is None else str(self.users)
         lost = "unknown" if self.in_flight is None else str(self.in_flight)
@@ -91,11 +103,55 @@ def worker_losses(events: Sequence[PhaseEvent]) -> list[WorkerLoss]:
 MISSING_DROPPED_AFTER_S = 63.0
 
 
+def stalled_outages(events: Sequence[PhaseEvent], frame: pl.DataFrame) -> list[WorkerLoss]:
+    """Workers that went missing and came back (a ``worker_lost`` then a ``worker_back``) whose users did *not* keep
+    running meanwhile, as :class:`WorkerLoss` with ``until`` set.
+
+    A ``worker_back`` withdraws a loss (:func:`worker_losses`): a worker whose heartbeats were late kept its users.
+    But a worker cut off by the network also comes back, and its users were stalled, not running. The records tell
+    the two apart: a worker counts as stalled when none of its requests (its users' ids start with the last 12
+    characters of its client id) completed successfully between its last heartbeat (``since_wall``) and its
+    ``worker_back``. Its shortfall then lasts until the later of the ``worker_back`` and the end of the last of its
+    requests that was in flight at ``since_wall`` (those waited on a dead link until a timeout).
+
+    Args:
+        events: the run's ``phases.jsonl`` events.
+        frame: the records frame (:mod:`harness.report.exprs` columns ``_start``, ``_end``, ``_ok`` and ``user``).
+    """
+    out = []
+    for i, e in enumerate(events):
+        if not isinstance(e, WorkerLost):
+            continue
+        back = next((b for b in events[i + 1:] if isinstance(b, WorkerBack) and b.worker == e.worker), None)
+        detected, back_at = _num(e.wall), _num(back.wall) if back is not None else None
+        if detected is None or back_at is None:
+            continue
+        since = min(detected, _num(e.since_wall) or detected)
+        short = (e.worker or "?")[-12:]
+        mine = frame.filter(pl.col("user").str.starts_with(f"{short}:")).select(START, END, OK)
+        if mine.filter(pl.col(OK) & (pl.col(END) > since) & (pl.col(END) <= back_at)).height:
+            continue  # its streams progressed while the master heard nothing: late heartbeats, users running
+        cut = mine.filter((pl.col(START) <= since) & (pl.col(END) > since)).get_column(END).max()
+        until = max(back_at, float(cut)) if isinstance(cut, (int, float)) else back_at
+        out.append(WorkerLoss(worker=e.worker or "?", since=since, detected=detected, state=e.state or "missing",
+                              users=_count(e.users), in_flight=_count(e.in_flight), until=until))
+    return out
+
+
+def losses_and_stalls(events: Sequence[PhaseEvent], frame: pl.DataFrame) -> list[WorkerLoss]:
+    """Every shortfall of users the steps' windows are checked against: the workers lost and not back
+    (:func:`worker_losses`) and those back after a stall (:func:`stalled_outages`)."""
+    return worker_losses(events) + stalled_outages(events, frame)
+
+
 def shortfall_end(loss: WorkerLoss, phases: Sequence[Phase]) -> float:
-    """Epoch seconds when the users ``loss`` took were given back to the live workers: for a worker that quit, when
-    the master saw it (Locust re-dispatches at once); for a missing one, the start of the first phase after the
-    loss whose concurrency differs from the phase running at ``loss.since``, or :data:`MISSING_DROPPED_AFTER_S`
-    after its last heartbeat (Locust drops it then), whichever is first."""
+    """Epoch seconds when the users ``loss`` took were given back to the live workers: for a worker that came back
+    (``loss.until``), then; for a worker that quit, when the master saw it (Locust re-dispatches at once); for a
+    missing one, the start of the first phase after the loss whose concurrency differs from the phase running at
+    ``loss.since``, or :data:`MISSING_DROPPED_AFTER_S` after its last heartbeat (Locust drops it then), whichever
+    is first."""
+    if loss.until is not None:
+        return loss.until
     if loss.state == "gone":
         return loss.detected
     at = next((p for p in phases if p.start <= loss.since < p.end), None)
@@ -120,7 +176,8 @@ def apply_losses(windows: Sequence[Window], phases: Sequence[Phase], losses: Seq
         for x in hits:
             when = f"+{x.since - p.start:.1f} s into the step" if x.since >= p.start else "before the step"
             parts.append(f"{x.describe()} {when}")
-        reason = (f"{'; '.join(parts)}: fewer than C={p.concurrency} users ran from then on (its figures are "
+        span = "then" if all(x.until is not None for x in hits) else "from then on"
+        reason = (f"{'; '.join(parts)}: fewer than C={p.concurrency} users ran {span} (its figures are "
                   "for fewer users)")
         if not w.steady and w.reason:
             reason = f"{w.reason}; {reason}"

@@ -4,7 +4,9 @@ namespace of their own, joined by veth pairs to one bridge (:class:`tests.netns.
 1. a two-step sweep: the records, run.json and report.json count exactly what the server served;
 2. a worker's link cut mid-step (``ip link set eth0 down`` in its namespace): the master records it lost as it
    records a killed worker, and the run finishes and writes its report;
-3. 50 ms of one-way latency between one worker and the server (:mod:`tests.delay_relay`: this kernel has no
+3. a worker's link cut for 7 s and brought back: the worker is recorded lost then back, every request the server
+   finished is recorded once, and the step it stalled in is not steady (:func:`harness.report.lost.stalled_outages`);
+4. 50 ms of one-way latency between one worker and the server (:mod:`tests.delay_relay`: this kernel has no
    ``netem``) shows in that worker's TTFT and not in the other's.
 
 Skipped, with one line naming what is missing, where namespaces cannot be made (not root, no ``ip``);
@@ -281,6 +283,47 @@ def test_a_worker_cut_off_mid_step_is_recorded_lost_and_the_run_finishes(lan: La
     assert row["steady"] is False and ev["worker"] in row["not_steady_reason"], row["not_steady_reason"]
     md = (sw.run / "report.md").read_text()
     assert f"WORKER LOST: worker {ev['worker']}" in md and "2 users stopped" in md, md
+
+
+def test_a_worker_whose_link_comes_back_is_recorded_back_and_its_stall_leaves_the_step_not_steady(
+        lan: Lan, tmp_path: Path) -> None:
+    cut: dict[str, float] = {}
+
+    def cut_and_restore_w2(out: Path) -> None:  # 3 s into C=4, w2's link goes down for 7 s, then comes back
+        _run, t1 = wait_step(out, 1, time.monotonic() + 60)
+        time.sleep(max(0.0, t1 + 3.0 - time.time()))
+        cut["wall"] = time.time()
+        lan.cut("w2")
+        time.sleep(7.0)
+        lan.restore("w2")
+        cut["back"] = time.time()
+
+    sw = sweep(lan, tmp_path, profile_text(tmp_path / "runs", [4, 6], 14, LONG), cut_and_restore_w2, time_scale=0.5,
+               timeout=120)
+    meta, recs, events = sw.meta(), records(sw.run), sw.events()
+    lost = [e for e in events if e["event"] == "worker_lost"]
+    back = [e for e in events if e["event"] == "worker_back"]
+    ids = [r["id"] for r in recs if r.get("id")]
+    print(f"cut {cut}; lost {lost}; back {back}; {len(recs)} records, server finished {sw.served}, "
+          f"cut_off {meta.get('cut_off')}")
+    assert meta["status"] == "finished", sw.log
+    # Lost once (no heartbeat) and back once, the same worker; its loss withdrawn, so nothing counted cut off.
+    assert [e["worker"] for e in lost] == [e["worker"] for e in back] == [sw.worker_ids["w2"]], (lost, back)
+    assert cut["wall"] < lost[0]["wall"] < cut["back"] < back[0]["wall"], (cut, lost, back)
+    assert [w.get("back_wall") for w in meta["workers_lost"]] == [back[0]["wall"]]
+    assert not meta.get("cut_off")
+    # Every request the server finished is recorded once: w2's requests in flight across the cut were finished by the
+    # server into its socket buffer and ended on w2 in a timeout (recorded, failed), nothing was sent twice.
+    assert len(recs) == sw.served and len(ids) == len(set(ids)), (len(recs), sw.served, sw.log)
+    failed = [r for r in recs if not r["ok"]]
+    assert failed and {r["user"].split(":")[0] for r in failed} == {sw.worker_ids["w2"][-12:]}, failed
+    assert {r["error_class"] for r in failed} <= {"timeout_idle", "timeout_total", "stream_truncated"}, failed
+    # The report: C=4 not steady, naming w2's stall; w2 ran users again in C=6.
+    rep = json.loads((sw.run / "report.json").read_text())
+    rows = {r["label"]: r for r in rep["steps"]}
+    reason = rows["C=4"]["not_steady_reason"] or ""
+    assert rows["C=4"]["steady"] is False and f"worker {sw.worker_ids['w2']} was missing for" in reason, reason
+    assert any(r["step"] == 2 and r["ok"] for r in sw.of_worker("w2")), "w2 sent no load after its link came back"
 
 
 def _median_ttft(recs: list[dict[str, Any]]) -> float:

@@ -82,6 +82,25 @@ def test_littles_law_mismatch_of_a_small_sample_is_a_note_saying_low_confidence(
     assert any(x.startswith(want) for x in rep["notes"]), rep["notes"]
 
 
+def test_a_worker_back_after_a_stall_leaves_the_step_not_steady(tmp_path: Path) -> None:
+    """A worker cut off by the network comes back too, but its users were stalled: none of its requests completed
+    while it was missing. The step is not steady until the last of its requests in flight at the cut ended (here a
+    timeout at +48 s, after its worker_back at +34 s); the other worker's records alone do not make it steady."""
+    w1 = [rec("w1:1", 1, 0.5 + 10 * j, 10, concurrency=2) for j in range(9)]
+    w2 = [rec("w2:1", 1, 10 * j, 10, concurrency=2) for j in range(3)]  # ends at +10, +20, +30 (before the cut)
+    w2 += [rec("w2:1", 1, 30.0, 18.0, ok=False, concurrency=2)]  # in flight at the cut: timed out at +48
+    w2 += [rec("w2:1", 1, 48.0 + 10 * j, 10, concurrency=2) for j in range(4)]
+    events = [phase("step", 1, 2, 0), _lost(31, users=1, in_flight=1),
+              {"event": "worker_back", "wall": T0 + 38, "worker": "w2"}, run_end(100)]
+    rep = build_report(write_run(tmp_path / "run", w1 + w2, events))
+    row = rep["steps"][0]
+    assert row["steady"] is False, row
+    assert "worker w2 was missing for 17.0 s (no heartbeat, then back)" in row["not_steady_reason"], row
+    assert "none of its requests completed meanwhile (1 users stalled)" in row["not_steady_reason"]
+    assert "fewer than C=2 users ran then" in row["not_steady_reason"]
+    assert not any("WORKER LOST" in n for n in rep["notes"])  # it came back: no lost worker, no cut-off count
+
+
 def test_a_worker_back_withdraws_its_loss(tmp_path: Path) -> None:
     """A worker_back of the same worker after its worker_lost: it was late, not dead (its users kept running)."""
     recs = [rec(u, 1, 0.5 * k + 10 * j, 10, concurrency=2) for k, u in enumerate(("w1:1", "w2:1")) for j in range(9)]
