@@ -13,6 +13,7 @@ Skips without ``prometheus`` unless ``LLMLOAD_REQUIRE_PROMETHEUS=1`` (CI).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -22,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from harness.catalogue import PERCENTILE_WINDOWS
+from harness.report.soak import drift_test
 from harness.sim import launch
+from harness.sim.engine import HOUR
 from tests.integration.test_prometheus import SIM_ARGS, Prometheus, run_locust
 from tests.procs import free_port, process_groups
 
@@ -84,6 +87,7 @@ class AlertRun:
     series: dict[str, list[tuple[float, float]]]
     t_start: float
     t_end: float
+    run_dir: Path
 
 
 def run_with_rules(
@@ -116,7 +120,7 @@ def run_with_rules(
             for name, expr in (exprs or {}).items():
                 res = prom.query_range(expr, run.t_start, t1)
                 series[name] = [(float(t), float(v)) for t, v in res[0]["values"]] if res else []
-            return AlertRun(firing, pending, series, run.t_start, run.t_end)
+            return AlertRun(firing, pending, series, run.t_start, run.t_end, run.run_dir)
         finally:
             prom.stop()
 
@@ -174,6 +178,28 @@ def test_drift_rules_read_the_smallest_window() -> None:
     assert "1m" in PERCENTILE_WINDOWS and min(PERCENTILE_WINDOWS.values()) == PERCENTILE_WINDOWS["1m"] == FACTOR
 
 
+def report_drift(run_dir: Path, drift: float) -> dict[str, tuple[float, float, bool]]:
+    """The run's report (report.json, 10 s soak slices): per drift figure (tok/s, TTFT p50) of its one step,
+    (measured slope, model slope, flagged), slopes in % of the mean per wall hour. The model slope is the same
+    least-squares fit (:func:`harness.report.soak.drift_test`) over the slices' mid-times of the simulator's own
+    law: tok/s x (1 - F) and TTFT x 1 / (1 - F) per simulated hour (``3600 * DRIFT_SCALE`` wall seconds)."""
+    steps = json.loads((run_dir / "report.json").read_text())["steps"]
+    (row,) = [r for r in steps if r["phase"] == "step"]
+    mids = [0.5 * (sl["start_wall"] + sl["end_wall"]) for sl in row["slices"]]
+    span = row["slices"][-1]["end_wall"] - row["slices"][0]["start_wall"]
+    k = math.log1p(-drift) / (HOUR * DRIFT_SCALE)  # ln of the speed factor per wall second
+    out = {}
+    for key, sign in (("output_tps", 1), ("ttft_p50_s", -1)):
+        model = drift_test(mids, [math.exp(sign * k * (t - mids[0])) for t in mids], span)
+        fit = row["drift"][key]
+        assert fit is not None and model is not None, row["drift"]
+        out[key] = (fit["slope_pct_per_h"], model["slope_pct_per_h"], fit["flagged"])
+    print(f"report drift (% of the mean per wall hour, x {DRIFT_SCALE:.4f} per simulated hour) over "
+          f"{len(mids)} slices: " + ", ".join(f"{k} {m:+.0f} (model {e:+.0f}, flagged {f})"
+                                              for k, (m, e, f) in out.items()))  # fmt: skip
+    return out
+
+
 @pytest.mark.parametrize("drift", [DRIFT, 0.0], ids=["drift", "steady"])
 def test_drift_alerts_fire_on_a_drifting_server_only(tmp_path: Path, drift: float) -> None:
     """One closed-loop step of 4 users for 90 s (1.5 compressed hours) against a simulator whose decode speed falls
@@ -185,9 +211,11 @@ def test_drift_alerts_fire_on_a_drifting_server_only(tmp_path: Path, drift: floa
     not 60 (1.667 ** 0.7 = 1.43), and the HTTP path adds a few undrifted ms.
 
     The control, the same run without drift (``steady``), fires no alert, and over the step's last 10 s both ratios
-    are within their thresholds of 1 (the clean run above is too short for the drift rules to evaluate at all)."""
+    are within their thresholds of 1 (the clean run above is too short for the drift rules to evaluate at all).
+    The report's soak drift (:func:`report_drift`) flags tok/s and TTFT in the drifting run, at the model's slope
+    within 15 %, and neither in the control."""
     profile = PROFILE.replace("steps: {concurrency: [2, 4], ", "steps: {concurrency: [4], ")
-    profile = profile % {"step": 90, "rate": "", "out": "%(out)s"}
+    profile = profile % {"step": 90, "rate": "", "out": "%(out)s"} + "report: {slice_s: 10}\n"
     sim_args = [*SLOW_SERVER_ARGS, "--drift-per-hour", str(drift)]
     run = run_with_rules(tmp_path, sim_args, profile, time_scale=DRIFT_SCALE,
                          rules_text=drift_rules(RULES.read_text()),
@@ -207,6 +235,12 @@ def test_drift_alerts_fire_on_a_drifting_server_only(tmp_path: Path, drift: floa
     # LlmloadClientStarved is about the host, not the server: a loaded CI machine may starve Locust for a while
     others = run.firing - set(DRIFT_ALERTS) - {"LlmloadClientStarved"}
     assert others == set(), run.firing
+    fits = report_drift(run.run_dir, drift)
+    if drift:
+        for key, (measured, model, flagged) in fits.items():  # the report's soak drift finds the injected drift
+            assert flagged and abs(measured - model) < 0.15 * abs(model), (key, fits)
+    else:
+        assert not any(flagged for _, _, flagged in fits.values()), fits
     if drift:
         assert set(DRIFT_ALERTS) <= run.firing, run.firing
         assert all(0.5 < v < 0.7 for v in late["throughput"]), late  # injected: 0.6
