@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import gevent
@@ -86,17 +88,19 @@ def _token_times(reply: Reply) -> list[float]:
                                                                          e.delta.get("content"))]  # fmt: skip
 
 
-def test_server_flag_drifts_the_stream(launch_sim: Any) -> None:
+def test_server_flag_drifts_the_stream(launch_sim: Any, tmp_path: Path) -> None:
     """``--drift-per-hour 0.5`` through the command line: two streams ~1 simulated hour apart (1.8 real s at time
     scale 0.0005) show per-token gaps and TTFTs in the ratio the model gives for their time apart; the model card
-    says the drift."""
+    and the truth log's server line say the drift."""
     scale = 0.0005
+    truth = tmp_path / "truth.jsonl"
     proc = launch_sim(preset="demo", time_scale=scale, extra_args=[
-        "--drift-per-hour", "0.5", "--decode-base", "40", "--decode-per-seq", "0", "--prefill-base", "40",
-        "--prefill-per-token", "0"])  # fmt: skip
+        "--truth-log", str(truth), "--drift-per-hour", "0.5", "--decode-base", "40", "--decode-per-seq", "0",
+        "--prefill-base", "40", "--prefill-per-token", "0"])  # fmt: skip
     assert proc.model  # started
     card = request(proc.url, "GET", "/v1/models").json()["data"][0]["sim"]
     assert card["drift_per_hour"] == 0.5
+    assert json.loads(truth.read_text().splitlines()[0])["drift_per_hour"] == 0.5
     body = {"messages": [{"role": "user", "content": "Describe the drift."}], "stream": True, "max_tokens": 11,
             "ignore_eos": True}  # fmt: skip
     seen = []
