@@ -65,9 +65,10 @@ def _timed(engine: Engine, total: int) -> tuple[float, float]:
 
 def test_engine_loop_runs_slower_an_hour_later() -> None:
     """The running engine loop: a sequence one simulated hour after the drift origin (F = 0.5) decodes at half the
-    speed and prefills in twice the time of the same sequence at the origin (20 ms steps, 40 ms prefill)."""
-    scale = 0.001  # a simulated hour is 3.6 real seconds
-    preset = DEMO.with_overrides(decode_base=20.0, decode_per_seq=0.0, prefill_base=40.0, prefill_per_token=0.0)
+    speed and prefills in twice the time of the same sequence at the origin (20 ms steps, 200 ms prefill: a late
+    wake-up of a loaded host, which only adds, stays small against it)."""
+    scale = 0.01  # a simulated hour is 36 real seconds: the drift within one sequence (~0.6 s) is ~1 %
+    preset = DEMO.with_overrides(decode_base=2.0, decode_per_seq=0.0, prefill_base=20.0, prefill_per_token=0.0)
     measured = []
     for hours_ago in (0.0, 1.0):  # the engine's drift began now, or one simulated hour ago
         engine = Engine(preset, time_scale=scale, drift_per_hour=0.5,
@@ -78,7 +79,8 @@ def test_engine_loop_runs_slower_an_hour_later() -> None:
         finally:
             engine.stop()
     (prefill_0, tpot_0), (prefill_1, tpot_1) = measured
-    assert 0.019 < tpot_0 < 0.025 and 0.038 < tpot_1 < 0.048, measured  # the 10 steps drift by ~4 % at most
+    assert 0.019 < tpot_0 < 0.025 and 0.038 < tpot_1 < 0.048, measured
+    assert 0.199 < prefill_0 < 0.23 and 0.399 < prefill_1 < 0.45, measured
     assert 1.8 < tpot_1 / tpot_0 < 2.2, measured
     assert 1.8 < prefill_1 / prefill_0 < 2.2, measured
 
@@ -96,7 +98,7 @@ def test_server_flag_drifts_the_stream(launch_sim: Any, tmp_path: Path) -> None:
     truth = tmp_path / "truth.jsonl"
     proc = launch_sim(preset="demo", time_scale=scale, extra_args=[
         "--truth-log", str(truth), "--drift-per-hour", "0.5", "--decode-base", "40", "--decode-per-seq", "0",
-        "--prefill-base", "40", "--prefill-per-token", "0"])  # fmt: skip
+        "--prefill-base", "400", "--prefill-per-token", "0"])  # fmt: skip
     assert proc.model  # started
     card = request(proc.url, "GET", "/v1/models").json()["data"][0]["sim"]
     assert card["drift_per_hour"] == 0.5
@@ -109,11 +111,13 @@ def test_server_flag_drifts_the_stream(launch_sim: Any, tmp_path: Path) -> None:
         reply = chat(proc.url, body)
         times = _token_times(reply)
         assert len(times) == 11, reply.events
-        seen.append(((times[0] + times[-1]) / 2, (times[-1] - times[0]) / 10, times[0] - reply.t_sent))
-    (mid_0, tpot_0, ttft_0), (mid_1, tpot_1, ttft_1) = seen
-    model = drift_slowdown(0.5, (mid_1 - mid_0) / scale / HOUR)  # ~2
-    assert 0.85 * model < tpot_1 / tpot_0 < 1.15 * model, (seen, model)
-    assert 0.8 * model < ttft_1 / ttft_0 < 1.15 * model, (seen, model)  # + the HTTP path's ~1 ms on 20 ms
+        seen.append((reply.t_sent, times[0] - reply.t_sent, (times[0] + times[-1]) / 2, (times[-1] - times[0]) / 10))
+    (sent_0, ttft_0, mid_0, tpot_0), (sent_1, ttft_1, mid_1, tpot_1) = seen
+    # a prefill lasts as the server was when it began (the request's arrival), a step as it was at the step
+    model_ttft = drift_slowdown(0.5, (sent_1 - sent_0) / scale / HOUR)  # ~2: 200 ms, then ~400 ms
+    model_tpot = drift_slowdown(0.5, (mid_1 - mid_0) / scale / HOUR)  # ~2.8: the second prefill takes longer
+    assert 0.85 * model_ttft < ttft_1 / ttft_0 < 1.15 * model_ttft, (seen, model_ttft)
+    assert 0.85 * model_tpot < tpot_1 / tpot_0 < 1.15 * model_tpot, (seen, model_tpot)
 
 
 def test_cli_rejects_a_drift_outside_0_1() -> None:
