@@ -70,6 +70,10 @@ def build_parser(prog: str = "python -m harness.sim") -> argparse.ArgumentParser
                        help="prefix cache of N tokens (LRU of 16-token prompt blocks): a prompt's cached prefix is "
                             "not prefilled again and the usage reports prompt_tokens_details.cached_tokens "
                             "(0 = off)")
+    serve.add_argument("--drift-per-hour", type=float, default=0.0, metavar="F",
+                       help="drift: decode speed (tokens/s per sequence) falls by the fraction F per simulated hour "
+                            "since the server started, compounding; every step and prefill lengthens by 1/(1-F) "
+                            "per hour, so TTFT rises (F in [0, 1); 0 = off)")
     spec = serve.add_argument_group("speculative decoding")
     spec.add_argument("--spec-tokens", type=int, default=0, metavar="K",
                       help="draft tokens per engine step (0 = off); a chunk then carries 1 + accepted tokens")
@@ -202,7 +206,7 @@ def serve(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
         tokens_per_chunk=args.tokens_per_chunk, max_lag=args.max_lag, spec_tokens=args.spec_tokens,
         spec_acceptance=args.spec_acceptance, spec_overhead=args.spec_overhead,
         sse_ping_interval=args.sse_ping_interval, truth_log=args.truth_log, faults=fault_config(args),
-        prefix_cache_tokens=args.prefix_cache_tokens, argv=_mask_secrets(argv),
+        prefix_cache_tokens=args.prefix_cache_tokens, drift_per_hour=args.drift_per_hour, argv=_mask_secrets(argv),
     )
     server = SimServer(config)
     server.start()
@@ -246,6 +250,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m harness.sim")
             parser.error("--spec-tokens must be >= 0 and --spec-acceptance in [0, 1]")
         if args.prefix_cache_tokens != 0 and args.prefix_cache_tokens < 16:
             parser.error("--prefix-cache-tokens must be 0 (off) or >= 16 (one block)")
+        if not 0.0 <= args.drift_per_hour < 1.0:
+            parser.error(f"--drift-per-hour must be in [0, 1) (a fraction per simulated hour), "
+                         f"got {args.drift_per_hour}")
         try:
             fault_config(args)
         except FaultError as e:

@@ -15,6 +15,11 @@ Model (all durations are simulated seconds multiplied by ``time_scale``):
    lasts ``step_seconds(n) * (1 + spec_overhead * K)``.
 4. A sequence with ``stall_at`` set leaves the batch once it has that many tokens and rejoins it
    ``stall_for`` real seconds later (the "stall between chunks" fault: a preempted sequence).
+5. Drift (``drift_per_hour`` F, 0 = off): the server slows down steadily over simulated time. A step or a
+   prefill that starts ``h`` simulated hours after the drift origin lasts ``(1 - F) ** -h`` times its preset
+   duration (:meth:`Engine.slowdown`), so the decode speed of every sequence (tokens/s) falls by the fraction F
+   per simulated hour, compounding (x (1 - F) each hour), and the prefill time (TTFT) rises by ``1 / (1 - F) - 1``
+   per hour (F = 0.3: -30 % tokens/s, +42.9 % TTFT per hour).
 
 Steps are scheduled on absolute deadlines (``time.perf_counter`` seconds) so timer lateness does
 not accumulate: a late step is followed by shorter ones until the schedule is met again, as long as
@@ -28,6 +33,7 @@ greenlet writes to the socket at its own pace.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 import time
 from collections import deque
@@ -46,6 +52,25 @@ clock: Callable[[], float] = time.perf_counter
 DEFAULT_MAX_LAG = 5.0
 #: Default extra step cost per draft token with speculative decoding (fraction of a plain step).
 DEFAULT_SPEC_OVERHEAD = 0.05
+#: Simulated seconds per simulated hour (the unit of ``drift_per_hour``).
+HOUR = 3600.0
+#: Largest natural log of the drift slowdown (e^50 ~ 5e21): a drift run for days saturates instead of overflowing.
+MAX_LOG_SLOWDOWN = 50.0
+
+
+def drift_slowdown(drift_per_hour: float, hours: float) -> float:
+    """Duration multiplier (>= 1) of a server whose speed falls by the fraction ``drift_per_hour`` per simulated
+    hour, ``hours`` simulated hours after the drift began: ``(1 - drift_per_hour) ** -hours`` (1 for
+    ``hours <= 0`` or no drift), capped at ``e ** MAX_LOG_SLOWDOWN``.
+
+    Raises:
+        ValueError: ``drift_per_hour`` outside [0, 1).
+    """
+    if not 0.0 <= drift_per_hour < 1.0:
+        raise ValueError(f"drift_per_hour must be in [0, 1), got {drift_per_hour}")
+    if drift_per_hour == 0.0 or hours <= 0.0:
+        return 1.0
+    return math.exp(min(-hours * math.log1p(-drift_per_hour), MAX_LOG_SLOWDOWN))
 
 
 class Sequence:
@@ -145,6 +170,13 @@ class Engine:
         spec_acceptance: probability that each draft token is accepted (0..1).
         spec_overhead: extra step cost per draft token, as a fraction of a plain step.
         seed: seed of the acceptance draws.
+        drift_per_hour: fraction (in [0, 1)) by which decode speed falls per simulated hour, and by which every
+            step and prefill therefore lengthens (see :meth:`slowdown`); 0 = no drift.
+        drift_origin: ``time.perf_counter()`` time the drift began (default: now). A server passes its own start,
+            so a simulated restart (a fresh engine) does not reset the drift.
+
+    Raises:
+        ValueError: ``drift_per_hour`` outside [0, 1).
     """
 
     def __init__(
@@ -158,7 +190,12 @@ class Engine:
         spec_acceptance: float = 0.0,
         spec_overhead: float = DEFAULT_SPEC_OVERHEAD,
         seed: int = 0,
+        drift_per_hour: float = 0.0,
+        drift_origin: float | None = None,
     ) -> None:
+        drift_slowdown(drift_per_hour, 0.0)  # validates
+        self.drift_per_hour = float(drift_per_hour)
+        self.drift_origin = clock() if drift_origin is None else float(drift_origin)
         self.preset = preset
         self.max_lag = float(max_lag)
         self.time_scale = float(time_scale)
@@ -190,6 +227,24 @@ class Engine:
     def num_waiting(self) -> int:
         """Sequences queued for admission, like ``vllm:num_requests_waiting``."""
         return len(self._waiting)
+
+    def slowdown(self, now: float) -> float:
+        """Duration multiplier (>= 1) of a step or prefill starting at ``now`` (``time.perf_counter()`` seconds):
+        :func:`drift_slowdown` after ``(now - drift_origin) / time_scale`` simulated seconds (1 without drift, or
+        at time scale 0, where no duration is modelled)."""
+        if not self.drift_per_hour or self.time_scale <= 0.0:
+            return 1.0
+        return drift_slowdown(self.drift_per_hour, (now - self.drift_origin) / self.time_scale / HOUR)
+
+    def step_seconds(self, n: int, now: float) -> float:
+        """Real seconds of an engine step of ``n`` decoding sequences starting at ``now`` (perf_counter seconds):
+        the preset's step time x time scale x speculative overhead x drift slowdown."""
+        return self.preset.step_seconds(n) * self.time_scale * self.spec_factor * self.slowdown(now)
+
+    def prefill_seconds(self, new_tokens: int, now: float) -> float:
+        """Real seconds of a prefill of ``new_tokens`` prompt tokens (not from the prefix cache) starting at
+        ``now``: the preset's prefill time x time scale x drift slowdown (a fault's extra prefill not included)."""
+        return self.preset.prefill_seconds(new_tokens) * self.time_scale * self.slowdown(now)
 
     def start(self) -> None:
         """Spawn the engine loop greenlet (idempotent)."""
@@ -254,12 +309,11 @@ class Engine:
         self.listener.on_finish(seq, seq.plan.finish_reason)
 
     def _admit(self, now: float) -> None:
-        scale = self.time_scale
         while self._waiting and self.num_running < self.max_num_seqs:
             seq = self._waiting.popleft()
             seq.admitted_at = now
-            prefill = self.preset.prefill_seconds(seq.prompt_tokens - seq.cached_tokens)
-            seq.ready_at = now + prefill * scale + seq.extra_prefill
+            prefill = self.prefill_seconds(seq.prompt_tokens - seq.cached_tokens, now)
+            seq.ready_at = now + prefill + seq.extra_prefill
             heapq.heappush(self._prefilling, seq)
 
     def _complete_prefills(self, now: float) -> None:
@@ -345,8 +399,6 @@ class Engine:
         self._batch = []
 
     def _run(self) -> None:
-        scale = self.time_scale * self.spec_factor
-        preset = self.preset
         wake = self._wake
         while True:
             now = clock()
@@ -360,7 +412,7 @@ class Engine:
             self._complete_prefills(now)
             if self._step_end is None and self._active:
                 self._batch = list(self._active)
-                step = preset.step_seconds(len(self._batch)) * scale
+                step = self.step_seconds(len(self._batch), now)
                 start = self._last_step_end if self._last_step_end is not None else now
                 if now - start > max(step, self.max_lag):
                     start = now  # too far behind: absorb the stall instead of bursting

@@ -81,6 +81,10 @@ class SimConfig:
     faults: FaultConfig | None = None
     #: Prefix cache capacity, tokens (0 = no prefix cache; see :mod:`harness.sim.prefix`).
     prefix_cache_tokens: int = 0
+    #: Drift: the fraction in [0, 1) by which decode speed falls per simulated hour since the server was created
+    #: (every step and prefill lengthens by ``1 / (1 - F)`` per hour; :meth:`harness.sim.engine.Engine.slowdown`);
+    #: 0 = off.
+    drift_per_hour: float = 0.0
     #: Command line, recorded in the truth log.
     argv: list[str] = field(default_factory=list)
 
@@ -114,7 +118,11 @@ class SimServer:
             raise ValueError("tokens_per_chunk must be >= 1")
         if config.spec_tokens < 0 or not 0.0 <= config.spec_acceptance <= 1.0:
             raise ValueError("spec_tokens must be >= 0 and spec_acceptance in [0, 1]")
+        if not 0.0 <= config.drift_per_hour < 1.0:
+            raise ValueError(f"drift_per_hour must be in [0, 1), got {config.drift_per_hour}")
         self.config = config
+        #: perf_counter time the drift clock starts (the server's creation; a simulated restart keeps it).
+        self.drift_origin = time.perf_counter()
         self.flavour = config.flavour
         self.preset = config.resolved_preset()
         self.scale = config.time_scale
@@ -159,7 +167,7 @@ class SimServer:
         self.engine = Engine(
             self.preset, cfg.time_scale, self.preset.max_num_seqs, self.metrics, max_lag=cfg.max_lag,
             spec_tokens=cfg.spec_tokens, spec_acceptance=cfg.spec_acceptance, spec_overhead=cfg.spec_overhead,
-            seed=cfg.seed,
+            seed=cfg.seed, drift_per_hour=cfg.drift_per_hour, drift_origin=self.drift_origin,
         )
         self.metrics.bind(self.engine)
 
@@ -224,6 +232,7 @@ class SimServer:
             "spec_tokens": cfg.spec_tokens,
             "spec_acceptance": cfg.spec_acceptance,
             "tokens_per_chunk": cfg.tokens_per_chunk,
+            "drift_per_hour": cfg.drift_per_hour,
             "faults": _faults_json(cfg.faults),
             "argv": cfg.argv,
         }
@@ -248,6 +257,7 @@ class SimServer:
                 "tokens_per_chunk": cfg.tokens_per_chunk,
                 "spec_tokens": cfg.spec_tokens,
                 "spec_acceptance": cfg.spec_acceptance if cfg.spec_tokens else None,
+                "drift_per_hour": cfg.drift_per_hour,
                 "faults": _faults_json(cfg.faults),
                 "truth_log": cfg.truth_log,
                 "model": self.preset.describe(),
