@@ -1,0 +1,362 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled per-read stream path: HTTP body framing, SSE splitting and the chunk interpreter's per-payload step.
+
+The native twin of the pure-Python path (:class:`harness.http.ChunkedDecoder` / :class:`harness.http.BodyFraming`,
+:class:`harness.sse.SSEDecoder`, :meth:`harness.interpret.StreamInterpreter.on_payload`), selected by
+:mod:`harness.chunkpath`. Each piece is a line-for-line port of its Python original with the same semantics (the
+stream-case and fuzz tests run both paths and compare every record field byte for byte); only the interpreter
+overhead differs. One call per read: :func:`feed_read`.
+
+Built by ``setup.py`` as an optional extension: without a C compiler the install still succeeds and the
+pure-Python path runs (``harness.chunkpath.CLIENT_PATH``).
+"""
+
+from orjson import JSONDecodeError as _JSONError
+from orjson import loads as _loads
+
+cdef bytes _DONE = b"[DONE]"
+cdef Py_ssize_t _MAX_HEAD_BYTES = 65536
+cdef int _SIZE = 0, _DATA = 1, _CRLF = 2, _TRAILER = 3
+
+
+cdef _protocol_error(str detail):
+    from harness.http import ProtocolError
+    return ProtocolError(detail)
+
+
+cdef _truncated(str detail):
+    from harness.http import TruncatedStream
+    return TruncatedStream(detail)
+
+
+cdef bint _is_hex_size(bytes token):
+    """``re.fullmatch(rb"[0-9A-Fa-f]{1,16}", token)``."""
+    cdef Py_ssize_t n = len(token), k
+    cdef unsigned char c
+    if n < 1 or n > 16:
+        return False
+    for k in range(n):
+        c = token[k]
+        if not ((48 <= c <= 57) or (65 <= c <= 70) or (97 <= c <= 102)):
+            return False
+    return True
+
+
+cdef class ChunkedDecoder:
+    """Native :class:`harness.http.ChunkedDecoder` (same API and errors)."""
+
+    cdef bytes _buf
+    cdef unsigned long long _left  # 16 hex digits at most: always fits
+    cdef int _state
+    cdef public bint done
+
+    def __init__(self):
+        self._buf = b""
+        self._left = 0
+        self._state = _SIZE
+        self.done = False
+
+    cpdef bytes feed(self, bytes data):
+        """Consume raw bytes; return the body bytes they carried (possibly empty).
+
+        Raises:
+            ProtocolError: on a malformed chunk header or chunk data not followed by CRLF.
+        """
+        cdef bytes buf = self._buf + data if self._buf else data
+        cdef Py_ssize_t i = 0, n = len(buf), j, take
+        cdef unsigned long long size
+        cdef list out = []
+        cdef int state = self._state
+        cdef bytes token
+        while i < n and not self.done:
+            if state == _DATA:
+                take = <Py_ssize_t>min(self._left, <unsigned long long>(n - i))
+                out.append(buf[i : i + take])
+                i += take
+                self._left -= take
+                if self._left:
+                    break
+                state = _CRLF
+            elif state == _CRLF:
+                if n - i < 2:
+                    break
+                if buf[i] != 13 or buf[i + 1] != 10:
+                    raise _protocol_error("chunk data not followed by CRLF")
+                i += 2
+                state = _SIZE
+            elif state == _SIZE:
+                j = buf.find(b"\r\n", i)
+                if j < 0:
+                    if n - i > 1024:
+                        raise _protocol_error("chunk size line too long")
+                    break
+                token = buf[i:j].split(b";", 1)[0].strip()
+                if not _is_hex_size(token):
+                    raise _protocol_error(f"bad chunk size {buf[i:j][:40]!r}")
+                size = int(token, 16)
+                i = j + 2
+                if size == 0:
+                    state = _TRAILER
+                else:
+                    self._left = size
+                    state = _DATA
+            else:
+                j = buf.find(b"\r\n", i)
+                if j < 0:
+                    if n - i > _MAX_HEAD_BYTES:
+                        raise _protocol_error("chunk trailer line too long")
+                    break
+                if j == i:
+                    self.done = True
+                i = j + 2
+        self._state = state
+        self._buf = buf[i:]
+        return b"".join(out) if len(out) != 1 else out[0]
+
+
+cdef class BodyFraming:
+    """Native :class:`harness.http.BodyFraming` (same API and errors)."""
+
+    cdef ChunkedDecoder _chunked
+    cdef object _left  # int or None
+    cdef public bint done
+
+    def __init__(self, bint chunked, length):
+        self._chunked = ChunkedDecoder() if chunked else None
+        self._left = None if chunked else length
+        self.done = self._left == 0
+
+    cpdef bytes feed(self, bytes raw):
+        """Body bytes carried by ``raw`` (framing removed); sets ``done`` at the end of the body."""
+        cdef bytes out
+        if self._chunked is not None:
+            out = self._chunked.feed(raw)
+            self.done = self._chunked.done
+            return out
+        if self._left is not None:
+            out = raw[: self._left]
+            self._left -= len(out)
+            self.done = self._left == 0
+            return out
+        return raw
+
+    @property
+    def close_delimited(self):
+        """True when the body ends only where the server closes the connection."""
+        return self._chunked is None and self._left is None
+
+    def end_of_input(self):
+        """The connection was closed. Raises TruncatedStream when the body was framed and had not ended."""
+        if self.done:
+            return
+        if not self.close_delimited:
+            raise _truncated("connection closed before the end of the body")
+        self.done = True
+
+
+cdef class SSEDecoder:
+    """Native :class:`harness.sse.SSEDecoder` (same API, attributes and payloads)."""
+
+    cdef list _partial
+    cdef list _data
+    cdef bint _pending_cr
+    cdef public Py_ssize_t comments
+    cdef public object error_field
+    cdef public Py_ssize_t events
+
+    def __init__(self):
+        self._partial = []
+        self._data = []
+        self._pending_cr = False
+        self.comments = 0
+        self.error_field = None
+        self.events = 0
+
+    cpdef list feed(self, bytes piece):
+        """Consume ``piece`` and return the data payloads of the events it completed (possibly none)."""
+        cdef bytes tail, line, value, last
+        cdef list lines, out, data
+        cdef unsigned char first
+        if not piece:
+            return []
+        if self._pending_cr:
+            self._pending_cr = False
+            if piece[:1] == b"\n":
+                piece = piece[1:]
+        if b"\r" in piece:
+            tail = b""
+            if piece.endswith(b"\r"):
+                self._pending_cr = True
+                piece, tail = piece[:-1], b"\n"
+            piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
+        if b"\n" not in piece:
+            if piece:
+                self._partial.append(piece)
+            return []
+        lines = piece.split(b"\n")
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = b"".join(self._partial)
+        last = lines.pop()
+        self._partial = [last] if last else []
+        out = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    out.append(data[0] if len(data) == 1 else b"\n".join(data))
+                    data = self._data = []
+                continue
+            first = line[0]
+            if first == 100 and line.startswith(b"data:"):
+                value = line[5:]
+                if value[:1] == b" ":
+                    value = value[1:]
+                data.append(value)
+            elif first == 58:
+                self.comments += 1
+            elif line.startswith(b"error:"):
+                value = line[6:]
+                if value[:1] == b" ":
+                    value = value[1:]
+                self.error_field = value.decode("utf-8", "replace")
+            elif line == b"data":
+                data.append(b"")
+        self.events += len(out)
+        return out
+
+
+cdef inline bint _is_count(value):
+    return type(value) is int and value >= 0
+
+
+cdef _reasoning_text(dict delta):
+    """:func:`harness.interpret._reasoning_text`."""
+    r = delta.get("reasoning_content") or delta.get("reasoning")
+    if r:
+        return r if isinstance(r, str) else None
+    details = delta.get("reasoning_details")
+    if details and isinstance(details, list):
+        text = "".join([t for d in details if isinstance(d, dict) and isinstance(t := d.get("text"), str)])
+        return text or None
+    return None
+
+
+cdef inline Py_ssize_t _utf8_len(str s):
+    return len(s) if s.isascii() else len(s.encode("utf-8"))
+
+
+cpdef on_payload(interp, double t, bytes payload):
+    """:meth:`harness.interpret.StreamInterpreter.on_payload` of ``interp``, compiled (same state changes)."""
+    cdef bint token_bearing = False, is_reasoning = False
+    n_tok = 0  # a Python int, as the pure path (a server may send any integer)
+    if payload == _DONE:
+        interp.done_seen = True
+        return
+    if not payload:
+        return
+    try:
+        obj = _loads(payload)
+    except _JSONError:
+        obj = None
+    if not isinstance(obj, dict):
+        interp._malformed(payload)
+        return
+    if obj.get("error") or obj.get("object") == "error":
+        e = obj.get("error")
+        err = e if isinstance(e, dict) else obj
+        if interp.error_class in (None, "malformed_chunk"):
+            code = err.get("code")
+            interp.error_class = "server_error_event"
+            interp.error_code = None if code is None else str(code)
+            interp.error_detail = f"code={code} type={err.get('type')} message={err.get('message')}"
+        return
+    usage = obj.get("usage")
+    choices = obj.get("choices")
+    if choices:
+        ch = choices[0] if isinstance(choices, list) else None
+        delta = ch.get("delta") if isinstance(ch, dict) else None
+        fr = ch.get("finish_reason") if isinstance(ch, dict) else None
+        content = delta.get("content") if isinstance(delta, dict) else None
+        if (
+            not isinstance(ch, dict)
+            or (delta and not isinstance(delta, dict))
+            or (content and not isinstance(content, str))
+            or (fr and not isinstance(fr, str))
+        ):
+            interp._malformed(payload)
+            return
+        if delta:
+            reasoning = _reasoning_text(delta)
+            if reasoning:
+                is_reasoning = True
+                token_bearing = True
+                interp.reasoning_chars += len(reasoning)
+                interp.text_bytes += _utf8_len(reasoning)
+                interp.reasoning_chunks += 1
+                if interp.transcript is not None:
+                    interp.transcript.reasoning.append(reasoning)
+                if interp.t_first_reasoning is None:
+                    interp.t_first_reasoning = t
+            if content:
+                if reasoning:
+                    interp.mixed_chunks += 1
+                token_bearing = True
+                is_reasoning = False
+                interp.answer_chars += len(content)
+                interp.text_bytes += _utf8_len(content)
+                answer_buf = interp.answer_buf
+                if answer_buf is not None and interp.answer_room > 0:
+                    part = content[: interp.answer_room]
+                    answer_buf.append(part)
+                    interp.answer_room -= len(part)
+                if interp.transcript is not None:
+                    interp.transcript.answer.append(content)
+                interp.answer_chunks += 1
+                if interp.ttfat is None:
+                    interp.ttfat = t
+            elif delta.get("tool_calls"):
+                token_bearing = True
+                is_reasoning = False
+                interp.answer_chunks += 1
+                if interp.ttfat is None:
+                    interp.ttfat = t
+        if fr:
+            interp.finish_reason = fr
+    if usage and isinstance(usage, dict):
+        interp.usage = usage
+        cum = usage.get("completion_tokens")
+        if token_bearing and _is_count(cum):
+            prev = interp.cum_tokens or 0
+            n_tok = cum - prev
+            interp.cum_tokens = cum
+    if token_bearing:
+        if interp.ttft is None:
+            interp.ttft = t
+        else:
+            gap = t - <double>interp.t_last
+            interp.gaps.add(gap)
+            if n_tok > 0:
+                interp.itl.add(gap / n_tok)
+        interp.t_last = t
+        interp.chunks += 1
+        if is_reasoning and interp.cum_tokens is not None:
+            interp.cum_at_last_reasoning = interp.cum_tokens
+        if interp.keep:
+            interp.chunk_times.append(t)
+            interp.chunk_tokens.append(n_tok)
+
+
+cpdef bint feed_read(framing, SSEDecoder dec, interp, double t, bytes raw) except -1:
+    """One read: de-frame ``raw`` with ``framing``, split its SSE events with ``dec`` and interpret every payload at
+    time ``t``; return ``framing.done``.
+
+    Raises:
+        ProtocolError: on malformed framing (as the pure path).
+    """
+    cdef bytes body = framing.feed(raw)
+    cdef bytes p
+    if body:
+        for p in dec.feed(body):
+            on_payload(interp, t, p)
+    return framing.done
