@@ -14,6 +14,11 @@ pure-Python path runs (``harness.chunkpath.CLIENT_PATH``).
 from orjson import JSONDecodeError as _JSONError
 from orjson import loads as _loads
 
+from harness.histogram import LogHistogram as _LogHistogram
+from harness.interpret import StreamInterpreter as _PyInterpreter
+
+_py_finish = _PyInterpreter.finish
+
 cdef bytes _DONE = b"[DONE]"
 cdef Py_ssize_t _MAX_HEAD_BYTES = 65536
 cdef int _SIZE = 0, _DATA = 1, _CRLF = 2, _TRAILER = 3
@@ -246,108 +251,158 @@ cdef inline Py_ssize_t _utf8_len(str s):
     return len(s) if s.isascii() else len(s.encode("utf-8"))
 
 
-cpdef on_payload(interp, double t, bytes payload):
-    """:meth:`harness.interpret.StreamInterpreter.on_payload` of ``interp``, compiled (same state changes)."""
-    cdef bint token_bearing = False, is_reasoning = False
-    n_tok = 0  # a Python int, as the pure path (a server may send any integer)
-    if payload == _DONE:
-        interp.done_seen = True
-        return
-    if not payload:
-        return
-    try:
-        obj = _loads(payload)
-    except _JSONError:
-        obj = None
-    if not isinstance(obj, dict):
-        interp._malformed(payload)
-        return
-    if obj.get("error") or obj.get("object") == "error":
-        e = obj.get("error")
-        err = e if isinstance(e, dict) else obj
-        if interp.error_class in (None, "malformed_chunk"):
-            code = err.get("code")
-            interp.error_class = "server_error_event"
-            interp.error_code = None if code is None else str(code)
-            interp.error_detail = f"code={code} type={err.get('type')} message={err.get('message')}"
-        return
-    usage = obj.get("usage")
-    choices = obj.get("choices")
-    if choices:
-        ch = choices[0] if isinstance(choices, list) else None
-        delta = ch.get("delta") if isinstance(ch, dict) else None
-        fr = ch.get("finish_reason") if isinstance(ch, dict) else None
-        content = delta.get("content") if isinstance(delta, dict) else None
-        if (
-            not isinstance(ch, dict)
-            or (delta and not isinstance(delta, dict))
-            or (content and not isinstance(content, str))
-            or (fr and not isinstance(fr, str))
-        ):
-            interp._malformed(payload)
+cdef class StreamInterpreter:
+    """Native :class:`harness.interpret.StreamInterpreter`: same constructor, attributes and results; the
+    per-payload step (:meth:`on_payload`) compiled over typed fields, :meth:`finish` the pure one's (one
+    definition of every figure)."""
+
+    cdef public object max_tokens, transcript, ttft, ttfat, t_first_reasoning, t_last, gaps, itl, usable_rule
+    cdef public object answer_buf, answer_room, finish_reason, usage, cum_tokens, cum_at_last_reasoning
+    cdef public object error_class, error_detail, error_code
+    cdef public list chunk_times, chunk_tokens
+    cdef public bint keep, done_seen
+    cdef public Py_ssize_t chunks, reasoning_chunks, answer_chunks, reasoning_chars, answer_chars, text_bytes
+    cdef public Py_ssize_t mixed_chunks
+
+    def __init__(self, max_tokens=None, keep_chunk_times=False, usable=None, transcript=None):
+        self.max_tokens = max_tokens
+        self.transcript = transcript
+        self.keep = keep_chunk_times
+        self.ttft = self.ttfat = self.t_first_reasoning = self.t_last = None
+        self.chunks = self.reasoning_chunks = self.answer_chunks = 0
+        self.gaps = _LogHistogram()
+        self.itl = _LogHistogram()
+        self.reasoning_chars = self.answer_chars = self.text_bytes = 0
+        self.usable_rule = usable
+        self.answer_buf = [] if usable is not None and usable.needs_text else None
+        self.answer_room = usable.buffer_chars if usable is not None else 0
+        self.finish_reason = None
+        self.usage = None
+        self.cum_tokens = None
+        self.cum_at_last_reasoning = None
+        self.mixed_chunks = 0
+        self.done_seen = False
+        self.error_class = self.error_detail = self.error_code = None
+        self.chunk_times = [] if keep_chunk_times else None
+        self.chunk_tokens = [] if keep_chunk_times else None
+
+    @property
+    def answer_text(self):
+        """:attr:`harness.interpret.StreamInterpreter.answer_text`."""
+        return None if self.answer_buf is None else "".join(self.answer_buf)
+
+    def _malformed(self, payload):
+        """:meth:`harness.interpret.StreamInterpreter._malformed`."""
+        if self.error_class is None:
+            self.error_class = "malformed_chunk"
+            self.error_detail = payload[:200].decode("utf-8", "replace")
+
+    def finish(self, result, e2e, transport_error=None, transport_detail=None, error_field=None, comments=0):
+        """:meth:`harness.interpret.StreamInterpreter.finish` (the same function, run on this object)."""
+        return _py_finish(self, result, e2e, transport_error, transport_detail, error_field, comments)
+
+    cpdef on_payload(self, double t, bytes payload):
+        """:meth:`harness.interpret.StreamInterpreter.on_payload`, compiled (same state changes)."""
+        cdef bint token_bearing = False, is_reasoning = False
+        n_tok = 0  # a Python int, as the pure path (a server may send any integer)
+        if payload == _DONE:
+            self.done_seen = True
             return
-        if delta:
-            reasoning = _reasoning_text(delta)
-            if reasoning:
-                is_reasoning = True
-                token_bearing = True
-                interp.reasoning_chars += len(reasoning)
-                interp.text_bytes += _utf8_len(reasoning)
-                interp.reasoning_chunks += 1
-                if interp.transcript is not None:
-                    interp.transcript.reasoning.append(reasoning)
-                if interp.t_first_reasoning is None:
-                    interp.t_first_reasoning = t
-            if content:
+        if not payload:
+            return
+        try:
+            obj = _loads(payload)
+        except _JSONError:
+            obj = None
+        if not isinstance(obj, dict):
+            self._malformed(payload)
+            return
+        if obj.get("error") or obj.get("object") == "error":
+            e = obj.get("error")
+            err = e if isinstance(e, dict) else obj
+            if self.error_class in (None, "malformed_chunk"):
+                code = err.get("code")
+                self.error_class = "server_error_event"
+                self.error_code = None if code is None else str(code)
+                self.error_detail = f"code={code} type={err.get('type')} message={err.get('message')}"
+            return
+        usage = obj.get("usage")
+        choices = obj.get("choices")
+        if choices:
+            ch = choices[0] if isinstance(choices, list) else None
+            delta = ch.get("delta") if isinstance(ch, dict) else None
+            fr = ch.get("finish_reason") if isinstance(ch, dict) else None
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if (
+                not isinstance(ch, dict)
+                or (delta and not isinstance(delta, dict))
+                or (content and not isinstance(content, str))
+                or (fr and not isinstance(fr, str))
+            ):
+                self._malformed(payload)
+                return
+            if delta:
+                reasoning = _reasoning_text(delta)
                 if reasoning:
-                    interp.mixed_chunks += 1
-                token_bearing = True
-                is_reasoning = False
-                interp.answer_chars += len(content)
-                interp.text_bytes += _utf8_len(content)
-                answer_buf = interp.answer_buf
-                if answer_buf is not None and interp.answer_room > 0:
-                    part = content[: interp.answer_room]
-                    answer_buf.append(part)
-                    interp.answer_room -= len(part)
-                if interp.transcript is not None:
-                    interp.transcript.answer.append(content)
-                interp.answer_chunks += 1
-                if interp.ttfat is None:
-                    interp.ttfat = t
-            elif delta.get("tool_calls"):
-                token_bearing = True
-                is_reasoning = False
-                interp.answer_chunks += 1
-                if interp.ttfat is None:
-                    interp.ttfat = t
-        if fr:
-            interp.finish_reason = fr
-    if usage and isinstance(usage, dict):
-        interp.usage = usage
-        cum = usage.get("completion_tokens")
-        if token_bearing and _is_count(cum):
-            prev = interp.cum_tokens or 0
-            n_tok = cum - prev
-            interp.cum_tokens = cum
-    if token_bearing:
-        if interp.ttft is None:
-            interp.ttft = t
-        else:
-            gap = t - <double>interp.t_last
-            interp.gaps.add(gap)
-            if n_tok > 0:
-                interp.itl.add(gap / n_tok)
-        interp.t_last = t
-        interp.chunks += 1
-        if is_reasoning and interp.cum_tokens is not None:
-            interp.cum_at_last_reasoning = interp.cum_tokens
-        if interp.keep:
-            interp.chunk_times.append(t)
-            interp.chunk_tokens.append(n_tok)
+                    is_reasoning = True
+                    token_bearing = True
+                    self.reasoning_chars += len(reasoning)
+                    self.text_bytes += _utf8_len(reasoning)
+                    self.reasoning_chunks += 1
+                    if self.transcript is not None:
+                        self.transcript.reasoning.append(reasoning)
+                    if self.t_first_reasoning is None:
+                        self.t_first_reasoning = t
+                if content:
+                    if reasoning:
+                        self.mixed_chunks += 1
+                    token_bearing = True
+                    is_reasoning = False
+                    self.answer_chars += len(content)
+                    self.text_bytes += _utf8_len(content)
+                    answer_buf = self.answer_buf
+                    if answer_buf is not None and self.answer_room > 0:
+                        part = content[: self.answer_room]
+                        answer_buf.append(part)
+                        self.answer_room -= len(part)
+                    if self.transcript is not None:
+                        self.transcript.answer.append(content)
+                    self.answer_chunks += 1
+                    if self.ttfat is None:
+                        self.ttfat = t
+                elif delta.get("tool_calls"):
+                    token_bearing = True
+                    is_reasoning = False
+                    self.answer_chunks += 1
+                    if self.ttfat is None:
+                        self.ttfat = t
+            if fr:
+                self.finish_reason = fr
+        if usage and isinstance(usage, dict):
+            self.usage = usage
+            cum = usage.get("completion_tokens")
+            if token_bearing and _is_count(cum):
+                prev = self.cum_tokens or 0
+                n_tok = cum - prev
+                self.cum_tokens = cum
+        if token_bearing:
+            if self.ttft is None:
+                self.ttft = t
+            else:
+                gap = t - <double>self.t_last
+                self.gaps.add(gap)
+                if n_tok > 0:
+                    self.itl.add(gap / n_tok)
+            self.t_last = t
+            self.chunks += 1
+            if is_reasoning and self.cum_tokens is not None:
+                self.cum_at_last_reasoning = self.cum_tokens
+            if self.keep:
+                self.chunk_times.append(t)
+                self.chunk_tokens.append(n_tok)
 
 
-cpdef bint feed_read(framing, SSEDecoder dec, interp, double t, bytes raw) except -1:
+cpdef bint feed_read(framing, SSEDecoder dec, StreamInterpreter interp, double t, bytes raw) except -1:
     """One read: de-frame ``raw`` with ``framing``, split its SSE events with ``dec`` and interpret every payload at
     time ``t``; return ``framing.done``.
 
@@ -358,5 +413,5 @@ cpdef bint feed_read(framing, SSEDecoder dec, interp, double t, bytes raw) excep
     cdef bytes p
     if body:
         for p in dec.feed(body):
-            on_payload(interp, t, p)
+            interp.on_payload(t, p)
     return framing.done

@@ -47,6 +47,8 @@ class ChunkPath:
         framing: ``framing(chunked, length)`` → a body framing (:class:`harness.http.BodyFraming` API).
         chunked: the chunked-transfer decoder class (:class:`harness.http.ChunkedDecoder` API).
         decoder: the SSE decoder class (:class:`harness.sse.SSEDecoder` API).
+        interpreter: the chunk interpreter class (:class:`harness.interpret.StreamInterpreter` API; the native
+            one runs the same ``finish``).
         feed_read: ``feed_read(framing, decoder, interp, t, raw) -> done``: one read, all its payloads
             interpreted at ``t``.
     """
@@ -55,10 +57,11 @@ class ChunkPath:
     framing: Any
     chunked: Any
     decoder: Any
+    interpreter: Any
     feed_read: Any
 
 
-PYTHON = ChunkPath("python", BodyFraming, ChunkedDecoder, SSEDecoder, _feed_read_python)
+PYTHON = ChunkPath("python", BodyFraming, ChunkedDecoder, SSEDecoder, StreamInterpreter, _feed_read_python)
 
 
 def _load_native() -> ChunkPath | None:
@@ -67,7 +70,7 @@ def _load_native() -> ChunkPath | None:
     except ImportError:
         return None
     return ChunkPath("native", _fastchunk.BodyFraming, _fastchunk.ChunkedDecoder, _fastchunk.SSEDecoder,
-                     _fastchunk.feed_read)
+                     _fastchunk.StreamInterpreter, _fastchunk.feed_read)
 
 
 NATIVE = _load_native()

@@ -244,7 +244,7 @@ class ChatClient:
         to = timeouts or self.timeouts
         req, max_tokens = self._request_bytes(payload)
         res = RequestResult.for_request(identity, max_tokens)
-        interp = StreamInterpreter(max_tokens, keep_chunk_times, self.usable, transcript)
+        interp: StreamInterpreter = self.chunk_path.interpreter(max_tokens, keep_chunk_times, self.usable, transcript)
         try:
             res.connect = self._ensure_open(to.connect)
         except TransportError as e:

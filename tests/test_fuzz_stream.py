@@ -47,7 +47,7 @@ from harness.http import (
     parse_head,
     parse_retry_after,
 )
-from harness.interpret import StreamInterpreter, Transcript
+from harness.interpret import Transcript
 from harness.result import ERROR_CLASSES, SUCCESS_FINISH_REASONS, RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
 from tests.chunk_paths import PATH_NAMES, chunk_path
@@ -94,7 +94,7 @@ def run(framed: Framed, reads: Sequence[tuple[float, bytes]], max_tokens: int | 
         The finished result (``http_status`` 200) and the transcript of its text.
     """
     transcript = Transcript()
-    interp = StreamInterpreter(max_tokens, keep_chunk_times=True, transcript=transcript)
+    interp = path.interpreter(max_tokens, keep_chunk_times=True, transcript=transcript)
     framing, dec = path.framing(framed.chunked, framed.length), path.decoder()
     err = detail = None
     t = 0.0

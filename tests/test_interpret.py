@@ -30,7 +30,7 @@ def replay(name: str, path_name: str = "python") -> tuple[RequestResult, StreamI
     case = fixtures()[name]
     req = case.get("request") or {}
     # a text check (matching anything) makes the interpreter keep the answer text, for the tests to read
-    interp = StreamInterpreter(req.get("max_tokens"), keep_chunk_times=True, usable=KEEP_ANSWER)
+    interp = path.interpreter(req.get("max_tokens"), keep_chunk_times=True, usable=KEEP_ANSWER)
     framing, dec = path.framing(False, None), path.decoder()
     t = 0.0
     for w in case["writes"]:
