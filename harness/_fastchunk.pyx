@@ -11,6 +11,8 @@ Built by ``setup.py`` as an optional extension: without a C compiler the install
 pure-Python path runs (``harness.chunkpath.CLIENT_PATH``).
 """
 
+from libc.math cimport log
+
 from orjson import JSONDecodeError as _JSONError
 from orjson import loads as _loads
 
@@ -231,6 +233,26 @@ cdef class SSEDecoder:
         return out
 
 
+cdef double _BASE_S = 1e-6
+cdef double _INV_LOG_GROWTH = 1.0 / log(1.01)
+
+
+cdef inline void _hist_add(h, double value_s) except *:
+    """:meth:`harness.histogram.LogHistogram.add` on ``h`` (same bucket rule as :func:`harness.histogram.bucket_of`,
+    same state), without a Python frame."""
+    cdef long k = 0 if value_s <= _BASE_S else <long>(log(value_s / _BASE_S) * _INV_LOG_GROWTH)
+    c = h.counts
+    c[k] = c.get(k, 0) + 1
+    h.n += 1
+    h.total += value_s
+    lo = h.min
+    if lo is None or value_s < lo:
+        h.min = value_s
+    hi = h.max
+    if hi is None or value_s > hi:
+        h.max = value_s
+
+
 cdef inline bint _is_count(value):
     return type(value) is int and value >= 0
 
@@ -304,6 +326,7 @@ cdef class StreamInterpreter:
     cpdef on_payload(self, double t, bytes payload):
         """:meth:`harness.interpret.StreamInterpreter.on_payload`, compiled (same state changes)."""
         cdef bint token_bearing = False, is_reasoning = False
+        cdef double gap
         n_tok = 0  # a Python int, as the pure path (a server may send any integer)
         if payload == _DONE:
             self.done_seen = True
@@ -390,9 +413,9 @@ cdef class StreamInterpreter:
                 self.ttft = t
             else:
                 gap = t - <double>self.t_last
-                self.gaps.add(gap)
+                _hist_add(self.gaps, gap)
                 if n_tok > 0:
-                    self.itl.add(gap / n_tok)
+                    _hist_add(self.itl, gap / n_tok)
             self.t_last = t
             self.chunks += 1
             if is_reasoning and self.cum_tokens is not None:
