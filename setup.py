@@ -1,10 +1,38 @@
 """Build of the optional compiled per-read stream path (harness/_fastchunk.pyx; docs/development/native.md).
 
-Everything else is declared in pyproject.toml. The extension is optional: without Cython or a C compiler the
-install still succeeds and the pure-Python path runs (``harness.chunkpath.CLIENT_PATH == "python"``).
+Everything else is declared in pyproject.toml. The extension is optional: without Cython, a C compiler or Python's
+headers the install still succeeds (with a warning) and the pure-Python path runs
+(``harness.chunkpath.CLIENT_PATH == "python"``).
 """
 
+from __future__ import annotations
+
+import sys
+
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    """``build_ext`` that never fails the install: a compiled module that cannot be built is left out."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as e:  # no compiler at all (DistutilsPlatformError), or anything else at set-up
+            self._skipped(e)
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as e:  # CompileError / LinkError / a missing compiler binary or Python.h
+            self._skipped(e)
+
+    @staticmethod
+    def _skipped(e: BaseException) -> None:
+        print(f"llmload: the compiled stream path (harness._fastchunk) was not built ({e}); the pure-Python path "
+              "will run (docs/development/native.md)", file=sys.stderr)
+
 
 try:
     from Cython.Build import cythonize
@@ -17,4 +45,4 @@ else:
         quiet=True,
     )
 
-setup(ext_modules=ext_modules)
+setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})
