@@ -1,7 +1,7 @@
 """CPU cost per SSE chunk of the harness's streaming client, against the openai SDK's streaming path.
 
     .venv/bin/python benchmarks/client_cpu.py [--streams 8] [--chunks 2000] [--runs 5] [--skip-sdk]
-        [--pace-ms 2] [--count-reads]
+        [--pace-ms 2] [--count-reads] [--both-paths]
 
 A server process on 127.0.0.1 streams vLLM-shaped chunks (role chunk, reasoning deltas with cumulative
 usage, answer deltas, finish, usage, [DONE]) over chunked transfer encoding, one HTTP chunk per event, with a
@@ -19,6 +19,11 @@ the simulator's 2 ms/token preset): reads then mostly find one chunk each, the h
 ``--count-reads`` adds, after the timed runs, one untimed run that counts the ``recv``/``recvmsg`` calls on the
 client's OS sockets and the ones that found nothing (``BlockingIOError``), per token-bearing chunk.
 
+``--both-paths`` measures the harness twice per run, interleaved in one process: ``harness[native]`` on the
+compiled per-read path (``harness/_fastchunk.pyx``) and ``harness[python]`` on the pure-Python one
+(:mod:`harness.chunkpath`), and prints ``ratio_native_over_python``; without it, ``harness`` runs the process's
+path (``LLMLOAD_PURE_PYTHON=1`` forces the pure one) and the output's ``client_path`` says which.
+
 Prints the median of ``--runs`` runs per path and the ratio. Numbers depend on the machine: compare paths
 within one run, not across machines. To compare two versions of the harness, run this script with
 ``PYTHONPATH`` pointing at each checkout in turn (``git archive`` of the older commit into a directory),
@@ -32,6 +37,7 @@ from gevent import monkey
 monkey.patch_all()
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import json  # noqa: E402
 import multiprocessing as mp  # noqa: E402
 import socket  # noqa: E402
@@ -123,12 +129,17 @@ def _cpu_of(one: Callable[[], int], streams: int) -> tuple[float, int]:
     return time.process_time() - t, sum(g.value for g in gs)
 
 
-def run_harness(url: str, streams: int, requests: int) -> tuple[float, int]:
+def run_harness(url: str, streams: int, requests: int, path_name: str | None = None) -> tuple[float, int]:
+    """The harness client in ``streams`` greenlets, ``requests`` each, on the ``path_name`` stream path (None: the
+    process's, :func:`harness.chunkpath.active`); (CPU seconds, token-bearing chunks)."""
+    from harness.chunkpath import PATHS
     from harness.client import ChatClient
     from harness.result import RequestIdentity
 
+    chunk_path = None if path_name is None else PATHS[path_name]
+
     def one() -> int:
-        c = ChatClient(url)
+        c = ChatClient(url, chunk_path=chunk_path)
         n = 0
         for _ in range(requests):
             r = c.stream_chat({"model": "bench", "messages": [{"role": "user", "content": "x"}]}, RequestIdentity("b"))
@@ -228,7 +239,13 @@ def main() -> None:
     ap.add_argument("--skip-sdk", action="store_true", help="measure only the harness path (quicker A/B runs)")
     ap.add_argument("--pace-ms", type=float, default=None, help="server sleeps this long after every event")
     ap.add_argument("--count-reads", action="store_true", help="add an untimed run counting recv calls per chunk")
+    ap.add_argument("--both-paths", action="store_true",
+                    help="measure the compiled and the pure-Python stream paths, interleaved (harness.chunkpath)")
     args = ap.parse_args()
+    from harness.chunkpath import CLIENT_PATH, native_available
+
+    if args.both_paths and not native_available():
+        ap.error("--both-paths: the compiled path is not built (pip install -e . with a C compiler)")
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     pace_s = None if args.pace_ms is None else args.pace_ms / 1000
@@ -236,6 +253,8 @@ def main() -> None:
     proc.start()
     url = f"http://127.0.0.1:{q.get(timeout=30)}"
     paths: dict[str, Callable[[str, int, int], tuple[float, int]]] = {"harness": run_harness}
+    if args.both_paths:
+        paths = {f"harness[{p}]": functools.partial(run_harness, path_name=p) for p in ("native", "python")}
     try:
         import openai  # noqa: F401
 
@@ -258,8 +277,13 @@ def main() -> None:
         for k, v in results.items()
     }
     if "openai-sdk" in results:
-        sdk, ours = statistics.median(results["openai-sdk"]), statistics.median(results["harness"])
-        out["ratio_sdk_over_harness"] = round(sdk / ours, 1)
+        ours = statistics.median(results["harness[native]" if args.both_paths else "harness"])
+        out["ratio_sdk_over_harness"] = round(statistics.median(results["openai-sdk"]) / ours, 1)
+    if args.both_paths:
+        native, pure = statistics.median(results["harness[native]"]), statistics.median(results["harness[python]"])
+        out["ratio_native_over_python"] = round(native / pure, 3)
+    else:
+        out["client_path"] = CLIENT_PATH
     if reads is not None:
         out["reads"] = reads
     out["setup"] = {

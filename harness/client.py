@@ -22,6 +22,8 @@ from orjson import dumps as _dumps
 from orjson import loads as _loads
 
 from harness import __version__
+from harness.chunkpath import ChunkPath
+from harness.chunkpath import active as _active_path
 from harness.failures import is_html
 from harness.http import (
     ConnectError,
@@ -142,6 +144,8 @@ class ChatClient:
         verify_tls: verify certificates for https.
         usable: the profile's usable-sample rule, applied to every result's ``usable`` / ``usable_reason``
             (None: usable = ok and not truncated). Answer text is kept (bounded) only when it has a text check.
+        chunk_path: the per-read stream path (:mod:`harness.chunkpath`: compiled or pure Python; same records);
+            None: the process's (:func:`harness.chunkpath.active`).
 
     Raises:
         ValueError: on an unusable base URL.
@@ -155,8 +159,11 @@ class ChatClient:
         headers: dict[str, str] | None = None,
         verify_tls: bool = True,
         usable: UsableRule | None = None,
+        chunk_path: ChunkPath | None = None,
     ) -> None:
         self.origin = Origin.parse(base_url)
+        #: the per-read stream path this client runs (``chunk_path.name``: ``native`` or ``python``)
+        self.chunk_path = chunk_path or _active_path()
         self.usable = usable
         #: The API's base path (``/v1`` or ``/prefix/v1``).
         self.api_base = _api_base(self.origin.base_path)
@@ -237,7 +244,7 @@ class ChatClient:
         to = timeouts or self.timeouts
         req, max_tokens = self._request_bytes(payload)
         res = RequestResult.for_request(identity, max_tokens)
-        interp = StreamInterpreter(max_tokens, keep_chunk_times, self.usable, transcript)
+        interp: StreamInterpreter = self.chunk_path.interpreter(max_tokens, keep_chunk_times, self.usable, transcript)
         try:
             res.connect = self._ensure_open(to.connect)
         except TransportError as e:
@@ -246,7 +253,7 @@ class ChatClient:
             return interp.finish(res, 0.0)
         res.start_wall = time.time()
         t0 = time.perf_counter()
-        dec = SSEDecoder()
+        dec: SSEDecoder = self.chunk_path.decoder()
         try:
             head = self._send_and_read_head(req, res, t0, to)
             if not 200 <= head.status < 300 or "json" in head.content_type:
@@ -327,11 +334,12 @@ class ChatClient:
             ProtocolError: on malformed framing.
         """
         conn, perf, wall = self.conn, time.perf_counter, time.time
-        framing = head.framing()
+        path = self.chunk_path
+        framing = path.framing(head.chunked, head.content_length)
+        feed_read = path.feed_read
         keep_alive = head.keep_alive
         kernel_stamps = conn.is_stamped
         read_lag = -1.0 if res.read_lag_max is None else res.read_lag_max  # the largest read lag so far
-        feed, on_payload = dec.feed, interp.on_payload
         total_dl = t0 + to.total
         t = t_prev = res.t_headers or 0.0
         phase = "first_token"
@@ -364,11 +372,7 @@ class ChatClient:
                     res.time_source = "kernel" if kernel_stamps else "read"
                     framing.end_of_input()  # TruncatedStream unless the body was close-delimited
                     return t
-                body = framing.feed(raw)
-                if body:
-                    for p in feed(body):
-                        on_payload(t, p)
-                if framing.done:
+                if feed_read(framing, dec, interp, t, raw):  # de-framing, SSE events, each payload interpreted
                     break
         except ReadTimeout:
             raise _phase_timeout(phase, to, total_dl) from None

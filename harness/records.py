@@ -86,6 +86,14 @@ def versions() -> dict[str, str]:
     return out
 
 
+def _client_path() -> str:
+    """``native`` or ``python``: the per-read stream path of this process (:data:`harness.chunkpath.CLIENT_PATH`;
+    workers of a distributed run on the same install run the same one)."""
+    from harness.chunkpath import CLIENT_PATH  # the client's modules, only when a run directory is made
+
+    return CLIENT_PATH
+
+
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s]+@")
 #: A secret-looking query parameter in a URL within text: ``?api-key=``, ``&token=``... (its value is group 2).
 _SECRET_QUERY = re.compile(
@@ -223,6 +231,7 @@ class RunDir:
             "hostname": socket.gethostname(),
             "argv": _clean_argv(sys.argv),
             "versions": versions(),
+            "client_path": _client_path(),
             **meta,
         }
         rd = cls(path, full, secrets=tuple(s for s in secrets if s))

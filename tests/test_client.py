@@ -20,6 +20,7 @@ from harness.client import ChatClient, Timeouts
 from harness.interpret import StreamInterpreter
 from harness.result import RequestIdentity
 from harness.sse import SSEDecoder
+from tests.chunk_paths import PATH_NAMES, chunk_path
 from tests.replay_server import ReplayServer
 from tests.stream_cases import expected, fixtures
 
@@ -37,7 +38,10 @@ def tol(v: float) -> float:
     return 0.015 + 0.03 * v
 
 
-def run_case(name: str, framing: str, **client_kw: object) -> tuple[ReplayServer, object]:
+def run_case(name: str, framing: str, path_name: str = "python", **client_kw: object) -> tuple[ReplayServer, object]:
+    """Replay case ``name`` over loopback in ``framing`` and read it with a client on the ``path_name`` stream
+    path (:mod:`harness.chunkpath`); returns the server (its write log) and the record."""
+    client_kw["chunk_path"] = chunk_path(path_name)
     scale = scale_for(name)
     with ReplayServer(framing=framing, scale=scale) as srv:
         srv.queue.append(name)
@@ -77,12 +81,12 @@ def timing_error(name: str, srv: ReplayServer, r: object) -> float:
     return max((abs(d) for d in diffs), default=0.0)  # a stream with no token-bearing chunk has no interval
 
 
-@pytest.mark.parametrize("framing", ["close", "chunked"])
+@pytest.mark.parametrize(("framing", "path_name"), [("close", "python"), ("chunked", "python"), ("chunked", "native")])
 @pytest.mark.parametrize("name", SSE_CASES)
-def test_case_over_loopback(name: str, framing: str) -> None:
+def test_case_over_loopback(name: str, framing: str, path_name: str) -> None:
     exp = expected()[name]
     scale = scale_for(name)
-    srv, r = run_case(name, framing)
+    srv, r = run_case(name, framing, path_name)
     assert r.ok is (exp["status"] == "ok"), (r.error_class, r.error_detail)
     assert r.http_status == 200
     for key in ("ttft", "ttfat"):
@@ -104,16 +108,18 @@ def test_case_over_loopback(name: str, framing: str) -> None:
 REAL_TIME_CASES = [n for n in SSE_CASES if scale_for(n) == 1.0]
 
 
+@pytest.mark.parametrize("path_name", PATH_NAMES)
 @pytest.mark.parametrize("name", REAL_TIME_CASES)
-def test_chunk_times_match_the_servers_writes(name: str) -> None:
-    """Every interval between token-bearing chunks is within 5 ms of the server's actual one (ground truth).
+def test_chunk_times_match_the_servers_writes(name: str, path_name: str) -> None:
+    """Every interval between token-bearing chunks is within 5 ms of the server's actual one (ground truth), on
+    either stream path (kernel receive stamps: per read, the stamp of the data it returned).
 
     A VM can stall a process for tens of ms at any moment; a case is re-run (at most 3 times in all) when a
     stall lands between a write and its read, and must meet the bound in one run.
     """
     errors = []
     for _ in range(3):
-        srv, r = run_case(name, "chunked")
+        srv, r = run_case(name, "chunked", path_name)
         errors.append(timing_error(name, srv, r))
         if errors[-1] <= 0.005:
             break

@@ -39,18 +39,18 @@ from gevent.server import StreamServer
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from harness.chunkpath import PYTHON, ChunkPath
 from harness.client import _ERROR_CLASS, ChatClient, Timeouts
 from harness.http import (
-    BodyFraming,
-    ChunkedDecoder,
     ProtocolError,
     TransportError,
     parse_head,
     parse_retry_after,
 )
-from harness.interpret import StreamInterpreter, Transcript
+from harness.interpret import Transcript
 from harness.result import ERROR_CLASSES, SUCCESS_FINISH_REASONS, RequestIdentity, RequestResult
 from harness.sse import SSEDecoder
+from tests.chunk_paths import PATH_NAMES, chunk_path
 from tests.fuzz_settings import fuzz, within
 from tests.replay_server import CUT_CASES
 from tests.stream_cases import fixtures
@@ -84,17 +84,18 @@ class Framed:
         return b"".join(b for _, b in self.writes)
 
 
-def run(framed: Framed, reads: Sequence[tuple[float, bytes]], max_tokens: int | None = None
-        ) -> tuple[RequestResult, Transcript]:
+def run(framed: Framed, reads: Sequence[tuple[float, bytes]], max_tokens: int | None = None,
+        path: ChunkPath = PYTHON) -> tuple[RequestResult, Transcript]:
     """Feed ``reads`` ((t, raw bytes); empty reads dropped: an empty recv is EOF) through the body framing, the
-    SSE decoder and the interpreter as :meth:`ChatClient._read_stream` does; the peer closes after the last read.
+    SSE decoder and the interpreter of ``path`` (compiled or pure Python, :mod:`harness.chunkpath`) as
+    :meth:`ChatClient._read_stream` does; the peer closes after the last read.
 
     Returns:
         The finished result (``http_status`` 200) and the transcript of its text.
     """
     transcript = Transcript()
-    interp = StreamInterpreter(max_tokens, keep_chunk_times=True, transcript=transcript)
-    framing, dec = BodyFraming(framed.chunked, framed.length), SSEDecoder()
+    interp = path.interpreter(max_tokens, keep_chunk_times=True, transcript=transcript)
+    framing, dec = path.framing(framed.chunked, framed.length), path.decoder()
     err = detail = None
     t = 0.0
     try:
@@ -102,11 +103,7 @@ def run(framed: Framed, reads: Sequence[tuple[float, bytes]], max_tokens: int | 
             if not raw:
                 continue
             t = t_read
-            body = framing.feed(raw)
-            if body:
-                for payload in dec.feed(body):
-                    interp.on_payload(t, payload)
-            if framing.done:
+            if path.feed_read(framing, dec, interp, t, raw):
                 break
         else:
             framing.end_of_input()  # the peer closed: TruncatedStream unless the body was close-delimited
@@ -236,8 +233,36 @@ def test_the_framings_give_the_same_record() -> None:
                 k: v for k, v in close[0].items() if k not in drop}, (name, framing)
 
 
+def record_json(res: RequestResult, drop: frozenset[str] = frozenset()) -> bytes:
+    """The record's JSON (keys sorted), without the fields in ``drop``: what "byte-identical" compares."""
+    return orjson.dumps(fields(res, drop), option=orjson.OPT_SORT_KEYS)
+
+
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_both_paths_give_byte_identical_records_on_every_public_case(path_name: str) -> None:
+    """Every public case, in every framing, read one write at a time, in 1-, 7- and 1448-byte reads: the path's
+    record is byte for byte the pure-Python path's (every field, times included), and so is its text."""
+    path = chunk_path(path_name)
+    for name in SSE_CASES:
+        for framing in FRAMINGS:
+            framed = frame(case_writes(name), framing, cut=name in CUT_CASES)
+            size = len(framed.raw)
+            splits = [framed.writes] + [split_reads(framed, list(range(0, size, step))) for step in (7, 1448)]
+            if size < 30_000:
+                splits.append(split_reads(framed, list(range(size))))
+            for reads in splits:
+                ref, ref_tr = run(framed, reads, case_max_tokens(name), PYTHON)
+                res, tr = run(framed, reads, case_max_tokens(name), path)
+                assert record_json(res) == record_json(ref), (name, framing)
+                assert (tr.answer, tr.reasoning) == (ref_tr.answer, ref_tr.reasoning), (name, framing)
+
+
+@pytest.mark.parametrize("path_name", PATH_NAMES)
 @pytest.mark.parametrize("name", SSE_CASES)
-def test_any_split_of_a_case_gives_the_same_record(name: str) -> None:
+def test_any_split_of_a_case_gives_the_same_record(name: str, path_name: str) -> None:
+    """Random framings and splits through ``path_name``'s stream path give the pure path's unsplit record (JSON
+    compared byte for byte)."""
+    path = chunk_path(path_name)
     writes, max_tokens = case_writes(name), case_max_tokens(name)
 
     @fuzz(_examples(name))
@@ -263,11 +288,13 @@ def test_any_split_of_a_case_gives_the_same_record(name: str) -> None:
                 ends.append(ends[-1] + len(b))
             cuts += ends
         with within(30, f"{name} ({framing})"):
-            res, tr = run(framed, split_reads(framed, cuts), max_tokens)
+            res, tr = run(framed, split_reads(framed, cuts), max_tokens, path)
         ref, answer, reasoning = reference(name, framing)
         assert (tr.answer_text, tr.reasoning_text) == (answer, reasoning)
         drop = frozenset() if refine else TIME_FIELDS
         assert fields(res, drop) == {k: v for k, v in ref.items() if k not in drop}
+        assert record_json(res, drop) == orjson.dumps(
+            {k: v for k, v in ref.items() if k not in drop}, option=orjson.OPT_SORT_KEYS)
 
     check()
 
@@ -289,11 +316,13 @@ sse_soup = st.one_of(
 @fuzz(300)
 @given(stream=sse_soup, cuts=st.lists(st.integers(0, 5000), max_size=30))
 @example(stream=b"data: a\r\ndata: b\n\n", cuts=[8, 8])  # an empty read between CR and LF: two line ends
-def test_sse_decoder_is_split_invariant_on_any_bytes(stream: bytes, cuts: list[int]) -> None:
-    """Any bytes, any split (empty pieces included): the same payloads, comments and error field."""
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_sse_decoder_is_split_invariant_on_any_bytes(stream: bytes, cuts: list[int], path_name: str) -> None:
+    """Any bytes, any split (empty pieces included): the same payloads, comments and error field as the pure
+    decoder given the whole stream."""
     whole = SSEDecoder()
     expect = whole.feed(stream)
-    d = SSEDecoder()
+    d = chunk_path(path_name).decoder()
     got: list[bytes] = []
     points = [0, *sorted(c % (len(stream) + 1) for c in cuts), len(stream)]
     with within(10):
@@ -306,9 +335,11 @@ def test_sse_decoder_is_split_invariant_on_any_bytes(stream: bytes, cuts: list[i
 @fuzz(4)
 @given(size=st.integers(1 << 20, 16 << 20), piece=st.integers(512, 4096), ended=st.booleans())
 @example(size=16 << 20, piece=1448, ended=True)  # was quadratic: a 16 MiB line in 1448-byte reads took 29 s
-def test_sse_decoder_huge_line_in_small_reads_does_not_hang(size: int, piece: int, ended: bool) -> None:
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_sse_decoder_huge_line_in_small_reads_does_not_hang(size: int, piece: int, ended: bool, path_name: str
+                                                            ) -> None:
     line = b"data: " + b"x" * size + (b"\n\n" if ended else b"")
-    d = SSEDecoder()
+    d = chunk_path(path_name).decoder()
     out: list[bytes] = []
     with within(10, "a huge line"):
         for i in range(0, len(line), piece):
@@ -327,13 +358,14 @@ BAD_SIZES = [b"-6", b"-1", b"zz", b"1_0", b"+4", b"0x10", b"f" * 20, b"", b" ", 
     cuts=st.lists(st.integers(0, 400), max_size=10),
 )
 @example(prefix=[b"x"], bad=b"-6", tail=b"abc", cuts=[])  # looped forever: "-6" moved the parser back to a CRLF
+@pytest.mark.parametrize("path_name", PATH_NAMES)
 def test_chunked_decoder_rejects_bad_chunk_sizes(
-    prefix: list[bytes], bad: bytes, tail: bytes, cuts: list[int]
+    prefix: list[bytes], bad: bytes, tail: bytes, cuts: list[int], path_name: str
 ) -> None:
     """A chunk-size token that is not 1*HEXDIG is a ProtocolError, whatever came before and after it, in any
     split; never a hang."""
     stream = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in prefix) + bad + b"\r\n" + tail
-    d = ChunkedDecoder()
+    d = chunk_path(path_name).chunked()
     points = [0, *sorted(c % (len(stream) + 1) for c in cuts), len(stream)]
     with within(5, "the chunked decoder"), pytest.raises(ProtocolError, match="bad chunk size"):
         for a, b in pairwise(points):
@@ -424,14 +456,19 @@ def hostile_framed(draw: st.DrawFn, body: bytes) -> Framed:
          b'"usage":{"completion_tokens":-3}}\n\n')  # recorded -3 output tokens, ok
 @example(data=None, body=b'data: {"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],'
          b'"usage":{"completion_tokens":true}}\n\n')  # recorded `true` output tokens
-def test_hostile_bytes_end_in_a_classified_record(data: st.DataObject | None, body: bytes) -> None:
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_hostile_bytes_end_in_a_classified_record(data: st.DataObject | None, body: bytes, path_name: str) -> None:
+    """Hostile bytes in hostile framings end in a classified record, byte for byte the pure path's."""
+    path = chunk_path(path_name)
     framed = frame([(0.0, body)], "close") if data is None else data.draw(hostile_framed(body), label="framed")
     raw = framed.raw
     cuts = [] if data is None else data.draw(st.lists(st.integers(0, len(raw)), max_size=30), label="cuts")
     reads = [(i * 1e-3, r) for i, (_, r) in enumerate(split_reads(framed, cuts))]
     with within(20, "the stream path"):
-        res, _ = run(framed, reads, max_tokens=50)
+        res, _ = run(framed, reads, 50, path)
     assert_classified(res)
+    if path is not PYTHON:
+        assert record_json(res) == record_json(run(framed, reads, 50, PYTHON)[0])
 
 
 # -- over a loopback socket, through the real client -------------------------------------------------------------
@@ -489,10 +526,10 @@ def _head(framed: Framed) -> bytes:
 FUZZ_TIMEOUTS = Timeouts(connect=2, first_byte=3, first_token=4, idle=4, total=6)
 
 
-def _over_loopback(srv: ScriptServer, framed: Framed, pieces: list[tuple[float, bytes]], max_tokens: int | None
-                   ) -> RequestResult:
+def _over_loopback(srv: ScriptServer, framed: Framed, pieces: list[tuple[float, bytes]], max_tokens: int | None,
+                   path: ChunkPath = PYTHON) -> RequestResult:
     srv.scripts.append((_head(framed), pieces))
-    client = ChatClient(srv.url, timeouts=FUZZ_TIMEOUTS)
+    client = ChatClient(srv.url, timeouts=FUZZ_TIMEOUTS, chunk_path=path)
     payload: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     if max_tokens is not None:
         payload["max_tokens"] = max_tokens
@@ -521,12 +558,15 @@ def _pieces(data: st.DataObject, raw: bytes, max_pieces: int = 25) -> list[tuple
 
 @fuzz(30)
 @given(data=st.data(), name=st.sampled_from(SMALL_CASES), framing=st.sampled_from(FRAMINGS))
-def test_any_split_over_loopback_gives_the_same_record(data: st.DataObject, name: str, framing: str) -> None:
-    """A case written in random pieces with random delays and read by the client: the record of the pure
-    one-write-at-a-time reading, but for the times (the loopback's) and the fields the client sets."""
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_any_split_over_loopback_gives_the_same_record(data: st.DataObject, name: str, framing: str, path_name: str
+                                                       ) -> None:
+    """A case written in random pieces with random delays and read by the client (either stream path): the record
+    of the pure one-write-at-a-time reading, but for the times (the loopback's) and the fields the client sets."""
+    path = chunk_path(path_name)
     framed = frame(case_writes(name), framing, cut=name in CUT_CASES)
     with ScriptServer() as srv:
-        res = _over_loopback(srv, framed, _pieces(data, framed.raw), case_max_tokens(name))
+        res = _over_loopback(srv, framed, _pieces(data, framed.raw), case_max_tokens(name), path)
     ref = reference(name, framing)[0]
     drop = TIME_FIELDS | CLIENT_FIELDS
     assert fields(res, drop) == {k: v for k, v in ref.items() if k not in drop}
@@ -534,10 +574,13 @@ def test_any_split_over_loopback_gives_the_same_record(data: st.DataObject, name
 
 @fuzz(30)
 @given(data=st.data(), body=st.one_of(mutated_case(), json_events(), sse_soup))
-def test_hostile_bytes_over_loopback_end_in_a_classified_record(data: st.DataObject, body: bytes) -> None:
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_hostile_bytes_over_loopback_end_in_a_classified_record(data: st.DataObject, body: bytes, path_name: str
+                                                                ) -> None:
+    path = chunk_path(path_name)
     framed = data.draw(hostile_framed(body), label="framed")
     with ScriptServer() as srv:
-        res = _over_loopback(srv, framed, _pieces(data, framed.raw, 12), 50)
+        res = _over_loopback(srv, framed, _pieces(data, framed.raw, 12), 50, path)
     assert res.http_status == 200
     assert_classified(res)
 

@@ -12,8 +12,8 @@ import pytest
 
 from harness.interpret import StreamInterpreter, estimate_tokens
 from harness.result import RequestResult
-from harness.sse import SSEDecoder
 from harness.usable import UsableRule
+from tests.chunk_paths import PATH_NAMES, chunk_path
 from tests.stream_cases import expected, fixtures
 
 SSE_CASES = sorted(k for k, c in fixtures().items() if c["http_status"] == 200)
@@ -23,27 +23,30 @@ SSE_CASES = sorted(k for k, c in fixtures().items() if c["http_status"] == 200)
 KEEP_ANSWER = UsableRule(answer_regex=re.compile(""))
 
 
-def replay(name: str) -> tuple[RequestResult, StreamInterpreter]:
-    """Feed a case's writes to the decoder and interpreter; the stream ends at the last write (close)."""
+def replay(name: str, path_name: str = "python") -> tuple[RequestResult, StreamInterpreter]:
+    """Feed a case's writes to the decoder and interpreter of the ``path_name`` stream path (compiled or pure
+    Python, :mod:`harness.chunkpath`); the stream ends at the last write (close)."""
+    path = chunk_path(path_name)
     case = fixtures()[name]
     req = case.get("request") or {}
     # a text check (matching anything) makes the interpreter keep the answer text, for the tests to read
-    interp = StreamInterpreter(req.get("max_tokens"), keep_chunk_times=True, usable=KEEP_ANSWER)
-    dec = SSEDecoder()
+    interp = path.interpreter(req.get("max_tokens"), keep_chunk_times=True, usable=KEEP_ANSWER)
+    framing, dec = path.framing(False, None), path.decoder()
     t = 0.0
     for w in case["writes"]:
         t = w["t"]
-        for payload in dec.feed(w["bytes"]):
-            interp.on_payload(t, payload)
+        if w["bytes"]:
+            path.feed_read(framing, dec, interp, t, w["bytes"])
     res = RequestResult(prompt_id=name, http_status=case["http_status"], max_tokens=req.get("max_tokens"))
     interp.finish(res, t, None, None, dec.error_field, dec.comments)
     return res, interp
 
 
+@pytest.mark.parametrize("path_name", PATH_NAMES)
 @pytest.mark.parametrize("name", SSE_CASES)
-def test_reference_values(name: str) -> None:
+def test_reference_values(name: str, path_name: str) -> None:
     exp = expected()[name]
-    r, _ = replay(name)
+    r, _ = replay(name, path_name)
     assert r.ok is (exp["status"] == "ok"), (r.error_class, r.error_detail)
     assert r.ttft == pytest.approx(exp["ttft"], abs=1e-9) if exp["ttft"] is not None else r.ttft is None
     assert r.ttfat == pytest.approx(exp["ttfat"], abs=1e-9) if exp["ttfat"] is not None else r.ttfat is None

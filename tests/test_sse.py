@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from harness.sse import SSEDecoder
+from tests.chunk_paths import PATH_NAMES, chunk_path
 from tests.stream_cases import fixtures
 
 
-def feed_all(pieces: list[bytes]) -> tuple[list[bytes], SSEDecoder]:
-    d = SSEDecoder()
+def feed_all(pieces: list[bytes], path_name: str = "python") -> tuple[list[bytes], SSEDecoder]:
+    """Every payload of ``pieces`` fed in turn to a fresh decoder of the ``path_name`` stream path, and the
+    decoder."""
+    d = chunk_path(path_name).decoder()
     out: list[bytes] = []
     for p in pieces:
         out.extend(d.feed(p))
@@ -17,35 +20,43 @@ def feed_all(pieces: list[bytes]) -> tuple[list[bytes], SSEDecoder]:
 
 
 @pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"])
-def test_line_endings(eol: bytes) -> None:
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_line_endings(eol: bytes, path_name: str) -> None:
     stream = b"data: a" + eol + eol + b": c" + eol + b"data: b" + eol + b"data: c" + eol + eol
-    out, d = feed_all([stream])
+    out, d = feed_all([stream], path_name)
     assert out == [b"a", b"b\nc"] and d.comments == 1
 
 
-def test_crlf_split_across_reads_is_one_line_end() -> None:
-    out, _ = feed_all([b"data: a\r", b"\n\r", b"\n"])
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_crlf_split_across_reads_is_one_line_end(path_name: str) -> None:
+    out, _ = feed_all([b"data: a\r", b"\n\r", b"\n"], path_name)
     assert out == [b"a"]
 
 
+@pytest.mark.parametrize("path_name", PATH_NAMES)
 @pytest.mark.parametrize("name", sorted(fixtures()))
-def test_one_byte_fragmentation_gives_the_same_events(name: str) -> None:
+def test_one_byte_fragmentation_gives_the_same_events(name: str, path_name: str) -> None:
+    """Whole or byte by byte, on either path: the pure decoder's events of the whole stream."""
     data = b"".join(w["bytes"] for w in fixtures()[name]["writes"])
     whole, _ = feed_all([data])
-    bytewise, _ = feed_all([data[i : i + 1] for i in range(len(data))]) if len(data) < 20000 else (whole, None)
+    pieces = [data[i : i + 1] for i in range(len(data))] if len(data) < 20000 else [data]
+    bytewise, _ = feed_all(pieces, path_name)
     assert bytewise == whole
 
 
-def test_event_without_terminating_blank_line_is_discarded() -> None:
-    out, _ = feed_all([b"data: a\n\ndata: [DONE]"])
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_event_without_terminating_blank_line_is_discarded(path_name: str) -> None:
+    out, _ = feed_all([b"data: a\n\ndata: [DONE]"], path_name)
     assert out == [b"a"]
 
 
-def test_nonstandard_error_field_kept() -> None:
-    out, d = feed_all([b'error: {"code":400}\n\n'])
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_nonstandard_error_field_kept(path_name: str) -> None:
+    out, d = feed_all([b'error: {"code":400}\n\n'], path_name)
     assert out == [] and d.error_field == '{"code":400}'
 
 
-def test_other_fields_ignored() -> None:
-    out, _ = feed_all([b"id: 1\nevent: message\nretry: 10\ndata:x\n\n"])
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_other_fields_ignored(path_name: str) -> None:
+    out, _ = feed_all([b"id: 1\nevent: message\nretry: 10\ndata:x\n\n"], path_name)
     assert out == [b"x"]

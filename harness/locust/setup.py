@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.chunkpath import CLIENT_PATH
 from harness.client import ClientError, NotOpenAIServer, Timeouts
 from harness.config import Profile, ProfileError, SimulatorSpec, resolve_profile_path
 from harness.context_check import context_problems, max_model_len
@@ -228,7 +229,8 @@ def open_run(
         source = (f"Output Dir {typed!r}" if typed else "--output-dir") if output_dir else f"{path}: output.dir"
         raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
     ctx.run_id = ctx.run_dir.path.name
-    log.info("profile %s -> %s model %s; records in %s", path, target.shown, target.model, ctx.run_dir.path)
+    log.info("profile %s -> %s model %s; records in %s; stream path %s", path, target.shown, target.model,
+             ctx.run_dir.path, CLIENT_PATH)
     if not profile.steps.concurrency and profile.rate is None and profile.search is None:
         log.info("%s: steps.concurrency is empty: this run measures the single stream only (%g s); give steps, e.g. "
                  "[8, 16, 32, 64], to measure concurrent load", path, profile.single_stream.duration)

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from harness.chunkpath import CLIENT_PATH
 from harness.report import render_summary
 from tests.procs import process_groups, records
 
@@ -72,6 +73,7 @@ def test_headless_sweep_on_the_simulator(tmp_path: Path, env: dict[str, str]) ->
     meta = json.loads((run / "run.json").read_text())
     assert meta["status"] == "finished"
     assert meta["target"]["simulator"] is True and meta["simulator"]["time_scale"] == 0.25
+    assert meta["client_path"] == CLIENT_PATH  # the per-read stream path the Locust process ran (harness.chunkpath)
     recs = records(run)
     assert meta["records"] == len(recs)
     phases = [

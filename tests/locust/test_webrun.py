@@ -27,7 +27,7 @@ from harness.locust.webrun import (
 from harness.runtime import Run
 
 #: ``run.json``'s keys when a run starts, written by :class:`harness.records.RunDir` for every run.
-_COMMON = {"run_id", "status", "start_wall", "end_wall", "hostname", "argv", "versions",
+_COMMON = {"run_id", "status", "start_wall", "end_wall", "hostname", "argv", "versions", "client_path",
            "profile_path", "profile", "target", "simulator", "prompt_source"}
 
 
