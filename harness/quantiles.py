@@ -15,10 +15,10 @@ the master (or the single process), from the records it writes:
   slices of ``length / SLICES`` seconds each. A value belongs to the slice of its time (a request's end,
   ``start_wall + e2e``); the window at time ``now`` is the slice of ``now`` and the ``SLICES - 1`` before it, so
   it covers between ``length * (1 - 1/SLICES)`` and ``length`` seconds back from ``now``. A slice keeps its counts
-  dense (:class:`Slice`: one 8-byte count per bucket from its lowest to its highest bucket), so memory is bounded
-  by ``SLICES`` slices of at most ~2,300 buckets (1 µs to 2 h at 1 %), ~18 KB each, whatever the request rate;
-  latencies within one or two decades take ~2-4 KB a slice. (A dict per slice, as before, cost ~80 bytes a
-  bucket held: ~50 MB for the exporter's 25 windows once the 30-minute ones were full, in the soak.)
+  dense (:class:`Slice`: one 4-byte count per bucket from its lowest to its highest bucket; 8 bytes once a count
+  passes 2**32 - 1), so memory is bounded by ``SLICES`` slices of at most ~2,300 buckets (1 µs to 2 h at 1 %),
+  ~9 KB each, whatever the request rate; latencies within one or two decades take ~1-2 KB a slice. (A dict per
+  slice cost ~80 bytes a bucket held: docs/development/benchmarks.md, Soak.)
 
 Times are epoch seconds, values seconds. Not thread-safe: :class:`harness.metrics.RunMetrics` holds its lock.
 """
@@ -176,10 +176,12 @@ class BucketCounts:
 
 class Slice:
     """One time slice's values, counted densely: ``counts[i]`` values in bucket ``lo + i``
-    (:func:`harness.histogram.bucket_of`), from the lowest bucket seen to the highest, 8 bytes a bucket.
+    (:func:`harness.histogram.bucket_of`), from the lowest bucket seen to the highest, 4 bytes a bucket (8 once a
+    count no longer fits in 4).
 
     Attributes:
-        counts: an ``array('Q')`` of counts (empty before the first value).
+        counts: an ``array('I')`` of counts (``array('Q')`` after a count passed 2**32 - 1; empty before the first
+            value).
         lo: the bucket index of ``counts[0]``.
         n: number of values.
         min / max: exact extreme values (seconds); None when empty.
@@ -188,7 +190,7 @@ class Slice:
     __slots__ = ("counts", "lo", "max", "min", "n")
 
     def __init__(self) -> None:
-        self.counts = array("Q")
+        self.counts = array("I")
         self.lo = 0
         self.n = 0
         self.min: float | None = None
@@ -203,12 +205,20 @@ class Slice:
             return 0
         i = k - self.lo
         if i < 0:
-            c[0:0] = array("Q", bytes(8 * -i))
+            c[0:0] = array(c.typecode, bytes(c.itemsize * -i))
             self.lo = k
             return 0
         if i >= len(c):
-            c.frombytes(bytes(8 * (i - len(c) + 1)))
+            c.frombytes(bytes(c.itemsize * (i - len(c) + 1)))
         return i
+
+    def _count(self, i: int, v: int) -> None:
+        """Add ``v`` to ``counts[i]``, widening the cells to 8 bytes when the sum no longer fits in 4."""
+        try:
+            self.counts[i] += v
+        except OverflowError:
+            self.counts = array("Q", self.counts)
+            self.counts[i] += v
 
     def _extremes(self, lo: float, hi: float) -> None:
         if self.min is None or lo < self.min:
@@ -218,7 +228,9 @@ class Slice:
 
     def add(self, value_s: float) -> None:
         """Count one value (seconds)."""
-        self.counts[self._index(bucket_of(value_s))] += 1
+        k = bucket_of(value_s)
+        c, i = self.counts, k - self.lo
+        self._count(i if 0 <= i < len(c) else self._index(k), 1)
         self.n += 1
         self._extremes(value_s, value_s)
 
@@ -227,9 +239,11 @@ class Slice:
         g = gh if isinstance(gh, GapCounts) else gap_counts(gh)
         if g is None:
             return
-        c = self.counts
         for k, v in g.items:
-            c[self._index(k)] += v
+            i = k - self.lo
+            if not 0 <= i < len(self.counts):
+                i = self._index(k)
+            self._count(i, v)
         self.n += g.n
         if g.min is not None and g.max is not None:
             self._extremes(g.min, g.max)
