@@ -18,8 +18,11 @@ with 1 % of the requests), ``warm`` (``--warm`` of the requests, default 10 %: t
 * the end-of-run report: ``llmload report RUN_DIR`` run again after the run under ``/usr/bin/time -v`` (wall
   seconds and peak RSS; without ``/usr/bin/time``, polled with psutil every 0.05 s).
 
-    .venv/bin/python benchmarks/soak.py --requests 500000 --time-cap 2700   # the full soak (~25-45 min here)
+    .venv/bin/python benchmarks/soak.py --requests 500000 --time-cap 2700   # the full soak (~7-10 min here)
     .venv/bin/python benchmarks/soak.py --requests 20000                   # quick mode (~1-2 min)
+
+``--trace DIR`` makes the master write its memory trace to DIR (``benchmarks/soak_trace.py``, a debugging aid:
+RSS, malloc figures, gc objects, the exporter windows' cells; optionally ``tracemalloc`` diffs).
 
 Prints a table and writes every figure to ``--json`` (default ``soak.json`` in the output directory). The run
 directory stays in ``--out`` (default a new directory under /tmp; ~1.5 KB a record).
@@ -395,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-report", action="store_true", help="do not time llmload report afterwards")
     ap.add_argument("--locustfile", type=Path, default=None, help="default locustfiles/k26.py")
     ap.add_argument("--trace", type=Path, default=None,
-                    help="the master writes a memory trace here (benchmarks/soak_trace.py; slows it down)")
+                    help="the master writes its memory trace here (benchmarks/soak_trace.py: LLMLOAD_TRACE_*)")
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="llmload-soak-"))
     res = soak(args.requests, out, args.workers, args.concurrency, args.max_tokens, args.time_scale,
