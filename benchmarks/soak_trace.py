@@ -13,10 +13,11 @@ Environment (read on the master at Locust's ``init``):
   by the allocator goes back to the system: RSS that falls with it was never a leak).
 
 Every look appends one line to ``DIR/master.tsv``: seconds since init, the master's RSS, the Python heap
-``tracemalloc`` counts (bytes; 0 when off), the number of objects the garbage collector tracks, and glibc's
+``tracemalloc`` counts (bytes; 0 when off), the number of objects the garbage collector tracks (containers of
+objects: numbers, strings and dicts holding only such are not among them), and glibc's
 ``mallinfo2`` figures (``arena``: bytes the main heap holds from the system, ``hblkhd``: in mmapped blocks,
 ``uordblks``: in use, ``fordblks``: free but held, all bytes; Python's small objects live in pymalloc's own mmapped
-arenas, outside these), and ``window_cells``: the count cells (8 bytes each, :class:`harness.quantiles.Slice`)
+arenas, outside these), and ``window_cells``: the count cells (4 bytes each, :class:`harness.quantiles.Slice`)
 held by the slices of the exporter's sliding percentile windows (bounded state that grows until the longest
 window, 30 minutes, is full). With ``tracemalloc`` on, each look also writes
 ``DIR/top-<seconds>.txt``: the 30 source lines whose live allocations grew most since the first look (size and
