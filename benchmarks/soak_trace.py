@@ -7,8 +7,9 @@ Environment (read on the master at Locust's ``init``):
 * ``LLMLOAD_TRACE_EVERY``: seconds between looks (default 30);
 * ``LLMLOAD_TRACE_FRAMES``: frames a ``tracemalloc`` traceback keeps; 0 (the default) leaves ``tracemalloc`` off
   and writes the cheap columns only. ``tracemalloc`` slows the master's record path several times over: at the
-  soak's full rate the master falls behind its workers (their batches queue up and the exporter stops
-  answering), so trace with a throttled load (``--concurrency 2``, or ``--time-scale`` above 0);
+  soak's rate the master falls behind its workers (their batches queue up, their records count as live
+  allocations, and the exporter stops answering): it did with ``--concurrency 2`` too, after ~30 s. Trace a
+  short run, or a load slowed by the simulator (``--time-scale`` above 0; not tried);
 * ``LLMLOAD_TRACE_TRIM``: ``1`` calls glibc's ``malloc_trim(0)`` after each look (memory freed by Python but held
   by the allocator goes back to the system: RSS that falls with it was never a leak).
 
