@@ -18,8 +18,11 @@ with 1 % of the requests), ``warm`` (``--warm`` of the requests, default 10 %: t
 * the end-of-run report: ``llmload report RUN_DIR`` run again after the run under ``/usr/bin/time -v`` (wall
   seconds and peak RSS; without ``/usr/bin/time``, polled with psutil every 0.05 s).
 
-    .venv/bin/python benchmarks/soak.py --requests 500000 --time-cap 2700   # the full soak (~25-45 min here)
+    .venv/bin/python benchmarks/soak.py --requests 500000 --time-cap 2700   # the full soak (~7-10 min here)
     .venv/bin/python benchmarks/soak.py --requests 20000                   # quick mode (~1-2 min)
+
+``--trace DIR`` makes the master write its memory trace to DIR (``benchmarks/soak_trace.py``, a debugging aid:
+RSS, malloc figures, gc objects, the exporter windows' cells; optionally ``tracemalloc`` diffs).
 
 Prints a table and writes every figure to ``--json`` (default ``soak.json`` in the output directory). The run
 directory stays in ``--out`` (default a new directory under /tmp; ~1.5 KB a record).
@@ -240,13 +243,16 @@ def soak(
     report: bool = True,
     log: Any = None,
     locustfile: Path | None = None,
+    trace: Path | None = None,
 ) -> SoakResult:
     """Run one soak of ``requests`` requests (see the module docstring) with its run directory under ``out``.
 
     ``time_cap``: seconds of load at most (then stopped, ``capped`` set); ``every``: seconds between samples;
     ``warm``: the fraction of ``requests`` whose sample is the RSS growth baseline; ``report``: time the
     ``llmload report`` after the run; ``log``: called with each progress line (default: print it);
-    ``locustfile``: the locustfile to run (default ``locustfiles/k26.py``). Every process started is ended before
+    ``locustfile``: the locustfile to run (default ``locustfiles/k26.py``); ``trace``: a directory where the
+    master writes its memory trace (``benchmarks/soak_trace.py`` becomes the locustfile; see its docstring for the
+    ``LLMLOAD_TRACE_*`` settings). Every process started is ended before
     this returns.
 
     Raises:
@@ -261,6 +267,9 @@ def soak(
     prof.write_text(PROFILE.format(max_tokens=max_tokens, concurrency=concurrency,
                                    duration=int(time_cap) + 60, out=out / "runs"))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if trace is not None:
+        env["LLMLOAD_TRACE_DIR"] = str(trace.resolve())
+        locustfile = Path(__file__).resolve().parent / "soak_trace.py"
     rpc, mport = str(_free_port()), _free_port()
     locust = [sys.executable, "-m", "locust", "-f", str(locustfile or ROOT / "locustfiles" / "k26.py")]
     logs = [out / f"proc{i}.log" for i in range(workers + 1)]
@@ -275,7 +284,7 @@ def soak(
         names = {"master": procs[0].pid, **{f"worker{i + 1}": p.pid for i, p in enumerate(procs[1:])},
                  "sim": sim.popen.pid}
         metrics = f"http://127.0.0.1:{mport}/metrics"
-        t0 = time.monotonic()
+        t0 = t_answer = time.monotonic()  # t_answer: the exporter's last answer
         t_load: float | None = None
         try:
             while True:
@@ -285,11 +294,11 @@ def soak(
                 try:
                     n, series = scrape(metrics)
                 except OSError:
-                    if time.monotonic() - t0 > 120:
-                        raise RuntimeError(f"the exporter at {metrics} never answered: see {out}") from None
+                    if time.monotonic() - t_answer > 120:
+                        raise RuntimeError(f"the exporter at {metrics} did not answer for 120 s: see {out}") from None
                     time.sleep(0.5)
                     continue
-                now = time.monotonic()
+                now = t_answer = time.monotonic()
                 if n > 0 and t_load is None:
                     t_load = now
                 res.samples.append(Sample(round(now - t0, 2), n, series, rss_of(names)))
@@ -388,10 +397,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="figures file (default OUT/soak.json)")
     ap.add_argument("--no-report", action="store_true", help="do not time llmload report afterwards")
     ap.add_argument("--locustfile", type=Path, default=None, help="default locustfiles/k26.py")
+    ap.add_argument("--trace", type=Path, default=None,
+                    help="the master writes its memory trace here (benchmarks/soak_trace.py: LLMLOAD_TRACE_*)")
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="llmload-soak-"))
     res = soak(args.requests, out, args.workers, args.concurrency, args.max_tokens, args.time_scale,
-               args.time_cap, args.every, args.warm, not args.no_report, locustfile=args.locustfile)
+               args.time_cap, args.every, args.warm, not args.no_report, locustfile=args.locustfile,
+               trace=args.trace)
     (args.json or out / "soak.json").write_text(json.dumps(asdict(res), indent=1))
     print(table(res))
     print(f"figures: {args.json or out / 'soak.json'}")

@@ -14,8 +14,11 @@ the master (or the single process), from the records it writes:
 * :class:`SlidingQuantiles`: one metric's values over the last ``length`` seconds, kept as :data:`SLICES`
   slices of ``length / SLICES`` seconds each. A value belongs to the slice of its time (a request's end,
   ``start_wall + e2e``); the window at time ``now`` is the slice of ``now`` and the ``SLICES - 1`` before it, so
-  it covers between ``length * (1 - 1/SLICES)`` and ``length`` seconds back from ``now``. Memory is bounded by
-  ``SLICES`` slices of at most ~2,300 buckets each (1 µs to 2 h at 1 %), whatever the request rate.
+  it covers between ``length * (1 - 1/SLICES)`` and ``length`` seconds back from ``now``. A slice keeps its counts
+  dense (:class:`Slice`: one 4-byte count per bucket from its lowest to its highest bucket; 8 bytes once a count
+  passes 2**32 - 1), so memory is bounded by ``SLICES`` slices of at most ~2,300 buckets (1 µs to 2 h at 1 %),
+  ~9 KB each, whatever the request rate; latencies within one or two decades take ~1-2 KB a slice. (A dict per
+  slice cost ~80 bytes a bucket held: docs/development/benchmarks.md, Soak.)
 
 Times are epoch seconds, values seconds. Not thread-safe: :class:`harness.metrics.RunMetrics` holds its lock.
 """
@@ -23,13 +26,14 @@ Times are epoch seconds, values seconds. Not thread-safe: :class:`harness.metric
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.histogram import LogHistogram, bucket_of, bucket_value
 
-__all__ = ["SLICES", "BucketCounts", "GapCounts", "SlidingQuantiles", "gap_counts"]
+__all__ = ["SLICES", "BucketCounts", "GapCounts", "Slice", "SlidingQuantiles", "gap_counts"]
 
 #: Slices per window: the window's start moves in steps of 1/60 of its length (1 s for 1 min, 30 s for 30 min).
 SLICES = 60
@@ -100,6 +104,10 @@ class BucketCounts:
         if g.min is not None and g.max is not None:
             self._extremes(g.min, g.max)
 
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        """(bucket index, count) of every bucket holding values."""
+        return iter(self.counts.items())
+
     def merge(self, other: BucketCounts) -> None:
         """Add every value of ``other``."""
         c = self.counts
@@ -109,10 +117,10 @@ class BucketCounts:
         if other.min is not None and other.max is not None:
             self._extremes(other.min, other.max)
 
-    def subtract(self, other: BucketCounts) -> None:
+    def subtract(self, other: BucketCounts | Slice) -> None:
         """Remove the counts of ``other`` (values added before; min and max are left as they were)."""
         c = self.counts
-        for k, v in other.counts.items():
+        for k, v in other.pairs():
             left = c[k] - v
             if left:
                 c[k] = left
@@ -166,6 +174,86 @@ class BucketCounts:
         return h.quantile(q)
 
 
+class Slice:
+    """One time slice's values, counted densely: ``counts[i]`` values in bucket ``lo + i``
+    (:func:`harness.histogram.bucket_of`), from the lowest bucket seen to the highest, 4 bytes a bucket (8 once a
+    count no longer fits in 4).
+
+    Attributes:
+        counts: an ``array('I')`` of counts (``array('Q')`` after a count passed 2**32 - 1; empty before the first
+            value).
+        lo: the bucket index of ``counts[0]``.
+        n: number of values.
+        min / max: exact extreme values (seconds); None when empty.
+    """
+
+    __slots__ = ("counts", "lo", "max", "min", "n")
+
+    def __init__(self) -> None:
+        self.counts = array("I")
+        self.lo = 0
+        self.n = 0
+        self.min: float | None = None
+        self.max: float | None = None
+
+    def _index(self, k: int) -> int:
+        """The position of bucket ``k`` in :attr:`counts`, which grows (zeros) to hold it."""
+        c = self.counts
+        if not c:
+            self.lo = k
+            c.append(0)
+            return 0
+        i = k - self.lo
+        if i < 0:
+            c[0:0] = array(c.typecode, bytes(c.itemsize * -i))
+            self.lo = k
+            return 0
+        if i >= len(c):
+            c.frombytes(bytes(c.itemsize * (i - len(c) + 1)))
+        return i
+
+    def _count(self, i: int, v: int) -> None:
+        """Add ``v`` to ``counts[i]``, widening the cells to 8 bytes when the sum no longer fits in 4."""
+        try:
+            self.counts[i] += v
+        except OverflowError:
+            self.counts = array("Q", self.counts)
+            self.counts[i] += v
+
+    def _extremes(self, lo: float, hi: float) -> None:
+        if self.min is None or lo < self.min:
+            self.min = lo
+        if self.max is None or hi > self.max:
+            self.max = hi
+
+    def add(self, value_s: float) -> None:
+        """Count one value (seconds)."""
+        k = bucket_of(value_s)
+        c, i = self.counts, k - self.lo
+        self._count(i if 0 <= i < len(c) else self._index(k), 1)
+        self.n += 1
+        self._extremes(value_s, value_s)
+
+    def add_hist(self, gh: Mapping[str, Any] | GapCounts) -> None:
+        """Count every value of a record's gap histogram (as :meth:`BucketCounts.add_hist`)."""
+        g = gh if isinstance(gh, GapCounts) else gap_counts(gh)
+        if g is None:
+            return
+        for k, v in g.items:
+            i = k - self.lo
+            if not 0 <= i < len(self.counts):
+                i = self._index(k)
+            self._count(i, v)
+        self.n += g.n
+        if g.min is not None and g.max is not None:
+            self._extremes(g.min, g.max)
+
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        """(bucket index, count) of every bucket holding values, in bucket order."""
+        lo = self.lo
+        return ((lo + i, v) for i, v in enumerate(self.counts) if v)
+
+
 class SlidingQuantiles:
     """One metric's values over the last ``length`` seconds (see the module docstring for the window).
 
@@ -189,17 +277,17 @@ class SlidingQuantiles:
         self.width = self.length / slices
         self.nearest = nearest
         self.total = BucketCounts()  # every slice kept, summed (its min and max are not the window's)
-        self._slices: dict[int, BucketCounts] = {}
+        self._slices: dict[int, Slice] = {}
         self._k_now: int | None = None
 
-    def _slice(self, t: float) -> BucketCounts | None:
+    def _slice(self, t: float) -> Slice | None:
         """The slice of time ``t`` (created when missing), or None when it has left the window."""
         k = math.floor(t / self.width)
         if self._k_now is not None and k <= self._k_now - self.n_slices:
             return None
         s = self._slices.get(k)
         if s is None:
-            s = self._slices[k] = BucketCounts()
+            s = self._slices[k] = Slice()
         return s
 
     def add(self, t: float, value_s: float) -> None:

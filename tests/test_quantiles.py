@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from harness.histogram import LogHistogram
-from harness.quantiles import SLICES, BucketCounts, SlidingQuantiles
+from harness.quantiles import SLICES, BucketCounts, GapCounts, Slice, SlidingQuantiles
 from harness.report.stats import percentile
 
 QS = (0.0, 0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0)
@@ -128,3 +128,49 @@ def test_sliding_window_ignores_values_that_left_it_and_never_goes_back() -> Non
     assert gaps.n == 3 and gaps.quantiles(2000.0, (0.5,)) == [pytest.approx(0.02, rel=0.005)]
     with pytest.raises(ValueError):
         SlidingQuantiles(0.0)
+
+
+def test_a_slice_counts_as_bucket_counts_do_densely_from_its_lowest_to_its_highest_bucket() -> None:
+    rng = random.Random(7)
+    values = [rng.lognormvariate(math.log(0.01), 1.0) for _ in range(3000)]
+    values[100] = 0.5  # above the first values, then below them: the array grows at both ends
+    values[200] = 1e-5
+    gh = LogHistogram()
+    for v in (0.001, 0.002, 0.002, 30.0):
+        gh.add(v)
+    s, c = Slice(), BucketCounts()
+    for v in values:
+        s.add(v)
+        c.add(v)
+    s.add_hist(gh.to_json())
+    c.add_hist(gh.to_json())
+    assert dict(s.pairs()) == c.counts and (s.n, s.min, s.max) == (c.n, c.min, c.max)
+    ks = [k for k, _ in s.pairs()]
+    assert ks == sorted(ks) and len(s.counts) == max(ks) - min(ks) + 1 == max(ks) - s.lo + 1
+    total = BucketCounts()
+    total.merge(c)
+    total.subtract(s)
+    assert total.n == 0 and total.counts == {}
+
+
+def test_a_windows_memory_is_its_slices_bucket_range_not_its_values() -> None:
+    """60 slices of latencies within 1 ms ... 100 ms (at most ~470 1 % buckets a slice): under 2 KB a slice,
+    whatever the number of values (a dict per slice took ~80 bytes a bucket held)."""
+    rng = random.Random(3)
+    sq = SlidingQuantiles(60.0)
+    t0 = 1_000_000.0
+    for i in range(60_000):
+        sq.add(t0 + i / 1000, min(max(rng.lognormvariate(math.log(0.01), 0.8), 0.001), 0.1))
+    assert len(sq._slices) == SLICES
+    assert all(len(s.counts) <= 470 and s.counts.itemsize == 4 for s in sq._slices.values())
+    assert sum(s.n for s in sq._slices.values()) == sq.n == 60_000
+
+
+def test_a_slice_widens_its_cells_when_a_count_passes_four_bytes() -> None:
+    s = Slice()
+    s.add(0.01)
+    big = GapCounts(((s.lo, 2**32 - 1), (s.lo + 3, 5)), 2**32 + 4, 0.01, 0.0104)
+    s.add_hist(big)
+    assert s.counts.itemsize == 8 and dict(s.pairs()) == {s.lo: 2**32, s.lo + 3: 5} and s.n == 2**32 + 5
+    s.add(0.01)
+    assert dict(s.pairs())[s.lo] == 2**32 + 1

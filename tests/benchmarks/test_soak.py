@@ -54,3 +54,23 @@ def test_a_tiny_soak_runs_end_to_end(tmp_path: Path) -> None:
     assert {"master", "master_children", "worker1", "worker2", "sim"} <= set(end.rss)
     assert all(end.rss[k] > 10_000_000 for k in ("master", "worker1", "worker2", "sim")), end.rss
     assert end.series > 0 and res.report_rc == 0 and res.report_s and res.report_peak_rss, sb.table(res)
+
+
+@pytest.mark.slow
+def test_a_traced_soak_writes_the_masters_memory_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--trace``: the master (only) appends its RSS, malloc figures, gc objects and window cells to master.tsv
+    at each look, and with tracemalloc on writes the lines that grew most; records still equal the server's."""
+    monkeypatch.setenv("LLMLOAD_TRACE_EVERY", "0.3")
+    monkeypatch.setenv("LLMLOAD_TRACE_FRAMES", "1")
+    monkeypatch.setenv("LLMLOAD_TRACE_TRIM", "1")
+    trace = tmp_path / "trace"
+    res = sb.soak(300, tmp_path, workers=2, concurrency=2, every=0.5, time_cap=60, report=False,
+                  log=lambda _m: None, trace=trace)
+    assert res.records_equal_server, sb.table(res)
+    head, *rows = [line.split("\t") for line in (trace / "master.tsv").read_text().splitlines()]
+    assert head == ["t_s", "rss", "traced", "gc_objects", "arena", "hblkhd", "uordblks", "fordblks", "window_cells"]
+    assert len(rows) >= 2 and all(len(r) == len(head) for r in rows)
+    assert all(int(r[1]) > 10_000_000 and int(r[2]) > 0 and int(r[3]) > 1000 for r in rows), rows
+    assert int(rows[-1][8]) > 0, rows  # the exporter's windows hold the requests' values
+    tops = sorted(trace.glob("top-*.txt"))
+    assert tops and "grew most since the first look:" in tops[-1].read_text()
