@@ -1,7 +1,8 @@
 """The step rows copy only :data:`harness.report.columns._ROW_COLUMNS` of a step's records (the memory of a
 million-record report): the rows equal those computed from copies of every column, on a generated run with errors,
 truncations and chunk times and on the recorded demo run; and a column a row reads that is not listed fails loudly
-instead of reading as missing."""
+instead of reading as missing. The two-pass read merges each step's gap histogram at load and drops the
+``gap_hist`` column: the rows' gap percentiles are unchanged."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 import harness.report.columns as columns_mod
 from harness.report.build import load_report_run, report_settings
-from harness.report.columns import FrameRun, step_rows
+from harness.report.columns import FrameRun, load_frame_run, step_gap_histograms, step_rows
 from harness.report.exprs import ends_in
 from tests.benchmarks import load_benchmark
 from tests.report.test_frame import demo_run
@@ -61,3 +62,21 @@ def test_ends_in_reads_two_columns_only() -> None:
     frame = pl.DataFrame({"_end": [1.0, 2.0, 3.0, 4.0], "_usable": [True, False, True, True],
                           "big": ["x" * 10] * 4})
     assert ends_in(frame, "_usable", 1.0, 4.0).to_list() == [3.0]
+
+
+def test_two_pass_read_merges_the_gaps_then_drops_the_column(gen_run: Path) -> None:
+    two = load_report_run(gen_run)
+    assert "gap_hist" not in two.frame.columns and two.gaps
+    one = load_frame_run(gen_run)  # one pass: the column kept, the rows merge it themselves
+    assert "gap_hist" in one.frame.columns and not one.gaps
+    as_json = {k: v.to_json() for k, v in two.gaps.items()}
+    assert {k: v.to_json() for k, v in step_gap_histograms(one).items()} == as_json
+    s = report_settings(two.meta)
+    got = step_rows(two, s.hours_n, s.time_scale, s.usd_per_hour)
+    want = step_rows(one, s.hours_n, s.time_scale, s.usd_per_hour)
+    keys = ("gap_n", "gap_p50_s", "gap_p95_s", "gap_p99_s")
+    assert [[r[k] for k in keys] for r in got] == [[r[k] for k in keys] for r in want]
+    assert all(r["gap_n"] for r in got)
+    two.gaps.clear()  # a window whose histogram was not kept, and no column to merge: an error, not empty gaps
+    with pytest.raises(ValueError, match="gap histogram was not merged"):
+        step_rows(two, s.hours_n, s.time_scale, s.usd_per_hour)
