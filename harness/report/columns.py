@@ -118,6 +118,7 @@ __all__ = [
     "prepare",
     "run_totals",
     "steady_windows",
+    "step_gap_histograms",
     "step_rows",
     "warmup_summary",
     "without_gaps",
@@ -194,6 +195,9 @@ class FrameRun:
         meta: ``run.json`` (empty when missing or unreadable).
         problems: human-readable issues met while loading (the report shows them as notes).
         events: the ``phases.jsonl`` events as read (rate steps' ``phase_start`` keys, the ``search`` event).
+        gaps: the merged gap histogram of each step's latency sample (:func:`step_gap_histograms`), keyed by
+            (step, steady, w0, w1); set by the two-pass read, which then drops the ``gap_hist`` column (most of the
+            frame's memory). Empty otherwise: the step rows merge the frame's ``gap_hist`` themselves.
     """
 
     path: Path
@@ -204,6 +208,7 @@ class FrameRun:
     meta: RunMeta = field(default_factory=RunMeta)
     problems: list[str] = field(default_factory=list)
     events: list[PhaseEvent] = field(default_factory=list)
+    gaps: dict[tuple[int, bool, float, float], LogHistogram] = field(default_factory=dict)
 
     @property
     def main(self) -> pl.DataFrame:
@@ -233,8 +238,9 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
 
     With ``chunk_edges``, a two-pass read whose memory does not grow with the chunk times kept: pass 1 reads every
     column but ``chunk_times`` / ``chunk_tokens`` (and the phases); ``chunk_edges(run)`` then gives the time bin
-    edges (epoch s) of every window the caller will ask tokens of; pass 2 streams the chunk lists
-    (:func:`harness.report.frame.iter_chunk_batches`) and reduces each batch to its records' per-bin sums
+    edges (epoch s) of every window the caller will ask tokens of; the steps' gap histograms are merged
+    (:func:`step_gap_histograms`, kept in ``run.gaps``) and the ``gap_hist`` column dropped; pass 2 streams the
+    chunk lists (:func:`harness.report.frame.iter_chunk_batches`) and reduces each batch to its records' per-bin sums
     (:func:`harness.report.tokens.reduce_chunks`), so the frame holds :data:`harness.report.tokens.CHUNK_BIN_COLUMNS`
     instead of the lists. The tokens placed in a window of whole bins are those placed from the lists; a window
     cutting a bin raises :class:`harness.report.tokens.CoarseChunkBins` (read again without ``chunk_edges``).
@@ -272,8 +278,12 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
             problems.append(INFERRED_PHASES_NOTE)
     problems.extend(loss_note(x, run.phases) for x in losses)
     if chunk_edges is not None:
+        edges = list(chunk_edges(run))
+        # the only reader of gap_hist is the step rows' merge: done now, the column (~0.4 KB a record) dropped
+        run.gaps = step_gap_histograms(run)
+        run.frame = run.frame.drop("gap_hist", strict=False)
         try:
-            run.frame = _with_reduced_chunks(run, list(chunk_edges(run)), chunk_bytes or DEFAULT_CHUNK_BYTES)
+            run.frame = _with_reduced_chunks(run, edges, chunk_bytes or DEFAULT_CHUNK_BYTES)
         except _RecordsChanged:  # a run still going appended records between the passes: one pass, consistent
             return load_frame_run(root, chunk_bytes)
     return run
@@ -565,17 +575,42 @@ def _step_sample(main: pl.DataFrame, phase: Phase, window: Window) -> tuple[floa
     return w0, w1, main.filter(in_sample(phase.step, window.steady, w0, w1))
 
 
+#: The columns of a step's records that :func:`_step_row` reads from its sample and step records (the rows it
+#: filters out of the frame): every other column (``gap_hist``, the reduced chunk bins, identity and timing columns
+#: the row does not read) is left out of those copies. At 1M records a step's filters copied ~250 MB of its rows of
+#: every column, and the allocator kept them: +125 MB of peak RSS per step. A figure reading a column not listed
+#: here fails at once (polars: column not found), never silently; ``failures_by_class`` reads the four error
+#: columns when present, so they are listed (tests/report/test_step_row_columns.py checks the row is unchanged).
+_ROW_COLUMNS: tuple[str, ...] = (
+    START, END, STEP, OK, USABLE, "user", "ttft", "ttfat", "e2e", "tpot", "read_lag_max", "output_tokens",
+    "token_source", "reasoning_tokens", "answer_tokens", "finish_reason", "truncated", "truncated_in_reasoning",
+    "suspect_truncation", "hidden_reasoning", "usable_reason", "error_class", "error_detail", "http_status",
+    "retry_after_s",
+)
+
+
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None, open_loop: Mapping[int, float | None],
-              cycles: tuple[pl.DataFrame, pl.DataFrame]) -> dict[str, Any]:
+              cycles: tuple[pl.DataFrame, pl.DataFrame],
+              known_gaps: Mapping[tuple[int, bool, float, float], LogHistogram] | None = None) -> dict[str, Any]:
     """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared;
     ``open_loop`` maps a rate step to its shortfall; ``cycles`` are the run's request cycles rewarded by usable
-    and by ok (:func:`harness.report.interval.cycle_frame`)."""
-    light = without_gaps(main)  # the filters below copy their rows: not the gap_hist text
-    w0, w1, sample = _step_sample(light, phase, window)
-    gaps = gap_histogram(main, where=in_sample(phase.step, window.steady, w0, w1) & pl.col(OK))
-    main = light
-    step_recs = main.filter(pl.col(STEP) == phase.step)
+    and by ok (:func:`harness.report.interval.cycle_frame`); ``known_gaps``: :attr:`FrameRun.gaps` (the step's
+    gap histogram when merged at load; else merged here from ``main``'s ``gap_hist``).
+
+    Raises:
+        ValueError: ``main`` has no ``gap_hist`` and ``known_gaps`` lacks the step's window.
+    """
+    narrow = main.select(_ROW_COLUMNS)  # zero-copy; the filters below copy these columns of their rows only
+    w0, w1, sample = _step_sample(narrow, phase, window)
+    gaps = known_gaps.get((phase.step, window.steady, w0, w1)) if known_gaps else None
+    if gaps is None:
+        if "gap_hist" not in main.columns:
+            raise ValueError(f"step {phase.step}: its gap histogram was not merged before the gap_hist column was "
+                             "dropped (FrameRun.gaps lacks its window)")
+        gaps = _sample_gaps(main, phase, window.steady, w0, w1)
+    main = without_gaps(main)
+    step_recs = narrow.filter(pl.col(STEP) == phase.step)
     ok_sample = sample.filter(pl.col(OK))
     c = _sample_counts(sample)
     n_sample, n_ok = sample.height, c["ok"]
@@ -677,8 +712,28 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
     light = without_gaps(main)
     cycles = (cycle_frame(light, START, END, "user", USABLE), cycle_frame(light, START, END, "user", OK))
     loops = dict(open_loop or {})
-    return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles)
+    return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles, run.gaps)
             for p, w in zip(steps, windows, strict=True)]
+
+
+def _sample_gaps(main: pl.DataFrame, phase: Phase, steady: bool, w0: float, w1: float) -> LogHistogram:
+    """The merged gap histogram of a step's latency sample (its successful requests in the sample window)."""
+    return gap_histogram(main, where=in_sample(phase.step, steady, w0, w1) & pl.col(OK))
+
+
+def step_gap_histograms(run: FrameRun) -> dict[tuple[int, bool, float, float], LogHistogram]:
+    """The merged gap histogram (seconds) of each step's latency sample, keyed by (step, steady, w0, w1) (the
+    sample window, as :func:`_step_row` finds it), over ``run.main``'s ``gap_hist``: what :func:`_step_row` would
+    merge, so a frame can drop its ``gap_hist`` column once these are kept (:attr:`FrameRun.gaps`). Same windows
+    as :func:`step_rows` (:func:`steady_windows`, then the lost workers' cut, :func:`apply_losses`)."""
+    steps = [p for p in run.phases if p.label != "warmup"]
+    windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
+    main = run.main
+    out: dict[tuple[int, bool, float, float], LogHistogram] = {}
+    for p, w in zip(steps, windows, strict=True):
+        w0, w1 = (w.start, w.end) if w.steady else (p.start, p.end)
+        out[(p.step, w.steady, w0, w1)] = _sample_gaps(main, p, w.steady, w0, w1)
+    return out
 
 
 def warmup_summary(run: FrameRun) -> dict[str, Any]:

@@ -52,7 +52,7 @@ def ends_in(main: pl.DataFrame, which: str, w0: float, w1: float) -> pl.Series:
     """End times (epoch s) of the records with the flag column ``which`` (:data:`USABLE` / :data:`OK`) ending
     inside ``(w0, w1)``, in record order: the events ``hours.batch_means`` counts."""
     end = pl.col(END)
-    return main.filter(pl.col(which) & (end > w0) & (end < w1)).get_column(END)
+    return main.select(END, which).filter(pl.col(which) & (end > w0) & (end < w1)).get_column(END)  # 2 columns copied
 
 
 def streamed_tokens() -> pl.Expr:
