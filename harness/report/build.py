@@ -24,8 +24,8 @@ from harness.report.columns import (
     FrameRun,
     load_frame_run,
     run_totals,
-    steady_windows,
     step_rows,
+    step_windows,
     warmup_summary,
     without_gaps,
 )
@@ -34,7 +34,7 @@ from harness.report.diagnosis import hidden_reasoning_notes, prompt_notes, promp
 from harness.report.exprs import END, START
 from harness.report.goodput import GOODPUT_ROW_KEYS, add_goodput, slo_capacity, slo_spec
 from harness.report.load import DEFAULT_HOURS_TO_N, Phase
-from harness.report.lost import apply_losses, losses_and_stalls, worker_losses
+from harness.report.lost import worker_losses
 from harness.report.model import SCHEMA, Report, SearchResult, StepRow
 from harness.report.rate import add_rate, open_loop_steps, rate_notes
 from harness.report.rundata import PhaseEvent, RunMeta
@@ -377,8 +377,7 @@ def report_chunk_edges(run: FrameRun) -> list[float]:
     (:func:`harness.report.charts.timeline_chart`: from the report's start, :func:`harness.report.series.time_bin_s`
     wide, to the last step or record end)."""
     settings = report_settings(run.meta)
-    steps = [p for p in run.phases if p.label != "warmup"]
-    windows = apply_losses(steady_windows(run.frame, steps), steps, losses_and_stalls(run.events, run.frame))
+    steps, windows = step_windows(run)
     edges: list[float] = []
     for p, w in zip(steps, windows, strict=True):
         w0, w1 = (w.start, w.end) if w.steady else (p.start, p.end)

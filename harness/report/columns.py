@@ -120,6 +120,7 @@ __all__ = [
     "steady_windows",
     "step_gap_histograms",
     "step_rows",
+    "step_windows",
     "warmup_summary",
     "without_gaps",
 ]
@@ -707,8 +708,7 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
             interval method (:func:`harness.report.figures.rate_estimate`).
     """
     main = run.main if main is None else main
-    steps = [p for p in run.phases if p.label != "warmup"]
-    windows = apply_losses(steady_windows(run.frame, steps), steps, losses_and_stalls(run.events, run.frame))
+    steps, windows = step_windows(run)
     light = without_gaps(main)
     cycles = (cycle_frame(light, START, END, "user", USABLE), cycle_frame(light, START, END, "user", OK))
     loops = dict(open_loop or {})
@@ -721,13 +721,20 @@ def _sample_gaps(main: pl.DataFrame, phase: Phase, steady: bool, w0: float, w1: 
     return gap_histogram(main, where=in_sample(phase.step, steady, w0, w1) & pl.col(OK))
 
 
+def step_windows(run: FrameRun) -> tuple[list[Phase], list[Window]]:
+    """The run's load phases (every phase but the warm-up) and each one's steady window: :func:`steady_windows`, then
+    made not steady where a worker was lost or stalled (:func:`harness.report.lost.apply_losses` over
+    :func:`harness.report.lost.losses_and_stalls`). The one source of the windows every figure is computed over."""
+    steps = [p for p in run.phases if p.label != "warmup"]
+    return steps, apply_losses(steady_windows(run.frame, steps), steps, losses_and_stalls(run.events, run.frame))
+
+
 def step_gap_histograms(run: FrameRun) -> dict[tuple[int, bool, float, float], LogHistogram]:
     """The merged gap histogram (seconds) of each step's latency sample, keyed by (step, steady, w0, w1) (the
     sample window, as :func:`_step_row` finds it), over ``run.main``'s ``gap_hist``: what :func:`_step_row` would
     merge, so a frame can drop its ``gap_hist`` column once these are kept (:attr:`FrameRun.gaps`). Same windows
     as :func:`step_rows` (:func:`steady_windows`, then the lost workers' cut, :func:`apply_losses`)."""
-    steps = [p for p in run.phases if p.label != "warmup"]
-    windows = apply_losses(steady_windows(run.frame, steps), steps, worker_losses(run.events))
+    steps, windows = step_windows(run)
     main = run.main
     out: dict[tuple[int, bool, float, float], LogHistogram] = {}
     for p, w in zip(steps, windows, strict=True):
