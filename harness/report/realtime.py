@@ -11,7 +11,8 @@ applied to every catalogued figure (:data:`harness.report.catalogue.FIGURES`) by
 * ``tok/s``, ``req/s`` × ``time_scale``;
 * counts, tokens, shares and percentages unchanged (they do not depend on the clock);
 
-and to each hours-to-N entry (hours and bounds, token hours, US$ ÷; samples per hour and rate bounds ×), and to the
+and to each hours-to-N entry (hours and bounds, token hours, US$ ÷; samples per hour and rate bounds ×), to each
+soak drift fit (slopes per hour ×, its text rewritten; the total change over the step unchanged), and to the
 figures of each soak slice and of each point of the web view's live history (:func:`values_in_real_time`: same
 keys, same rule). Wall-clock timestamps (``start_wall``, ``end_wall``, ``t``) are not figures and stay as
 measured: the charts' time axis is the compressed wall time. Client overheads do not scale, so the equivalents are
@@ -23,9 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness.report.catalogue import FIGURES, Unit
-from harness.report.model import HoursEntry, StepRow
+from harness.report.model import DriftFit, HoursEntry, StepDrift, StepRow
+from harness.report.soak import drift_text
 
-__all__ = ["in_real_time", "values_in_real_time"]
+__all__ = ["drift_in_real_time", "in_real_time", "values_in_real_time"]
 
 _DIVIDE = (Unit.S, Unit.H, Unit.USD)
 _MULTIPLY = (Unit.TOK_S, Unit.REQ_S)
@@ -41,6 +43,27 @@ def _hours(h: HoursEntry, ts: float) -> HoursEntry:
     update = {k: _scaled(getattr(h, k), 1 / ts) for k in _HOURS_DIVIDE}
     update.update({k: _scaled(getattr(h, k), ts) for k in _HOURS_MULTIPLY})
     return h.model_copy(update=update)
+
+
+_DRIFT_MULTIPLY = ("slope_per_h", "slope_low_per_h", "slope_high_per_h", "slope_pct_per_h", "low_pct_per_h",
+                   "high_pct_per_h")
+
+
+def drift_in_real_time(drift: StepDrift, time_scale: float) -> StepDrift:
+    """``drift`` per hour of the server the simulator stands for: a slope per wall hour of a run ``time_scale``
+    times faster is a slope per real hour × ``time_scale`` (its interval too; whether it is significant or flagged
+    does not change, nor the total change over the step); each fit's text is rewritten from the converted values
+    (:func:`harness.report.soak.drift_text`). ``drift`` itself when ``time_scale`` is 1 (or not positive)."""
+    if time_scale == 1.0 or time_scale <= 0:
+        return drift
+    update: dict[str, DriftFit | None] = {}
+    for metric in StepDrift.model_fields:
+        fit: DriftFit | None = getattr(drift, metric)
+        if fit is None:
+            continue
+        scaled = fit.model_copy(update={k: _scaled(getattr(fit, k), time_scale) for k in _DRIFT_MULTIPLY})
+        update[metric] = scaled.model_copy(update={"text": drift_text(metric, scaled.model_dump())})
+    return drift.model_copy(update=update)
 
 
 def values_in_real_time(values: dict[str, Any], time_scale: float) -> dict[str, Any]:
@@ -70,4 +93,5 @@ def in_real_time(row: StepRow, time_scale: float) -> StepRow:
     update = values_in_real_time({k: getattr(row, k) for k in FIGURES if k in fields and k != "hours"}, time_scale)
     update["hours"] = [_hours(h, time_scale) for h in row.hours]
     update["slices"] = [s.model_copy(update=values_in_real_time(s.model_dump(), time_scale)) for s in row.slices]
+    update["drift"] = drift_in_real_time(row.drift, time_scale)
     return row.model_copy(update=update)

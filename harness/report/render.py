@@ -43,6 +43,7 @@ from harness.report.model import (
     as_report,
 )
 from harness.report.rate import RATE_TABLE_HEADER, rate_table_rows
+from harness.report.realtime import drift_in_real_time
 from harness.report.search import search_lines
 
 __all__ = ["render_markdown"]
@@ -226,6 +227,21 @@ def _real_table(rep: Report) -> list[str]:
         rt = r.real_time or RealTime()
         rows.append([_label(r), display(r, "concurrency"), display(rt, "window_s"), *(display(rt, k) for k in keys)])
     return _table(header, rows)
+
+
+def _real_drift_lines(rep: Report, ts: float) -> list[str]:
+    """The soak drift of each step with slices, per hour of the server the run stands for (the Soak section's is
+    per wall hour of the compressed run: × ``ts``); [] when no step has a drift fit."""
+    rows = []
+    for r in rep.steps:
+        d = drift_in_real_time(r.drift, ts)
+        fits = (d.output_tps, d.ttft_p50_s, d.error_rate)
+        if any(f is not None for f in fits):
+            rows.append([_label(r), str(r.concurrency), *(_drift_cell(f) for f in fits)])
+    if not rows:
+        return []
+    return ["", f"Soak drift per real hour (the Soak section's per wall hour × {ts:g}):", "",
+            *_table(["step", "C", "tok/s", "TTFT p50", "error rate"], rows)]
 
 
 def _share_pct(v: float | None) -> str:
@@ -453,6 +469,7 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
         lines += ["", "Hours to N in real time:", ""]
         lines += _hours_table(rep, real=True)
         lines += ["", *_what_if_lines(rep, real=True)]
+        lines += _real_drift_lines(rep, ts)
         lines.append("")
 
     finish = _finish_table(rep)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,31 @@ def test_short_steps_get_no_slices_and_no_section(tmp_path: Path) -> None:
     assert "## Soak" not in render_markdown(rep)
     rep = build_report(soak_run(tmp_path / "one", declining, slice_s=2000.0)).as_dict()  # 1.8 slices: none
     assert rep["steps"][0]["slices"] == [] and "## Soak" not in render_markdown(rep)
+
+
+def test_a_compressed_runs_drift_is_also_given_per_real_hour(tmp_path: Path) -> None:
+    """On a run time_scale times faster than the server it stands for, the Soak section's slopes are per wall hour;
+    the real-time equivalents (report.md's section, and every surface through in_real_time) give them per real
+    hour: × time_scale, the interval too; flagged as before; the total change over the step unchanged."""
+    from harness.report.realtime import drift_in_real_time, in_real_time
+
+    root = soak_run(tmp_path / "run", declining)
+    meta = json.loads((root / "run.json").read_text())
+    meta["simulator"] = {"time_scale": 0.25}  # the built-in simulator was the target
+    (root / "run.json").write_text(json.dumps(meta))
+    rep = build_report(root)
+    wall = rep.steps[0].drift.output_tps
+    real = in_real_time(rep.steps[0], 0.25).drift.output_tps
+    assert wall is not None and real is not None and wall.flagged and real.flagged
+    assert real.slope_per_h == pytest.approx(wall.slope_per_h * 0.25)
+    assert real.slope_pct_per_h == pytest.approx(wall.slope_pct_per_h * 0.25)
+    assert (real.low_pct_per_h, real.high_pct_per_h) == pytest.approx((wall.low_pct_per_h * 0.25,
+                                                                       wall.high_pct_per_h * 0.25))
+    assert real.change_pct == wall.change_pct and real.text != wall.text
+    assert real.text == f"tok/s fell {abs(real.slope_pct_per_h):.1f} %/h (95 % {real.low_pct_per_h:.1f} … " \
+        f"{real.high_pct_per_h:.1f})".replace("-", "−")
+    md = render_markdown(rep)
+    real_section = md.split("## Real-time equivalents", 1)[1]
+    assert "Soak drift per real hour (the Soak section's per wall hour × 0.25):" in real_section
+    assert f"**DRIFT** {real.text}" in real_section and f"**DRIFT** {wall.text}" in md.split("## Soak", 1)[1]
+    assert drift_in_real_time(rep.steps[0].drift, 1.0) is rep.steps[0].drift
