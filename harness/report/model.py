@@ -486,6 +486,11 @@ class StepRow(ReportModel):
     client_read_lag_max_s: Num | None = None
     client_lagged_pct: Num | None = None
     client_starved: bool | None = None
+    users_seen: int | None = None
+    low_confidence: str | None = None
+    low_confidence_fix: str | None = None
+    real_time: RealTime | None = None
+    cost: CostFigures | None = None
     # self-certification (harness.report.selfcert)
     client_processes: int = 0
     client_cpu_share_max: Num | None = None
@@ -494,11 +499,6 @@ class StepRow(ReportModel):
     client_itl_error_bound_s: Num | None = None
     client_selfcert: str | None = None
     client_selfcert_range: dict[str, Num] | None = None
-    users_seen: int | None = None
-    low_confidence: str | None = None
-    low_confidence_fix: str | None = None
-    real_time: RealTime | None = None
-    cost: CostFigures | None = None
     # goodput (harness.report.goodput.add_goodput; None without slo)
     slo_sample_n: int | None = None
     slo_met: int | None = None

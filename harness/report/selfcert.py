@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from harness.report.fmt import sig3
+from harness.report.catalogue import FIGURES, display
 
 __all__ = [
     "CALIBRATION",
@@ -177,33 +177,32 @@ def selfcert_figures(step_recs: pl.DataFrame, events: Sequence[Any], start: floa
     }
 
 
-def _ms(v: float | None) -> str:
-    return "–" if v is None else f"{sig3(v * 1000)} ms"
-
-
 def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION) -> str:
     """The one self-certification line of a step row (dict or typed): the client's overhead (CPU share of the
     busiest process, read lag p50 / p99, chunks/s per process), then the verdict: the calibrated TTFT / ITL error
-    bound at this load, or why there is none ("beyond the calibrated range", STARVED, not measured)."""
+    bound at this load, or why there is none ("beyond the calibrated range", STARVED, not measured). Every figure
+    is written by its catalogue entry (:func:`harness.report.catalogue.display`)."""
     get = row.get if isinstance(row, Mapping) else (lambda k: getattr(row, k, None))
-    cpu, rate = get("client_cpu_share_max"), get("client_chunks_per_s_proc")
     n = get("client_processes") or 0
-    head = (f"client CPU {'–' if cpu is None else f'{100 * cpu:.0f} %'} of a core (busiest of {n} process"
-            f"{'' if n == 1 else 'es'}), read lag p50 {_ms(get('client_read_lag_p50_s'))} / p99 "
-            f"{_ms(get('client_read_lag_p99_s'))}, {'–' if rate is None else sig3(rate)} chunks/s per process")
+    lag = FIGURES["client_read_lag_p99_s"]
+    head = (f"client CPU {display(row, 'client_cpu_share_max')} % of a core (busiest of {n} process"
+            f"{'' if n == 1 else 'es'}), read lag p50 {display(row, 'client_read_lag_p50_s')} / p99 "
+            f"{display(row, 'client_read_lag_p99_s')} {lag.display_unit.value}, "
+            f"{display(row, 'client_chunks_per_s_proc')} chunks/s per process")
     verdict = get("client_selfcert")
     if verdict == "certified":
         rng = get("client_selfcert_range") or {}
-        tail = (f"TTFT/ITL error ≤ {_ms(get('client_ttft_error_bound_s'))} / {_ms(get('client_itl_error_bound_s'))}"
-                f" (p99) at this load (calibrated up to {sig3(rng.get('chunks_per_s'))} chunks/s per process, read "
-                f"lag p99 ≤ {_ms(rng.get('read_lag_p99_s'))}: {CALIBRATION_SOURCE})")
+        tail = (f"TTFT/ITL error ≤ {display(row, 'client_ttft_error_bound_s')} / "
+                f"{display(row, 'client_itl_error_bound_s')} ms (p99) at this load (calibrated up to "
+                f"{FIGURES['client_chunks_per_s_proc'].text(rng.get('chunks_per_s'))} chunks/s per process, read "
+                f"lag p99 ≤ {lag.text(rng.get('read_lag_p99_s'))} {lag.display_unit.value}: {CALIBRATION_SOURCE})")
     elif verdict == "starved":
         tail = "STARVED: no error bound, figures are the load generator's limit"
     elif verdict == "beyond_calibration":
         top = max(points, key=lambda p: p.chunks_per_s, default=None)
         cal = "no calibration" if top is None else (
-            f"calibrated up to {sig3(top.chunks_per_s)} chunks/s per process, read lag p99 ≤ "
-            f"{_ms(top.read_lag_p99_s)}")
+            f"calibrated up to {FIGURES['client_chunks_per_s_proc'].text(top.chunks_per_s)} chunks/s per process, "
+            f"read lag p99 ≤ {lag.text(max(p.read_lag_p99_s for p in points))} {lag.display_unit.value}")
         tail = f"no error bound: beyond the calibrated range ({cal})"
     else:
         tail = "not measured (no kernel-stamped reads)"
