@@ -49,17 +49,36 @@ __all__ = ["ReasoningChatUser", "ReasoningSweepShape"]
 '''
 
 
-def test_a_cpu_starved_client_is_flagged_starved_on_its_self_certification_line(tmp_path: Path) -> None:
-    (tmp_path / "starve.py").write_text(LOCUSTFILE)
-    (tmp_path / "p.yaml").write_text(PROFILE % {"out": tmp_path / "runs"})
+def _locust(tmp: Path, locustfile: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One headless run of ``locustfile`` with :data:`PROFILE`; the process and its run directory."""
+    (tmp / "p.yaml").write_text(PROFILE % {"out": tmp / "runs"})
     proc = subprocess.run(
-        [sys.executable, "-m", "locust", "-f", str(tmp_path / "starve.py"), "--headless", "--only-summary",
-         "--profile", str(tmp_path / "p.yaml")],
-        cwd=tmp_path, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT)), capture_output=True,
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--only-summary", *args,
+         "--profile", str(tmp / "p.yaml")],
+        cwd=tmp, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT)), capture_output=True,
         text=True, timeout=120,
     )
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    (run,) = [p for p in (tmp / "runs").iterdir() if p.is_dir()]
+    return proc, run
+
+
+def test_each_workers_cpu_reaches_the_master(tmp_path: Path) -> None:
+    """--processes 2 (a master and two workers): each worker's client_cpu samples are in the master's
+    phases.jsonl, and the step's CPU share and chunks/s per process are over both workers."""
+    from harness.records import read_phases
+
+    _, run = _locust(tmp_path, ROOT / "locustfiles" / "k26.py", "--processes", "2")
+    samples = [e for e in read_phases(run) if e["event"] == "client_cpu"]
+    assert len({e["process"] for e in samples}) == 2, samples
+    (step,) = [r for r in build_report(run).steps if r.phase == "step"]
+    assert step.client_processes == 2 and step.client_cpu_share_max is not None and step.client_cpu_share_max > 0
+    assert step.client_chunks_per_s_proc is not None and step.client_chunks_per_s_proc > 0
+
+
+def test_a_cpu_starved_client_is_flagged_starved_on_its_self_certification_line(tmp_path: Path) -> None:
+    (tmp_path / "starve.py").write_text(LOCUSTFILE)
+    proc, run = _locust(tmp_path, tmp_path / "starve.py")
     (step,) = [r for r in build_report(run).steps if r.phase == "step"]
     assert step.client_starved and step.client_selfcert == "starved", (step.client_lagged_pct, step.client_selfcert)
     assert step.client_ttft_error_bound_s is None
