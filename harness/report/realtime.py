@@ -15,7 +15,9 @@ and to each hours-to-N entry (hours and bounds, token hours, US$ ÷; samples per
 figures of each soak slice and of each point of the web view's live history (:func:`values_in_real_time`: same
 keys, same rule). Wall-clock timestamps (``start_wall``, ``end_wall``, ``t``) are not figures and stay as
 measured: the charts' time axis is the compressed wall time. Client overheads do not scale, so the equivalents are
-approximate (as report.md says).
+approximate (as report.md says). The self-certification's figures (:data:`harness.report.selfcert.SELFCERT_KEYS`:
+the client's CPU, read lag, chunks/s and error bounds) describe the load generator in wall time and stay as
+measured, so its line reads the same on every surface and against its wall-time calibration.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from harness.report.catalogue import FIGURES, Unit
 from harness.report.model import HoursEntry, StepRow
+from harness.report.selfcert import SELFCERT_KEYS
 
 __all__ = ["in_real_time", "values_in_real_time"]
 
@@ -52,7 +55,7 @@ def values_in_real_time(values: dict[str, Any], time_scale: float) -> dict[str, 
     out = dict(values)
     for key, v in values.items():
         f = FIGURES.get(key)
-        if f is None or key == "hours":
+        if f is None or key == "hours" or key in SELFCERT_KEYS:
             continue
         if f.unit in _DIVIDE:
             out[key] = _scaled(v, 1 / time_scale)
