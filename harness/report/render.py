@@ -436,7 +436,6 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
     if foot or errs or starved or any(r.low_confidence for r in rep.steps):
         lines.append("")
 
-    lines += _selfcert_section(rep)
     lines += _until_lines(rep)
     if rep.steps:
         lines += _phase_tps_lines(rep)
@@ -490,6 +489,7 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
     lines += _turns_section(rep)
     lines += _goodput_section(rep)
     lines += _soak_section(rep)
+    lines += _selfcert_section(rep)
     lines += ["## Formulas", ""]
     lines += [f"- **{k}**: {v}" for k, v in rep.definitions.items()]
     lines.append("")
