@@ -179,8 +179,8 @@ class RunContext:
         if self.load_ended:
             return False
         self.load_ended = True
+        self.sample_cpu()  # the load's last CPU sample of this process, just before the event that ends the step
         self.run_dir.write_phase({"event": "load_end", "wall": time.time() if wall is None else wall})
-        self.sample_cpu()
         return True
 
     def sample_cpu(self) -> None:
