@@ -268,6 +268,15 @@ _TABLE: tuple[Family, ...] = (
         "workers",
         note="Their requests in flight are not recorded (run.json cut_off); the report marks the steps not steady.",
     ),
+    _live(
+        "llmload_client_cpu_share",
+        "CPU share of one core used by each load-generating process (the single process, or each worker) in the "
+        "current step so far: its CPU seconds between its first and latest client_cpu sample of the step ÷ the wall "
+        "seconds between them (samples at phase starts, the load's end and every 5 s on a worker).",
+        ("process",),
+        "1",
+        note="The report's self-certification (client CPU, per step) is the same share over the whole step.",
+    ),
     _live("llmload_step", "Index of the current step (-1 warm-up, 0 single stream, 1.. steps).", (), "1"),
     _live(
         "llmload_step_start_time_seconds",

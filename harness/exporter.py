@@ -144,6 +144,7 @@ class RunCollector:
             load_ended = m.load_ended
             halfwidth = m.until_halfwidth
             lost = len(m.workers_lost)
+            cpu = sorted(m.cpu_shares().items())
             now = self.clock()
             estimates = [(est, est.seconds_to(self.hours_to_n, now)) for _, est in sorted(m.steps.items())]
             percentiles = m.window_percentiles(now)
@@ -185,6 +186,10 @@ class RunCollector:
         yield g
         g = family("llmload_workers_lost")
         g.add_metric([model], lost)
+        yield g
+        g = family("llmload_client_cpu_share")
+        for proc, share in cpu:
+            g.add_metric([model, proc], share)
         yield g
         g = family("llmload_step")
         if phase is not None:

@@ -216,6 +216,9 @@ class RunMetrics:
         self.load_ended = False
         #: Locust workers lost in this run and not back (``worker_lost`` / ``worker_back`` events; client ids).
         self.workers_lost: set[str] = set()
+        #: Each load-generating process's first and latest ``client_cpu`` sample of the current step (wall epoch s,
+        #: CPU s; :mod:`harness.selfcert`), cleared at each phase start.
+        self.cpu_samples: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
         self.steps: dict[int, StepEstimate] = {}
         self.lock = threading.Lock()
         self._gap_index: dict[str, tuple[float, int]] = {}  # log-bucket key -> (its value, Prometheus bucket)
@@ -346,12 +349,17 @@ class RunMetrics:
                 est.add(res.user, end, res.usable)
 
     def on_phase(self, event: Mapping[str, Any]) -> None:
-        """Take one ``phases.jsonl`` event (``phase_start`` / ``load_end`` / ``worker_lost`` / ``worker_back``)
-        into account; other events are ignored."""
+        """Take one ``phases.jsonl`` event (``phase_start`` / ``load_end`` / ``worker_lost`` / ``worker_back`` /
+        ``client_cpu``) into account; other events are ignored."""
         with self.lock:
             kind = event.get("event")
             wall = float(event.get("wall") or 0.0)
-            if kind == "phase_start":
+            if kind == "client_cpu":
+                proc, sample = str(event.get("process")), (wall, float(event.get("cpu_s") or 0.0))
+                first = self.cpu_samples.get(proc, (sample, sample))[0]
+                self.cpu_samples[proc] = (first, sample)
+            elif kind == "phase_start":
+                self.cpu_samples.clear()
                 for est in self.steps.values():
                     if est.end is None:
                         est.end = wall
@@ -371,6 +379,13 @@ class RunMetrics:
                 for est in self.steps.values():
                     if est.end is None:
                         est.end = wall
+
+    def cpu_shares(self) -> dict[str, float]:
+        """Each load-generating process's CPU share in the current step so far (CPU s ÷ wall s between its first
+        and latest ``client_cpu`` sample since the step started; 1.0 = one core), for processes with two samples at
+        least 1 s apart. Call with :attr:`lock` held."""
+        return {p: max(0.0, b[1] - a[1]) / (b[0] - a[0]) for p, (a, b) in self.cpu_samples.items()
+                if b[0] - a[0] >= 1.0}
 
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod

@@ -36,6 +36,7 @@ from harness.prompts.source import MixSource, PromptLike, PromptSource, build_so
 from harness.rate import Dispatcher
 from harness.records import RunDir
 from harness.result import RequestResult
+from harness.selfcert import CPU_SAMPLE_S, MSG_CPU, cpu_sample
 from harness.usable import UsableRule
 
 __all__ = [
@@ -136,6 +137,8 @@ class RunContext:
     #: Why the run stopped early: "sigint", "sigterm" or "stop" (web UI's Stop); "" when it was not stopped.
     stop_cause: str = ""
     _pending: list[dict[str, Any]] = field(default_factory=list)
+    #: A worker's ``client_cpu`` samples not yet sent to the master (:mod:`harness.selfcert`).
+    _pending_cpu: list[dict[str, Any]] = field(default_factory=list)
     _flusher: Any = None
     _user_seq: int = 0
     _settings: dict[str, Setting] = field(default_factory=dict)
@@ -176,8 +179,20 @@ class RunContext:
         if self.load_ended:
             return False
         self.load_ended = True
+        self.sample_cpu()  # the load's last CPU sample of this process, just before the event that ends the step
         self.run_dir.write_phase({"event": "load_end", "wall": time.time() if wall is None else wall})
         return True
+
+    def sample_cpu(self) -> None:
+        """Take one ``client_cpu`` sample of this process (:func:`harness.selfcert.cpu_sample`): written to
+        ``phases.jsonl`` by a single process, queued for the master by a worker (sent with :meth:`flush`); a master
+        runs no users and takes none, nor does a closed run."""
+        if self.role == "master":
+            return
+        if self.run_dir is None:
+            self._pending_cpu.append(cpu_sample(self.worker_id))
+        elif not self.run_dir.closed:
+            self.run_dir.write_phase(cpu_sample(self.worker_id))
 
     # -- requests -------------------------------------------------------------------------------------------
     def new_client(self, timeouts: Timeouts | None = None) -> ChatClient:
@@ -243,15 +258,25 @@ class RunContext:
             self._flusher = None
 
     def _flush_loop(self) -> None:
+        every = max(1, round(CPU_SAMPLE_S / _FLUSH_INTERVAL_S))
+        n = 0
         while True:
             gevent.sleep(_FLUSH_INTERVAL_S)
+            n += 1
+            if n % every == 0:
+                self.sample_cpu()
             self.flush()
 
     def flush(self) -> None:
-        """Send queued records to the master now (worker only; a no-op elsewhere)."""
-        if self._pending and self._runner is not None:
+        """Send queued records, then queued CPU samples, to the master now (worker only; a no-op elsewhere)."""
+        if self._runner is None:
+            return
+        if self._pending:
             batch, self._pending = self._pending, []
             self._runner.send_message(MSG_RECORDS, batch)
+        if self._pending_cpu:
+            samples, self._pending_cpu = self._pending_cpu, []
+            self._runner.send_message(MSG_CPU, samples)
 
     # -- phase messages -------------------------------------------------------------------------------------
     def phase_message(self, workers: list[str] | None = None) -> dict[str, Any]:

@@ -234,6 +234,7 @@ class ReasoningSweepShape(LoadTestShape):
                     "planned_duration": None,
                 }
             )
+            ctx.sample_cpu()
         ok = False
         identity = RequestIdentity("warmup", None, user="warmup", phase="warmup", step=-1, concurrency=1)
         for i in range(w.requests):
@@ -341,6 +342,7 @@ class ReasoningSweepShape(LoadTestShape):
                 if self._until is not None and st.phase == "step":
                     event["until"] = ctx.profile.steps.until.model_dump() if ctx.profile.steps.until else None
                 ctx.run_dir.write_phase(event)
+                ctx.sample_cpu()
             if self._until is not None:
                 self._until_done = st.phase != "step"
                 if st.phase == "step":

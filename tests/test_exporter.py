@@ -51,6 +51,8 @@ def collector(now: float = 1200.0) -> RunCollector:
         m.observe(record(user=u, start_wall=t, e2e=e2e, concurrency=2))
     m.observe(record(ok=False, usable=False, error_class="timeout_idle", finish_reason=None, ttfat=None))
     m.observe(record(finish_reason="length", truncated=True, usable=False, truncated_in_reasoning=True, ttfat=None))
+    for proc, wall, cpu_s in (("w1", 1000.0, 3.0), ("w1", 1005.0, 4.5), ("w1", 1010.0, 6.0), ("w2", 1000.0, 1.0)):
+        m.on_phase({"event": "client_cpu", "process": proc, "wall": wall, "cpu_s": cpu_s})
     m.until_halfwidth = 0.0731  # the load shape's live half-width (steps.until)
     info = run_info("k26", "http://gpu:30000", "20261129-120000-k26")
     return RunCollector(m, info, 100_000, users=lambda: 8, in_flight=lambda: 7, clock=lambda: now)
@@ -94,6 +96,7 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
         "llmload_target_users": "gauge",
         "llmload_target_requests_per_second": "gauge",
         "llmload_workers_lost": "gauge",
+        "llmload_client_cpu_share": "gauge",
         "llmload_step": "gauge",
         "llmload_step_start_time_seconds": "gauge",
         "llmload_step_rate_halfwidth_ratio": "gauge",
@@ -104,7 +107,7 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
     }
     allowed = {"model", "phase", "concurrency", "prompt", "outcome", "finish_reason", "error_class", "kind", "le",
                "step", "n", "profile", "host", "hostname", "run", "time_scale", "version", "locust_version", "window",
-               "percentile"}  # fmt: skip
+               "percentile", "process"}  # fmt: skip
     for f in fams.values():
         for s in f.samples:
             assert s.labels["model"] == MODEL, s
@@ -121,6 +124,16 @@ def test_metric_names_types_and_labels_follow_the_conventions() -> None:
     # Client read lag: 0.1 ms ... 60 s, with 0.1 s (the starvation limit) a bucket bound.
     les = [s.labels["le"] for s in fams["llmload_client_read_lag_seconds"].samples if s.name.endswith("_bucket")]
     assert les[0] == "0.0001" and "0.1" in les and les[-2:] == ["60.0", "+Inf"]
+
+
+def test_client_cpu_share_per_process_since_the_step_started() -> None:
+    """w1 used 3 CPU s in the 10 wall s since the step's first sample: 0.3 of a core; w2 has one sample only (no
+    share yet); a new phase_start clears the samples."""
+    c = collector()
+    assert sample(exposition(c), "llmload_client_cpu_share", process="w1") == pytest.approx(0.3)
+    assert "process=\"w2\"" not in exposition(c)
+    c.metrics.on_phase({"event": "phase_start", "phase": "step", "step": 2, "concurrency": 4, "wall": 1011.0})
+    assert "llmload_client_cpu_share{" not in exposition(c)
 
 
 def sample(text: str, name: str, **labels: str) -> float:

@@ -103,3 +103,43 @@ def test_the_run_secrets_are_known_in_the_context_and_workers_get_the_headers_to
     sent = Profile.model_validate(ctx.phase_message()["profile"])
     assert sent.target.all_headers() == {"x-api-key": "hdr-runtime-9", "api-key": "azk-runtime-1234"}
     assert ctx.profile.public_dict()["target"]["headers"] == {"x-api-key": "[redacted]"}
+
+
+def test_cpu_samples_are_written_locally_and_sent_to_the_master_by_a_worker(tmp_path: Path) -> None:
+    """A single process writes its client_cpu samples to phases.jsonl; a worker queues them and sends them with
+    MSG_CPU after its records (the master's handler writes them); a master takes none."""
+    from types import SimpleNamespace
+
+    from harness.config import PROFILES_DIR, load_profile
+    from harness.locust.listeners import _on_cpu
+    from harness.records import RunDir, read_phases
+    from harness.selfcert import MSG_CPU
+
+    profile = load_profile(PROFILES_DIR / "demo.yaml")
+    local = runtime.RunContext(profile, "http://127.0.0.1:1/v1", "m", "local")
+    local.run_dir = RunDir.create(tmp_path / "local", "cpu", {})
+    local.sample_cpu()
+    local.end_load()  # the load's end takes one too
+    local.run_dir.close()
+    samples = [e for e in read_phases(local.run_dir.path) if e["event"] == "client_cpu"]
+    assert [e["process"] for e in samples] == ["local", "local"] and samples[0]["cpu_s"] <= samples[1]["cpu_s"]
+
+    sent: list[tuple[str, object]] = []
+    worker = runtime.RunContext(profile, "http://127.0.0.1:1/v1", "m", "worker", worker_id="w1")
+    worker._runner = SimpleNamespace(send_message=lambda kind, data: sent.append((kind, data)))
+    worker.record(RequestResult.from_record({"phase": "step", "step": 1, "user": "w1:1"}))
+    worker.sample_cpu()
+    worker.flush()
+    assert [k for k, _ in sent] == [runtime.MSG_RECORDS, MSG_CPU]
+    (sample,) = sent[1][1]  # type: ignore[misc]
+    assert sample["process"] == "w1" and sample["event"] == "client_cpu"
+
+    master = runtime.RunContext(profile, "http://127.0.0.1:1/v1", "m", "master")
+    master.run_dir = RunDir.create(tmp_path / "master", "cpu", {})
+    master.sample_cpu()  # runs no users: no sample of its own
+    run = runtime.Run()
+    run.hold(master)
+    _on_cpu(SimpleNamespace(llmload=run), SimpleNamespace(data=[sample, {"event": "other"}]))
+    master.run_dir.close()
+    got = [e for e in read_phases(master.run_dir.path) if e["event"] == "client_cpu"]
+    assert got == [sample]

@@ -56,14 +56,16 @@ class FakeRunner:
 
 @dataclass
 class FakeRunDir:
-    """Collects what the shape writes to ``phases.jsonl`` and ``records.jsonl``."""
+    """Collects what the shape writes to ``phases.jsonl`` and ``records.jsonl``: the phase events in ``phases``,
+    the process's CPU samples (``client_cpu``, harness.selfcert) apart in ``cpu``."""
 
     phases: list[dict[str, Any]] = field(default_factory=list)
     records: list[RequestResult] = field(default_factory=list)
+    cpu: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
 
     def write_phase(self, event: dict[str, Any]) -> None:
-        self.phases.append(event)
+        (self.cpu if event.get("event") == "client_cpu" else self.phases).append(event)
 
     def write_record(self, record: RequestResult) -> None:
         self.records.append(record)
@@ -214,6 +216,8 @@ def test_load_end_asks_for_zero_users_and_is_written_once(clock: FakeClock) -> N
     clock.at(26.0)
     assert shape.tick() == (0, 4.0)
     assert [e["event"] for e in run_dir.phases].count("load_end") == 1
+    # a CPU sample after each phase start and after the load's end (harness.selfcert)
+    assert len(run_dir.cpu) == len(run_dir.phases) and all(e["process"] == "local" for e in run_dir.cpu)
     assert len(runner.messages) == 3  # the drain announces no phase
 
 

@@ -35,8 +35,10 @@ STOP_MARGIN_S = 10.0
 
 
 def flush_worker_records(run: Run) -> None:
-    """On a worker: send the queued records to the master now (no-op before the first phase message)."""
+    """On a worker: take a CPU sample (:meth:`harness.runtime.RunContext.sample_cpu`) and send it with the queued
+    records to the master now (no-op before the first phase message)."""
     if run.ctx is not None:
+        run.ctx.sample_cpu()
         run.ctx.flush()
 
 

@@ -52,6 +52,7 @@ from harness.locust.options import metrics_options
 from harness.locust.setup import SimHolder, load_run_profile, resolve_target, setup_worker_from_message
 from harness.locust.signals import install_master_signals, install_worker_sigint
 from harness.runtime import MSG_PHASE, MSG_RECORDS, MSG_STOP, MSG_STOPPED, Run, of
+from harness.selfcert import CPU_EVENT, MSG_CPU
 
 __all__ = ["register"]
 
@@ -62,6 +63,7 @@ def _on_phase(environment: Environment, msg: Any, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
         ctx = setup_worker_from_message(msg.data, runner.client_id[-12:], runner.client_id, of(environment))
+        ctx.sample_cpu()  # this phase's first CPU sample of this worker (harness.selfcert)
         ctx.start_flusher(runner)
 
 
@@ -76,6 +78,16 @@ def _on_records(environment: Environment, msg: Any, **_: Any) -> None:
         return
     for rec in msg.data:
         ctx.run_dir.write_record(rec)
+
+
+def _on_cpu(environment: Environment, msg: Any, **_: Any) -> None:
+    """Master: write a worker's ``client_cpu`` samples (:mod:`harness.selfcert`) to ``phases.jsonl``."""
+    ctx = of(environment).ctx
+    if ctx is None or ctx.run_dir is None or ctx.run_dir.closed:
+        return
+    for ev in msg.data:
+        if isinstance(ev, dict) and ev.get("event") == CPU_EVENT:
+            ctx.run_dir.write_phase(ev)
 
 
 def _profile_arg(opts: Any) -> str | None:
@@ -122,6 +134,7 @@ def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None
     rate.register(runner)
     runner.register_message(MSG_PHASE, _on_phase)
     runner.register_message(MSG_RECORDS, _on_records)
+    runner.register_message(MSG_CPU, _on_cpu)
     if isinstance(runner, WorkerRunner):
         runner.register_message(MSG_STOP, on_stop_request, concurrent=True)
         install_worker_sigint(run, runner)

@@ -150,6 +150,16 @@ TOPICS: dict[str, str] = {
     f"its requests have a lag above {CLIENT_LAG_LIMIT_S:g} s: the load generator then started requests late, so "
     "that step's throughput, request rate and hours to N describe the client, not the server, and its latencies "
     "include client delays (chunk arrivals are kernel-stamped, but a request's send can be late).",
+    "client_selfcert": "Self-certification, per step: client CPU = the largest, over the load-generating "
+    "processes (the single process, or each worker), of (that process's CPU seconds, time.process_time, between its "
+    "first and last client_cpu sample in the step) ÷ (the wall seconds between them), % of one core; samples are "
+    "taken at each phase start, at the load's end and every 5 s on a worker. chunks/s per process = the largest, "
+    "over the processes, of the token-bearing chunks of the requests that started in the step ÷ the step's length. "
+    "TTFT / ITL error bound = the p99 of |harness − simulator truth| of TTFT and of inter-chunk gaps measured by "
+    "the calibration (benchmarks/selfcert_calibrate.py) at the smallest calibrated load whose chunks/s per process "
+    "and read lag p99 are both at least the step's, raised to the largest p99 measured at any smaller load; none "
+    "(beyond the calibrated range) when no calibrated load covers the step, when the step is client-STARVED, or "
+    "when nothing was kernel-stamped.",
     "goodput": "With the profile's slo (thresholds <ttft|ttfat|tpot|e2e>_p<q>_s, seconds, each optional, every "
     "key with the "
     "same q; the older ttft_s ... + target_share spelling reads the same): a "
@@ -194,6 +204,7 @@ class Unit(Enum):
     H = "h"
     USD = "US$"
     COUNT = "count"
+    CHUNKS_S = "chunks/s"
 
 
 #: Factor from a stored unit to a different display unit (stored value × factor = displayed value).
@@ -363,7 +374,16 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (
     Figure("cached_share", "cached share", ("cached", "share"), Unit.SHARE, Unit.SHARE, Format.SHARE, "turns",
            "harness.report.turns.turn_rows"),
     Figure("usable_share", "usable/ok", ("usable", "/ok"), Unit.SHARE, Unit.SHARE, Format.SHARE, "usable", _C),
+    _latency("client_read_lag_p50_s", "client read lag", "p50", topic="client_read_lag"),
     _latency("client_read_lag_p99_s", "client read lag", "p99", topic="client_read_lag"),
+    Figure("client_cpu_share_max", "client CPU (% of a core)", ("client", "CPU %"), Unit.SHARE, Unit.PCT,
+           Format.PCT, "client_selfcert", "harness.report.selfcert.cpu_shares (client_cpu events)"),
+    Figure("client_chunks_per_s_proc", "chunks/s per process", ("chunks/s", "/process"), Unit.CHUNKS_S,
+           Unit.CHUNKS_S, Format.SIG3, "client_selfcert", "harness.report.selfcert.chunk_rates"),
+    Figure("client_ttft_error_bound_s", "TTFT error bound p99 (ms)", ("TTFT err", "bound ms"), Unit.S, Unit.MS,
+           Format.SIG3, "client_selfcert", "harness.report.selfcert.error_bound (CALIBRATION)"),
+    Figure("client_itl_error_bound_s", "ITL error bound p99 (ms)", ("ITL err", "bound ms"), Unit.S, Unit.MS,
+           Format.SIG3, "client_selfcert", "harness.report.selfcert.error_bound (CALIBRATION)"),
     Figure("slo_sample_n", "latency sample", ("latency", "sample"), Unit.COUNT, Unit.COUNT, Format.COUNT,
            "goodput", "harness.report.goodput.add_goodput"),
     Figure("slo_met_share", "% meeting all SLOs", ("% meeting", "all SLOs"), Unit.SHARE, Unit.PCT, Format.PCT,

@@ -105,6 +105,7 @@ from harness.report.interval import cycle_frame, renewal_reward
 from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
 from harness.report.lost import apply_losses, loss_note, losses_and_stalls, worker_losses
 from harness.report.rundata import PhaseEvent, PhaseStart, RunMeta, read_events
+from harness.report.selfcert import selfcert_figures
 from harness.report.steady import Window, close_window
 from harness.report.tokens import CHUNK_BINS_DTYPE, reduce_chunks, window_phase_tokens
 
@@ -131,7 +132,7 @@ REPORT_COLUMNS: tuple[str, ...] = (
     "t_headers", "ttft", "ttfat", "t_last_token", "e2e", "gap_hist", "output_tokens", "token_source",
     "reasoning_tokens", "answer_tokens", "ok", "error_class", "finish_reason", "truncated", "truncated_in_reasoning",
     "suspect_truncation", "usable", "usable_reason", "hidden_reasoning", "tpot", "chunk_times", "chunk_tokens",
-    "setting", "turn", "prompt_tokens", "cached_tokens", "scheduled_wall",
+    "setting", "turn", "prompt_tokens", "cached_tokens", "scheduled_wall", "chunks",
     "error_detail", "http_status", "retry_after_s",
 )
 
@@ -712,8 +713,12 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
     light = without_gaps(main)
     cycles = (cycle_frame(light, START, END, "user", USABLE), cycle_frame(light, START, END, "user", OK))
     loops = dict(open_loop or {})
-    return [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles, run.gaps)
+    rows = [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles, run.gaps)
             for p, w in zip(steps, windows, strict=True)]
+    for p, row in zip(steps, rows, strict=True):  # the self-certification (harness.report.selfcert)
+        row.update(selfcert_figures(light.filter(pl.col(STEP) == p.step), run.events, p.start, p.end,
+                                    row["client_read_lag_p99_s"], row["client_starved"]))
+    return rows
 
 
 def _sample_gaps(main: pl.DataFrame, phase: Phase, steady: bool, w0: float, w1: float) -> LogHistogram:

@@ -491,6 +491,14 @@ class StepRow(ReportModel):
     low_confidence_fix: str | None = None
     real_time: RealTime | None = None
     cost: CostFigures | None = None
+    # self-certification (harness.report.selfcert)
+    client_processes: int = 0
+    client_cpu_share_max: Num | None = None
+    client_chunks_per_s_proc: Num | None = None
+    client_ttft_error_bound_s: Num | None = None
+    client_itl_error_bound_s: Num | None = None
+    client_selfcert: str | None = None
+    client_selfcert_range: dict[str, Num] | None = None
     # goodput (harness.report.goodput.add_goodput; None without slo)
     slo_sample_n: int | None = None
     slo_met: int | None = None

@@ -16,7 +16,9 @@ soak drift fit (slopes per hour ×, its text rewritten; the total change over th
 figures of each soak slice and of each point of the web view's live history (:func:`values_in_real_time`: same
 keys, same rule). Wall-clock timestamps (``start_wall``, ``end_wall``, ``t``) are not figures and stay as
 measured: the charts' time axis is the compressed wall time. Client overheads do not scale, so the equivalents are
-approximate (as report.md says).
+approximate (as report.md says). The self-certification's figures (:data:`harness.report.selfcert.SELFCERT_KEYS`:
+the client's CPU, read lag, chunks/s and error bounds) describe the load generator in wall time and stay as
+measured, so its line reads the same on every surface and against its wall-time calibration.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from harness.report.catalogue import FIGURES, Unit
 from harness.report.model import DriftFit, HoursEntry, StepDrift, StepRow
+from harness.report.selfcert import SELFCERT_KEYS
 from harness.report.soak import drift_text
 
 __all__ = ["drift_in_real_time", "in_real_time", "values_in_real_time"]
@@ -75,7 +78,7 @@ def values_in_real_time(values: dict[str, Any], time_scale: float) -> dict[str, 
     out = dict(values)
     for key, v in values.items():
         f = FIGURES.get(key)
-        if f is None or key == "hours":
+        if f is None or key == "hours" or key in SELFCERT_KEYS:
             continue
         if f.unit in _DIVIDE:
             out[key] = _scaled(v, 1 / time_scale)

@@ -45,6 +45,7 @@ from harness.report.model import (
 from harness.report.rate import RATE_TABLE_HEADER, rate_table_rows
 from harness.report.realtime import drift_in_real_time
 from harness.report.search import search_lines
+from harness.report.selfcert import SELFCERT_KEYS, selfcert_text
 
 __all__ = ["render_markdown"]
 
@@ -103,6 +104,19 @@ def _window_cell(r: StepRow) -> str:
     if not r.steady:
         return with_flags(Flag.NOT_STEADY.word, [Flag.NOT_STEADY])
     return f"{display(r, 'window_s')} (from +{FIGURES['window_s'].text(r.window_start_s)})"
+
+
+def _selfcert_section(rep: Report) -> list[str]:
+    """The ``Self-certification`` section: the client's overhead and error bound per step (a table of
+    :data:`SELFCERT_KEYS`), then one line per step (:func:`harness.report.selfcert.selfcert_text`)."""
+    if not rep.steps:
+        return []
+    head = ["step", *(FIGURES[k].header for k in SELFCERT_KEYS)]
+    body = [[_label(r), *(display(r, k) for k in SELFCERT_KEYS)] for r in rep.steps]
+    return ["## Self-certification", "",
+            "The load generator's own overhead per step and the TTFT / inter-chunk error bound calibrated against "
+            "the simulator's truth at that load (see client_selfcert in Formulas).", "",
+            *_table(head, body), "", *(f"- {r.label}: {_esc(selfcert_text(r))}" for r in rep.steps), ""]
 
 
 def _until_lines(rep: Report) -> list[str]:
@@ -492,6 +506,7 @@ def render_markdown(report: Report | Mapping[str, Any]) -> str:
     lines += _turns_section(rep)
     lines += _goodput_section(rep)
     lines += _soak_section(rep)
+    lines += _selfcert_section(rep)
     lines += ["## Formulas", ""]
     lines += [f"- **{k}**: {v}" for k, v in rep.definitions.items()]
     lines.append("")

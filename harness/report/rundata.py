@@ -1,7 +1,8 @@
 """``run.json`` and the ``phases.jsonl`` events as typed models, with one reader for each.
 
 A run directory's metadata (:class:`RunMeta`, written by :class:`harness.records.RunDir`) and phase events
-(:data:`PhaseEvent`: ``phase_start``, ``load_end``, ``run_end``, ``worker_lost``, ``worker_back``, ``search``; an
+(:data:`PhaseEvent`: ``phase_start``, ``load_end``, ``run_end``, ``worker_lost``, ``worker_back``, ``search``,
+``client_cpu``; an
 event of another kind is kept as :class:`OtherEvent`) are validated when read: :func:`read_run_meta` and
 :func:`read_events` are the report's readers of those files (:func:`harness.report.load.read_meta` and
 :func:`harness.report.columns.load_frame_run` go through them). Unknown keys are kept (``extra``), so a file of an
@@ -23,6 +24,7 @@ from harness.records import read_phases
 from harness.report.model import Num, ReportModel, SearchResult
 
 __all__ = [
+    "ClientCpu",
     "LoadEnd",
     "OtherEvent",
     "PhaseEvent",
@@ -117,17 +119,26 @@ class SearchEvent(_Event):
     result: SearchResult | None = None
 
 
+class ClientCpu(_Event):
+    """A load-generating process's CPU sample (:mod:`harness.selfcert`): its id and its CPU seconds so far."""
+
+    event: Literal["client_cpu"] = "client_cpu"
+    process: str | None = None
+    cpu_s: Num | None = None
+
+
 class OtherEvent(_Event):
     """An event of a kind this version does not know (kept as written)."""
 
     event: str = ""
 
 
-_KNOWN = Annotated[PhaseStart | LoadEnd | RunEnd | WorkerLost | WorkerBack | SearchEvent, Field(discriminator="event")]
+_Known = PhaseStart | LoadEnd | RunEnd | WorkerLost | WorkerBack | SearchEvent | ClientCpu
+_KNOWN = Annotated[_Known, Field(discriminator="event")]
 #: One ``phases.jsonl`` event, typed by its ``event`` key.
-PhaseEvent = PhaseStart | LoadEnd | RunEnd | WorkerLost | WorkerBack | SearchEvent | OtherEvent
-_ADAPTER: TypeAdapter[PhaseStart | LoadEnd | RunEnd | WorkerLost | WorkerBack | SearchEvent] = TypeAdapter(_KNOWN)
-_KINDS = frozenset({"phase_start", "load_end", "run_end", "worker_lost", "worker_back", "search"})
+PhaseEvent = PhaseStart | LoadEnd | RunEnd | WorkerLost | WorkerBack | SearchEvent | ClientCpu | OtherEvent
+_ADAPTER: TypeAdapter[_Known] = TypeAdapter(_KNOWN)
+_KINDS = frozenset({"phase_start", "load_end", "run_end", "worker_lost", "worker_back", "search", "client_cpu"})
 
 
 _T = TypeVar("_T")

@@ -37,7 +37,7 @@ STATIC = {"llm.js": "application/javascript", "llm.css": "text/css", "locust-ui.
           "llm-link.js": "application/javascript"}
 #: The catalogued figures of the Locust "LLM" tab, between the step label and hours to the first N.
 TAB_KEYS = ("concurrency", "completed", "errors", "output_tps", "ttft_p50_s", "ttft_p99_s", "ttfat_p50_s",
-            "truncated_pct")
+            "truncated_pct", "client_cpu_share_max", "client_ttft_error_bound_s")
 #: The Locust "LLM" tab's table: (key, title); titles are the catalogue's short headers.
 TAB_COLUMNS = (
     ("label", "step"), *((k, FIGURES[k].short_header) for k in TAB_KEYS), ("hours", FIGURES["hours"].short_header),

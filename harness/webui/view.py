@@ -38,6 +38,7 @@ from harness.report.catalogue import (
 from harness.report.explain import step_failure_lines
 from harness.report.model import Report, StepRow
 from harness.report.realtime import in_real_time, values_in_real_time
+from harness.report.selfcert import SELFCERT_KEYS, selfcert_text
 from harness.webui.cache import Entry, current_row
 from harness.webui.downloads import files_of
 from harness.webui.runs import Live, RunDirs, WorkerInfo
@@ -57,7 +58,8 @@ ROW_KEYS = (
     "ttfat_p99_s", "gap_p50_s", "gap_p95_s", "gap_p99_s", "tpot_mean_s", "tpot_p50_s", "e2e_p50_s",
     "mean_output_tokens", "truncated", "truncated_pct",
     "hours", "hours_interval", "cost", "client_read_lag_p50_s", "client_read_lag_p99_s", "client_read_lag_max_s",
-    "client_lagged_pct", "client_starved", "low_confidence", "users_seen",
+    "client_lagged_pct", "client_starved", "client_processes", "client_cpu_share_max", "client_chunks_per_s_proc",
+    "client_ttft_error_bound_s", "client_itl_error_bound_s", "client_selfcert", "low_confidence", "users_seen",
 )
 #: The catalogued figures of the page's per-step table, in order (between the label and the errors column come
 #: C, window and completed; after the figures, one hours-to-N (and US$) column per N, the read lag, starved).
@@ -106,8 +108,10 @@ def row_display(row: StepRow) -> dict[str, str]:
     """The text of each table cell of ``row`` (a report step row), keyed as :func:`columns`: the label with its
     flags, each :data:`TABLE_KEYS` figure in its display unit and format (the catalogue's, as the report shows it;
     the mean reasoning / answer tokens are the view's, :func:`_token_split`), errors with their classes,
-    ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99, starved, the hours interval's method (``interval``,
-    :func:`harness.report.catalogue.interval_text`) and its cross-check (``cross_check``)."""
+    ``hours_<N>`` / ``usd_<N>`` for each N, the read lag p99, starved, the self-certification figures
+    (:data:`SELFCERT_KEYS`) and line (``selfcert``, :func:`harness.report.selfcert.selfcert_text`), the hours
+    interval's method (``interval``, :func:`harness.report.catalogue.interval_text`) and its cross-check
+    (``cross_check``)."""
     split = dict(zip(("mean_reasoning_tokens", "mean_answer_tokens"), _token_split(row), strict=True))
     out = {"label": label_text(row)}
     out.update({k: FIGURES[k].text(split[k]) if k in split else display(row, k) for k in TABLE_KEYS})
@@ -117,6 +121,9 @@ def row_display(row: StepRow) -> dict[str, str]:
         out[f"usd_{h.n}"] = usd_text(h.usd, h.usd_low, h.usd_high)
     out["client_read_lag_p99_s"] = display(row, "client_read_lag_p99_s")
     out["client_starved"] = _starved_text(row)
+    for k in SELFCERT_KEYS:
+        out[k] = display(row, k)
+    out["selfcert"] = selfcert_text(row)
     out["interval"] = interval_text(row)
     out["cross_check"] = cross_check_text(row)
     return out
@@ -137,6 +144,8 @@ def columns(hours_to_n: list[int], priced: bool) -> list[dict[str, Any]]:
     cols.append({"key": "cross_check", "header": "interval cross-check", "main": False})
     cols.append({"key": "client_read_lag_p99_s", "header": FIGURES["client_read_lag_p99_s"].header, "main": False})
     cols.append({"key": "client_starved", "header": "starved", "main": False})
+    cols += [{"key": k, "header": FIGURES[k].header, "main": False} for k in SELFCERT_KEYS]
+    cols.append({"key": "selfcert", "header": "self-certification", "main": False})
     return cols
 
 

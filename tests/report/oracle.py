@@ -542,6 +542,48 @@ def step_row(
     return row
 
 
+def selfcert(phase: Phase, step_recs: Sequence[RequestResult], events: Sequence[dict[str, Any]],
+             lag_p99: float | None, starved: bool | None) -> dict[str, Any]:
+    """The self-certification keys of a step row, record by record and sample by sample (the calibration lookup
+    is harness.report.selfcert.error_bound's, tested on its own)."""
+    from harness.report.selfcert import MIN_SPAN_S, SLACK_S, error_bound
+
+    chunks: dict[str, int] = {}
+    for r in step_recs:
+        proc = r.user.rsplit(":", 1)[0] if ":" in r.user else r.user
+        chunks[proc] = chunks.get(proc, 0) + (r.chunks or 0)
+    length = phase.end - phase.start
+    rates = {k: v / length for k, v in chunks.items()} if length > 0 else {}
+    samples: dict[str, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.get("event") == "client_cpu" and phase.start <= e["wall"] <= phase.end + SLACK_S:
+            samples.setdefault(e["process"], []).append((e["wall"], e["cpu_s"]))
+    shares = []
+    for proc, ss in samples.items():
+        first, last = min(ss), max(ss)
+        if last[0] - first[0] >= MIN_SPAN_S and (proc in rates or not rates):
+            shares.append(max(0.0, last[1] - first[1]) / (last[0] - first[0]))
+    rate = max(rates.values()) if rates else None
+    bound = None
+    if starved:
+        verdict = "starved"
+    elif lag_p99 is None or rate is None:
+        verdict = "not_measured"
+    else:
+        bound = error_bound(rate, lag_p99)
+        verdict = "certified" if bound else "beyond_calibration"
+    return {
+        "client_processes": len(rates) if length > 0 else 0,
+        "client_cpu_share_max": max(shares) if shares else None,
+        "client_chunks_per_s_proc": rate,
+        "client_ttft_error_bound_s": bound.ttft_err_p99_s if bound else None,
+        "client_itl_error_bound_s": bound.itl_err_p99_s if bound else None,
+        "client_selfcert": verdict,
+        "client_selfcert_range": ({"chunks_per_s": bound.chunks_per_s, "read_lag_p99_s": bound.read_lag_p99_s}
+                                  if bound else None),
+    }
+
+
 def client_lag(step_recs: Sequence[RequestResult]) -> dict[str, Any]:
     """Client read lag of a step's requests (every record of the step, failed ones included).
 
@@ -898,8 +940,10 @@ def oracle_figures(run: RunData, n: Sequence[int] | None = None) -> RunFigures:
     open_loop = open_loop_steps(steps, run.events, main, profile or {})
     rows = [step_row(p, steady_window(p, run.records), main, settings.hours_n, settings.time_scale,
                      (p.step in open_loop, open_loop.get(p.step))) for p in steps]
-    for row in rows:
+    for p, row in zip(steps, rows, strict=True):
         add_cost(row, settings.usd_per_hour)
+        row.update(selfcert(p, [r for r in main if r.step == p.step], run.events, row["client_read_lag_p99_s"],
+                            row["client_starved"]))
         add_goodput(row, main, settings.slo)
         row["slices"] = step_slices(row, main, settings.slice_s)
         row["drift"] = step_drift(row["slices"])

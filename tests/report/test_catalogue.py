@@ -53,6 +53,7 @@ PROSE_ONLY = {
     "client_lagged_pct": "the STARVED footnote's share of late requests",
     "client_read_lag_max_s": "the STARVED footnote's largest lag",
     "mean_output_tokens_usable": "the what-if line's current mean output length of a usable sample",
+    "client_processes": "the self-certification line's count of load-generating processes",
 }
 
 

@@ -118,9 +118,10 @@ def test_tables_hold_the_report_values_as_in_the_markdown(written: tuple[Path, R
     for text in expected:
         assert text in md, text
         assert text in page, text
-    # every Markdown table (per step, hours, per prompt, by finish reason; no real-time tables at time_scale 1)
+    # every Markdown table (per step, self-certification, hours, per prompt, by finish reason; no real-time tables
+    # at time_scale 1)
     md_tables = sum(1 for line in md.splitlines() if line.startswith("|---"))
-    assert md_tables == 4 and page.count("<table>") == md_tables
+    assert md_tables == 5 and page.count("<table>") == md_tables
 
 
 def test_header_definitions_and_notes(written: tuple[Path, Report, str, str]) -> None:
@@ -189,9 +190,9 @@ def test_compressed_time_adds_real_time_hours_and_stale_figures_go(tmp_path: Pat
     page = (root / "report.html").read_text(encoding="utf-8")
     assert (root / "figures" / "hours_real_time.png").read_bytes().startswith(PNG_MAGIC)
     assert 'id="fig-hours_real_time"' in page and "COMPRESSED TIME" in page
-    # per step, hours, real-time equivalents and their hours, per prompt, by finish reason
+    # per step, self-certification, hours, real-time equivalents and their hours, per prompt, by finish reason
     md_tables = sum(1 for line in md.splitlines() if line.startswith("|---"))
-    assert md_tables == 6 and page.count("<table>") == md_tables
+    assert md_tables == 7 and page.count("<table>") == md_tables
     meta = json.loads((root / "run.json").read_text())
     del meta["simulator"]
     (root / "run.json").write_text(json.dumps(meta))

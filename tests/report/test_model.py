@@ -23,6 +23,7 @@ from harness.report.model import (
     parse_report,
     undeclared_keys,
 )
+from harness.report.selfcert import VERDICTS
 from harness.report.until import UNTIL_ROW_KEYS
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 from tests.report.test_frame import demo_run
@@ -94,9 +95,14 @@ def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_
         assert all(row.pop(k) is None for k in UNTIL_ROW_KEYS)
         # issue 17: the failures explained (the demo run has none), absent from the old file
         assert row.pop("failures") == [] and "failures" not in old_d["steps"][0]
+        # issue 19: the self-certification (harness.report.selfcert), absent from the old file; the demo run's
+        # records carry read lags, its phases.jsonl no CPU samples
+        selfcert = {k: row.pop(k) for k in SELFCERT_ROW_KEYS}
+        assert selfcert["client_cpu_share_max"] is None and selfcert["client_processes"] == 1
+        assert selfcert["client_selfcert"] in VERDICTS and "client_selfcert" not in old_d["steps"][0]
     assert "figures" not in old_d and set(new_d.pop("figures")) >= {"output_tps", "ttft_p50_s", "hours"}
     new_defs, old_defs = new_d.pop("definitions"), old_d.pop("definitions")
-    assert set(new_defs) >= set(old_defs)
+    assert set(new_defs) >= set(old_defs) and "client_selfcert" in new_defs
     assert {k for k in old_defs if new_defs[k] != old_defs[k]} <= {"goodput", "slo_capacity", "slo_search",
                                                                              "by_finish_reason", "hours"}
     # issue 16: THE hours interval is now renewal-reward (batch means its cross-check): the interval keys, the
@@ -107,6 +113,10 @@ def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_
     assert new.steps[1].output_tps == old.steps[1].output_tps and isinstance(old.steps[1], StepRow)
 
 
+#: A step row's self-certification keys (issue 19).
+SELFCERT_ROW_KEYS = ("client_processes", "client_cpu_share_max", "client_chunks_per_s_proc",
+                     "client_ttft_error_bound_s", "client_itl_error_bound_s", "client_selfcert",
+                     "client_selfcert_range")
 #: The keys that follow from the hours interval (its figures, the bounds computed from them, the notes).
 _INTERVAL_KEYS = {"hours_interval", "hours_low", "hours_high", "rate_low", "rate_high", "token_check", "usd_low",
                   "usd_high", "usd_per_1k_usable_low", "usd_per_1k_usable_high", "notes"}

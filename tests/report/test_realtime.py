@@ -48,3 +48,18 @@ def test_slices_and_history_points_follow_the_same_rule_and_keep_their_timestamp
     assert values_in_real_time(point, 0.5) == {"t": 1234.5, "label": "C=8", "output_tps": 20.0,
                                                "ttfat_p99_s": 2.0, "completed": 3, "window_s": 10.0}
     assert values_in_real_time(point, 1.0) is point
+
+
+def test_the_self_certification_figures_stay_in_wall_time() -> None:
+    """The client's own figures (CPU, read lag, chunks/s, error bounds) describe the load generator, in wall time:
+    not scaled, so the self-certification line reads against its wall-time calibration on every surface."""
+    from harness.report.model import StepRow
+
+    row = StepRow(label="C=8", step=1, concurrency=8, ttft_p50_s=0.02, client_read_lag_p99_s=0.004,
+                  client_read_lag_p50_s=0.001, client_cpu_share_max=0.3, client_chunks_per_s_proc=1200.0,
+                  client_ttft_error_bound_s=0.0003, client_itl_error_bound_s=0.0001)
+    got = in_real_time(row, 0.25)
+    assert got.ttft_p50_s == pytest.approx(0.08)
+    keys = ("client_read_lag_p99_s", "client_read_lag_p50_s", "client_cpu_share_max", "client_chunks_per_s_proc",
+            "client_ttft_error_bound_s", "client_itl_error_bound_s")
+    assert [getattr(got, k) for k in keys] == [getattr(row, k) for k in keys]

@@ -122,7 +122,7 @@ def test_title_meta_line_and_section_order(report: dict[str, Any]) -> None:
     heads = [ln for ln in lines if ln.startswith("## ")]
     assert heads == ["## Per step", "## Output tok/s by phase", "## Hours to N usable samples",
                      "## By finish reason", "## Per prompt",
-                     "## Formulas", "## Notes"]
+                     "## Self-certification", "## Formulas", "## Notes"]
     assert "Interrupted run" not in md and "COMPRESSED TIME" not in md
     assert md.endswith("\n")
 
@@ -320,7 +320,8 @@ def test_compressed_time_adds_the_real_time_tables(tmp_path: Path) -> None:
     real = _section(md, "Real-time equivalents")
     assert "durations ÷ 0.1, rates × 0.1" in real
     tables = _tables(md)
-    assert len(tables) == 6  # per step, hours, real-time figures, real-time hours, by finish reason, per prompt
+    # per step, hours, real-time figures, real-time hours, by finish reason, per prompt, self-certification
+    assert len(tables) == 7
     assert tables[2][0] == REAL_HEADER
     c2 = rep["steps"][1]
     row = dict(zip(REAL_HEADER, tables[2][2], strict=True))

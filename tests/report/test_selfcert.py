@@ -1,0 +1,103 @@
+"""The self-certification (harness.report.selfcert): CPU share per process from client_cpu samples, chunks/s per
+process, the calibrated error bound or its refusal, and the one line per step on the report's surfaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from harness.report import build_report, render_markdown
+from harness.report.catalogue import FIGURES
+from harness.report.selfcert import CalPoint, chunk_rates, cpu_shares, error_bound, selfcert_text
+from harness.report.summary import render_summary
+from tests.report.rundir import T0, phase, rec, run_end, write_run
+
+POINTS = (CalPoint(8, 1000.0, 0.005, 0.0003, 0.0001), CalPoint(64, 5000.0, 0.05, 0.002, 0.008),
+          CalPoint(64, 5000.0, 0.2, 0.04, 0.03))
+
+
+def cpu(process: str, wall: float, cpu_s: float) -> dict[str, Any]:
+    """A ``client_cpu`` event at ``T0 + wall``."""
+    return {"event": "client_cpu", "wall": T0 + wall, "process": process, "cpu_s": cpu_s}
+
+
+def test_cpu_share_per_process_between_its_first_and_last_sample_in_the_step() -> None:
+    events = [cpu("a", 9.0, 0.0), cpu("a", 10.0, 1.0), cpu("a", 15.0, 3.0), cpu("a", 20.2, 4.0),  # 20.2: slack
+              cpu("b", 10.01, 5.0), cpu("b", 10.5, 5.2),  # 0.49 s apart: too short to be a share
+              cpu("c", 10.0, 0.0), cpu("c", 20.0, 9.0), cpu("c", 21.0, 100.0)]  # 21.0: the next step's
+    shares = cpu_shares(events, T0 + 10.0, T0 + 20.0)
+    assert shares == {"a": pytest.approx(3.0 / 10.2), "c": pytest.approx(0.9)}
+
+
+def test_chunk_rate_per_process_is_its_chunks_over_the_step_length() -> None:
+    recs = pl.DataFrame({"user": ["w1:1", "w1:2", "w2:1", "local:7"], "chunks": [100, 50, 30, None]})
+    assert chunk_rates(recs, 10.0) == {"w1": 15.0, "w2": 3.0, "local": 0.0}
+    assert chunk_rates(recs, 0.0) == {}
+
+
+def test_error_bound_is_the_smallest_error_of_the_points_that_dominate_the_load() -> None:
+    b = error_bound(800.0, 0.004, POINTS)
+    assert b is not None and (b.ttft_err_p99_s, b.itl_err_p99_s, b.chunks_per_s) == (0.0003, 0.0001, 1000.0)
+    b = error_bound(3000.0, 0.01, POINTS)  # only the two C=64 points cover it: the smaller errors of the two
+    assert b is not None and (b.ttft_err_p99_s, b.itl_err_p99_s) == (0.002, 0.008)
+    b = error_bound(3000.0, 0.1, POINTS)
+    assert b is not None and b.ttft_err_p99_s == 0.04
+    assert error_bound(6000.0, 0.001, POINTS) is None  # more chunks/s than calibrated
+    assert error_bound(100.0, 0.5, POINTS) is None  # more read lag than calibrated
+
+
+def _run(tmp: Path, lags: list[float], burn: float) -> dict[str, Any]:
+    """One step of C=2 on process "w1" (10 requests, 100 chunks each over a 30 s step) with these read lags, and
+    the process's CPU samples at ``burn`` CPU seconds per wall second."""
+    recs = [rec(f"w1:{1 + i % 2}", 1, 41 + 3 * (i // 2), 3, concurrency=2, read_lag_max=v) for i, v in enumerate(lags)]
+    events = [phase("step", 1, 2, 40, 30), cpu("w1", 40.001, 1.0), cpu("w1", 45.0, 1.0 + 5 * burn),
+              cpu("w1", 70.0, 1.0 + 30 * burn), run_end(70.0)]
+    return build_report(write_run(tmp / "run", recs, events)).as_dict()
+
+
+def test_a_healthy_step_is_certified_with_its_calibrated_bound(tmp_path: Path) -> None:
+    from harness.report.selfcert import CALIBRATION
+
+    rep = _run(tmp_path, [0.0002] * 10, burn=0.1)
+    (s,) = rep["steps"]
+    assert s["client_processes"] == 1 and s["client_cpu_share_max"] == pytest.approx(0.1, rel=1e-3)
+    assert s["client_chunks_per_s_proc"] == pytest.approx(1000 / 30)
+    assert s["client_selfcert"] == "certified"
+    best = min((p for p in CALIBRATION if p.read_lag_p99_s >= 0.0002), key=lambda p: p.ttft_err_p99_s)
+    assert s["client_ttft_error_bound_s"] == best.ttft_err_p99_s
+    line = selfcert_text(s)
+    assert line.startswith("client CPU 10.0 % of a core (busiest of 1 process), read lag p50 0.000200 / p99 "
+                           "0.000200 s, 33.3 chunks/s per process; TTFT/ITL error ≤ ")
+    bound = FIGURES["client_ttft_error_bound_s"].text(best.ttft_err_p99_s)
+    assert f"TTFT/ITL error ≤ {bound} / " in line and " ms (p99) at this load (calibrated up to " in line
+    assert f"- {s['label']}: client CPU 10.0 %" in render_markdown(rep)
+    assert f"  {s['label']}: client CPU 10.0 %" in render_summary(rep, width=400)
+
+
+def test_a_starved_client_gets_no_bound_and_its_line_says_starved(tmp_path: Path) -> None:
+    """3 of 10 requests read > 0.1 s late (STARVED, as before); the process burnt 95 % of a core."""
+    rep = _run(tmp_path, [0.0002, 0.0003, 0.4, 0.0002, 0.25, 0.0001, 0.6, 0.0004, 0.0002, 0.0003], burn=0.95)
+    (s,) = rep["steps"]
+    assert s["client_starved"] and s["client_selfcert"] == "starved"
+    assert s["client_ttft_error_bound_s"] is None and s["client_cpu_share_max"] == pytest.approx(0.95, rel=1e-3)
+    line = selfcert_text(s)
+    assert "client CPU 95.0 % of a core" in line and line.endswith(
+        "STARVED: no error bound, figures are the load generator's limit")
+
+
+def test_beyond_the_calibrated_range_and_not_measured(tmp_path: Path) -> None:
+    """1 of 10 requests read 0.5 s late: not STARVED (10 % is not above 10 %), but its read lag p99 (0.46 s) is
+    above every calibrated one: no bound, and the line says so."""
+    from harness.report.selfcert import CALIBRATION
+
+    rep = _run(tmp_path, [0.0002] * 9 + [0.5], burn=0.5)
+    (s,) = rep["steps"]
+    assert not s["client_starved"] and s["client_read_lag_p99_s"] > max(p.read_lag_p99_s for p in CALIBRATION)
+    assert s["client_selfcert"] == "beyond_calibration" and s["client_ttft_error_bound_s"] is None
+    assert "; no error bound: beyond the calibrated range (calibrated up to " in selfcert_text(s)
+    assert selfcert_text(s, ()).endswith("no error bound: beyond the calibrated range (no calibration)")
+    tls = {**s, "client_selfcert": "not_measured", "client_read_lag_p50_s": None, "client_read_lag_p99_s": None}
+    assert selfcert_text(tls).endswith("not measured (no kernel-stamped reads)") and "p99 – s" in selfcert_text(tls)
