@@ -33,11 +33,11 @@ compare clients within one run (the ratios), not across runs.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -125,7 +125,7 @@ def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
         if len(ch) < MIN_CHUNKS:
             continue
         sample.ttfts.append(ch[0])
-        sample.itls.extend(b - a for a, b in zip(ch, ch[1:], strict=False))
+        sample.itls.extend(b - a for a, b in itertools.pairwise(ch))
         chunks += len(ch)
         starts.append(float(t["received_epoch"]))
         ends.append(float(t["received_epoch"]) + float(t.get("end_at") or ch[-1]))
@@ -182,7 +182,8 @@ def build_table(summaries: Sequence[ClientSummary], levels: Sequence[int]) -> st
             if r is None:
                 row += ["—", "—", "—"]
                 continue
-            row += [f"{_f(r.ttft_err_ms[0])} / {_f(r.ttft_err_ms[1])}", f"{_f(r.itl_err_ms[0])} / {_f(r.itl_err_ms[1])}",
+            row += [f"{_f(r.ttft_err_ms[0])} / {_f(r.ttft_err_ms[1])}",
+                    f"{_f(r.itl_err_ms[0])} / {_f(r.itl_err_ms[1])}",
                     f"{r.chunks_per_s:.0f}"]
         row.append(_f(max_rate_within(s.runs), "{:.0f}"))
         lines.append("| " + " | ".join(row) + " |")
@@ -257,14 +258,14 @@ def run_llmload(url: str, c: int, duration: float, work: Path) -> tuple[float, S
             continue
         got.ttfts.append(r.ttft)
         ct = r.chunk_times or []
-        got.itls.extend(b - a for a, b in zip(ct, ct[1:], strict=False))
+        got.itls.extend(b - a for a, b in itertools.pairwise(ct))
     return cpu, got
 
 
 def run_vllm(url: str, c: int, duration: float, work: Path, venv: Path, tokenizer: Path) -> tuple[float, Sample]:
     """vLLM's ``bench serve`` (openai-chat backend, random prompts, ``ignore_eos``) with ``c`` in flight and about
     ``duration`` s worth of requests; (CPU s, its TTFTs and gaps from ``--save-detailed``)."""
-    n = max(c, int(round(c * duration / SECONDS_PER_REQUEST)))
+    n = max(c, round(c * duration / SECONDS_PER_REQUEST))
     cmd = [*_pin(1), str(venv / "bin" / "python"), "-m", "vllm.entrypoints.cli.main", "bench", "serve",
            "--backend", "openai-chat", "--base-url", url, "--endpoint", "/v1/chat/completions",
            "--model", "sim-reasoner", "--tokenizer", str(tokenizer), "--dataset-name", "random",
