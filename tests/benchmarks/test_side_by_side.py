@@ -1,0 +1,81 @@
+"""benchmarks/side_by_side.py: its table and error arithmetic on canned inputs, and (slow) its llmload part for a
+few requests against the simulator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks import load_benchmark
+
+sbs = load_benchmark("side_by_side")
+
+
+def _run(client: str, c: int, cpu: float, chunks: int, rate: float, ttft99: float | None,
+         itl99: float | None) -> object:
+    return sbs.RunResult(client, c, cpu, chunks, rate, (0.5, ttft99), (0.1, itl99))
+
+
+def test_quantile_interpolates_and_error_is_client_minus_truth_in_ms() -> None:
+    assert sbs.quantile([3.0, 1.0, 2.0, 4.0], 0.5) == pytest.approx(2.5)
+    assert sbs.quantile([1.0, 2.0], 0.99) == pytest.approx(1.99)
+    assert sbs.quantile([], 0.5) is None
+    assert sbs.quantile_error_ms([0.012, 0.014], [0.010, 0.012], 0.5) == pytest.approx(2.0)
+    assert sbs.quantile_error_ms([0.01], [], 0.5) is None
+
+
+def test_marginal_cpu_per_chunk_removes_startup_cost() -> None:
+    short = _run("x", 32, 3.0, 10_000, 1.0, 0.1, 0.1)
+    long = _run("x", 32, 4.5, 60_000, 1.0, 0.1, 0.1)
+    assert sbs.marginal_us_per_chunk(short, long) == pytest.approx(30.0)  # 1.5 s over 50,000 chunks
+    assert sbs.marginal_us_per_chunk(long, short) is None
+
+
+def test_max_rate_within_bound_ignores_runs_over_it_or_unknown() -> None:
+    runs = {32: _run("x", 32, 1, 1, 16_000, 0.4, 0.9), 128: _run("x", 128, 1, 1, 60_000, 0.2, 1.5),
+            256: _run("x", 256, 1, 1, 90_000, None, 0.1)}
+    assert sbs.max_rate_within(runs) == 16_000
+    assert sbs.max_rate_within({128: runs[128]}) is None
+
+
+def test_build_table_rows_skips_and_ratios() -> None:
+    ours = sbs.ClientSummary("llmload", 20.0, {32: _run("llmload", 32, 1, 1, 16_000, 0.3, 0.2)})
+    peer = sbs.ClientSummary("vllm", 40.0, {32: _run("vllm", 32, 1, 1, 8_000, 0.9, 0.5)})
+    gone = sbs.ClientSummary("aiperf", skipped="no aiperf at /x/bin/aiperf")
+    text = sbs.build_table([ours, peer, gone], [32, 128])
+    lines = text.splitlines()
+    assert lines[0].startswith("| client | CPU µs/chunk | TTFT err p50/p99 ms C=32")
+    assert lines[2] == "| llmload | 20.0 | +0.50 / +0.30 | +0.10 / +0.20 | 16000 | — | — | — | 16000 |"
+    assert lines[3] == "| vllm | 40.0 | +0.50 / +0.90 | +0.10 / +0.50 | 8000 | — | — | — | 8000 |"
+    assert "aiperf: skipped — no aiperf at /x/bin/aiperf" in lines
+    assert "llmload ÷ vllm: CPU per chunk 0.50, max chunks/s within bound 2.00" in lines
+    assert not any("÷ aiperf" in line for line in lines)
+
+
+def test_truth_sample_keeps_measured_requests_and_rejects_empty_logs(tmp_path: Path) -> None:
+    chunks = [[0.001 + 0.002 * i, 100.0 + 0.001 + 0.002 * i, 1, "r"] for i in range(sbs.MIN_CHUNKS)]
+    req = {"type": "request", "received_epoch": 100.0, "end_at": chunks[-1][0], "chunks": chunks}
+    warm = {"type": "request", "received_epoch": 99.0, "end_at": 0.01, "chunks": chunks[:5]}
+    path = tmp_path / "truth.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in ({"type": "server"}, warm, req)) + "\n")
+    sample, n, rate = sbs.truth_sample(path)
+    assert n == sbs.MIN_CHUNKS and sample.ttfts == [pytest.approx(0.001)]
+    assert len(sample.itls) == sbs.MIN_CHUNKS - 1 and all(g == pytest.approx(0.002) for g in sample.itls)
+    assert rate == pytest.approx(sbs.MIN_CHUNKS / chunks[-1][0])
+    path.write_text(json.dumps({"type": "server"}) + "\n" + json.dumps(warm) + "\n")
+    with pytest.raises(ValueError, match=r"truth\.jsonl: no request"):
+        sbs.truth_sample(path)
+
+
+@pytest.mark.slow
+def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One short and one long llmload run at C=2 (about 1 s of load each, every process bounded by a timeout)."""
+    assert sbs.main(["--clients", "llmload", "--levels", "2", "--duration", "1", "--short", "0.5",
+                     "--keep", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| llmload |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert float(cells[1]) > 0  # marginal CPU µs per chunk measured
+    assert float(cells[4]) > 100  # chunks/s at C=2: ~1,000 with 2 ms per token
