@@ -169,7 +169,8 @@ def one_run(mode: str, c: int, args: argparse.Namespace, work: Path) -> dict[str
     recs = [json.loads(x) for x in (run / "records.jsonl").read_text().splitlines() if x.strip()]
     step = [r for r in recs if r["phase"] == "step"]
     chunks_all = sum(r["chunks"] for r in recs)
-    fid = compare(run, truth, include_warmup=False).summary
+    fid_rep = compare(run, truth, include_warmup=False)
+    fid = fid_rep.summary
     ttft99, gap99 = fid["ttft_diff_ms"]["p99"], fid["gap_diff_ms"]["p99"]
     n = MODES[mode]
     # chunks whose arrival fell in the step (chunk times: offsets from the request's send, s)
@@ -181,7 +182,8 @@ def one_run(mode: str, c: int, args: argparse.Namespace, work: Path) -> dict[str
     # CPU in the step window, per process (pid -> s), of the processes present at both samples
     step_cpu = {k: cpu_b[k] - cpu_a[k] for k in cpu_b if k in cpu_a}
     busy = sorted((v for v in step_cpu.values()), reverse=True)[:n]
-    within = (not fid["failures"] if "failures" in fid else True) and ttft99 is not None and gap99 is not None \
+    failures = fid_rep.failures()
+    within = not failures and ttft99 is not None and gap99 is not None \
         and ttft99 <= args.bound_ms and gap99 <= args.bound_ms
     return {
         "mode": mode, "concurrency": c, "processes": n, "requests": len(step),
@@ -191,7 +193,7 @@ def one_run(mode: str, c: int, args: argparse.Namespace, work: Path) -> dict[str
         "cpu_us_per_chunk": round(sum(step_cpu.values()) / in_step * 1e6, 2) if in_step else None,
         "cpu_share_per_process": [round(v / max(t_b - t_a, 1e-9), 2) for v in busy],
         "cpu_us_per_chunk_whole_run": round(cpu / chunks_all * 1e6, 2) if chunks_all else None,
-        "records_vs_truth": [fid["records"], fid["truth_requests"]],
+        "records_vs_truth": [fid["records"], fid["truth_requests"]], "fidelity_failures": failures,
     }
 
 
