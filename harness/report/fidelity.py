@@ -211,9 +211,18 @@ def match(records: Sequence[RequestResult], truths: list[dict[str, Any]],
 
 def _fix_by_connection(records: Sequence[RequestResult], truths: list[dict[str, Any]], rec_to: dict[int, int],
                        ambiguous: set[int]) -> None:
-    """Swap ambiguous pairings whose truth connection disagrees with the user's other requests."""
+    """Swap ambiguous pairings whose truth connection disagrees with the user's other requests.
+
+    Only two pairings of the same instant are swapped: each truth must lie in the other record's matching window
+    (:data:`MATCH_WINDOW_S`). Without that rule, a user with two ambiguous requests (two processes starting
+    requests at the same instants) had a request at one instant paired with the truth of another, seconds away.
+    """
     if not ambiguous:
         return
+    lo, hi = MATCH_WINDOW_S
+
+    def fits(ri: int, ti: int) -> bool:
+        return lo <= truths[ti]["received_epoch"] - records[ri].start_wall <= hi
     user_conns: dict[str, Counter[int]] = defaultdict(Counter)
     for ri, ti in rec_to.items():
         if ri not in ambiguous:
@@ -224,10 +233,12 @@ def _fix_by_connection(records: Sequence[RequestResult], truths: list[dict[str, 
         conn = truths[ti]["conn"]
         if not user_conns[u] or user_conns[u][conn]:
             continue
-        for rj in ambiguous:
+        for rj in sorted(ambiguous):
             if rj == ri:
                 continue
             tj = rec_to[rj]
+            if not (fits(ri, tj) and fits(rj, ti)):
+                continue
             uj = records[rj].user
             same_prompt = truths[tj].get("prompt_hash") == truths[ti].get("prompt_hash")
             if same_prompt and user_conns[u][truths[tj]["conn"]] and user_conns[uj][conn]:

@@ -181,3 +181,22 @@ def test_real_requests_with_faults(tmp_path: Path) -> None:
     faults = set(s["classification"]["confusion"]) - {"none"}
     assert faults, s["classification"]
     assert s["ttft_diff_ms"]["min_signed"] >= -0.2 and s["ttft_diff_ms"]["p50"] < 2.0
+
+
+def test_ambiguous_pairs_are_only_swapped_within_their_instant(tmp_path: Path) -> None:
+    """Two users (two processes) start requests at the same two instants, 1.5 s apart: each swap that the
+    connections ask for stays within one instant (seen on `--processes 2`: a request at one instant was paired with
+    the truth of the other, and its token counts read as wrong)."""
+    d = AMBIGUITY_S / 4
+    # in file order as two processes append them: u1's two requests, then u2's (time pairing crosses both instants)
+    records = [rec(0.0, user="u1"), rec(0.3, user="u2"),
+               rec(1.0, user="u1", tokens=5, chunks=5), rec(2.5, user="u1", tokens=9, chunks=9),
+               rec(2.5, user="u2", tokens=11, chunks=11), rec(1.0, user="u2", tokens=7, chunks=7)]
+    truths = [truth(0.00002, conn=1), truth(0.30002, conn=2),
+              truth(1.0 + d, conn=2, tokens=7), truth(1.0 + 2 * d, conn=1, tokens=5),
+              truth(2.5 + d, conn=2, tokens=11), truth(2.5 + 2 * d, conn=1, tokens=9)]
+    rep = compare(*write(tmp_path, records, truths))
+    assert rep.summary["matching"]["ambiguous"] == 4
+    assert rep.summary["tokens"]["mismatches"] == 0, rep.summary["tokens"]
+    for p in rep.pairs:
+        assert p.truth is not None and abs(p.truth["received_epoch"] - p.record.start_wall) < 0.01
