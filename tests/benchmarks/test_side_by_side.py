@@ -4,6 +4,7 @@ few requests against the simulator."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -77,5 +78,7 @@ def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| llmload |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert float(cells[1]) > 0  # marginal CPU µs per chunk measured
+    # marginal CPU µs per chunk measured (a number: a difference of two runs' CPU, which at 1 s − 0.5 s of load on
+    # a loaded machine can come out negative; the benchmark's own runs are longer)
+    assert math.isfinite(float(cells[1]))
     assert float(cells[4]) > 100  # chunks/s at C=2: ~1,000 with 2 ms per token

@@ -64,7 +64,8 @@ def test_a_traced_soak_writes_the_masters_memory_trace(tmp_path: Path, monkeypat
     monkeypatch.setenv("LLMLOAD_TRACE_FRAMES", "1")
     monkeypatch.setenv("LLMLOAD_TRACE_TRIM", "1")
     trace = tmp_path / "trace"
-    res = sb.soak(300, tmp_path, workers=2, concurrency=2, every=0.5, time_cap=60, report=False,
+    # tracemalloc slows the master several-fold: few requests and a wide time cap (a loaded CI machine took > 60 s)
+    res = sb.soak(150, tmp_path, workers=2, concurrency=2, every=0.5, time_cap=180, report=False,
                   log=lambda _m: None, trace=trace)
     assert res.records_equal_server, sb.table(res)
     head, *rows = [line.split("\t") for line in (trace / "master.tsv").read_text().splitlines()]
