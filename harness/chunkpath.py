@@ -3,12 +3,13 @@
 Both do the same work per read — HTTP body de-framing, SSE event splitting, the chunk interpreter's per-payload
 step — and give byte-identical records (the stream-case and fuzz tests run every case through both). The compiled
 path is an optional extension built by ``pip install -e .`` (``setup.py``); it is used when it imported and the
-environment variable ``LLMLOAD_PURE_PYTHON`` is not ``1``. :data:`CLIENT_PATH` says which runs (``llmload`` prints
-it at start, and ``run.json`` records it as ``client_path``).
+environment variable ``LLMLOAD_PURE_PYTHON`` does not force the pure path (:func:`pure_forced`). :data:`CLIENT_PATH`
+says which runs (``llmload`` prints it at start, and ``run.json`` records it as ``client_path``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,11 @@ from harness.http import BodyFraming, ChunkedDecoder
 from harness.interpret import StreamInterpreter
 from harness.sse import SSEDecoder
 
-__all__ = ["CLIENT_PATH", "PATHS", "ChunkPath", "active", "native_available"]
+__all__ = ["CLIENT_PATH", "PATHS", "ChunkPath", "active", "native_available", "pure_forced"]
 
-#: The environment variable that forces the pure-Python path when set to ``1``.
+log = logging.getLogger("llmload.chunkpath")
+
+#: The environment variable that forces the pure-Python path (``1``, ``true``, ``yes``, ``on``).
 PURE_ENV = "LLMLOAD_PURE_PYTHON"
 
 
@@ -83,9 +86,30 @@ def native_available() -> bool:
     return NATIVE is not None
 
 
+#: Values of :data:`PURE_ENV` (stripped, any case) that force the pure path, and those that leave the choice alone.
+PURE_ON = frozenset({"1", "true", "yes", "on"})
+PURE_OFF = frozenset({"", "0", "false", "no", "off"})
+
+
+def pure_forced() -> bool:
+    """Whether ``LLMLOAD_PURE_PYTHON`` forces the pure-Python path: ``1``/``true``/``yes``/``on`` (any case) do,
+    unset or ``0``/``false``/``no``/``off`` do not; any other value forces it too (the safe reading) with a
+    warning naming the variable and the values it takes."""
+    raw = os.environ.get(PURE_ENV, "")
+    value = raw.strip().lower()
+    if value in PURE_ON:
+        return True
+    if value in PURE_OFF:
+        return False
+    log.warning("%s=%r is not one of 1/true/yes/on or 0/false/no/off: the pure-Python stream path runs",
+                PURE_ENV, raw)
+    return True
+
+
 def active() -> ChunkPath:
-    """The path the client uses: native when built and ``LLMLOAD_PURE_PYTHON`` is not ``1``, else python."""
-    if NATIVE is not None and os.environ.get(PURE_ENV, "") != "1":
+    """The path the client uses: native when built and not forced off by ``LLMLOAD_PURE_PYTHON``
+    (:func:`pure_forced`), else python."""
+    if NATIVE is not None and not pure_forced():
         return NATIVE
     return PYTHON
 

@@ -37,7 +37,22 @@ def test_the_native_path_runs_by_default_when_built(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv(PURE_ENV, raising=False)
     assert active() is native and chunkpath.native_available()
     assert _path_in_a_fresh_process(None) == "native"
-    assert _path_in_a_fresh_process("0") == "native"  # only "1" forces the pure path
+    assert _path_in_a_fresh_process("0") == "native"
+    assert _path_in_a_fresh_process(" False ") == "native"
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
+def test_the_usual_true_spellings_force_the_pure_path(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(PURE_ENV, value)
+    assert active() is PYTHON
+
+
+def test_an_unknown_value_forces_the_pure_path_with_a_warning(monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv(PURE_ENV, "2")
+    with caplog.at_level("WARNING", logger="llmload.chunkpath"):
+        assert active() is PYTHON
+    assert "LLMLOAD_PURE_PYTHON='2' is not one of 1/true/yes/on or 0/false/no/off" in caplog.text
 
 
 def test_without_the_extension_the_pure_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:
