@@ -142,8 +142,7 @@ def columns(hours_to_n: list[int], priced: bool) -> list[dict[str, Any]]:
             cols.append({"key": f"usd_{n}", "header": usd_header(n), "main": i == 0, "answer": True})
     cols.append({"key": "interval", "header": "hours interval (method, ± rate)", "main": False})
     cols.append({"key": "cross_check", "header": "interval cross-check", "main": False})
-    cols.append({"key": "client_read_lag_p99_s", "header": FIGURES["client_read_lag_p99_s"].header, "main": False})
-    cols.append({"key": "client_starved", "header": "starved", "main": False})
+    cols.append({"key": "client_starved", "header": "starved", "main": False})  # the read lag p99: SELFCERT_KEYS
     cols += [{"key": k, "header": FIGURES[k].header, "main": False} for k in SELFCERT_KEYS]
     cols.append({"key": "selfcert", "header": "self-certification", "main": False})
     return cols

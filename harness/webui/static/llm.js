@@ -57,7 +57,7 @@
     for (const { key, header } of rest) {
       const dd = el("dd", { "data-key": key }, shown[key] ?? "–");
       if (key === "client_starved" && r.client_starved) dd.className = "starved";
-      const div = el("div", WIDE.has(key) ? { class: "wide" } : {});
+      const div = el("div", WIDE.has(key) ? { class: "wide" } : FULL.has(key) ? { class: "full" } : {});
       div.append(el("dt", {}, header), dd);
       dl.appendChild(div);
     }
@@ -80,6 +80,7 @@
 
   // The headline strip: every text is the server's (the report's display text of the step in progress).
   const ANSWER = new Set(["hours", "usd"]), WIDE = new Set(["interval", "cross_check"]);
+  const FULL = new Set(["selfcert"]);  // a sentence: the details' whole width, left-aligned
   function renderHeadline(d) {
     const box = document.getElementById("headline");
     box.replaceChildren(...(d.headline || []).map(({ key, label, text }) => {
