@@ -27,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from harness.report.catalogue import FIGURES, display
+from harness.selfcert import CPU_SAMPLE_S
 
 __all__ = [
     "CALIBRATION",
@@ -196,7 +197,10 @@ def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION) -> str:
     get = row.get if isinstance(row, Mapping) else (lambda k: getattr(row, k, None))
     n = get("client_processes") or 0
     lag = FIGURES["client_read_lag_p99_s"]
-    head = (f"client CPU {display(row, 'client_cpu_share_max')} % of a core (busiest of {n} process"
+    cpu = (f"client CPU {display(row, 'client_cpu_share_max')} % of a core" if get("client_cpu_share_max") is not None
+           else f"client CPU not sampled (a share needs two samples of a process ≥ {MIN_SPAN_S:g} s apart in the "
+                f"step; workers sample every {CPU_SAMPLE_S:g} s; older runs did not sample)")
+    head = (f"{cpu} (busiest of {n} process"
             f"{'' if n == 1 else 'es'}), read lag p50 {display(row, 'client_read_lag_p50_s')} / p99 "
             f"{display(row, 'client_read_lag_p99_s')} {lag.display_unit.value}, "
             f"{display(row, 'client_chunks_per_s_proc')} chunks/s per process")

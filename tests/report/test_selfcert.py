@@ -120,3 +120,13 @@ def test_beyond_the_calibrated_range_and_not_measured(tmp_path: Path) -> None:
     assert selfcert_text(s, ()).endswith("no error bound: beyond the calibrated range (no calibration)")
     tls = {**s, "client_selfcert": "not_measured", "client_read_lag_p50_s": None, "client_read_lag_p99_s": None}
     assert selfcert_text(tls).endswith("not measured (no kernel-stamped reads)") and "p99 – s" in selfcert_text(tls)
+
+
+def test_a_step_without_cpu_samples_says_why_there_is_no_cpu_share() -> None:
+    row = {"client_processes": 1, "client_cpu_share_max": None, "client_read_lag_p50_s": 0.001,
+           "client_read_lag_p99_s": 0.002, "client_chunks_per_s_proc": 100.0, "client_selfcert": "not_measured"}
+    line = selfcert_text(row)
+    assert line.startswith("client CPU not sampled (a share needs two samples of a process ≥ 1 s apart in the step; "
+                           "workers sample every 5 s; older runs did not sample) (busiest of 1 process)"), line
+    assert "– %" not in line
+    assert selfcert_text({**row, "client_cpu_share_max": 0.25}).startswith("client CPU 25.0 % of a core")
