@@ -863,7 +863,12 @@ output: {{dir: {tmp_path / "runs"}}}
     mid = next(t for t in run.live if step_requests(t) >= len(step_recs) / 4)
     assert step_requests(mid) < len(step_recs) / 2  # really from the middle of the step
     first, last = series_of(mid), series_of(run.final)
-    changed = {n for n in first.keys() | last.keys() if first.get(n) != last.get(n)}
+    # One series per load-generating process (not per request or prompt): absent until a process has two CPU
+    # samples >= 1 s apart in the step (a single process samples at phase starts and the load's end).
+    per_process = "llmload_client_cpu_share"
+    assert len(first.get(per_process, ())) <= len(last.get(per_process, ())) <= 1, (first.get(per_process),
+                                                                                  last.get(per_process))
+    changed = {n for n in first.keys() | last.keys() if first.get(n) != last.get(n)} - {per_process}
     assert not changed, {n: (len(first.get(n, ())), len(last.get(n, ()))) for n in changed}
     n_series = sum(len(v) for v in last.values())
     prompts_exposed = {
