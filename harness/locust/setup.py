@@ -12,6 +12,7 @@ current step.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,12 @@ def resolve_target(
         except ValueError as e:
             source = host_source if host else f"{path}: target.base_url"
             raise RuntimeError(f"{source}: {redact_url(str(e))}") from None
+        from harness.sim.launcher import ENV_EXTRA_ARGS  # a name only; the simulator is not started
+
+        if os.environ.get(ENV_EXTRA_ARGS, "").strip():
+            source = host_source if host else f"{path}: target.base_url"
+            log.warning("%s is set but the target is a server (%s), not the built-in simulator: it is ignored",
+                        ENV_EXTRA_ARGS, source)
     sim = None
     sim_meta: dict[str, Any] | None = None
     own_sim = False

@@ -180,3 +180,23 @@ def test_a_host_that_is_not_an_llm_server_is_named_in_one_line(tmp_path: Path, c
     for text in (str(headless.value), str(banner.value)):
         assert "\n" not in text and "<" not in text and "target.model" not in text
     assert not (tmp_path / "runs").exists()  # refused before any run directory
+
+
+def test_simulator_options_with_a_server_target_are_said_to_be_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """LLMLOAD_SIM_ARGS only reaches the built-in simulator: with --host (or target.base_url) it was ignored
+    without a word (fresh-user finding), now with a warning naming the variable and the target's source."""
+    from harness.locust.setup import resolve_target
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: h\ntarget: {model: m}\nprompts: [{id: a, text: hi}]\n")
+    monkeypatch.setenv("LLMLOAD_SIM_ARGS", "--drift-per-hour 7")
+    with caplog.at_level("WARNING", logger="llmload"):
+        resolve_target(load_profile(prof), prof, "http://127.0.0.1:9")
+    assert ("LLMLOAD_SIM_ARGS is set but the target is a server (--host), not the built-in simulator: it is "
+            "ignored") in caplog.text
+    caplog.clear()
+    monkeypatch.setenv("LLMLOAD_SIM_ARGS", "  ")
+    with caplog.at_level("WARNING", logger="llmload"):
+        resolve_target(load_profile(prof), prof, "http://127.0.0.1:9")
+    assert "LLMLOAD_SIM_ARGS" not in caplog.text
