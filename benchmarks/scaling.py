@@ -199,7 +199,7 @@ def one_run(mode: str, c: int, args: argparse.Namespace, work: Path) -> dict[str
 
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep; print JSON lines, the table and the maxima. Returns the exit code (0)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--levels", default="8,16,32", help="concurrencies, comma-separated")
     ap.add_argument("--modes", default="p1,p2,mw2", help="p1, p2 (--processes 1/2), mw2 (master + 2 workers)")
     ap.add_argument("--duration", type=float, default=8.0, help="step duration, s")

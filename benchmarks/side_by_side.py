@@ -1,7 +1,7 @@
 """Side-by-side client benchmark: llmload vs vLLM ``bench serve`` vs AIPerf vs GuideLLM, against the simulator.
 
     .venv/bin/python benchmarks/side_by_side.py [--levels 32,128,256] [--duration 8] [--clients llmload,vllm,...]
-        [--vllm-venv /work/main/.venv-vllm] [--aiperf-venv DIR] [--guidellm-venv DIR] [--tokenizer DIR]
+        [--vllm-venv .venv-vllm] [--aiperf-venv DIR] [--guidellm-venv DIR] [--tokenizer DIR]
 
 For every client and every concurrency C, a fresh simulator (``bench`` preset, 200 reasoning + 200 answer
 tokens, one token per chunk, ``--decode-base 0.002``: 2 ms per engine step, so 2 ms per token per stream at any
