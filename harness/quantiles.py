@@ -60,20 +60,12 @@ def gap_counts(gh: Mapping[str, Any]) -> GapCounts | None:
     return GapCounts(items, n, float(lo) if lo is not None else None, float(hi) if hi is not None else None)
 
 
-class BucketCounts:
-    """Sparse counts of values (seconds) in 1 % log buckets, with the exact number, min and max.
+class _Extremes:
+    """The exact min and max (seconds) that :class:`BucketCounts` and :class:`Slice` keep beside their counts."""
 
-    Attributes:
-        counts: bucket index (:func:`harness.histogram.bucket_of`) -> number of values.
-        n: number of values.
-        min / max: exact extreme values (seconds); None when empty.
-    """
-
-    __slots__ = ("counts", "max", "min", "n")
+    __slots__ = ("max", "min")
 
     def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.n = 0
         self.min: float | None = None
         self.max: float | None = None
 
@@ -82,6 +74,23 @@ class BucketCounts:
             self.min = lo
         if self.max is None or hi > self.max:
             self.max = hi
+
+
+class BucketCounts(_Extremes):
+    """Sparse counts of values (seconds) in 1 % log buckets, with the exact number, min and max.
+
+    Attributes:
+        counts: bucket index (:func:`harness.histogram.bucket_of`) -> number of values.
+        n: number of values.
+        min / max: exact extreme values (seconds); None when empty.
+    """
+
+    __slots__ = ("counts", "n")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.n = 0
+        super().__init__()
 
     def add(self, value_s: float) -> None:
         """Count one value (seconds)."""
@@ -174,7 +183,7 @@ class BucketCounts:
         return h.quantile(q)
 
 
-class Slice:
+class Slice(_Extremes):
     """One time slice's values, counted densely: ``counts[i]`` values in bucket ``lo + i``
     (:func:`harness.histogram.bucket_of`), from the lowest bucket seen to the highest, 4 bytes a bucket (8 once a
     count no longer fits in 4).
@@ -187,14 +196,13 @@ class Slice:
         min / max: exact extreme values (seconds); None when empty.
     """
 
-    __slots__ = ("counts", "lo", "max", "min", "n")
+    __slots__ = ("counts", "lo", "n")
 
     def __init__(self) -> None:
         self.counts = array("I")
         self.lo = 0
         self.n = 0
-        self.min: float | None = None
-        self.max: float | None = None
+        super().__init__()
 
     def _index(self, k: int) -> int:
         """The position of bucket ``k`` in :attr:`counts`, which grows (zeros) to hold it."""
@@ -219,12 +227,6 @@ class Slice:
         except OverflowError:
             self.counts = array("Q", self.counts)
             self.counts[i] += v
-
-    def _extremes(self, lo: float, hi: float) -> None:
-        if self.min is None or lo < self.min:
-            self.min = lo
-        if self.max is None or hi > self.max:
-            self.max = hi
 
     def add(self, value_s: float) -> None:
         """Count one value (seconds)."""
