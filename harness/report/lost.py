@@ -59,7 +59,7 @@ class WorkerLoss:
         if self.until is not None:
             users = "unknown" if self.users is None else str(self.users)
             return (f"worker {self.worker} was missing for {self.until - self.since:.1f} s (no heartbeat, then back) "
-                    f"and none of its requests completed meanwhile ({users} users stalled)")
+                    f"and none of its requests completed while the master heard nothing ({users} users stalled)")
         how = "stopped answering (no heartbeat)" if self.state == "missing" else "quit"
         users = "unknown" if self.users is None else str(self.users)
         lost = "unknown" if self.in_flight is None else str(self.in_flight)
@@ -102,6 +102,10 @@ def worker_losses(events: Sequence[PhaseEvent]) -> list[WorkerLoss]:
 #: (``HEARTBEAT_LIVENESS`` + ``-HEARTBEAT_DEAD_INTERNAL`` heartbeats of 1 s, Locust 2.x).
 MISSING_DROPPED_AFTER_S = 63.0
 
+#: Seconds between a Locust worker's heartbeats (``locust.runners.HEARTBEAT_INTERVAL``, Locust 2.x): a worker's last
+#: heartbeat may precede the moment it was cut off by up to this much.
+HEARTBEAT_INTERVAL_S = 1.0
+
 
 def stalled_outages(events: Sequence[PhaseEvent], frame: pl.DataFrame) -> list[WorkerLoss]:
     """Workers that went missing and came back (a ``worker_lost`` then a ``worker_back``) whose users did *not* keep
@@ -110,9 +114,15 @@ def stalled_outages(events: Sequence[PhaseEvent], frame: pl.DataFrame) -> list[W
     A ``worker_back`` withdraws a loss (:func:`worker_losses`): a worker whose heartbeats were late kept its users.
     But a worker cut off by the network also comes back, and its users were stalled, not running. The records tell
     the two apart: a worker counts as stalled when none of its requests (its users' ids start with the last 12
-    characters of its client id) completed successfully between its last heartbeat (``since_wall``) and its
-    ``worker_back``. Its shortfall then lasts until the later of the ``worker_back`` and the end of the last of its
-    requests that was in flight at ``since_wall`` (those waited on a dead link until a timeout).
+    characters of its client id) completed successfully from one heartbeat interval after its last heartbeat
+    (``since_wall`` + :data:`HEARTBEAT_INTERVAL_S`: it may have been cut off that long after it) until the master
+    declared it lost (the ``worker_lost``'s ``wall``). Completions between that and its ``worker_back`` do not
+    count: when a cut link comes back, the data the server had sent meanwhile arrives at once and the stalled
+    requests complete, in an order against the resumed heartbeats that TCP's retransmission timers decide. A worker
+    with few users and requests longer than that span (~4 s in Locust 2.x) is called stalled even if it was only
+    late: the step is then NOT steady, the conservative side. Its shortfall lasts until the later of the
+    ``worker_back`` and the end of the last of its requests that was in flight at ``since_wall`` (those waited on a
+    dead link until a timeout, or until the link came back).
 
     Args:
         events: the run's ``phases.jsonl`` events.
@@ -129,7 +139,7 @@ def stalled_outages(events: Sequence[PhaseEvent], frame: pl.DataFrame) -> list[W
         since = min(detected, _num(e.since_wall) or detected)
         short = (e.worker or "?")[-12:]
         mine = frame.filter(pl.col("user").str.starts_with(f"{short}:")).select(START, END, OK)
-        if mine.filter(pl.col(OK) & (pl.col(END) > since) & (pl.col(END) <= back_at)).height:
+        if mine.filter(pl.col(OK) & (pl.col(END) > since + HEARTBEAT_INTERVAL_S) & (pl.col(END) <= detected)).height:
             continue  # its streams progressed while the master heard nothing: late heartbeats, users running
         cut = mine.filter((pl.col(START) <= since) & (pl.col(END) > since)).get_column(END).max()
         until = max(back_at, float(cut)) if isinstance(cut, (int, float)) else back_at

@@ -96,15 +96,33 @@ def test_a_worker_back_after_a_stall_leaves_the_step_not_steady(tmp_path: Path) 
     row = rep["steps"][0]
     assert row["steady"] is False, row
     assert "worker w2 was missing for 17.0 s (no heartbeat, then back)" in row["not_steady_reason"], row
-    assert "none of its requests completed meanwhile (1 users stalled)" in row["not_steady_reason"]
+    assert "none of its requests completed while the master heard nothing (1 users stalled)" in row["not_steady_reason"]
     assert "fewer than C=2 users ran then" in row["not_steady_reason"]
     assert not any("WORKER LOST" in n for n in rep["notes"])  # it came back: no lost worker, no cut-off count
 
 
+def test_a_stalled_workers_requests_completing_when_its_link_returns_do_not_make_it_late(tmp_path: Path) -> None:
+    """CI's case: w2's link is cut at +31.5 s (last heartbeat +31, lost at +34), comes back at +38; its request in
+    flight completes OK at +38.2, before its worker_back at +39 (TCP delivered the buffered stream first). A
+    completion at +31.3, before the cut, is not progress either. Still a stall: C=2 NOT steady."""
+    w1 = [rec("w1:1", 1, 0.5 + 10 * j, 10, concurrency=2) for j in range(9)]
+    w2 = [rec("w2:1", 1, 1.3 + 10 * j, 10, concurrency=2) for j in range(3)]  # ends +11.3, +21.3, +31.3
+    w2 += [rec("w2:1", 1, 31.3, 6.9, concurrency=2)]  # in flight at the cut, completed OK when the link came back
+    w2 += [rec("w2:1", 1, 39.0 + 10 * j, 10, concurrency=2) for j in range(5)]
+    events = [phase("step", 1, 2, 0), _lost(31, users=1, in_flight=1),
+              {"event": "worker_back", "wall": T0 + 39, "worker": "w2"}, run_end(100)]
+    rep = build_report(write_run(tmp_path / "run", w1 + w2, events))
+    row = rep["steps"][0]
+    assert row["steady"] is False, row
+    assert "worker w2 was missing for 8.0 s (no heartbeat, then back)" in row["not_steady_reason"], row
+
+
 def test_a_worker_back_withdraws_its_loss(tmp_path: Path) -> None:
-    """A worker_back of the same worker after its worker_lost: it was late, not dead (its users kept running)."""
+    """A worker_back of the same worker after its worker_lost: it was late, not dead (one of its requests completed
+    at +30.5 s, after one heartbeat interval past its last heartbeat at +29 s and before the master called it lost
+    at +32 s: its users kept running)."""
     recs = [rec(u, 1, 0.5 * k + 10 * j, 10, concurrency=2) for k, u in enumerate(("w1:1", "w2:1")) for j in range(9)]
-    events = [phase("step", 1, 2, 0), _lost(30, users=1, in_flight=1),
+    events = [phase("step", 1, 2, 0), _lost(29, users=1, in_flight=1),
               {"event": "worker_back", "wall": T0 + 34, "worker": "w2"}, run_end(100)]
     rep = build_report(write_run(tmp_path / "run", recs, events))
     assert rep["steps"][0]["steady"] is True
