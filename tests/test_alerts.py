@@ -18,6 +18,7 @@ import yaml
 from harness.catalogue import FAMILIES
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.report.figures import OPEN_LOOP_SHORTFALL
+from harness.report.soak import DRIFT_MIN_ABS_CHANGE
 from tests.integration.test_prometheus import prometheus_tool
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,6 +136,13 @@ def test_thresholds_are_the_reports_own() -> None:
     assert f") < {1 - OPEN_LOOP_SHORTFALL:g}\n" in open_loop, open_loop
 
 
+def test_ttft_drift_floor_is_the_reports_own() -> None:
+    """LlmloadTTFTDrift's absolute floor (the median's change over its hour, seconds) is the report's drift floor
+    for TTFT p50 (harness.report.soak.DRIFT_MIN_ABS_CHANGE): both must be exceeded there as in the report."""
+    expr = rule("LlmloadTTFTDrift")["expr"]
+    assert f"\n) > {DRIFT_MIN_ABS_CHANGE['ttft_p50_s']:g}\n" in expr, expr
+
+
 #: One mutation per alert that moves its threshold (or drops a guard) so that a promtool case must fail.
 MUTATIONS = {
     "LlmloadThroughputDrift": (") > 0.1\n          and on", ") > 0.3\n          and on"),
@@ -148,11 +156,27 @@ MUTATIONS = {
 }
 
 
+#: Further mutations (alert, old, new): guards beside an alert's main threshold that a promtool case must also catch.
+EXTRA_MUTATIONS = (
+    ("LlmloadTTFTDrift", ") > 0.005\n", ") > 0.001\n"),  # the absolute floor beside the 20 %
+)
+
+
 @pytest.mark.parametrize("alert", ALERTS)
 def test_the_unit_tests_catch_a_moved_threshold(tmp_path: Path, alert: str) -> None:
     """The promtool cases are tight: a copy of the rules with this alert's threshold moved fails them."""
+    _assert_mutation_fails(tmp_path, alert, *MUTATIONS[alert])
+
+
+@pytest.mark.parametrize(("alert", "old", "new"), EXTRA_MUTATIONS)
+def test_the_unit_tests_catch_a_moved_guard(tmp_path: Path, alert: str, old: str, new: str) -> None:
+    """The same for each of :data:`EXTRA_MUTATIONS`."""
+    _assert_mutation_fails(tmp_path, alert, old, new)
+
+
+def _assert_mutation_fails(tmp_path: Path, alert: str, old: str, new: str) -> None:
+    """The promtool unit tests fail (naming ``alert``) on a copy of the rules with ``old`` -> ``new`` in ``alert``."""
     tool = promtool()
-    old, new = MUTATIONS[alert]
     text = RULES.read_text()
     start = text.index(f"- alert: {alert}\n")
     end = text.find("- alert: ", start + 1)

@@ -34,7 +34,7 @@ from harness.report import fmt
 from harness.report.diagnosis import NOTE_PCT
 from harness.report.rate import RATE_DEFINITIONS
 from harness.report.search import SEARCH_DEFINITIONS
-from harness.report.soak import DRIFT_MIN_CHANGE, MIN_SLICES
+from harness.report.soak import DRIFT_MIN_ABS_CHANGE, DRIFT_MIN_CHANGE, MIN_SLICES
 
 __all__ = [
     "CONVERSIONS", "DEFINITIONS", "FIGURES", "FLAG_KEYS", "LABEL_FLAGS", "TOPICS", "Figure", "Flag", "Format", "Unit",
@@ -178,7 +178,8 @@ TOPICS: dict[str, str] = {
     "drift": "Per step with ≥ 3 slices, for tok/s, TTFT p50 and error rate: ordinary least-squares slope against "
     "slice mid-time (per hour), 95 % interval slope ± t(0.975, n − 2) × standard error, standard error = "
     "√(Σ residual² ÷ (n − 2) ÷ Σ (t − t̄)²); shown as % of the step's mean per hour. Flagged as drift when the "
-    f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean.",
+    f"interval excludes 0 and |slope| × the slices' span exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean (for TTFT "
+    f"p50 also {1000 * DRIFT_MIN_ABS_CHANGE['ttft_p50_s']:g} ms).",
     "turns": "Per conversation turn index (0 = a conversation's first), over every successful non-warm-up request "
     "of that turn, all steps together: TTFT p50/p90/mean and E2E p50, mean prompt tokens (the prompt grows with the "
     "turn), mean cached tokens (the server's usage.prompt_tokens_details.cached_tokens; none when it did not send "

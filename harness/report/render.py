@@ -46,6 +46,7 @@ from harness.report.rate import RATE_TABLE_HEADER, rate_table_rows
 from harness.report.realtime import drift_in_real_time
 from harness.report.search import search_lines
 from harness.report.selfcert import SELFCERT_KEYS, selfcert_text
+from harness.report.soak import DRIFT_MIN_ABS_CHANGE, DRIFT_MIN_CHANGE
 
 __all__ = ["render_markdown"]
 
@@ -312,7 +313,8 @@ def _soak_section(rep: Report) -> list[str]:
     lines = ["## Soak", "",
              f"Each steady window in slices of {rep.slice_s or 0:g} s. Drift: least-squares slope per hour "
              "as % of the step's mean, with its 95 % t interval; **DRIFT** when the interval excludes 0 and the "
-             "change over the step exceeds 5 % of the mean (see Formulas).", ""]
+             f"change over the step exceeds {100 * DRIFT_MIN_CHANGE:g} % of the mean (for TTFT p50 also "
+             f"{1000 * DRIFT_MIN_ABS_CHANGE['ttft_p50_s']:g} ms; see Formulas).", ""]
     header = ["step", "C", "tok/s", "TTFT p50", "error rate"]
     lines += _table(header, [[_label(r), str(r.concurrency)]
                              + [_drift_cell(d) for d in (r.drift.output_tps, r.drift.ttft_p50_s, r.drift.error_rate)]

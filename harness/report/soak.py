@@ -16,8 +16,11 @@ requests are the step's sample, less those ending in a left-out remainder.
 Drift (:func:`drift_test`): ordinary least squares of a figure against slice mid-time (hours), slope per hour with
 its 95 % interval from the t distribution with n − 2 degrees of freedom (slope ± t₀.₉₇₅ × standard error, standard
 error = √(Σ residual² ÷ (n − 2) ÷ Σ (x − x̄)²)). A drift is flagged when the interval excludes 0 AND the total
-change over the slices (|slope| × their span) exceeds :data:`DRIFT_MIN_CHANGE` of the figure's mean, so that a
-statistically clear but negligible trend is not called drift.
+change over the slices (|slope| × their span) exceeds :data:`DRIFT_MIN_CHANGE` of the figure's mean AND, for the
+figures of :data:`DRIFT_MIN_ABS_CHANGE` (TTFT p50), exceeds that absolute amount in the figure's unit, so that a
+statistically clear but negligible trend is not called drift (a 20 ms TTFT moving 2 ms is +10 % but timing noise).
+The Prometheus alert LlmloadTTFTDrift (prometheus/alerts.yml) applies the same absolute floor to its change over an
+hour.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from harness.stats.intervals import linear_fit, t_quantile_975
 
 __all__ = [
     "DRIFT_METRICS",
+    "DRIFT_MIN_ABS_CHANGE",
     "DRIFT_MIN_CHANGE",
     "MIN_DRIFT_SLICES",
     "MIN_SLICES",
@@ -57,6 +61,11 @@ MIN_SLICES = 2
 MIN_DRIFT_SLICES = 3
 #: A drift is flagged only when the total change over the step exceeds this share of the figure's mean.
 DRIFT_MIN_CHANGE = 0.05
+#: Beside :data:`DRIFT_MIN_CHANGE`, an absolute floor per figure (its own unit): a drift is flagged only when the total
+#: change over the step also exceeds it. TTFT p50: 5 ms (seconds here), above client timing noise (a 20 ms TTFT
+#: moving 2 ms is not drift); prometheus/alerts.yml's LlmloadTTFTDrift uses the same 5 ms over its hour
+#: (tests/test_alerts.py checks they agree). Figures not listed have no absolute floor.
+DRIFT_MIN_ABS_CHANGE: dict[str, float] = {"ttft_p50_s": 0.005}
 
 #: Slice figures tested for drift: key in a slice dict -> (name in notes, word when it rises, word when it falls).
 DRIFT_METRICS: dict[str, tuple[str, str, str]] = {
@@ -171,20 +180,24 @@ def _pct_of(v: float, m: float | None) -> float | None:
     return 100.0 * v / m if m else None
 
 
-def drift_test(times_s: Sequence[float], values: Sequence[float | None], span_s: float) -> dict[str, Any] | None:
+def drift_test(times_s: Sequence[float], values: Sequence[float | None], span_s: float,
+               min_abs_change: float = 0.0) -> dict[str, Any] | None:
     """Least-squares drift of ``values`` against ``times_s`` (slice mid-times, seconds; None values skipped).
 
     Args:
         times_s: each slice's mid-time, seconds (any origin).
         values: the figure per slice (its unit; None where undefined).
         span_s: the time the slices cover (seconds), over which the total change is taken.
+        min_abs_change: the absolute floor (the figure's unit) the total change |slope| × span must also exceed to
+            be flagged (:data:`DRIFT_MIN_ABS_CHANGE`); 0 for none.
 
     Returns:
         None with fewer than :data:`MIN_DRIFT_SLICES` defined values, else ``n``, ``mean``, ``slope_per_h``,
         ``slope_low_per_h`` / ``slope_high_per_h`` (95 % interval, the figure's unit per hour), ``t975``,
         ``slope_pct_per_h`` / ``low_pct_per_h`` / ``high_pct_per_h`` (the same as % of the mean per hour; None when
         the mean is 0), ``change_pct`` (slope × span as % of the mean), ``significant`` (the interval excludes 0)
-        and ``flagged`` (significant and |change_pct| > :data:`DRIFT_MIN_CHANGE` × 100).
+        and ``flagged`` (significant, |change_pct| > :data:`DRIFT_MIN_CHANGE` × 100 and |slope| × span >
+        ``min_abs_change``).
     """
     pts = [(t / 3600.0, float(v)) for t, v in zip(times_s, values, strict=True) if v is not None]
     if len(pts) < MIN_DRIFT_SLICES:
@@ -195,7 +208,8 @@ def drift_test(times_s: Sequence[float], values: Sequence[float | None], span_s:
     t = t_quantile_975(len(pts) - 2)
     lo, hi = b - t * se, b + t * se
     m = mean(ys)
-    change = _pct_of(b * span_s / 3600.0, m)
+    change_abs = b * span_s / 3600.0
+    change = _pct_of(change_abs, m)
     significant = lo > 0 or hi < 0
     return {
         "n": len(pts),
@@ -209,7 +223,8 @@ def drift_test(times_s: Sequence[float], values: Sequence[float | None], span_s:
         "high_pct_per_h": _pct_of(hi, m),
         "change_pct": change,
         "significant": significant,
-        "flagged": bool(significant and change is not None and abs(change) > 100.0 * DRIFT_MIN_CHANGE),
+        "flagged": bool(significant and change is not None and abs(change) > 100.0 * DRIFT_MIN_CHANGE
+                        and abs(change_abs) > min_abs_change),
     }
 
 
@@ -227,14 +242,15 @@ def drift_text(metric: str, d: dict[str, Any]) -> str:
 
 def step_drift(slices: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any] | None]:
     """Drift of each of :data:`DRIFT_METRICS` over a step's slices (:func:`step_slices`):
-    ``{metric: drift_test(...) with "text" added, or None}``; all None with fewer than :data:`MIN_DRIFT_SLICES`."""
+    ``{metric: drift_test(...) (with the metric's :data:`DRIFT_MIN_ABS_CHANGE`) with "text" added, or None}``;
+    all None with fewer than :data:`MIN_DRIFT_SLICES`."""
     out: dict[str, dict[str, Any] | None] = {}
     if not slices:
         return dict.fromkeys(DRIFT_METRICS)
     mids = [0.5 * (s["start_wall"] + s["end_wall"]) - slices[0]["start_wall"] for s in slices]
     span = slices[-1]["end_wall"] - slices[0]["start_wall"]
     for key in DRIFT_METRICS:
-        d = drift_test(mids, [s[key] for s in slices], span)
+        d = drift_test(mids, [s[key] for s in slices], span, DRIFT_MIN_ABS_CHANGE.get(key, 0.0))
         if d is not None:
             d["text"] = drift_text(key, d)
         out[key] = d

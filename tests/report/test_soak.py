@@ -13,12 +13,14 @@ import pytest
 from harness.report import build_report
 from harness.report.render import render_markdown
 from harness.report.soak import (
+    DRIFT_MIN_ABS_CHANGE,
     MIN_DRIFT_SLICES,
     drift_test,
     drift_text,
     linear_fit,
     slice_bounds,
     slice_figures,
+    step_drift,
     t_quantile_975,
 )
 from harness.report.tokens import window_tokens
@@ -106,6 +108,29 @@ def test_drift_flag_needs_a_clear_interval_and_a_large_change() -> None:
     zero = drift_test(times[:MIN_DRIFT_SLICES], [0.0, 0.0, 0.0], 900.0)
     assert zero is not None and zero["slope_pct_per_h"] is None and not zero["flagged"]
     assert drift_text("error_rate", zero) == "error rate 0 in every slice"
+
+
+def test_ttft_drift_of_a_few_milliseconds_is_not_flagged() -> None:
+    """A TTFT p50 of ~20 ms moving 2 ms over the step is +10 % of its mean (over the relative rule) but under the
+    absolute floor, so it is not DRIFT; the same shape moved 10× (20 ms) is."""
+    floor = DRIFT_MIN_ABS_CHANGE["ttft_p50_s"]
+    assert floor == 0.005
+    slices = [{"start_wall": 60.0 * i, "end_wall": 60.0 * (i + 1), "output_tps": 100.0, "error_rate": 0.0,
+               "ttft_p50_s": 0.020 + 0.002 * i / 9} for i in range(10)]
+    small = step_drift(slices)["ttft_p50_s"]
+    assert small is not None and small["significant"] and abs(small["change_pct"]) > 5.0
+    assert small["change_pct"] * small["mean"] / 100.0 == pytest.approx(0.002 * 10 / 9)
+    assert not small["flagged"]
+    big = step_drift([{**s, "ttft_p50_s": 0.020 + 0.020 * i / 9} for i, s in enumerate(slices)])["ttft_p50_s"]
+    assert big is not None and big["flagged"]
+    # the floor is on the figure's own unit: the same relative move of a 1 s TTFT is flagged
+    secs = step_drift([{**s, "ttft_p50_s": 1.0 + 0.1 * i / 9} for i, s in enumerate(slices)])["ttft_p50_s"]
+    assert secs is not None and secs["flagged"]
+    # drift_test's floor argument: the 2 ms change passes without it
+    direct = drift_test([30.0 + 60.0 * i for i in range(10)], [s["ttft_p50_s"] for s in slices], 600.0)
+    assert direct is not None and direct["flagged"]
+    assert not drift_test([30.0 + 60.0 * i for i in range(10)], [s["ttft_p50_s"] for s in slices], 600.0,
+                          min_abs_change=floor)["flagged"]
 
 
 def test_slice_bounds() -> None:
