@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["read_jsonl"]
+__all__ = ["read_jsonl", "read_jsonl_numbered"]
 
 
 def read_jsonl(path: str | os.PathLike[str], missing_ok: bool = False) -> Iterator[Any]:
@@ -30,6 +30,12 @@ def read_jsonl(path: str | os.PathLike[str], missing_ok: bool = False) -> Iterat
         ValueError: naming the file and (1-based) line when a line before the last is not valid JSON.
         OSError: when the file cannot be read (``FileNotFoundError`` unless ``missing_ok``).
     """
+    for _line, value in read_jsonl_numbered(path, missing_ok):
+        yield value
+
+
+def read_jsonl_numbered(path: str | os.PathLike[str], missing_ok: bool = False) -> Iterator[tuple[int, Any]]:
+    """:func:`read_jsonl`'s values, each with its 1-based line number in ``path`` (same errors)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -46,7 +52,7 @@ def read_jsonl(path: str | os.PathLike[str], missing_ok: bool = False) -> Iterat
         if not line.strip():
             continue
         try:
-            yield loads(line)
+            yield i + 1, loads(line)
         except orjson.JSONDecodeError as e:
             if i == last:
                 return  # cut short by a kill

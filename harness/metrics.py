@@ -23,6 +23,7 @@ these sets, whatever the number of requests or distinct prompts (tests/test_metr
 from __future__ import annotations
 
 import bisect
+import logging
 import math
 import threading
 import time
@@ -34,6 +35,9 @@ from harness.catalogue import HISTOGRAMS, PERCENTILE_GAUGES, PERCENTILE_WINDOWS,
 from harness.histogram import bucket_value
 from harness.quantiles import SlidingQuantiles, gap_counts
 from harness.result import ERROR_CLASSES, FINISH_REASONS, RESERVED_PROMPT_LABELS, RequestResult
+from harness.selfcert import CpuShare, cpu_event_problem
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "FINISH_REASONS",
@@ -216,9 +220,11 @@ class RunMetrics:
         self.load_ended = False
         #: Locust workers lost in this run and not back (``worker_lost`` / ``worker_back`` events; client ids).
         self.workers_lost: set[str] = set()
-        #: Each load-generating process's first and latest ``client_cpu`` sample of the current step (wall epoch s,
-        #: CPU s; :mod:`harness.selfcert`), cleared at each phase start.
-        self.cpu_samples: dict[str, tuple[tuple[float, float], tuple[float, float]]] = {}
+        #: Each load-generating process's CPU share of the current step so far (its ``client_cpu`` samples,
+        #: :class:`harness.selfcert.CpuShare`: a counter going down starts a new baseline), cleared at each phase start.
+        self.cpu_samples: dict[str, CpuShare] = {}
+        #: A malformed ``client_cpu`` event was warned about (once per run; :func:`harness.selfcert.cpu_event_problem`).
+        self.cpu_warned = False
         self.steps: dict[int, StepEstimate] = {}
         self.lock = threading.Lock()
         self._gap_index: dict[str, tuple[float, int]] = {}  # log-bucket key -> (its value, Prometheus bucket)
@@ -353,12 +359,19 @@ class RunMetrics:
         ``client_cpu``) into account; other events are ignored."""
         with self.lock:
             kind = event.get("event")
-            wall = float(event.get("wall") or 0.0)
             if kind == "client_cpu":
-                proc, sample = str(event.get("process")), (wall, float(event.get("cpu_s") or 0.0))
-                first = self.cpu_samples.get(proc, (sample, sample))[0]
-                self.cpu_samples[proc] = (first, sample)
-            elif kind == "phase_start":
+                why = cpu_event_problem(event)
+                if why is not None:
+                    if not self.cpu_warned:
+                        self.cpu_warned = True
+                        _log.warning("phases.jsonl: a malformed client_cpu event (%s): %r; left out of the live "
+                                     "client CPU share (said once per run)", why, dict(event))
+                    return
+                acc = self.cpu_samples.setdefault(str(event["process"]), CpuShare())
+                acc.add(float(event["wall"]), float(event["cpu_s"]))
+                return
+            wall = float(event.get("wall") or 0.0)
+            if kind == "phase_start":
                 self.cpu_samples.clear()
                 for est in self.steps.values():
                     if est.end is None:
@@ -381,11 +394,11 @@ class RunMetrics:
                         est.end = wall
 
     def cpu_shares(self) -> dict[str, float]:
-        """Each load-generating process's CPU share in the current step so far (CPU s ÷ wall s between its first
-        and latest ``client_cpu`` sample since the step started; 1.0 = one core), for processes with two samples at
-        least 1 s apart. Call with :attr:`lock` held."""
-        return {p: max(0.0, b[1] - a[1]) / (b[0] - a[0]) for p, (a, b) in self.cpu_samples.items()
-                if b[0] - a[0] >= 1.0}
+        """Each load-generating process's CPU share in the current step so far (CPU s ÷ wall s summed over its
+        consecutive ``client_cpu`` samples since the step started, a counter going down starting a new baseline:
+        :class:`harness.selfcert.CpuShare`; 1.0 = one core), for processes with at least 1 s summed. Call with
+        :attr:`lock` held."""
+        return {p: v for p, acc in self.cpu_samples.items() if (v := acc.share(1.0)) is not None}
 
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -134,6 +135,21 @@ def test_client_cpu_share_per_process_since_the_step_started() -> None:
     assert "process=\"w2\"" not in exposition(c)
     c.metrics.on_phase({"event": "phase_start", "phase": "step", "step": 2, "concurrency": 4, "wall": 1011.0})
     assert "llmload_client_cpu_share{" not in exposition(c)
+
+
+def test_live_cpu_share_skips_a_malformed_event_with_one_warning_and_rebases_on_a_reset(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """w3's counter goes 5 -> 6 (1 s), back to 0 (a restart: new baseline), then 0 -> 2 over 4 s: 3 CPU s in 5 wall
+    s, not 0; malformed events (no cpu_s, a string wall) are skipped, warned about once."""
+    c = collector()
+    with caplog.at_level(logging.WARNING, logger="harness.metrics"):
+        for wall, cpu_s in ((1000.0, 5.0), (1001.0, 6.0), (1002.0, 0.0), (1006.0, 2.0)):
+            c.metrics.on_phase({"event": "client_cpu", "process": "w3", "wall": wall, "cpu_s": cpu_s})
+        c.metrics.on_phase({"event": "client_cpu", "process": "w3", "wall": 1007.0})
+        c.metrics.on_phase({"event": "client_cpu", "process": "w3", "wall": "later", "cpu_s": 9.0})
+    assert sample(exposition(c), "llmload_client_cpu_share", process="w3") == pytest.approx(3.0 / 5.0)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "malformed client_cpu event (cpu_s is missing)" in warned[0]
 
 
 def sample(text: str, name: str, **labels: str) -> float:

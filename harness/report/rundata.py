@@ -14,14 +14,18 @@ Units: ``*_wall`` epoch seconds, ``*_duration`` / ``*_s`` seconds, ``rate`` requ
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, TypeAdapter, ValidationError
 
-from harness.records import read_phases
+from harness.jsonl import read_jsonl_numbered
 from harness.report.model import Num, ReportModel, SearchResult
+from harness.selfcert import CPU_EVENT, cpu_event_problem
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "ClientCpu",
@@ -170,12 +174,32 @@ def parse_event(data: dict[str, Any], problems: list[str] | None = None) -> Phas
 
 def read_events(root: Path, problems: list[str] | None = None) -> list[PhaseEvent]:
     """The phase events of run directory ``root`` in the order written (none without ``phases.jsonl``; lines that
-    are not JSON objects are skipped).
+    are not JSON objects are skipped). A malformed ``client_cpu`` event (:func:`harness.selfcert.cpu_event_problem`)
+    is left out, with one warning (logged, and a note in ``problems``) naming the file and line of the first and
+    how many there were.
 
     Raises:
         ValueError: a line before the last is not valid JSON.
     """
-    return [parse_event(e, problems) for e in read_phases(root)]
+    path = root / "phases.jsonl"
+    out: list[PhaseEvent] = []
+    bad: list[tuple[int, str]] = []
+    for line, data in read_jsonl_numbered(path, missing_ok=True):
+        if not isinstance(data, dict):
+            continue
+        if data.get("event") == CPU_EVENT and (why := cpu_event_problem(data)) is not None:
+            bad.append((line, why))
+            continue
+        out.append(parse_event(data, problems))
+    if bad:
+        line, why = bad[0]
+        more = f"; {len(bad)} malformed client_cpu events in all" if len(bad) > 1 else ""
+        msg = (f"{path}:{line}: a malformed client_cpu event ({why}){more}; left out of the client CPU share "
+               "(self-certification).")
+        _log.warning("%s", msg)
+        if problems is not None:
+            problems.append(msg)
+    return out
 
 
 def read_run_meta(root: Path, problems: list[str]) -> RunMeta:

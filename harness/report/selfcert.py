@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from harness.report.catalogue import FIGURES, display
-from harness.selfcert import CPU_SAMPLE_S
+from harness.selfcert import CPU_SAMPLE_S, CpuShare
 
 __all__ = [
     "CALIBRATION",
@@ -102,8 +102,9 @@ def _process(user: pl.Expr) -> pl.Expr:
 def cpu_shares(events: Sequence[Any], start: float, end: float) -> dict[str, float]:
     """Each process's CPU share (CPU s ÷ wall s, one core = 1.0) over ``[start, end]`` (epoch s) from its
     ``client_cpu`` events (typed :class:`harness.report.rundata.ClientCpu` or dicts): between its first sample at
-    or after ``start`` and its last at or before ``end + SLACK_S``; a process with no two samples
-    :data:`MIN_SPAN_S` apart there is left out."""
+    or after ``start`` and its last at or before ``end + SLACK_S``, summed over consecutive samples
+    (:class:`harness.selfcert.CpuShare`: a counter that goes down starts a new baseline, the interval across it
+    counts in neither sum); a process with under :data:`MIN_SPAN_S` wall seconds summed is left out."""
     by: dict[str, list[tuple[float, float]]] = {}
     for e in events:
         get = e.get if isinstance(e, Mapping) else (lambda k, _e=e: getattr(_e, k, None))
@@ -115,10 +116,12 @@ def cpu_shares(events: Sequence[Any], start: float, end: float) -> dict[str, flo
         by.setdefault(str(proc), []).append((float(wall), float(cpu)))
     out = {}
     for proc, samples in by.items():
-        samples.sort()
-        (w0, c0), (w1, c1) = samples[0], samples[-1]
-        if w1 - w0 >= MIN_SPAN_S:
-            out[proc] = max(0.0, c1 - c0) / (w1 - w0)
+        acc = CpuShare()
+        for wall, cpu in sorted(samples):
+            acc.add(wall, cpu)
+        share = acc.share(MIN_SPAN_S)
+        if share is not None:
+            out[proc] = share
     return out
 
 

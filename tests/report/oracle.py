@@ -17,6 +17,7 @@ first wave here (``first_c_requests``, which compares records by value) counts t
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from bisect import bisect_left
@@ -560,9 +561,11 @@ def selfcert(phase: Phase, step_recs: Sequence[RequestResult], events: Sequence[
             samples.setdefault(e["process"], []).append((e["wall"], e["cpu_s"]))
     shares = []
     for proc, ss in samples.items():
-        first, last = min(ss), max(ss)
-        if last[0] - first[0] >= MIN_SPAN_S and (proc in rates or not rates):
-            shares.append(max(0.0, last[1] - first[1]) / (last[0] - first[0]))
+        ss.sort()  # pairs of consecutive samples; a pair whose counter went down (a restart) counts in neither sum
+        pairs = [(w1 - w0, c1 - c0) for (w0, c0), (w1, c1) in itertools.pairwise(ss) if c1 >= c0 and w1 > w0]
+        wall, cpu = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+        if wall >= MIN_SPAN_S and (proc in rates or not rates):
+            shares.append(cpu / wall)
     rate = max(rates.values()) if rates else None
     bound = None
     if starved:

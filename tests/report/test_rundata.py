@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
+
+import pytest
 
 from harness.report.load import read_meta
 from harness.report.rundata import (
+    ClientCpu,
     LoadEnd,
     OtherEvent,
     PhaseStart,
@@ -65,6 +69,25 @@ def test_a_key_of_the_wrong_type_is_dropped_with_a_note(tmp_path: Path) -> None:
     ev = parse_event({"event": "phase_start", "phase": "step", "step": "two", "wall": 1.0}, notes)
     assert isinstance(ev, PhaseStart) and ev.step == 0 and "step" not in ev.as_dict()
     assert notes == ["phases.jsonl phase_start event: step of the wrong type; ignored."]
+
+
+def test_a_malformed_client_cpu_event_is_left_out_with_one_warning_naming_file_and_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    lines = [{"event": "phase_start", "phase": "step", "step": 1, "wall": 1.0},
+             {"event": "client_cpu", "wall": 1.0, "process": "w1", "cpu_s": 0.5},
+             {"event": "client_cpu", "wall": 2.0, "process": "w1"},
+             {"event": "client_cpu", "wall": 3.0, "process": "w1", "cpu_s": "lots"},
+             {"event": "client_cpu", "wall": 4.0, "process": "w1", "cpu_s": 2.5}]
+    (tmp_path / "phases.jsonl").write_text("\n".join(json.dumps(e) for e in lines) + "\n")
+    problems: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="harness.report.rundata"):
+        events = read_events(tmp_path, problems)
+    cpus = [e for e in events if isinstance(e, ClientCpu)]
+    assert [(e.wall, e.cpu_s) for e in cpus] == [(1.0, 0.5), (4.0, 2.5)]
+    want = (f"{tmp_path / 'phases.jsonl'}:3: a malformed client_cpu event (cpu_s is missing); 2 malformed "
+            "client_cpu events in all; left out of the client CPU share (self-certification).")
+    assert problems == [want]
+    assert [r.getMessage() for r in caplog.records] == [want]
 
 
 def test_missing_unreadable_or_not_an_object(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from harness.report import build_report, render_markdown
 from harness.report.catalogue import FIGURES
 from harness.report.selfcert import CalPoint, chunk_rates, cpu_shares, error_bound, selfcert_text
 from harness.report.summary import render_summary
+from harness.selfcert import CpuShare, cpu_event_problem
 from tests.report.rundir import T0, phase, rec, run_end, write_run
 
 POINTS = (CalPoint(8, 1000.0, 0.005, 0.0003, 0.0001), CalPoint(64, 5000.0, 0.05, 0.002, 0.008),
@@ -30,6 +31,39 @@ def test_cpu_share_per_process_between_its_first_and_last_sample_in_the_step() -
               cpu("c", 10.0, 0.0), cpu("c", 20.0, 9.0), cpu("c", 21.0, 100.0)]  # 21.0: the next step's
     shares = cpu_shares(events, T0 + 10.0, T0 + 20.0)
     assert shares == {"a": pytest.approx(3.0 / 10.2), "c": pytest.approx(0.9)}
+
+
+def test_a_cpu_counter_that_goes_down_starts_a_new_baseline() -> None:
+    """A restarted process (its counter from 40 s back to 0.5 s) is not a 0 % share: 2 CPU s in the 4 wall s before
+    the reset and 1.5 CPU s in the 5 after, the 1 s across the reset in neither sum: 3.5 ÷ 9."""
+    events = [cpu("a", 10.0, 38.0), cpu("a", 14.0, 40.0), cpu("a", 15.0, 0.5), cpu("a", 20.0, 2.0)]
+    assert cpu_shares(events, T0 + 10.0, T0 + 20.0) == {"a": pytest.approx(3.5 / 9.0)}
+    # a reset right after the first sample: the share is the new baseline's alone
+    assert cpu_shares([cpu("b", 10.0, 50.0), cpu("b", 11.0, 0.0), cpu("b", 20.0, 4.5)], T0 + 10.0, T0 + 20.0) == {
+        "b": pytest.approx(0.5)}
+
+
+def test_a_cpu_share_accumulates_pairs_and_skips_resets() -> None:
+    acc = CpuShare()
+    assert acc.share(1.0) is None
+    for wall, c in ((0.0, 1.0), (2.0, 2.0), (3.0, 0.0), (5.0, 1.0)):
+        acc.add(wall, c)
+    assert (acc.cpu_s, acc.wall_s, acc.resets) == (2.0, 4.0, 1) and acc.share(1.0) == 0.5
+    assert acc.share(4.5) is None  # under the minimum span summed
+
+
+@pytest.mark.parametrize(("event", "why"), [
+    ({"wall": 1.0, "process": "w1", "cpu_s": 2.0}, None),
+    ({"wall": 1.0, "cpu_s": 2.0}, "process is missing"),
+    ({"wall": 1.0, "process": "", "cpu_s": 2.0}, "process is not a non-empty string: ''"),
+    ({"wall": 1.0, "process": "w1"}, "cpu_s is missing"),
+    ({"wall": "noon", "process": "w1", "cpu_s": 2.0}, "wall is not a number: 'noon'"),
+    ({"wall": 1.0, "process": "w1", "cpu_s": float("nan")}, "cpu_s is not a number: nan"),
+    ({"wall": 1.0, "process": "w1", "cpu_s": True}, "cpu_s is not a number: True"),
+    ({"wall": 1.0, "process": "w1", "cpu_s": -1.0}, "cpu_s is negative: -1.0"),
+])  # fmt: skip
+def test_cpu_event_problem_names_what_is_wrong(event: dict[str, Any], why: str | None) -> None:
+    assert cpu_event_problem({"event": "client_cpu", **event}) == why
 
 
 def test_chunk_rate_per_process_is_its_chunks_over_the_step_length() -> None:
