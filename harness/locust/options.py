@@ -18,7 +18,9 @@ from typing import Any, NoReturn
 from harness.exporter import DEFAULT_ADDR, DEFAULT_PORT
 from harness.locust_help import restore_help
 
-__all__ = ["GROUP", "MetricsOptions", "add_option", "add_options", "group_of", "metrics_options"]
+__all__ = [
+    "GROUP", "MetricsOptions", "add_option", "add_options", "check_processes", "group_of", "metrics_options",
+]
 
 #: Title of the argument group holding llmload's options in Locust's ``--help``.
 GROUP = "llmload"
@@ -62,8 +64,45 @@ def add_option(parser: Any, *flags: str, include_in_web_ui: bool = True, is_secr
 
 def add_options(parser: Any, **_: Any) -> None:
     """Add ``--output-dir`` and the ``--metrics-*`` options to Locust's ``parser``, in the ``llmload`` group of
-    ``--help`` (called by :func:`harness.locust.register`'s ``init_command_line_parser`` listener)."""
+    ``--help`` (called by :func:`harness.locust.register`'s ``init_command_line_parser`` listener), and make the
+    parser's ``parse_args`` check ``--processes`` (:func:`check_processes`) before Locust forks anything."""
     _option_actions(parser)
+    parse = getattr(parser, "parse_args", None)
+    if callable(parse) and not getattr(parse, "llmload_checks_processes", False):
+        def parse_and_check(*args: Any, **kwargs: Any) -> Any:
+            parsed = parse(*args, **kwargs)
+            check_processes(parsed)
+            return parsed
+
+        parse_and_check.llmload_checks_processes = True  # type: ignore[attr-defined]
+        parser.parse_args = parse_and_check
+
+
+def check_processes(opts: Any) -> None:
+    """Check Locust's ``--processes`` in parsed ``opts`` (Locust's ``main()`` parses, then forks).
+
+    ``--processes 0`` (or ``LOCUST_PROCESSES=0``) is an error: Locust would silently run one process, as without
+    the option. ``--processes N --worker`` forks N workers for a master started separately: that is said on stderr
+    at once (with where they look for it), since Locust's workers wait for it silently for 30 s, then warn for
+    about 5 minutes before a ``ConnectionError``.
+
+    Raises:
+        SystemExit: code 2, one line on stderr, for ``--processes 0``.
+    """
+    n = getattr(opts, "processes", None)
+    if n is None:
+        return
+    if n == 0:
+        _fail("--processes 0: forks no worker process. Give N >= 1 (N workers and a master in this terminal), -1 "
+              "(one worker per CPU), or leave --processes out to run in this one process (docs/guides/distributed.md)")
+    if getattr(opts, "worker", False):
+        host, port = getattr(opts, "master_host", "127.0.0.1"), getattr(opts, "master_port", 5557)
+        sys.stderr.write(
+            f"llmload: --processes {n} --worker: forking {n if n > 0 else 'one per CPU'} worker process(es) that "
+            f"wait for a master at {host}:{port} (start it with `locust -f <locustfile> --master`, or drop --worker "
+            "to run the master here too); Locust's workers wait silently for 30 s, then warn, and give up after "
+            "about 5 minutes (docs/guides/distributed.md)\n"
+        )
 
 
 def _option_actions(parser: Any) -> list[argparse.Action]:

@@ -144,3 +144,29 @@ def test_add_option_puts_options_in_one_llmload_group_with_locusts_web_ui_attrib
     group = _help_group(parser.format_help(), GROUP)
     assert "--x-opt" in group and "the y option" in group
     assert parser.format_help().count(f"\n{GROUP}:\n") == 1
+
+
+def test_processes_zero_is_an_error_and_processes_with_worker_says_it_waits_for_a_master(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Locust's own parser with llmload's options: ``--processes 0`` (flag or LOCUST_PROCESSES) exits 2 naming the
+    option and the valid values (Locust alone ran one process silently); ``--processes 2 --worker`` says at once
+    that its workers wait for a master, and where; plain ``--processes 2`` and no option say nothing."""
+    import harness.locust  # noqa: F401  (registers the init_command_line_parser listener)
+    from locust.argument_parser import get_parser
+
+    for argv, env in ((["--processes", "0"], None), ([], "0")):
+        if env is not None:
+            monkeypatch.setenv("LOCUST_PROCESSES", env)
+        with pytest.raises(SystemExit) as ei:
+            get_parser().parse_args(argv)
+        monkeypatch.delenv("LOCUST_PROCESSES", raising=False)
+        assert ei.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("llmload: --processes 0: forks no worker process.") and "-1" in err, err
+    parsed = get_parser().parse_args(["--processes", "2", "--worker", "--master-host", "10.0.0.5"])
+    assert parsed.processes == 2 and parsed.worker
+    err = capsys.readouterr().err
+    assert "--processes 2 --worker: forking 2 worker process(es) that wait for a master at 10.0.0.5:5557" in err
+    for argv in (["--processes", "2"], [], ["--worker"]):
+        get_parser().parse_args(argv)
+        assert capsys.readouterr().err == ""
