@@ -354,3 +354,14 @@ def test_headers_env_value_must_be_a_variable_name(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="headers_env") as e:
         load_profile(f)
     assert str(f) in str(e.value)
+
+
+def test_a_step_shorter_than_the_shapes_tick_is_refused(tmp_path: Path) -> None:
+    """steps.duration 0.05 ran about 1 s per step (the shape ticks once a second): refused, naming the key and the
+    minimum (harness.config.SHAPE_TICK_S); exactly one tick is accepted."""
+    with pytest.raises(ProfileError) as e:
+        load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\nsteps: {duration: 0.05}\n"))
+    assert "p.yaml: steps.duration: 0.05 s is shorter than the load shape's tick (1 s" in str(e.value)
+    assert "give at least 1 s" in str(e.value)
+    ok = load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\nsteps: {duration: 1}\n"))
+    assert ok.steps.duration == 1.0

@@ -78,7 +78,8 @@ def test_profile_keys_cover_every_field_of_the_models() -> None:
 
 def test_profile_keys_show_defaults_types_and_descriptions() -> None:
     rows = {k: (tp, d, desc) for k, tp, d, desc in docs_ref.profile_keys()}
-    assert rows["steps.duration"][1] == "`600.0`" and rows["steps.duration"][2] == "seconds per step"
+    assert rows["steps.duration"][1] == "`600.0`" and rows["steps.duration"][2] == (
+        "seconds per step (at least 1: the load shape ticks once a second)")
     assert rows["steps.concurrency"][1] == "`[8, 16, 32, 64]`"
     assert rows["name"][1] == "the file's stem"  # required by the model, filled in by load_profile()
     assert "'poisson'" in rows["rate.arrival"][0] and rows["rate.arrival"][1] == "`poisson`"

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_FOLLOW_UPS",
     "DEFAULT_HOURS_TO_N",
     "DEFAULT_SLICE_S",
+    "SHAPE_TICK_S",
     "AxesSpec",
     "ConversationSpec",
     "CostSpec",
@@ -274,6 +275,12 @@ class UntilSpec(_Model):
         return self
 
 
+#: Seconds between the load shape's ticks (Locust calls a shape's ``tick()`` about once a second,
+#: :mod:`harness.shapes`): a step cannot end sooner, so ``steps.duration`` (and ``--step-duration``) must be at least
+#: this.
+SHAPE_TICK_S = 1.0
+
+
 class StepsSpec(_Model):
     """The concurrency steps, each held for ``duration`` seconds with all its users started at once (with
     ``until``: from ``until.min`` to ``until.max`` seconds, until the usable rate is known within its margin).
@@ -286,7 +293,8 @@ class StepsSpec(_Model):
     concurrency: list[int] = Field(
         default_factory=lambda: [8, 16, 32, 64], description="users of each step, in order (closed loop)"
     )
-    duration: float = Field(600.0, gt=0, description="seconds per step")
+    duration: float = Field(600.0, gt=0, description="seconds per step (at least 1: the load shape ticks once a "
+                            "second)")
     drain_timeout: float = Field(
         300.0, ge=0, description="seconds to let in-flight requests finish after the last step (0: cut them off)"
     )
@@ -299,6 +307,14 @@ class StepsSpec(_Model):
     def _positive(cls, v: list[int]) -> list[int]:
         if any(c <= 0 for c in v):
             raise ValueError("every concurrency must be a positive integer")
+        return v
+
+    @field_validator("duration")
+    @classmethod
+    def _at_least_a_tick(cls, v: float) -> float:
+        if v < SHAPE_TICK_S:
+            raise ValueError(f"{v:g} s is shorter than the load shape's tick ({SHAPE_TICK_S:g} s: a step cannot end "
+                             f"sooner, it would run about {SHAPE_TICK_S:g} s): give at least {SHAPE_TICK_S:g} s")
         return v
 
 

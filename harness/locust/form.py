@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from harness.config import PROFILES_DIR, Profile, ProfileError
+from harness.config import PROFILES_DIR, SHAPE_TICK_S, Profile, ProfileError
 from harness.locust.options import add_option
 
 __all__ = [
@@ -93,7 +93,8 @@ def add_form_options(parser: Any, **_: Any) -> None:
     add_option(parser, "--thinking", default=d("thinking", ""), choices=list(_THINKING),
                help="request.thinking (unset: server's)")
     add_option(parser, "--steps", default=d("steps", ""), help="sweep concurrencies, e.g. 8,16,32,64")
-    add_option(parser, "--step-duration", default=d("step_duration", ""), help="seconds per sweep step")
+    add_option(parser, "--step-duration", default=d("step_duration", ""),
+               help="seconds per sweep step (at least 1: the load shape ticks once a second)")
 
 
 def _num(x: float) -> str:
@@ -323,6 +324,10 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
                                f"{_quoted(knobs.step_duration)}") from None
         if not (dur > 0 and math.isfinite(dur)):
             raise ProfileError(f"step_duration: {knobs.step_duration} must be > 0 seconds")
+        if dur < SHAPE_TICK_S:
+            raise ProfileError(f"step_duration: {knobs.step_duration} s is shorter than the load shape's tick: at "
+                               f"least {SHAPE_TICK_S:g} s (Locust ticks the shape once a second, so a step cannot "
+                               f"end sooner)")
         d["steps"]["duration"] = dur
     try:
         return Profile.model_validate(d)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import PROFILES_DIR, Profile, ProfileError, load_profile
+from harness.config import PROFILES_DIR, SHAPE_TICK_S, Profile, ProfileError, load_profile
 from harness.locust.form import Knobs, apply_knobs, form_defaults, profile_choices, steps_note
 from harness.locust.webrun import StartError, parse_fixed
 from harness.runtime import FixedLoad
@@ -213,3 +213,13 @@ def test_knobs_that_make_an_invalid_profile_are_named_with_the_key(tmp_path: Pat
         apply_knobs(load_profile(DEMO), Knobs(prompts_file=str(f)))
     assert str(ei.value).startswith(f"prompts file {f}: the profile they make is invalid: prompts.0: "), ei.value
     assert "give exactly one of 'text' or 'messages'" in str(ei.value)
+
+
+@pytest.mark.parametrize("dur", ["0.05", "0.999"])
+def test_a_step_shorter_than_the_shapes_tick_is_refused_naming_the_minimum(dur: str) -> None:
+    """--step-duration 0.05 ran about 1 s per step (the shape ticks once a second): refused, naming the minimum;
+    1 s (the tick) is accepted."""
+    with pytest.raises(ProfileError, match=rf"^step_duration: {dur} s is shorter than the load shape's tick: at "
+                                           r"least 1 s"):
+        apply_knobs(load_profile(DEMO), Knobs(step_duration=dur))
+    assert apply_knobs(load_profile(DEMO), Knobs(step_duration="1")).steps.duration == SHAPE_TICK_S == 1.0

@@ -151,8 +151,9 @@ def test_processes_zero_is_an_error_and_processes_with_worker_says_it_waits_for_
     """Locust's own parser with llmload's options: ``--processes 0`` (flag or LOCUST_PROCESSES) exits 2 naming the
     option and the valid values (Locust alone ran one process silently); ``--processes 2 --worker`` says at once
     that its workers wait for a master, and where; plain ``--processes 2`` and no option say nothing."""
-    import harness.locust  # noqa: F401  (registers the init_command_line_parser listener)
     from locust.argument_parser import get_parser
+
+    import harness.locust  # noqa: F401  (registers the init_command_line_parser listener)
 
     for argv, env in ((["--processes", "0"], None), ([], "0")):
         if env is not None:
