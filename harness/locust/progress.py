@@ -7,8 +7,9 @@ One line, e.g.::
 
 * step ``i/n``: the stage's place in the plan (:func:`harness.shapes.plan_stages`: the single stream, then the
   steps; a capacity search adds steps as it goes: ``n`` is then ``?``);
-* the step's elapsed and planned seconds (``steps.until``: its ``max``), and the run's elapsed and planned time
-  left (the remaining stages' planned lengths; none with a search);
+* the step's elapsed and planned seconds (``steps.until``: its ``max``; past the plan, ``0:07 (planned 0:06,
+  draining)`` once the load ended, ``ending`` before: :func:`step_clock_text`), and the run's elapsed and planned
+  time left (the remaining stages' planned lengths; none with a search);
 * completed / errors: the run's non-warm-up records so far (successful / failed), as written to records.jsonl;
 * tok/s: output tokens of the requests that ENDED in the last :data:`RATE_WINDOW_S` seconds ÷ that
   window (the rate Grafana's ``rate(llmload_output_tokens_total[...])`` gives) — a live gauge, not the report's
@@ -34,7 +35,7 @@ from typing import Any, TextIO
 
 from harness.result import RequestResult
 
-__all__ = ["EVERY_S", "RATE_WINDOW_S", "Progress", "clock_text", "start_progress"]
+__all__ = ["EVERY_S", "RATE_WINDOW_S", "Progress", "clock_text", "start_progress", "step_clock_text"]
 
 log = logging.getLogger("llmload")
 
@@ -50,6 +51,16 @@ def clock_text(seconds: float) -> str:
     h, rest = divmod(s, 3600)
     m, sec = divmod(rest, 60)
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+def step_clock_text(elapsed: float, planned: float, ended: bool) -> str:
+    """A step's clock: ``0:20/1:00`` (elapsed / planned seconds); once the shown elapsed is past the plan,
+    ``0:07 (planned 0:06, draining)`` after the load ended (requests in flight finishing), else
+    ``0:07 (planned 0:06, ending)`` (the step ends at the shape's next tick), never ``0:07/0:06``."""
+    shown, plan = clock_text(elapsed), clock_text(planned)
+    if round(elapsed) <= round(planned):
+        return f"{shown}/{plan}"
+    return f"{shown} (planned {plan}, {'draining' if ended else 'ending'})"
 
 
 class Progress:
@@ -138,7 +149,7 @@ class Progress:
             elapsed = now - (self.phase_wall if self.phase_wall is not None else now)
             planned = self.stages[i].duration if i is not None else None
             if planned is not None and math.isfinite(planned):
-                parts.append(f"{clock_text(elapsed)}/{clock_text(planned)}")
+                parts.append(step_clock_text(elapsed, planned, self.ended))
             else:
                 parts.append(f"{clock_text(elapsed)} in step")
         run = f"run {clock_text(now - self.started)}"
@@ -156,7 +167,7 @@ class Progress:
             hw = self.halfwidth()
             parts.append(f"rate ±{100 * hw:.1f} % (margin {100 * self.margin:g} %)" if hw is not None
                          else f"rate ± – (margin {100 * self.margin:g} %)")
-        if self.ended:
+        if self.ended and not any(p.endswith("draining)") for p in parts):
             parts.append("load ended, draining")
         return "progress: " + " · ".join(parts)
 

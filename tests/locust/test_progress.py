@@ -7,7 +7,7 @@ import io
 from types import SimpleNamespace
 from typing import Any
 
-from harness.locust.progress import RATE_WINDOW_S, Progress, clock_text, start_progress
+from harness.locust.progress import RATE_WINDOW_S, Progress, clock_text, start_progress, step_clock_text
 from harness.shapes import Stage
 
 STAGES = [Stage("single", 0, 1, 30.0), Stage("step", 1, 8, 60.0), Stage("step", 2, 16, 60.0)]
@@ -43,6 +43,23 @@ def test_the_line_says_step_i_of_n_time_left_counts_and_live_rate() -> None:
     p.time_scale = 1.0
     p.on_phase({"event": "load_end", "wall": 1100.0})
     assert p.line().endswith("load ended, draining") and "~0:00 left" in p.line()
+
+
+def test_a_step_clock_past_its_plan_says_so_instead_of_elapsed_over_planned() -> None:
+    """The last step of a 6 s plan, 7 s in while the load drains, read ``0:07/0:06``: now it says it is past the
+    plan and why; within the plan (rounded as shown) it stays ``elapsed/planned``."""
+    assert step_clock_text(5.6, 6.0, False) == "0:06/0:06"
+    assert step_clock_text(6.4, 6.0, True) == "0:06/0:06"
+    assert step_clock_text(7.0, 6.0, True) == "0:07 (planned 0:06, draining)"
+    assert step_clock_text(7.0, 6.0, False) == "0:07 (planned 0:06, ending)"
+    now = [1000.0]
+    p = Progress([Stage("step", 1, 8, 6.0)], clock=lambda: now[0])
+    p.on_phase({"event": "phase_start", "phase": "step", "step": 1, "concurrency": 8, "wall": 1000.0})
+    p.on_phase({"event": "load_end", "wall": 1006.0})
+    now[0] = 1007.0
+    line = p.line()
+    assert "0:07/0:06" not in line and " · 0:07 (planned 0:06, draining) · " in line, line
+    assert line.count("draining") == 1, line  # not said twice
 
 
 def test_the_recent_requests_held_stay_within_the_rate_window_off_a_terminal() -> None:
