@@ -72,7 +72,7 @@ def tab_rows(rep: Report | None) -> list[dict[str, str]]:
     target = rep.target.get("base_url") if rep is not None else None
     measured = (f"run {rep.run_id} measured {target} (Locust's header shows the Host field as "
                 "typed); ") if rep is not None and target else ""
-    compressed = (f"{Flag.COMPRESSED_TIME.glyph} compressed time (simulator time_scale = {ts:g}): real-time "
+    compressed = (f"{Flag.COMPRESSED_TIME.named} (simulator time_scale = {ts:g}): real-time "
                   f"equivalents (durations ÷ {ts:g}, rates × {ts:g}); ") if ts != 1.0 else ""
     out.append({"label": f"{measured}{compressed}all figures, charts and downloads: the LLM view (/llm/)"})
     return out

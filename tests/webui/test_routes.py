@@ -413,7 +413,8 @@ def test_compressed_time_rows_and_headline_are_real_time_equivalents(run_dir: Pa
     # Locust's LLM tab: the same real-time hours, and the compression said once in its last row
     tab = tab_rows(rep)
     assert tab[len(rep.steps) - 1]["hours"] == f"N={real.hours[0].n:,}: {hours_text(real.hours[0])}"
-    assert "compressed time (simulator time_scale = 0.5): real-time equivalents" in tab[-1]["label"]
+    assert "COMPRESSED TIME (simulator time_scale = 0.5): real-time equivalents" in tab[-1]["label"]
+    assert tab[-1]["label"].lower().count("compressed time") == 1, tab[-1]["label"]  # said once, not "X X"
     assert not any("compressed" in r["label"] for r in tab_rows(build_report(run_dir))), "not for a real run"
     # the compression said once: the banner; the report's own note (about report.md's compressed tables) is not
     # repeated under Notes, where it contradicted the real-time rows above it
