@@ -192,11 +192,13 @@ def selfcert_figures(step_recs: pl.DataFrame, events: Sequence[Any], start: floa
     }
 
 
-def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION) -> str:
+def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION, with_source: bool = True) -> str:
     """The one self-certification line of a step row (dict or typed): the client's overhead (CPU share of the
     busiest process, read lag p50 / p99, chunks/s per process), then the verdict: the calibrated TTFT / ITL error
     bound at this load, or why there is none ("beyond the calibrated range", STARVED, not measured). Every figure
-    is written by its catalogue entry (:func:`harness.report.catalogue.display`)."""
+    is written by its catalogue entry (:func:`harness.report.catalogue.display`). ``with_source`` False leaves
+    the calibration's provenance (:data:`CALIBRATION_SOURCE`) out of a certified line, for a surface that states
+    it once for all its steps (the terminal summary)."""
     get = row.get if isinstance(row, Mapping) else (lambda k: getattr(row, k, None))
     n = get("client_processes") or 0
     lag = FIGURES["client_read_lag_p99_s"]
@@ -213,7 +215,8 @@ def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION) -> str:
         tail = (f"TTFT/ITL error ≤ {display(row, 'client_ttft_error_bound_s')} / "
                 f"{display(row, 'client_itl_error_bound_s')} ms (p99) at this load (calibrated up to "
                 f"{FIGURES['client_chunks_per_s_proc'].text(rng.get('chunks_per_s'))} chunks/s per process, read "
-                f"lag p99 ≤ {lag.text(rng.get('read_lag_p99_s'))} {lag.display_unit.value}: {CALIBRATION_SOURCE})")
+                f"lag p99 ≤ {lag.text(rng.get('read_lag_p99_s'))} {lag.display_unit.value}"
+                f"{f': {CALIBRATION_SOURCE}' if with_source else ''})")
     elif verdict == "starved":
         tail = "STARVED: no error bound, figures are the load generator's limit"
     elif verdict == "beyond_calibration":

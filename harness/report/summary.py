@@ -28,7 +28,7 @@ from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 from harness.report.model import Report, StepRow, as_report
 from harness.report.realtime import in_real_time
 from harness.report.render import target_url
-from harness.report.selfcert import selfcert_text
+from harness.report.selfcert import CALIBRATION_SOURCE, selfcert_text
 
 __all__ = ["DROP_ORDER", "MIN_WIDTH", "SUMMARY_KEYS", "render_summary", "summary_width"]
 
@@ -185,7 +185,8 @@ def render_summary(report: Report | Mapping[str, Any], where: str | None = None,
         Lines joined with ``\\n``, ending with one: run and target header, banners (interrupted, compressed time),
         one row per step (label with †/‡, C, completed, errors, output and per-stream tok/s, TTFT/TTFAT/E2E p50
         in s, TPOT mean in ms, % truncated, hours to the first N with its 95 % interval), the self-certification
-        line of each step (:func:`harness.report.selfcert.selfcert_text`), footnotes, units.
+        line of each step (:func:`harness.report.selfcert.selfcert_text`; the calibration's provenance once, in its
+        heading), footnotes, units.
     """
     rep = as_report(report)
     width = summary_width() if width is None else width
@@ -207,9 +208,11 @@ def render_summary(report: Report | Mapping[str, Any], where: str | None = None,
     if rep.steps:
         lines += _table(rep, width)
         lines.append("")
-        lines += _wrap("Self-certification (the client's own overhead and error bound, per step):", width)
+        source = (f"; error bounds {CALIBRATION_SOURCE}" if any(r.client_selfcert == "certified" for r in rep.steps)
+                  else "")
+        lines += _wrap(f"Self-certification (the client's own overhead and error bound, per step{source}):", width)
         for r in rep.steps:
-            lines += _wrap(f"  {r.label}: {selfcert_text(r)}", width)
+            lines += _wrap(f"  {r.label}: {selfcert_text(r, with_source=False)}", width)
     else:
         lines.append("No steps recorded.")
     foot = _footnotes(rep)

@@ -47,3 +47,23 @@ def test_compressed_time_shows_the_real_time_hours_as_report_md(tmp_path: Path) 
             assert compressed not in out
     single = rep.steps[0]
     assert single.real_time is not None and single.real_time.output_tps == pytest.approx(single.output_tps * 0.5)
+
+
+def test_the_calibration_provenance_is_said_once_not_on_every_step(tmp_path: Path) -> None:
+    """Every certified step's line repeated "calibrated against the simulator's truth, ..."; the terminal says it
+    once, in the self-certification heading, and each step keeps its bound and calibrated range."""
+    from harness.report.selfcert import CALIBRATION_SOURCE
+
+    rep, _ = write_report(_scenario(tmp_path / "run"))
+    cert = {"client_selfcert": "certified", "client_ttft_error_bound_s": 0.0003, "client_itl_error_bound_s": 0.0001,
+            "client_selfcert_range": {"chunks_per_s": 1000.0, "read_lag_p99_s": 0.004}}
+    rep = rep.model_copy(update={"steps": [r.model_copy(update=cert) for r in rep.steps]})
+    assert len(rep.steps) >= 2
+    out = " ".join(render_summary(rep, None, width=120).split())  # lines wrapped at the width, joined
+    assert out.count(CALIBRATION_SOURCE) == 1, out
+    assert f"per step; error bounds {CALIBRATION_SOURCE}):" in out
+    assert out.count("calibrated up to") == len(rep.steps)
+    # no certified step: nothing to source
+    plain, _ = write_report(_scenario(tmp_path / "run2"))
+    assert all(r.client_selfcert != "certified" for r in plain.steps)
+    assert CALIBRATION_SOURCE not in render_summary(plain, None, width=120)
