@@ -103,8 +103,9 @@ def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_
     assert "figures" not in old_d and set(new_d.pop("figures")) >= {"output_tps", "ttft_p50_s", "hours"}
     new_defs, old_defs = new_d.pop("definitions"), old_d.pop("definitions")
     assert set(new_defs) >= set(old_defs) and "client_selfcert" in new_defs
+    # (drift: TTFT p50's absolute floor, harness.report.soak.DRIFT_MIN_ABS_CHANGE, beside the 5 % rule)
     assert {k for k in old_defs if new_defs[k] != old_defs[k]} <= {"goodput", "slo_capacity", "slo_search",
-                                                                             "by_finish_reason", "hours"}
+                                                                             "by_finish_reason", "hours", "drift"}
     # issue 16: THE hours interval is now renewal-reward (batch means its cross-check): the interval keys, the
     # bounds derived from it and the notes about it differ; every point estimate is the same
     assert all(s["hours_interval"]["method"] == "batch_means" for s in old_d["steps"])
