@@ -168,13 +168,13 @@ def drift_rules(text: str) -> str:
     At 60x a 1-minute window stands for an hour: the rule then compares the median of the last compressed hour
     with the median of the hour before, which for a steady drift moves by the same factor per hour."""
     out = scaled_rules(text, FACTOR)
-    assert out.count('window="10m"') == 2, "the TTFT drift rule reads the 10m percentile gauge twice"
+    assert out.count('window="10m"') == 4, "the TTFT drift rule reads the 10m gauge four times (ratio, floor)"
     return out.replace('window="10m"', 'window="1m"')
 
 
 def test_drift_rules_read_the_smallest_window() -> None:
     text = drift_rules(RULES.read_text())
-    assert text.count('window="1m"') == 2 and 'window="10m"' not in text
+    assert text.count('window="1m"') == 4 and 'window="10m"' not in text
     assert "1m" in PERCENTILE_WINDOWS and min(PERCENTILE_WINDOWS.values()) == PERCENTILE_WINDOWS["1m"] == FACTOR
 
 
