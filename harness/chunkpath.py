@@ -89,6 +89,7 @@ def native_available() -> bool:
 #: Values of :data:`PURE_ENV` (stripped, any case) that force the pure path, and those that leave the choice alone.
 PURE_ON = frozenset({"1", "true", "yes", "on"})
 PURE_OFF = frozenset({"", "0", "false", "no", "off"})
+_WARNED: set[str] = set()
 
 
 def pure_forced() -> bool:
@@ -101,8 +102,10 @@ def pure_forced() -> bool:
         return True
     if value in PURE_OFF:
         return False
-    log.warning("%s=%r is not one of 1/true/yes/on or 0/false/no/off: the pure-Python stream path runs",
-                PURE_ENV, raw)
+    if raw not in _WARNED:  # said once per process and value, not at every look
+        _WARNED.add(raw)
+        log.warning("%s=%r is not one of 1/true/yes/on or 0/false/no/off: the pure-Python stream path runs",
+                    PURE_ENV, raw)
     return True
 
 

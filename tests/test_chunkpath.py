@@ -50,9 +50,14 @@ def test_the_usual_true_spellings_force_the_pure_path(monkeypatch: pytest.Monkey
 def test_an_unknown_value_forces_the_pure_path_with_a_warning(monkeypatch: pytest.MonkeyPatch,
                                                               caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv(PURE_ENV, "2")
+    monkeypatch.setattr(chunkpath, "_WARNED", set())
     with caplog.at_level("WARNING", logger="llmload.chunkpath"):
         assert active() is PYTHON
     assert "LLMLOAD_PURE_PYTHON='2' is not one of 1/true/yes/on or 0/false/no/off" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="llmload.chunkpath"):  # said once per process, not at every look
+        assert active() is PYTHON and active() is PYTHON
+    assert "LLMLOAD_PURE_PYTHON" not in caplog.text
 
 
 def test_without_the_extension_the_pure_path_runs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -83,6 +83,14 @@ prompts:
         ("name: t\nprompts: [{id: a, text: hi}]\nwarmup: {prompt: ''}\n", "warmup.prompt: empty: give the message"),
         ("name: t\nprompts: [{id: a, text: x}]\nsteps: {duration: '30'}\n",
          "steps.duration: '30' is a quoted string, not a number: write it without quotes (30)"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsteps:\n  - 8\n  - 16\n",
+         "steps: expected a section of keys (key: value lines under it), got a list"),
+        ("name: t\nprompts: [{id: a, text: x}]\nreport: {hours_to_n: [1e5]}\n",
+         "report.hours_to_n.0: '1e5' is a string, not a number: YAML reads an exponent without a dot and sign (1e5) "
+         "as text; write 100000"),
+        ("name: t\nprompts: [{id: a, text: x}]\nsteps: {duration: 2.5e1}\n",
+         "steps.duration: '2.5e1' is a string, not a number: YAML reads an exponent without a dot and sign (1e5) as "
+         "text; write 25"),
         ("name: t\nprompts: [{id: a, text: x}]\nsteps: {concurrency: ['8', 16]}\n",
          "steps.concurrency.0: '8' is a quoted string, not a number: write it without quotes (8)"),
         ("name: t\nprompts: [{id: a, text: x}]\nsteps: {duration: 'soon'}\n",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -38,6 +39,21 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _yaml11_text_number(text: str) -> bool:
+    """``1e5``, ``2E6``, ``1.5e3``: a number Python reads but YAML 1.1 (PyYAML) resolves to a string even unquoted
+    (its float needs a dot and a signed exponent: ``1.0e+5``)."""
+    return bool(re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+\s*", text)) and not re.fullmatch(
+        r"\s*[-+]?\d+\.\d*[eE][-+]\d+\s*", text)
+
+
+def _plain(text: str) -> str:
+    """``1e5`` written so YAML reads a number: ``100000`` when whole, else ``0.001`` or ``1.000000e-05``."""
+    v = float(text)
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v) if "e" not in repr(v) else f"{v:.6e}"
+
+
 def _format_errors(path: str, err: ValidationError) -> str:
     lines = []
     for e in err.errors():
@@ -45,8 +61,15 @@ def _format_errors(path: str, err: ValidationError) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key (typo?)"
+        elif e["type"] in ("model_type", "model_attributes_type", "dict_type"):
+            got = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true/false",
+                   type(None): "nothing"}.get(type(e.get("input")), type(e.get("input")).__name__)
+            msg = f"expected a section of keys (key: value lines under it), got {got}"
         elif e["type"] in _NUMBER_ERRORS and isinstance(e.get("input"), str) and _is_number(e["input"]):
-            msg = (f"{e['input']!r} is a quoted string, not a number: write it without quotes "
+            msg = (f"{e['input']!r} is a string, not a number: YAML reads an exponent without a dot and sign "
+                   f"(1e5) as text; write {_plain(e['input'])}"
+                   if _yaml11_text_number(e["input"]) else
+                   f"{e['input']!r} is a quoted string, not a number: write it without quotes "
                    f"({e['input'].strip()})")
         lines.append(f"{path}: {loc}: {msg}")
     return "\n".join(lines)

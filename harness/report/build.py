@@ -177,6 +177,12 @@ def _notes(run: RunInfo, rep: Report, unplaced: int) -> list[str]:
             f"÷ {ts:g}, rates × {ts:g}) are in the 'Real-time equivalents' table. Client overheads do not scale, "
             "so the equivalents are approximate."
         )
+    sim = run.meta.simulator or {}
+    said = [f"{' '.join(map(str, words))} ({src})" for src, words in
+            (("simulator.args", sim.get("args") or []), ("$LLMLOAD_SIM_ARGS", sim.get("env_args") or [])) if words]
+    if said:
+        notes.append(f"SIMULATOR OPTIONS: the built-in simulator ran with {'; '.join(said)}; what they set (faults, "
+                     "drift, limits, caches) shows in these figures.")
     tot = rep.totals
     if tot.estimated_tokens:
         notes.append(

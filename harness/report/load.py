@@ -80,6 +80,8 @@ INFERRED_PHASES_NOTE = ("phases.jsonl is missing or empty: step boundaries were 
 def check_run_dir(root: Path) -> None:
     """Raise :class:`NoRecordsError` (naming the path) when ``root`` is not a directory or holds no
     ``records*.jsonl``."""
+    if root.is_file():
+        raise NoRecordsError(f"{root}: a file, not a run directory (give the directory that holds it: {root.parent})")
     if not root.is_dir():
         raise NoRecordsError(f"{root}: no such run directory")
     if not (root / "records.jsonl").exists() and not any(root.glob("records*.jsonl")):

@@ -202,11 +202,13 @@ def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION, with_sourc
     get = row.get if isinstance(row, Mapping) else (lambda k: getattr(row, k, None))
     n = get("client_processes") or 0
     lag = FIGURES["client_read_lag_p99_s"]
-    cpu = (f"client CPU {display(row, 'client_cpu_share_max')} % of a core" if get("client_cpu_share_max") is not None
-           else f"client CPU not sampled (a share needs two samples of a process ≥ {MIN_SPAN_S:g} s apart in the "
-                f"step; workers sample every {CPU_SAMPLE_S:g} s; older runs did not sample)")
-    head = (f"{cpu} (busiest of {n} process"
-            f"{'' if n == 1 else 'es'}), read lag p50 {display(row, 'client_read_lag_p50_s')} / p99 "
+    procs = f"{n} process{'' if n == 1 else 'es'}"
+    cpu = (f"client CPU {display(row, 'client_cpu_share_max')} % of a core (busiest of {procs})"
+           if get("client_cpu_share_max") is not None
+           else f"client CPU not sampled in this step ({procs}; a share needs two samples of one process "
+                f"≥ {MIN_SPAN_S:g} s apart, taken every {CPU_SAMPLE_S:g} s; runs of versions before sampling have "
+                "none)")
+    head = (f"{cpu}, read lag p50 {display(row, 'client_read_lag_p50_s')} / p99 "
             f"{display(row, 'client_read_lag_p99_s')} {lag.display_unit.value}, "
             f"{display(row, 'client_chunks_per_s_proc')} chunks/s per process")
     verdict = get("client_selfcert")

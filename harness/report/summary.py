@@ -26,7 +26,7 @@ from harness.report.catalogue import FIGURES, Flag, display, hours_text, label_t
 from harness.report.explain import message_text
 from harness.report.fmt import DASH, MAX_WIDTH, wall_time
 from harness.report.model import Report, StepRow, as_report
-from harness.report.realtime import in_real_time
+from harness.report.realtime import drift_in_real_time, in_real_time
 from harness.report.render import target_url
 from harness.report.selfcert import CALIBRATION_SOURCE, selfcert_text
 
@@ -149,6 +149,12 @@ def _footnotes(rep: Report) -> list[str]:
             notes.append(f"‡ {r.label}: low confidence, {r.low_confidence}; {fix}.")
     notes += [n for n in rep.notes if n.startswith(f"{Flag.HIDDEN_REASONING.glyph} ")]  # its § labels
     notes += [n for n in rep.notes if n.startswith("steps.until: ")]
+    hour = "real hour" if rep.time_scale != 1.0 else "hour"
+    for r in steps:  # the Soak section's flagged drifts; per real hour in a compressed run, as the table above
+        d = drift_in_real_time(r.drift, rep.time_scale)
+        flagged = [f.text for f in (d.output_tps, d.ttft_p50_s, d.error_rate) if f is not None and f.flagged]
+        if flagged:  # each fit's text names its figure ("tok/s fell 19.1 %/h (95 % ...)")
+            notes.append(f"DRIFT at {r.label} (per {hour}, over its steady window): {'; '.join(flagged)}.")
     for r in steps:
         if r.client_starved:
             notes.append(f"Client STARVED at {r.label}: {r.client_lagged_pct or 0:.0f} % of requests read > "

@@ -200,3 +200,17 @@ def test_simulator_options_with_a_server_target_are_said_to_be_ignored(
     with caplog.at_level("WARNING", logger="llmload"):
         resolve_target(load_profile(prof), prof, "http://127.0.0.1:9")
     assert "LLMLOAD_SIM_ARGS" not in caplog.text
+
+
+def test_the_simulators_extra_options_are_recorded_with_secrets_hidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json's ``simulator`` names the words of LLMLOAD_SIM_ARGS (a drift rehearsal read like a clean server:
+    fresh-user finding), the value of a secret-looking option hidden in both spellings."""
+    from harness.config import SimulatorSpec
+    from harness.locust.setup import _sim_meta
+
+    monkeypatch.setenv("LLMLOAD_SIM_ARGS", "--drift-per-hour 0.5 --api-key sk-live-123 --token=abc --fault-drop 0.1")
+    meta = _sim_meta(SimulatorSpec(args=["--prefix-cache-tokens", "9"]))
+    assert meta["args"] == ["--prefix-cache-tokens", "9"]
+    assert meta["env_args"] == ["--drift-per-hour", "0.5", "--api-key", "***", "--token=***", "--fault-drop", "0.1"]
+    monkeypatch.delenv("LLMLOAD_SIM_ARGS")
+    assert _sim_meta(SimulatorSpec())["env_args"] == []

@@ -127,3 +127,14 @@ def test_a_worker_back_withdraws_its_loss(tmp_path: Path) -> None:
     rep = build_report(write_run(tmp_path / "run", recs, events))
     assert rep["steps"][0]["steady"] is True
     assert not any("WORKER LOST" in n for n in rep["notes"])
+
+
+def test_the_simulators_extra_options_are_a_note_naming_where_each_came_from(tmp_path: Path) -> None:
+    recs = [rec("w1:1", 1, 10 * j, 10, concurrency=1) for j in range(5)]
+    meta = {"simulator": {"preset": "demo", "args": ["--prefix-cache-tokens", "9"],
+                          "env_args": ["--drift-per-hour", "0.5"]}}
+    rep = build_report(write_run(tmp_path / "run", recs, [phase("step", 1, 1, 0), run_end(50)], meta))
+    assert ("SIMULATOR OPTIONS: the built-in simulator ran with --prefix-cache-tokens 9 (simulator.args); "
+            "--drift-per-hour 0.5 ($LLMLOAD_SIM_ARGS); what they set") in "\n".join(rep.notes)
+    plain = build_report(write_run(tmp_path / "run2", recs, [phase("step", 1, 1, 0), run_end(50)]))
+    assert not any("SIMULATOR OPTIONS" in n for n in plain.notes)

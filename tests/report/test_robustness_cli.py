@@ -170,3 +170,11 @@ def test_an_object_that_is_not_a_record_is_an_error(tmp_path: Path, capsys: pyte
         build_report(root)
     assert main([str(root), "--quiet"]) == 2
     assert "records.jsonl:2: not a request record (missing step, start_wall, ok)" in capsys.readouterr().err
+
+
+def test_a_file_given_for_the_run_directory_is_named_as_a_file(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    root = _simple(tmp_path / "run")
+    assert main([str(root / "run.json"), "--quiet"]) == 2
+    assert f"{root / 'run.json'}: a file, not a run directory (give the directory that holds it: {root})" in \
+        capsys.readouterr().err

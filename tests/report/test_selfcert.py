@@ -160,7 +160,7 @@ def test_a_step_without_cpu_samples_says_why_there_is_no_cpu_share() -> None:
     row = {"client_processes": 1, "client_cpu_share_max": None, "client_read_lag_p50_s": 0.001,
            "client_read_lag_p99_s": 0.002, "client_chunks_per_s_proc": 100.0, "client_selfcert": "not_measured"}
     line = selfcert_text(row)
-    assert line.startswith("client CPU not sampled (a share needs two samples of a process ≥ 1 s apart in the step; "
-                           "workers sample every 5 s; older runs did not sample) (busiest of 1 process)"), line
+    assert line.startswith("client CPU not sampled in this step (1 process; a share needs two samples of one process "
+                           "≥ 1 s apart, taken every 5 s; runs of versions before sampling have none), read lag"), line
     assert "– %" not in line
     assert selfcert_text({**row, "client_cpu_share_max": 0.25}).startswith("client CPU 25.0 % of a core")

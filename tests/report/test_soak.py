@@ -266,3 +266,26 @@ def test_a_compressed_runs_drift_is_also_given_per_real_hour(tmp_path: Path) -> 
     assert "Soak drift per real hour (the Soak section's per wall hour × 0.25):" in real_section
     assert f"**DRIFT** {real.text}" in real_section and f"**DRIFT** {wall.text}" in md.split("## Soak", 1)[1]
     assert drift_in_real_time(rep.steps[0].drift, 1.0) is rep.steps[0].drift
+
+
+def test_the_terminal_summary_names_a_flagged_drift_per_real_hour_in_a_compressed_run(tmp_path: Path) -> None:
+    """The terminal said nothing of a drift report.md flagged (fresh-user finding): a flagged fit is a footnote,
+    in the real-time units of the rest of the terminal when the run was compressed; a flat run has none."""
+    from harness.report.realtime import drift_in_real_time
+    from harness.report.summary import render_summary
+
+    root = soak_run(tmp_path / "run", declining)
+    rep = build_report(root)
+    wall = rep.steps[0].drift.output_tps
+    assert wall is not None
+    out = render_summary(rep, width=200)
+    assert f"DRIFT at C=4 (per hour, over its steady window): {wall.text}." in out
+    meta = json.loads((root / "run.json").read_text())
+    meta["simulator"] = {"time_scale": 0.25}
+    (root / "run.json").write_text(json.dumps(meta))
+    rep = build_report(root)
+    real = drift_in_real_time(rep.steps[0].drift, 0.25).output_tps
+    assert real is not None and real.text != wall.text
+    assert f"DRIFT at C=4 (per real hour, over its steady window): {real.text}." in render_summary(rep, width=200)
+    flat = build_report(soak_run(tmp_path / "flat", lambda t: 500.0))
+    assert "DRIFT" not in render_summary(flat, width=200)
