@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import math
+import shutil
 import sys
 import time
 from collections import deque
@@ -41,6 +42,9 @@ log = logging.getLogger("llmload")
 
 #: Seconds between two progress lines on a terminal.
 EVERY_S = 10.0
+
+#: The line's width when the terminal's cannot be read (characters).
+MAX_LINE = 120
 #: The window (s) of the live tok/s.
 RATE_WINDOW_S = 10.0
 
@@ -131,8 +135,10 @@ class Progress:
         key = (self.phase.get("phase"), int(self.phase.get("step") or 0))
         return next((i for i, s in enumerate(self.stages) if (s.phase, s.step) == key), None)
 
-    def line(self, now: float | None = None) -> str:
-        """The progress line at ``now`` (epoch s; default the clock)."""
+    def line(self, now: float | None = None, width: int | None = None) -> str:
+        """The progress line at ``now`` (epoch s; default the clock). With ``width`` (characters, a terminal's), a
+        line longer than that is broken between its `` · `` parts, continuation lines indented (a 100-column
+        terminal wrapped it mid-word); a single part longer than ``width`` stays whole."""
         now = self.clock() if now is None else now
         parts: list[str] = []
         i = self._index()
@@ -154,7 +160,7 @@ class Progress:
                 parts.append(f"{clock_text(elapsed)} in step")
         run = f"run {clock_text(now - self.started)}"
         left = self._left(now, i)
-        if left is not None:
+        if left is not None and not self.ended:  # once the load ended the drain has no planned length
             run += f", ~{clock_text(left)} left"
         parts.append(run)
         parts.append(f"{self.completed:,} completed")
@@ -169,7 +175,16 @@ class Progress:
                          else f"rate ± – (margin {100 * self.margin:g} %)")
         if self.ended and not any(p.endswith("draining)") for p in parts):
             parts.append("load ended, draining")
-        return "progress: " + " · ".join(parts)
+        parts[0] = "progress: " + parts[0]
+        if width is None:
+            return " · ".join(parts)
+        lines = [parts[0]]
+        for p in parts[1:]:
+            if len(lines[-1]) + 3 + len(p) <= width:
+                lines[-1] += " · " + p
+            else:
+                lines.append("  · " + p)
+        return "\n".join(lines)
 
     def _left(self, now: float, i: int | None) -> float | None:
         """Planned seconds left in the run (None: unknown: a search, an unbounded stage, or no stage yet)."""
@@ -203,7 +218,8 @@ def start_progress(run: Any, ctx: Any, out: TextIO | None = None, tty: bool | No
 
     def emit() -> None:
         try:
-            stream.write(prog.line() + "\n")
+            width = shutil.get_terminal_size((MAX_LINE, 24)).columns if is_tty else None
+            stream.write(prog.line(width=width) + "\n")
             stream.flush()
         except (OSError, ValueError):  # a closed stream never stops the run
             pass
