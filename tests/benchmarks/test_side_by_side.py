@@ -70,6 +70,65 @@ def test_truth_sample_keeps_measured_requests_and_rejects_empty_logs(tmp_path: P
         sbs.truth_sample(path)
 
 
+def test_truth_sample_with_itl_means_gives_one_mean_gap_per_request(tmp_path: Path) -> None:
+    n = sbs.MIN_CHUNKS
+    chunks = [[0.001 + 0.002 * i + (0.010 if i == n - 1 else 0.0), 0.0, 1, "a"] for i in range(n)]
+    req = {"type": "request", "received_epoch": 100.0, "end_at": chunks[-1][0], "chunks": chunks}
+    path = tmp_path / "truth.jsonl"
+    path.write_text(json.dumps(req) + "\n")
+    sample, chunks_n, _rate = sbs.truth_sample(path, itl_means=True)
+    assert chunks_n == n and sample.itl_means
+    # (last - first) / (n - 1): 2 ms per gap plus the 10 ms late last chunk spread over n - 1 gaps
+    assert sample.itls == [pytest.approx(0.002 + 0.010 / (n - 1))]
+
+
+def _guidellm_request(start: float, first: float | None, last: float, iterations: int) -> dict[str, object]:
+    return {"info": {"timings": {"request_start": start, "first_token_iteration": first,
+                                 "last_token_iteration": last, "token_iterations": iterations}}}
+
+
+def test_guidellm_sample_reads_ttft_and_mean_gap_per_successful_request(tmp_path: Path) -> None:
+    n = sbs.MIN_CHUNKS
+    doc = {"benchmarks": [{"requests": {
+        "successful": [_guidellm_request(10.0, 10.004, 10.004 + 0.002 * (n - 1), n),
+                       _guidellm_request(11.0, 11.001, 11.5, 5),  # a warm-up-sized request: left out
+                       _guidellm_request(12.0, None, 12.5, n)],  # no first token: left out
+        "errored": [_guidellm_request(13.0, 13.5, 14.0, n)]}}]}  # errored: not read
+    path = tmp_path / "guidellm.json"
+    path.write_text(json.dumps(doc))
+    got = sbs.guidellm_sample(path)
+    assert got.itl_means
+    assert got.ttfts == [pytest.approx(0.004)]
+    assert got.itls == [pytest.approx(0.002)]
+
+
+def test_guidellm_sample_rejects_other_files_naming_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"results": []}))
+    with pytest.raises(ValueError, match=r"other\.json: no 'benchmarks' list"):
+        sbs.guidellm_sample(path)
+    path.write_text(json.dumps({"benchmarks": [{"requests": {"successful": [{"info": {}}]}}]}))
+    with pytest.raises(ValueError, match=r"other\.json: a successful request has no 'info.timings'"):
+        sbs.guidellm_sample(path)
+
+
+def test_run_result_compares_mean_gaps_with_the_truths_means_and_table_marks_them(tmp_path: Path) -> None:
+    n = sbs.MIN_CHUNKS
+    chunks = [[0.001 + 0.002 * i, 0.0, 1, "r"] for i in range(n)]
+    req = {"type": "request", "received_epoch": 100.0, "end_at": chunks[-1][0], "chunks": chunks}
+    path = tmp_path / "truth.jsonl"
+    path.write_text(json.dumps(req) + "\n")
+    got = sbs.Sample([0.003], [0.0025], itl_means=True)
+    res = sbs.run_result("guidellm", 32, 1.0, got, path)
+    assert res.itl_means and res.ttft_err_ms[0] == pytest.approx(2.0)
+    assert res.itl_err_ms[0] == pytest.approx(0.5) and res.itl_err_ms[1] == pytest.approx(0.5)
+    text = sbs.build_table([sbs.ClientSummary("guidellm", 70.0, {32: res})], [32])
+    assert "| +0.50 / +0.50 † |" in text
+    assert text.splitlines()[-1].startswith("† ITL error of per-request mean gaps")
+    plain = sbs.run_result("x", 32, 1.0, sbs.Sample([0.003], [0.0025]), path)
+    assert "†" not in sbs.build_table([sbs.ClientSummary("x", 70.0, {32: plain})], [32])
+
+
 @pytest.mark.slow
 def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One short and one long llmload run at C=2 (about 1 s of load each, every process bounded by a timeout)."""
