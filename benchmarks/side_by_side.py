@@ -16,9 +16,11 @@ C) is started with ``--truth-log`` and pinned to CPU 0; the client runs as a chi
 * **TTFT and ITL error** (ms): the client's own quantile minus the truth's quantile, at p50 and p99, where the
   truth TTFT is request received -> first token-bearing chunk written and the truth ITL every gap between
   consecutive chunk writes. Quantile differences, not per-request pairs: the peers' outputs carry no request
-  id, so one definition that every client's output allows is used for all four.
+  id, so one definition that every client's output allows is used for all four. GuideLLM records no per-chunk
+  times (first and last token and their count per request), so its ITL error compares per-request mean gaps with
+  the truth's per-request mean gaps (marked † in the table): a weaker test, which averages out per-chunk lag.
 
-At the first level (C=32) each client also runs a short run (``--short`` seconds' worth of requests); the
+At C=32 (``--cpu-level``) each client also runs a short run (``--short`` seconds' worth of requests); the
 **CPU per chunk** is the marginal (long - short) CPU over (long - short) chunks, which removes start-up cost
 (interpreter, imports, tokenizer load). The **max chunks/s within 1 ms** is the highest chunks/s of the levels
 at which both p99 errors (TTFT and ITL) are at most 1 ms. The table ends with the ratios llmload / each peer.
@@ -397,10 +399,15 @@ Runner = Callable[[str, int, float, Path], tuple[float, Sample]]
 
 
 def measure(name: str, runner: Runner, levels: Sequence[int], duration: float, short: float,
-            keep: Path | None) -> ClientSummary:
-    """Run ``runner`` at each level (plus a short run at the first) against a fresh pinned simulator each time."""
+            keep: Path | None, cpu_level: int | None = None) -> ClientSummary:
+    """Run ``runner`` at each level (plus a short run at ``cpu_level``, default the first level, for the marginal
+    CPU per chunk) against a fresh pinned simulator each time. Raises ``ValueError`` when ``cpu_level`` is not
+    one of ``levels``."""
+    cpu_level = levels[0] if cpu_level is None else cpu_level
+    if cpu_level not in levels:
+        raise ValueError(f"--cpu-level {cpu_level} is not one of --levels {','.join(map(str, levels))}")
     summary = ClientSummary(name)
-    plan = [(levels[0], short, "short")] + [(c, duration, "long") for c in levels]
+    plan = [(cpu_level, short, "short")] + [(c, duration, "long") for c in levels]
     short_result: RunResult | None = None
     for c, dur, kind in plan:
         work = Path(tempfile.mkdtemp(prefix=f"sbs-{name}-{c}-{kind}-", dir=keep))
@@ -419,7 +426,7 @@ def measure(name: str, runner: Runner, levels: Sequence[int], duration: float, s
             short_result = res
             continue
         summary.runs[c] = res
-        if c == levels[0] and short_result is not None:
+        if c == cpu_level and short_result is not None:
             summary.cpu_us_per_chunk = marginal_us_per_chunk(short_result, res)
     return summary
 
@@ -439,8 +446,9 @@ def ensure_tokenizer(path: Path, venv: Path) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse options, run each selected client, print the table and the ratios; exit 0."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--levels", default="32,128,256", help="concurrencies, comma-separated (the first gets the "
-                   "short run for the marginal CPU per chunk)")
+    p.add_argument("--levels", default="32,128,256", help="concurrencies, comma-separated")
+    p.add_argument("--cpu-level", type=int, default=None, help="the level that also gets the short run for the "
+                   "marginal CPU per chunk (default 32 when in --levels, else the first)")
     p.add_argument("--duration", type=float, default=8.0, help="seconds of load per long run")
     p.add_argument("--short", type=float, default=2.0, help="seconds of load of the short run")
     p.add_argument("--clients", default="llmload,vllm,aiperf,guidellm")
@@ -452,6 +460,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--keep", type=Path, default=None, help="keep run directories under this directory")
     args = p.parse_args(argv)
     levels = [int(x) for x in args.levels.split(",")]
+    cpu_level = args.cpu_level if args.cpu_level is not None else (32 if 32 in levels else levels[0])
+    if cpu_level not in levels:
+        p.error(f"--cpu-level {cpu_level} is not one of --levels {args.levels}")
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
     summaries: list[ClientSummary] = []
@@ -459,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{name}:", flush=True)
         try:
             runner = _runner(name, args)
-            summaries.append(measure(name, runner, levels, args.duration, args.short, args.keep))
+            summaries.append(measure(name, runner, levels, args.duration, args.short, args.keep, cpu_level))
         except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
             msg = str(e).strip().splitlines()
             why = msg[-1] if msg else type(e).__name__

@@ -129,6 +129,17 @@ def test_run_result_compares_mean_gaps_with_the_truths_means_and_table_marks_the
     assert "†" not in sbs.build_table([sbs.ClientSummary("x", 70.0, {32: plain})], [32])
 
 
+def test_cpu_level_must_be_one_of_the_levels(capsys: pytest.CaptureFixture[str]) -> None:
+    def never(url: str, c: int, d: float, w: Path) -> tuple[float, object]:
+        raise AssertionError("no run may start")
+
+    with pytest.raises(ValueError, match="--cpu-level 8 is not one of --levels 32,128"):
+        sbs.measure("x", never, [32, 128], 1.0, 0.5, None, cpu_level=8)
+    with pytest.raises(SystemExit):
+        sbs.main(["--clients", "llmload", "--levels", "32,128", "--cpu-level", "8"])
+    assert "--cpu-level 8 is not one of --levels 32,128" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One short and one long llmload run at C=2 (about 1 s of load each, every process bounded by a timeout)."""
