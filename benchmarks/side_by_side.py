@@ -322,9 +322,24 @@ def run_aiperf(url: str, c: int, duration: float, work: Path, venv: Path, tokeni
     path = out / "profile_export.jsonl"
     if not path.exists():
         raise RuntimeError(f"aiperf wrote no {path}: {tail}")
+    return cpu, aiperf_sample(path)
+
+
+def aiperf_sample(path: Path) -> Sample:
+    """Per-request TTFTs and every inter-chunk gap (s) from AIPerf's ``profile_export.jsonl`` (one record a line,
+    ``metrics.time_to_first_token.value`` and ``metrics.inter_chunk_latency.value`` in ms): the profiling phase's
+    requests with at least ``MIN_CHUNKS`` chunks. Raises ``ValueError`` naming the file and line when a line is
+    not a JSON object."""
     got = Sample()
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{i}: not JSON ({e})") from e
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{i}: not a JSON object")
         m = rec.get("metrics") or {}
         if (rec.get("metadata") or {}).get("benchmark_phase", "profiling") != "profiling":
             continue
@@ -334,7 +349,7 @@ def run_aiperf(url: str, c: int, duration: float, work: Path, venv: Path, tokeni
             continue
         got.ttfts.append(float(ttft) / 1000.0)
         got.itls.extend(float(g) / 1000.0 for g in gaps)
-    return cpu, got
+    return got
 
 
 def guidellm_sample(path: Path) -> Sample:

@@ -140,6 +140,25 @@ def test_cpu_level_must_be_one_of_the_levels(capsys: pytest.CaptureFixture[str])
     assert "--cpu-level 8 is not one of --levels 32,128" in capsys.readouterr().err
 
 
+def test_aiperf_sample_reads_profiling_records_in_ms_and_names_bad_lines(tmp_path: Path) -> None:
+    gaps = [2.0] * (sbs.MIN_CHUNKS - 1)
+
+    def rec(phase: str, ttft: float, n_gaps: int) -> str:
+        return json.dumps({"metadata": {"benchmark_phase": phase},
+                           "metrics": {"time_to_first_token": {"value": ttft, "unit": "ms"},
+                                       "inter_chunk_latency": {"value": gaps[:n_gaps], "unit": "ms"}}})
+
+    path = tmp_path / "profile_export.jsonl"
+    path.write_text("\n".join([rec("warmup", 9.0, len(gaps)), rec("profiling", 4.0, len(gaps)),
+                               rec("profiling", 5.0, 3)]) + "\n")
+    got = sbs.aiperf_sample(path)
+    assert got.ttfts == [pytest.approx(0.004)] and not got.itl_means
+    assert len(got.itls) == len(gaps) and all(g == pytest.approx(0.002) for g in got.itls)
+    path.write_text(rec("profiling", 4.0, len(gaps)) + "\n[1, 2]\n")
+    with pytest.raises(ValueError, match=r"profile_export\.jsonl:2: not a JSON object"):
+        sbs.aiperf_sample(path)
+
+
 @pytest.mark.slow
 def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One short and one long llmload run at C=2 (about 1 s of load each, every process bounded by a timeout)."""
