@@ -1,7 +1,8 @@
 """Side-by-side client benchmark: llmload vs vLLM ``bench serve`` vs AIPerf vs GuideLLM, against the simulator.
 
-    .venv/bin/python benchmarks/side_by_side.py [--levels 32,128,256] [--duration 8] [--clients llmload,vllm,...]
-        [--vllm-venv .venv-vllm] [--aiperf-venv DIR] [--guidellm-venv DIR] [--tokenizer DIR]
+    .venv/bin/python benchmarks/side_by_side.py [--levels 32,128,256] [--cpu-level 32] [--duration 8] [--short 2]
+        [--repeat N] [--clients llmload,vllm,...] [--vllm-venv .venv-vllm] [--aiperf-venv DIR]
+        [--guidellm-venv DIR] [--tokenizer DIR]
 
 For every client and every concurrency C, a fresh simulator (``bench`` preset, 200 reasoning + 200 answer
 tokens, one token per chunk, ``--decode-base 0.002``: 2 ms per engine step, so 2 ms per token per stream at any
@@ -29,7 +30,8 @@ Peers are optional: vLLM's client runs from ``--vllm-venv`` (``bash scripts/setu
 ``.venv-vllm``) with a local tokenizer (``--tokenizer``; built offline from ``tests/real_vllm/build_model.py``
 when absent); AIPerf and GuideLLM from their own venvs (``pip install aiperf`` / ``pip install guidellm``).
 A peer that cannot run is skipped with one line saying why. The machine's other load shifts absolute numbers:
-compare clients within one run (the ratios), not across runs.
+compare clients within one run (the ratios), not across runs. ``--repeat N`` runs every client N times,
+interleaved (the client order rotated each round), and shows the median of each figure over the rounds.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -473,30 +476,68 @@ def main(argv: Sequence[str] | None = None) -> int:
                    default=Path(os.environ.get("GUIDELLM_VENV", ROOT / ".venv-guidellm")))
     p.add_argument("--tokenizer", type=Path, default=Path(tempfile.gettempdir()) / "llmload-sbs-tokenizer")
     p.add_argument("--keep", type=Path, default=None, help="keep run directories under this directory")
+    p.add_argument("--repeat", type=int, default=1, help="run every client this many times, interleaved (the "
+                   "client order rotated each round); the table shows the medians")
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error(f"--repeat {args.repeat}: must be at least 1")
     levels = [int(x) for x in args.levels.split(",")]
     cpu_level = args.cpu_level if args.cpu_level is not None else (32 if 32 in levels else levels[0])
     if cpu_level not in levels:
         p.error(f"--cpu-level {cpu_level} is not one of --levels {args.levels}")
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-    summaries: list[ClientSummary] = []
-    for name in args.clients.split(","):
-        print(f"{name}:", flush=True)
-        try:
-            runner = _runner(name, args)
-            summaries.append(measure(name, runner, levels, args.duration, args.short, args.keep, cpu_level))
-        except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
-            msg = str(e).strip().splitlines()
-            why = msg[-1] if msg else type(e).__name__
-            print(f"  {name}: skipped — {why}", flush=True)
-            summaries.append(ClientSummary(name, skipped=why))
+    names = args.clients.split(",")
+    rounds: dict[str, list[ClientSummary]] = {name: [] for name in names}
+    for r in range(args.repeat):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            print(f"{name}:" if args.repeat == 1 else f"{name} (round {r + 1} of {args.repeat}):", flush=True)
+            try:
+                runner = _runner(name, args)
+                rounds[name].append(measure(name, runner, levels, args.duration, args.short, args.keep, cpu_level))
+            except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
+                msg = str(e).strip().splitlines()
+                why = msg[-1] if msg else type(e).__name__
+                print(f"  {name}: skipped — {why}", flush=True)
+                rounds[name].append(ClientSummary(name, skipped=why))
+    summaries = [median_summary(rounds[name]) for name in names]
     cpus = len(os.sched_getaffinity(0))
+    what = "" if args.repeat == 1 else f"medians of {args.repeat} interleaved rounds; "
     print(f"\nsimulator: bench preset, 2 ms/token, 1 token/chunk, {TOKENS_PER_REQUEST} tokens/request; "
-          f"{'simulator on one CPU, client on another' if cpus >= 2 else 'one CPU: unpinned'}; "
+          f"{'simulator on one CPU, client on another' if cpus >= 2 else 'one CPU: unpinned'}; {what}"
           f"load {os.getloadavg()[0]:.1f} ({cpus} CPUs) — compare within this run\n")
     print(build_table(summaries, levels))
     return 0
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def median_summary(rounds: Sequence[ClientSummary]) -> ClientSummary:
+    """One client's rounds (>= 1, same client) as one summary: the median CPU µs/chunk, and per level a run whose
+    every figure (CPU s, chunks, chunks/s, each error) is the median over the rounds that ran it (None values left
+    out). Skipped only when every round was skipped (the last round's reason). The max chunks/s within the bound is
+    then computed on these medians. Raises ``ValueError`` on no rounds."""
+    if not rounds:
+        raise ValueError("median_summary: no rounds")
+    ran = [s for s in rounds if s.skipped is None]
+    if not ran:
+        return rounds[-1]
+    if len(ran) == 1:
+        return ran[0]
+    out = ClientSummary(ran[0].client, _median([s.cpu_us_per_chunk for s in ran]))
+    for c in sorted({c for s in ran for c in s.runs}):
+        rs = [s.runs[c] for s in ran if c in s.runs]
+        out.runs[c] = RunResult(
+            rs[0].client, c, _median([r.cpu_s for r in rs]) or 0.0, round(statistics.median(r.chunks for r in rs)),
+            _median([r.chunks_per_s for r in rs]) or 0.0,
+            (_median([r.ttft_err_ms[0] for r in rs]), _median([r.ttft_err_ms[1] for r in rs])),
+            (_median([r.itl_err_ms[0] for r in rs]), _median([r.itl_err_ms[1] for r in rs])),
+            any(r.itl_means for r in rs))
+    return out
 
 
 def _tokenizer_for(args: argparse.Namespace) -> Path:

@@ -159,6 +159,25 @@ def test_aiperf_sample_reads_profiling_records_in_ms_and_names_bad_lines(tmp_pat
         sbs.aiperf_sample(path)
 
 
+def test_median_summary_takes_each_figures_median_over_the_rounds_that_ran() -> None:
+    rounds = [sbs.ClientSummary("x", 10.0, {32: _run("x", 32, 1.0, 100, 900.0, 0.4, 2.0)}),
+              sbs.ClientSummary("x", 30.0, {32: _run("x", 32, 3.0, 300, 1_100.0, None, 0.8),
+                                            128: _run("x", 128, 5.0, 500, 5_000.0, 3.0, 3.0)}),
+              sbs.ClientSummary("x", 20.0, {32: _run("x", 32, 2.0, 200, 1_000.0, 0.6, 0.9)}),
+              sbs.ClientSummary("x", skipped="simulator did not start")]
+    m = sbs.median_summary(rounds)
+    assert m.skipped is None and m.cpu_us_per_chunk == 20.0
+    r = m.runs[32]
+    assert (r.cpu_s, r.chunks, r.chunks_per_s) == (2.0, 200, 1_000.0)
+    assert r.ttft_err_ms == (0.5, pytest.approx(0.5)) and r.itl_err_ms == (pytest.approx(0.1), 0.9)
+    assert m.runs[128].chunks_per_s == 5_000.0  # one round ran it: its own figures
+    assert sbs.max_rate_within(m.runs) == 1_000.0  # medians 0.5 and 0.9 ms: within 1 ms
+    gone = sbs.ClientSummary("y", skipped="no venv")
+    assert sbs.median_summary([gone, gone]) is gone
+    with pytest.raises(ValueError, match="no rounds"):
+        sbs.median_summary([])
+
+
 @pytest.mark.slow
 def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One short and one long llmload run at C=2 (about 1 s of load each, every process bounded by a timeout)."""
