@@ -137,13 +137,18 @@ def write_part(records_file: Path, df: pl.DataFrame, start: int, end: int, key: 
 
     Written to a temporary name then renamed, so a reader never sees half a part. Returns the part's path, or None
     when it could not be written (read-only directory, disk full: parts are a cache, nothing is raised).
+
+    Uncompressed: lz4 cost 2.6x the CPU of the write (0.034 vs 0.013 CPU-s a 16 MB piece, ~5 CPU-s at 1M records
+    with chunk times, on the first report's pass 1 and in the run's converter) and the read ~15 % more, for parts
+    about half the size (0.78x the JSON's bytes uncompressed, 0.41x with lz4, 200k demo records). A part written
+    lz4-compressed by an earlier version reads as before (same columns and stamp).
     """
     path = part_path(records_file, start, end)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(exist_ok=True)
         stamp = _stamp(records_file, start, end, key)
-        df.write_parquet(tmp, compression="lz4", metadata={PART_META: json.dumps(stamp)})
+        df.write_parquet(tmp, compression="uncompressed", metadata={PART_META: json.dumps(stamp)})
         os.replace(tmp, path)
     except (OSError, pl.exceptions.PolarsError):
         tmp.unlink(missing_ok=True)

@@ -113,6 +113,31 @@ def test_ended_run_writes_its_tail_as_a_part_then_reads_parts_only(
     assert _same(read_frame(root, ALL), expected)
 
 
+def test_parts_are_written_uncompressed_and_lz4_parts_of_earlier_versions_still_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, end = _converted(tmp_path, "running")
+    path = root / "records.jsonl"
+    expected = _json(root, ALL)
+    chain = valid_chain(path, SIDECAR_KEY, PART_SCHEMA)
+    assert chain
+    for p in chain:  # rewritten as an earlier version wrote them: lz4, same columns and stamp
+        meta = pl.read_parquet_metadata(p.path)
+        df = pl.read_parquet(p.path)
+        before = p.path.stat().st_size
+        df.write_parquet(p.path, compression="lz4", metadata=meta)
+        assert p.path.stat().st_size < before  # it was written uncompressed
+    assert [q.path for q in valid_chain(path, SIDECAR_KEY, PART_SCHEMA)] == [p.path for p in chain]
+    parsed_from: list[int] = []
+    json_frames = frame_mod._json_frames
+
+    def spy(*a: Any, **k: Any) -> Any:
+        parsed_from.append(a[5] if len(a) > 5 else k.get("start", 0))
+        return json_frames(*a, **k)
+    monkeypatch.setattr(frame_mod, "_json_frames", spy)
+    assert _same(read_frame(root, ALL), expected)
+    assert parsed_from == [end]  # the lz4 parts were used, only the JSON after them parsed
+
+
 def test_an_edit_after_the_run_that_the_digests_cannot_see_unseals_the_parts(tmp_path: Path) -> None:
     """After the run the parts are sealed with records.jsonl's stamp; an in-place edit in the middle of a part's
     range that keeps the size and sets the mtime back (the range's end digests unchanged) is still seen: the parts
