@@ -23,12 +23,19 @@ _py_finish = _PyInterpreter.finish
 
 cdef bytes _DONE = b"[DONE]"
 cdef Py_ssize_t _MAX_HEAD_BYTES = 65536
+from harness.sse import MAX_LINE_BYTES as _PY_MAX_LINE_BYTES
+cdef Py_ssize_t _MAX_LINE_BYTES = _PY_MAX_LINE_BYTES
 cdef int _SIZE = 0, _DATA = 1, _CRLF = 2, _TRAILER = 3
 
 
 cdef _protocol_error(str detail):
     from harness.http import ProtocolError
     return ProtocolError(detail)
+
+
+cdef _line_too_long(str what, Py_ssize_t size, Py_ssize_t limit):
+    from harness.sse import line_too_long
+    return line_too_long(what, size, limit)
 
 
 cdef _truncated(str detail):
@@ -162,28 +169,39 @@ cdef class BodyFraming:
 
 
 cdef class SSEDecoder:
-    """Native :class:`harness.sse.SSEDecoder` (same API, attributes and payloads)."""
+    """Native :class:`harness.sse.SSEDecoder` (same API, attributes, payloads and line/event limit)."""
 
     cdef list _partial
+    cdef Py_ssize_t _partial_size
     cdef list _data
+    cdef Py_ssize_t _data_size
     cdef bint _pending_cr
     cdef public Py_ssize_t comments
     cdef public object error_field
     cdef public Py_ssize_t events
+    cdef public Py_ssize_t max_line
 
-    def __init__(self):
+    def __init__(self, Py_ssize_t max_line=_MAX_LINE_BYTES):
         self._partial = []
+        self._partial_size = 0
         self._data = []
+        self._data_size = 0
         self._pending_cr = False
         self.comments = 0
         self.error_field = None
         self.events = 0
+        self.max_line = max_line
 
     cpdef list feed(self, bytes piece):
-        """Consume ``piece`` and return the data payloads of the events it completed (possibly none)."""
+        """Consume ``piece`` and return the data payloads of the events it completed (possibly none).
+
+        Raises:
+            ProtocolError: a line or an event's data is longer than ``max_line`` bytes (as the pure path).
+        """
         cdef bytes tail, line, value, last
         cdef list lines, out, data
         cdef unsigned char first
+        cdef Py_ssize_t limit = self.max_line, size
         if not piece:
             return []
         if self._pending_cr:
@@ -198,21 +216,31 @@ cdef class SSEDecoder:
             piece = piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
         if b"\n" not in piece:
             if piece:
+                self._partial_size += len(piece)
+                if self._partial_size > limit:
+                    raise _line_too_long("line", self._partial_size, limit)
                 self._partial.append(piece)
             return []
         lines = piece.split(b"\n")
         if self._partial:
             self._partial.append(lines[0])
             lines[0] = b"".join(self._partial)
+        if self._partial_size + len(piece) > limit:
+            for line in lines:
+                if len(line) > limit:
+                    raise _line_too_long("line", len(line), limit)
         last = lines.pop()
         self._partial = [last] if last else []
+        self._partial_size = len(last)
         out = []
         data = self._data
+        size = self._data_size
         for line in lines:
             if not line:
                 if data:
                     out.append(data[0] if len(data) == 1 else b"\n".join(data))
                     data = self._data = []
+                    size = 0
                 continue
             first = line[0]
             if first == 100 and line.startswith(b"data:"):
@@ -220,6 +248,9 @@ cdef class SSEDecoder:
                 if value[:1] == b" ":
                     value = value[1:]
                 data.append(value)
+                size += len(value) + 1
+                if size > limit + 1:
+                    raise _line_too_long("event", size - 1, limit)
             elif first == 58:
                 self.comments += 1
             elif line.startswith(b"error:"):
@@ -229,6 +260,10 @@ cdef class SSEDecoder:
                 self.error_field = value.decode("utf-8", "replace")
             elif line == b"data":
                 data.append(b"")
+                size += 1
+                if size > limit + 1:
+                    raise _line_too_long("event", size - 1, limit)
+        self._data_size = size
         self.events += len(out)
         return out
 

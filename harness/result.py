@@ -64,7 +64,9 @@ ERROR_CLASSES: dict[str, str] = {
     "aborted": "the stream ended with finish_reason 'abort' (or another non-OpenAI terminal reason)",
     "stream_truncated": "the connection closed mid-stream with no finish_reason",
     "no_finish_reason": "the stream ended cleanly but never carried a finish_reason",
-    "protocol_error": "malformed HTTP framing from the server",
+    "protocol_error": (
+        "malformed HTTP framing from the server, or an SSE line or event longer than harness.sse.MAX_LINE_BYTES"
+    ),
 }
 
 #: finish_reason values that end a request successfully.

@@ -49,7 +49,7 @@ from harness.http import (
 )
 from harness.interpret import Transcript
 from harness.result import ERROR_CLASSES, SUCCESS_FINISH_REASONS, RequestIdentity, RequestResult
-from harness.sse import SSEDecoder
+from harness.sse import MAX_LINE_BYTES, SSEDecoder
 from tests.chunk_paths import PATH_NAMES, chunk_path
 from tests.fuzz_settings import fuzz, within
 from tests.replay_server import CUT_CASES
@@ -339,7 +339,7 @@ def test_sse_decoder_is_split_invariant_on_any_bytes(stream: bytes, cuts: list[i
 def test_sse_decoder_huge_line_in_small_reads_does_not_hang(size: int, piece: int, ended: bool, path_name: str
                                                             ) -> None:
     line = b"data: " + b"x" * size + (b"\n\n" if ended else b"")
-    d = chunk_path(path_name).decoder()
+    d = chunk_path(path_name).decoder(32 << 20)  # over the default limit (MAX_LINE_BYTES): test_sse tests that
     out: list[bytes] = []
     with within(10, "a huge line"):
         for i in range(0, len(line), piece):
@@ -633,3 +633,35 @@ def test_a_hostile_head_over_loopback_ends_in_a_classified_record(data: st.DataO
         finally:
             client.close()
     assert_classified(res)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("path_name", PATH_NAMES)
+def test_a_server_that_never_ends_its_line_fails_at_the_limit_not_the_total_timeout(chunked: bool,
+                                                                                    path_name: str) -> None:
+    """A 2xx event stream that sends data without a line end fails the request with ``protocol_error`` naming
+    the SSE line limit as soon as more than MAX_LINE_BYTES arrived, well before the total timeout; its tokens so
+    far are kept."""
+    path = chunk_path(path_name)
+    first = b'data: {"choices":[{"delta":{"content":"a"}}]}\n\n'
+    endless = b"data: " + b"x" * (MAX_LINE_BYTES + 1000)
+    pieces = [first, *(endless[i : i + 60_000] for i in range(0, len(endless), 60_000))]
+    if chunked:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        pieces = [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+    else:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    with ScriptServer() as srv:
+        srv.scripts.append((head, [(0.0, p) for p in pieces] + [(FUZZ_TIMEOUTS.total + 1, b"\n\n")]))
+        client = ChatClient(srv.url, timeouts=FUZZ_TIMEOUTS, chunk_path=path)
+        t0 = time.monotonic()
+        try:
+            res = client.stream_chat({"model": "m", "messages": []}, RequestIdentity("limit"))
+        finally:
+            client.close()
+        took = time.monotonic() - t0
+    assert res.error_class == "protocol_error" and not res.ok
+    assert res.error_detail is not None
+    assert f"SSE line longer than the limit of {MAX_LINE_BYTES} bytes" in res.error_detail
+    assert res.chunks == 1
+    assert took < FUZZ_TIMEOUTS.total / 2, f"it took {took:.1f} s: the limit did not end it"
