@@ -55,6 +55,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness.config import SHAPE_TICK_S  # noqa: E402
 from harness.sim import launch  # noqa: E402
 from harness.sim.truth import read_truth  # noqa: E402
 
@@ -481,6 +482,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.repeat < 1:
         p.error(f"--repeat {args.repeat}: must be at least 1")
+    for opt, v in (("--duration", args.duration), ("--short", args.short)):
+        if v < SHAPE_TICK_S:  # llmload's step cannot be shorter than its load shape's tick
+            p.error(f"{opt} {v:g}: must be at least {SHAPE_TICK_S:g} s (the load shape's tick)")
     levels = [int(x) for x in args.levels.split(",")]
     cpu_level = args.cpu_level if args.cpu_level is not None else (32 if 32 in levels else levels[0])
     if cpu_level not in levels:

@@ -138,6 +138,9 @@ def test_cpu_level_must_be_one_of_the_levels(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         sbs.main(["--clients", "llmload", "--levels", "32,128", "--cpu-level", "8"])
     assert "--cpu-level 8 is not one of --levels 32,128" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a run shorter than llmload's shape tick is refused before anything starts
+        sbs.main(["--clients", "llmload", "--levels", "2", "--short", "0.5"])
+    assert "--short 0.5: must be at least 1 s (the load shape's tick)" in capsys.readouterr().err
 
 
 def test_aiperf_sample_reads_profiling_records_in_ms_and_names_bad_lines(tmp_path: Path) -> None:
@@ -180,8 +183,9 @@ def test_median_summary_takes_each_figures_median_over_the_rounds_that_ran() -> 
 
 @pytest.mark.slow
 def test_llmload_part_runs_a_few_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """One short and one long llmload run at C=2 (about 1 s of load each, every process bounded by a timeout)."""
-    assert sbs.main(["--clients", "llmload", "--levels", "2", "--duration", "1", "--short", "0.5",
+    """One short and one long llmload run at C=2 (1 s and 2 s of load: a step is at least the shape's 1 s tick; every
+    process bounded by a timeout)."""
+    assert sbs.main(["--clients", "llmload", "--levels", "2", "--duration", "2", "--short", "1",
                      "--keep", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| llmload |"))
