@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,16 +63,21 @@ def _sim_meta(s: SimulatorSpec) -> dict[str, Any]:
     ``$LLMLOAD_SIM_ARGS`` appended to its command line (a fault or drift rehearsal must not read like a clean
     server), the value after an option whose name looks secret (``--api-key``) replaced by ``***``."""
     from harness.redact import is_secret_name
-    from harness.sim.launcher import ENV_EXTRA_ARGS  # a name only; the simulator is not started
+    from harness.sim.launcher import ENV_EXTRA_ARGS, SimStartError, env_extra_args  # nothing is started
 
     try:
-        words = shlex.split(os.environ.get(ENV_EXTRA_ARGS, ""))
-    except ValueError:  # the launcher refuses it with the reason
+        words = env_extra_args()
+    except SimStartError:  # the launcher refuses it with the reason
         words = [os.environ.get(ENV_EXTRA_ARGS, "")]
-    shown = [("***" if i and words[i - 1].startswith("--") and "=" not in words[i - 1]
-              and is_secret_name(words[i - 1]) else w) for i, w in enumerate(words)]
-    shown = [(w.split("=", 1)[0] + "=***" if w.startswith("--") and "=" in w and is_secret_name(w.split("=", 1)[0])
-              else w) for w in shown]
+    shown: list[str] = []
+    for i, w in enumerate(words):
+        name, eq, _value = w.partition("=")
+        prev = words[i - 1] if i else ""
+        if prev.startswith("--") and "=" not in prev and is_secret_name(prev):
+            w = "***"  # --api-key VALUE
+        elif w.startswith("--") and eq and is_secret_name(name):
+            w = f"{name}=***"  # --api-key=VALUE
+        shown.append(w)
     return {"preset": s.preset, "flavour": s.flavour, "time_scale": s.time_scale, "seed": s.seed, "args": s.args,
             "env_args": shown}
 

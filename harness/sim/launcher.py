@@ -126,6 +126,20 @@ def _project_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+def env_extra_args() -> list[str]:
+    """The words of ``$LLMLOAD_SIM_ARGS`` (:data:`ENV_EXTRA_ARGS`), split as a shell would; [] when unset.
+
+    Raises:
+        SimStartError: the value is not shell-quoted words (e.g. an unclosed quote), naming the variable.
+    """
+    raw = os.environ.get(ENV_EXTRA_ARGS, "")
+    try:
+        return shlex.split(raw)
+    except ValueError as e:  # e.g. "No closing quotation"
+        raise SimStartError(f"{ENV_EXTRA_ARGS}={raw!r}: {e} (shell-quoted simulator options, e.g. \"--truth-log "
+                            "/tmp/truth.jsonl --fault-drop 0.05\")") from None
+
+
 def build_command(
     host: str = "127.0.0.1",
     port: int = 0,
@@ -164,12 +178,7 @@ def launch(
     stderr tail if it exits or stays silent, or naming ``LLMLOAD_SIM_ARGS`` when it is not shell-quoted words.
     The child exits by itself when this process dies (its stdin pipe closes).
     """
-    try:
-        env_args = shlex.split(os.environ.get(ENV_EXTRA_ARGS, ""))
-    except ValueError as e:  # e.g. "No closing quotation"
-        raise SimStartError(f"{ENV_EXTRA_ARGS}={os.environ.get(ENV_EXTRA_ARGS, '')!r}: {e} (shell-quoted simulator "
-                            "options, e.g. \"--truth-log /tmp/truth.jsonl --fault-drop 0.05\")") from None
-    extra = [*extra_args, *env_args]
+    extra = [*extra_args, *env_extra_args()]
     args = build_command(host, port, preset, flavour, time_scale, seed, model, extra)
     env = dict(os.environ)
     root = _project_root()
