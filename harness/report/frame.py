@@ -67,7 +67,8 @@ unreadable, of another reader key or lacking a column asked for ends the chain: 
 JSON.
 
 Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
-valid JSON (a run killed mid-write) is dropped, a line that is valid JSON but not an object is ignored, and keys
+valid JSON and is torn (:func:`harness.jsonl.is_torn_line`: it starts with ``{``, a run killed mid-write) is
+dropped (any other invalid last line is an error like a bad line before it), a line that is valid JSON but not an object is ignored, and keys
 that are not record fields are ignored (a newer writer's additions). Same refusal: a JSON object without a key
 of :data:`harness.records.REQUIRED_RECORD_FIELDS` is an error ``path:line: not a request record (missing step,
 start_wall, ok)`` (a JSON null there is a record: null reads as the default). Known differences: numbers are
@@ -92,6 +93,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from harness.jsonl import is_torn_line
 from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
 from harness.report.parts import parts_dir, valid_chain, write_part
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S, READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
@@ -483,7 +485,7 @@ def _parse_careful(path: Path, at: int, text: bytes, last: bool, schema: dict[st
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as e:  # the reader read_records uses: the same messages
-            if last and i == end:
+            if last and i == end and is_torn_line(line):
                 break  # a record cut short by a kill: everything before it is kept
             raise ValueError(f"{path}:{_line_number(path, at) + i}: not valid JSON ({e.msg})") from None
         if isinstance(obj, dict):
@@ -821,8 +823,10 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
 
 
 def torn_last_line(path: str | os.PathLike[str], tail_bytes: int = 4 << 20) -> bool:
-    """Whether a records file's last non-blank line is one :func:`read_frame` skips: not valid JSON (an incomplete
-    line of a run killed mid-write, with or without a newline after it; within the last ``tail_bytes`` bytes).
+    """Whether a records file's last non-blank line is one :func:`read_frame` skips: not valid JSON and torn
+    (:func:`harness.jsonl.is_torn_line`: an incomplete line of a run killed mid-write, with or without a newline
+    after it; within the last ``tail_bytes`` bytes). A last line that is invalid but not torn is False here: the
+    read raises for it.
     False for a missing or empty file. Raises OSError when the file cannot be read."""
     p = Path(path)
     try:
@@ -843,7 +847,7 @@ def torn_last_line(path: str | os.PathLike[str], tail_bytes: int = 4 << 20) -> b
     try:
         json.loads(last)
     except ValueError:
-        return True
+        return is_torn_line(last)  # else corrupt: the read raises for it
     return False
 
 

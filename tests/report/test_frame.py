@@ -29,6 +29,7 @@ from harness.report.frame import (
     iter_frames,
     read_frame,
     sidecar_path,
+    torn_last_line,
 )
 from harness.result import RECORD_FIELDS, RequestResult
 from tests.report.rundir import rec
@@ -194,9 +195,22 @@ def test_torn_last_line_blank_lines_and_non_objects_like_read_records(tmp_path: 
     _assert_matches_read_records(read_frame(root), root)
 
 
-def test_invalid_last_line_followed_by_blank_lines_is_dropped(tmp_path: Path) -> None:
-    root = _write(tmp_path / "run", _lines([rec("u1", 1, 0, 1.0)]) + "garbage\n\n  \n")
+def test_torn_last_line_followed_by_blank_lines_is_dropped(tmp_path: Path) -> None:
+    root = _write(tmp_path / "run", _lines([rec("u1", 1, 0, 1.0)]) + '  {"prompt_id": "p", "st\n\n  \n')
     assert read_frame(root).height == 1
+    assert torn_last_line(root / "records.jsonl")
+
+
+@pytest.mark.parametrize("last", ["garbage", "not json", "]", '"p", "st'])
+def test_an_invalid_last_line_that_is_not_torn_is_an_error_like_read_records(tmp_path: Path, last: str) -> None:
+    # a kill mid-write leaves the start of a record ("{..."); anything else at the end is corrupt, not torn
+    root = _write(tmp_path / "run", _lines([rec("u1", 1, 0, 1.0)]) + last + "\n\n")
+    assert not torn_last_line(root / "records.jsonl")
+    with pytest.raises(ValueError, match=r"records\.jsonl:2: not valid JSON") as got:
+        read_frame(root)
+    with pytest.raises(ValueError) as want:
+        read_records(root)
+    assert str(got.value) == str(want.value)
 
 
 def test_corrupt_middle_line_names_file_and_line(tmp_path: Path) -> None:

@@ -25,6 +25,15 @@ def test_torn_last_line_tolerated(tmp_path: Path) -> None:
     assert rep["totals"]["requests"] == 3
 
 
+def test_a_garbage_last_line_is_an_error_not_a_torn_line(tmp_path: Path) -> None:
+    root = _simple(tmp_path / "run")
+    with open(root / "records.jsonl", "a") as f:
+        f.write("not json\n")
+    with pytest.raises(ValueError, match=r"records\.jsonl:4: not valid JSON"):
+        build_report(root)
+    assert main([str(root), "--quiet"]) == 2
+
+
 def test_corrupt_middle_line_is_an_error(tmp_path: Path) -> None:
     root = _simple(tmp_path / "run")
     text = (root / "records.jsonl").read_text().splitlines()
