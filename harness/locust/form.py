@@ -332,8 +332,8 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
     try:
         return Profile.model_validate(d)
     except Exception as e:  # pydantic's ValidationError: one line per problem
-        lines = [".".join(str(p) for p in x.get("loc", ())) + ": " + str(x.get("msg", x))
-                 for x in getattr(e, "errors", list)()] or [str(e)]
+        lines = [(".".join(str(p) for p in x.get("loc", ())) + ": " if x.get("loc") else "")
+                 + str(x.get("msg", x)).removeprefix("Value error, ") for x in getattr(e, "errors", list)()] or [str(e)]
         who = (f"prompts file {knobs.prompts_file}" if knobs.prompts_file else
                "the options / form fields " + ", ".join(knobs.as_dict()))
         raise ProfileError(f"{who}: the profile they make is invalid: " + "; ".join(lines)) from None

@@ -102,7 +102,14 @@ from harness.report.frame import (
     torn_last_line,
 )
 from harness.report.interval import cycle_frame, renewal_reward
-from harness.report.load import INFERRED_PHASES_NOTE, Phase, check_run_dir, phases_from_events, read_meta
+from harness.report.load import (
+    INFERRED_PHASES_NOTE,
+    Phase,
+    check_run_dir,
+    mark_repeated,
+    phases_from_events,
+    read_meta,
+)
 from harness.report.lost import apply_losses, loss_note, losses_and_stalls, worker_losses
 from harness.report.rundata import PhaseEvent, PhaseStart, RunMeta, read_events
 from harness.report.selfcert import selfcert_figures
@@ -181,6 +188,7 @@ def phases_from_frame(frame: pl.DataFrame) -> list[Phase]:
         out.append(Phase(name, int(step), int(c or 1), float(s), float(e), None, "records", z))
     for a, b in pairwise(out):
         a.end = max(a.start, min(a.end, b.start))
+    mark_repeated(out)
     return out
 
 

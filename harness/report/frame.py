@@ -66,16 +66,15 @@ deletes the parts and parses the JSON. A part that is stale (the file's bytes ch
 unreadable, of another reader key or lacking a column asked for ends the chain: what follows is parsed from the
 JSON.
 
-Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not
-valid JSON and is torn (:func:`harness.jsonl.is_torn_line`: it starts with ``{``, a run killed mid-write) is
-dropped (any other invalid last line is an error like a bad line before it), a line that is valid JSON but not an object is ignored, and keys
-that are not record fields are ignored (a newer writer's additions). Same refusal: a JSON object without a key
-of :data:`harness.records.REQUIRED_RECORD_FIELDS` is an error ``path:line: not a request record (missing step,
-start_wall, ok)`` (a JSON null there is a record: null reads as the default). Known differences: numbers are
-stored in their column's dtype (``from_record`` keeps a JSON ``12`` in a float field as an int), a field of the
-wrong JSON type for its dtype is an error (``path:line: field e2e: expected a number, got "abc"``), and
-``"schema": null`` reads as schema 1 (``from_record`` refuses it).
-"""
+Same tolerance as :func:`harness.records.read_records`: blank lines are skipped, a last line that is not valid JSON
+and is torn (:func:`harness.jsonl.is_torn_line`: it starts with ``{``, a run killed mid-write) is dropped (any other
+invalid last line is an error like a bad line before it), a line that is valid JSON but not an object is ignored,
+and keys that are not record fields are ignored (a newer writer's additions). Same refusal: a JSON object without a
+key of :data:`harness.records.REQUIRED_RECORD_FIELDS` is an error ``path:line: not a request record (missing step,
+start_wall, ok)`` (a JSON null there is a record: null reads as the default). Known differences: numbers are stored
+in their column's dtype (``from_record`` keeps a JSON ``12`` in a float field as an int), a field of the wrong JSON
+type for its dtype is an error (``path:line: field e2e: expected a number, got "abc"``), and ``"schema": null``
+reads as schema 1 (``from_record`` refuses it). """
 
 from __future__ import annotations
 

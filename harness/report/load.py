@@ -22,6 +22,7 @@ __all__ = [
     "NoRecordsError",
     "Phase",
     "check_run_dir",
+    "mark_repeated",
     "phases_from_events",
     "read_meta",
 ]
@@ -45,6 +46,8 @@ class Phase:
             "last_record" (interrupted run without run_end) | "records" (no phases.jsonl).
         setting: the sweep-axes setting's label the phase ran with (:attr:`harness.axes.Setting.label`; from its
             ``phase_start`` event, or its records' ``setting`` when phases are inferred); None without ``axes:``.
+        repeated: another load step of the run has the same concurrency and setting (``steps.concurrency: [4,
+            4]``): the label then names the step too (set by :func:`mark_repeated`).
     """
 
     phase: str
@@ -55,21 +58,36 @@ class Phase:
     planned_duration: float | None = None
     end_source: str = "next_phase"
     setting: str | None = None
+    repeated: bool = False
 
     @property
     def label(self) -> str:
         """Table label: ``warmup``, ``single`` or ``C=<concurrency>``, with `` (<setting>)`` after it for a step of
-        a sweep-axes run (``C=8 (thinking=on,effort=low)``), so a note names the step it is about."""
+        a sweep-axes run (``C=8 (thinking=on,effort=low)``), so a note names the step it is about; a step whose
+        concurrency and setting another step repeats names its step too (``C=4 (step 2)``,
+        ``C=8 (thinking=on, step 3)``), so no two rows of a run share a label."""
         if self.phase == "warmup" or self.step < 0:
             return "warmup"
         if self.phase == "single" or self.step == 0:
             return "single"
-        return f"C={self.concurrency}" + (f" ({self.setting})" if self.setting else "")
+        inner = [x for x in (self.setting, f"step {self.step}" if self.repeated else None) if x]
+        return f"C={self.concurrency}" + (f" ({', '.join(inner)})" if inner else "")
 
     @property
     def duration(self) -> float:
         """Length of the phase in seconds."""
         return max(0.0, self.end - self.start)
+
+
+def mark_repeated(phases: Sequence[Phase]) -> None:
+    """Set :attr:`Phase.repeated` on every load step whose concurrency and setting another load step of
+    ``phases`` shares (in place)."""
+    seen: dict[tuple[int, str | None], int] = {}
+    steps = [p for p in phases if p.label not in ("warmup", "single")]
+    for p in steps:
+        seen[p.concurrency, p.setting] = seen.get((p.concurrency, p.setting), 0) + 1
+    for p in steps:
+        p.repeated = seen[p.concurrency, p.setting] > 1
 
 
 #: The note of a run whose phases.jsonl has no phase_start (boundaries inferred from the records).
@@ -132,4 +150,5 @@ def phases_from_events(events: Sequence[PhaseEvent], last_end: float | None) -> 
                 setting=ev.setting,
             )
         )
+    mark_repeated(phases)
     return phases, run_end is not None

@@ -223,3 +223,12 @@ def test_a_step_shorter_than_the_shapes_tick_is_refused_naming_the_minimum(dur: 
                                            r"least 1 s"):
         apply_knobs(load_profile(DEMO), Knobs(step_duration=dur))
     assert apply_knobs(load_profile(DEMO), Knobs(step_duration="1")).steps.duration == SHAPE_TICK_S == 1.0
+
+
+def test_an_invalid_knob_is_explained_without_pydantics_prefix() -> None:
+    """pydantic prefixes a validator's message with "Value error, "; the profile file's errors drop it, and so do
+    the options' / form's."""
+    with pytest.raises(ProfileError) as ei:
+        apply_knobs(load_profile(PROFILES_DIR / "slo-search.yaml"), Knobs(steps="4,8"))
+    assert str(ei.value) == ("the options / form fields steps: the profile they make is invalid: search: the search "
+                             "picks the steps; leave out steps.concurrency"), ei.value

@@ -51,7 +51,14 @@ from harness.report.figures import (
 )
 from harness.report.goodput import GOODPUT_ROW_KEYS
 from harness.report.interval import MIN_CYCLES, MIN_USABLE, RateEstimate
-from harness.report.load import INFERRED_PHASES_NOTE, NoRecordsError, Phase, phases_from_events, read_meta
+from harness.report.load import (
+    INFERRED_PHASES_NOTE,
+    NoRecordsError,
+    Phase,
+    mark_repeated,
+    phases_from_events,
+    read_meta,
+)
 from harness.report.rate import LATE_S as RATE_LATE_S
 from harness.report.rundata import RunMeta, parse_event
 from harness.report.search import search_result
@@ -105,6 +112,7 @@ def _phases_from_records(records: list[RequestResult]) -> list[Phase]:
     # consecutive steps must not overlap: a step ends where the next one starts
     for a, b in pairwise(out):
         a.end = max(a.start, min(a.end, b.start))
+    mark_repeated(out)  # the labelling rule, not a figure: one C=4 twice is "C=4 (step 1)", "C=4 (step 2)"
     return out
 
 

@@ -208,5 +208,5 @@ def test_token_cross_check_outside_the_interval_is_a_note(tmp_path: Path) -> Non
     # over [10, 10.5], 10,000 answer over [10.5, 1100]
     assert row["window_output_tokens"] == pytest.approx(198 * 100 + 10_000 + 10_000 * 989.5 / 1089.5)
     assert h["token_hours"] < h["hours_low"] and h["token_check"] == "outside"
-    assert any(n.startswith("C=3: the token-based cross-check") and "OUTSIDE" in n for n in rep["notes"])
+    assert any(n.startswith("C=3 (step 1): the token-based cross-check") and "OUTSIDE" in n for n in rep["notes"])
     assert "⚠ outside" in render_markdown(rep)

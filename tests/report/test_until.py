@@ -27,11 +27,12 @@ def test_each_step_says_whether_and_when_its_margin_was_reached(tmp_path: Path) 
     a, b = rep.steps
     assert (a.until_reached, a.margin_reached_s, a.margin_halfwidth, a.until_margin) == (True, 10.0, 0.042, 0.05)
     assert (b.until_reached, b.margin_reached_s, b.margin_halfwidth, b.until_at_s) == (False, None, 0.131, 20.0)
-    assert "steps.until: C=2: margin ±5.0 % reached at 10.0 s (rate ±4.2 %)." in rep.notes
-    assert "steps.until: C=2: margin ±5.0 % NOT reached in its 20.0 s (rate ±13.1 %)." in rep.notes
+    assert "steps.until: C=2 (step 1): margin ±5.0 % reached at 10.0 s (rate ±4.2 %)." in rep.notes
+    assert "steps.until: C=2 (step 2): margin ±5.0 % NOT reached in its 20.0 s (rate ±13.1 %)." in rep.notes
     md = render_markdown(rep)
     assert "## Steps until the margin (steps.until: ±5.0 %)" in md
-    assert "| C=2 | yes | 10.0 | 4.2 |" in md and "| C=2 | NOT reached (ended at its max) | – | 13.1 |" in md
+    assert "| C=2 (step 1) | yes | 10.0 | 4.2 |" in md
+    assert "| C=2 (step 2) | NOT reached (ended at its max) | – | 13.1 |" in md
     summary = render_summary(rep)
     assert "margin ±5.0 % reached at 10.0 s" in summary and "NOT reached in its 20.0 s" in summary
 
