@@ -373,3 +373,21 @@ def test_a_step_shorter_than_the_shapes_tick_is_refused(tmp_path: Path) -> None:
     assert "give at least 1 s" in str(e.value)
     ok = load_profile(write(tmp_path, "prompts: [{id: a, text: hi}]\nsteps: {duration: 1}\n"))
     assert ok.steps.duration == 1.0
+
+
+def test_a_temperature_above_openais_range_is_accepted_with_one_warning(tmp_path: Path,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    """temperature: 7 was accepted silently: vLLM samples at it, OpenAI-style servers refuse it (HTTP 400)."""
+    body = "prompts: [{id: a, text: hi}]\nrequest: {temperature: %s}\n"
+    with caplog.at_level("WARNING", logger="llmload"):
+        p = write(tmp_path, body % "7")
+        assert load_profile(p).request.temperature == 7.0
+        load_profile(p)  # once per file and value
+    warned = [r.getMessage() for r in caplog.records if "request.temperature" in r.getMessage()]
+    assert warned == [f"{p}: request.temperature: 7 is above 2, OpenAI's maximum: vLLM and SGLang accept it, servers "
+                      "that follow OpenAI's range refuse every request (HTTP 400), and sampling this hot makes outputs "
+                      "run to max_tokens; a typo for 0.7?"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="llmload"):
+        assert load_profile(write(tmp_path, body % "2")).request.temperature == 2.0
+    assert not [r for r in caplog.records if "temperature" in r.getMessage()]

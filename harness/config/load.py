@@ -27,6 +27,20 @@ def _warn_deprecated(path: str, key: str, instead: str) -> None:
     log.warning("%s: %s: deprecated spelling, still read; write %s instead", path, key, instead)
 
 
+#: OpenAI's API refuses a temperature above this; vLLM and SGLang accept any >= 0 (:func:`_warn_temperature`).
+OPENAI_MAX_TEMPERATURE = 2.0
+
+
+@functools.lru_cache(maxsize=256)
+def _warn_temperature(path: str, value: float) -> None:
+    """Log once per file and value that ``request.temperature`` is above OpenAI's range: accepted (vLLM and SGLang
+    sample at any temperature >= 0, and a study of one may mean it), but a server that follows OpenAI's API
+    refuses every request with HTTP 400, and near-uniform sampling makes reasoning models ramble to max_tokens."""
+    log.warning("%s: request.temperature: %g is above %g, OpenAI's maximum: vLLM and SGLang accept it, servers that "
+                "follow OpenAI's range refuse every request (HTTP 400), and sampling this hot makes outputs run to "
+                "max_tokens; a typo for %g?", path, value, OPENAI_MAX_TEMPERATURE, value / 10)
+
+
 #: Pydantic error types of a number field given something else (strict fields refuse a quoted number).
 _NUMBER_ERRORS = frozenset({"float_type", "int_type", "float_parsing", "int_parsing"})
 
@@ -104,9 +118,13 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
         _warn_deprecated(str(p), f"slo.{key}", instead)
     resolve_paths(data, p.parent.absolute())
     try:
-        return Profile.model_validate(data)
+        prof = Profile.model_validate(data)
     except ValidationError as e:
         raise ProfileError(_format_errors(str(p), e)) from None
+    temp = prof.request.temperature
+    if temp is not None and temp > OPENAI_MAX_TEMPERATURE:
+        _warn_temperature(str(p), temp)
+    return prof
 
 
 #: The repository's ``profiles/`` directory: where ``--profile NAME`` is looked up when NAME is not a file here.

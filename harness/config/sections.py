@@ -220,7 +220,8 @@ class RequestDefaults(_Model):
     """
 
     max_tokens: int | None = Field(None, gt=0, description="max_tokens of every request (a prompt's own wins)")
-    temperature: float | None = Field(None, ge=0, description="sampling temperature sent (None: the server's default)")
+    temperature: float | None = Field(None, ge=0, description="sampling temperature sent (None: the server's "
+                                      "default; above 2, OpenAI's maximum, accepted with a warning)")
     top_p: float | None = Field(None, gt=0, le=1, description="top_p sent (None: the server's default)")
     thinking: bool | None = Field(
         None, description="true/false sets chat_template_kwargs thinking and enable_thinking (None: server default)"
