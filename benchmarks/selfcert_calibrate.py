@@ -37,8 +37,9 @@ output: {dir: %(out)s, chunk_times: true}
 """
 
 
-def one(c: int, duration: float, scale: float, out: Path) -> dict[str, object]:
-    """One run at concurrency ``c``; its step's self-certification figures and the fidelity errors."""
+def one(c: int, duration: float, scale: float, out: Path, processes: int = 1) -> dict[str, object]:
+    """One run at concurrency ``c`` (``processes`` Locust processes: ``--processes N`` when > 1); its step's
+    self-certification figures (chunks/s per process is the busiest process's) and the fidelity errors."""
     from harness.report.build import build_report
     from harness.report.fidelity import compare
 
@@ -50,7 +51,8 @@ def one(c: int, duration: float, scale: float, out: Path) -> dict[str, object]:
     env = dict(os.environ, PYTHONUNBUFFERED="1", LLMLOAD_SIM_ARGS=f"--truth-log {truth}")
     proc = subprocess.run(
         [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "k26.py"), "--headless",
-         "--only-summary", "--profile", str(prof)], cwd=work, env=env, capture_output=True, text=True,
+         "--only-summary", "--profile", str(prof), *(["--processes", str(processes)] if processes > 1 else [])],
+        cwd=work, env=env, capture_output=True, text=True,
         timeout=duration + 120)
     if proc.returncode not in (0, 1):
         raise RuntimeError(proc.stderr[-3000:])
@@ -59,7 +61,7 @@ def one(c: int, duration: float, scale: float, out: Path) -> dict[str, object]:
     rep = build_report(run)
     row = next(r for r in rep.steps if r.phase == "step" and r.concurrency == c)
     keys = ("client_cpu_share_max", "client_chunks_per_s_proc", "client_read_lag_p50_s", "client_read_lag_p99_s")
-    return {"concurrency": c, **{k: getattr(row, k, None) for k in keys},
+    return {"concurrency": c, "processes": processes, **{k: getattr(row, k, None) for k in keys},
             "ttft_diff_ms": fid["ttft_diff_ms"], "gap_diff_ms": fid["gap_diff_ms"], "run": str(run)}
 
 
@@ -71,11 +73,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--scale", type=float, default=0.5)
     ap.add_argument("--out", type=Path, default=Path("/tmp/selfcert-cal"))
+    ap.add_argument("--processes", type=int, default=1,
+                    help="Locust processes per run (--processes N): calibrates the bound of N-process steps")
     a = ap.parse_args()
+    if a.processes < 1:
+        ap.error(f"--processes {a.processes}: give 1 or more")
     a.out.mkdir(parents=True, exist_ok=True)
     for _ in range(a.runs):
         for c in a.concurrency:
-            print(json.dumps(one(c, a.duration, a.scale, a.out)), flush=True)
+            print(json.dumps(one(c, a.duration, a.scale, a.out, a.processes)), flush=True)
 
 
 if __name__ == "__main__":

@@ -58,13 +58,15 @@ SLACK_S = 0.5
 @dataclass(frozen=True)
 class CalPoint:
     """One calibration run: the load (chunks/s per process, read lag p99 s, CPU share) and the errors measured
-    against the simulator's truth there (TTFT and inter-chunk gap |harness − truth| p99, seconds)."""
+    against the simulator's truth there (TTFT and inter-chunk gap |harness − truth| p99, seconds), and how many
+    Locust processes the calibration run had (``benchmarks/selfcert_calibrate.py --processes N``)."""
 
     concurrency: int
     chunks_per_s: float
     read_lag_p99_s: float
     ttft_err_p99_s: float
     itl_err_p99_s: float
+    processes: int = 1
 
 
 #: How :data:`CALIBRATION` was measured (shown with every bound; docs/guides/self-certification.md).
@@ -219,6 +221,9 @@ def selfcert_text(row: Any, points: Sequence[CalPoint] = CALIBRATION, with_sourc
                 f"{FIGURES['client_chunks_per_s_proc'].text(rng.get('chunks_per_s'))} chunks/s per process, read "
                 f"lag p99 ≤ {lag.text(rng.get('read_lag_p99_s'))} {lag.display_unit.value}"
                 f"{f': {CALIBRATION_SOURCE}' if with_source else ''})")
+        if n > 1 and not any(p.processes > 1 for p in points):
+            tail += (f"; the bound is a 1-process calibration applied to each of the {n} processes at its own "
+                     "chunks/s and read lag (no multi-process calibration point)")
     elif verdict == "starved":
         tail = "STARVED: no error bound, figures are the load generator's limit"
     elif verdict == "beyond_calibration":

@@ -164,3 +164,19 @@ def test_a_step_without_cpu_samples_says_why_there_is_no_cpu_share() -> None:
                            "≥ 1 s apart, taken every 5 s; runs of versions before sampling have none), read lag"), line
     assert "– %" not in line
     assert selfcert_text({**row, "client_cpu_share_max": 0.25}).startswith("client CPU 25.0 % of a core")
+
+
+def test_a_multi_process_step_says_its_bound_is_a_one_process_calibration_applied_per_process(tmp_path: Path) -> None:
+    """With --processes N the bound is read per process at its own load against a calibration of one process: the
+    line says so, unless a calibration point of more than one process exists."""
+    rep = _run(tmp_path, [0.0002] * 10, burn=0.1)
+    (s,) = rep["steps"]
+    assert s["client_selfcert"] == "certified"
+    one = selfcert_text(s)
+    assert "1-process calibration" not in one
+    two = selfcert_text({**s, "client_processes": 2})
+    assert two.startswith("client CPU 10.0 % of a core (busiest of 2 processes)")
+    assert two.endswith("; the bound is a 1-process calibration applied to each of the 2 processes at its own "
+                        "chunks/s and read lag (no multi-process calibration point)"), two
+    multi = (CalPoint(8, 2000, 0.01, 0.001, 0.001, processes=2),)
+    assert "1-process calibration" not in selfcert_text({**s, "client_processes": 2}, multi)

@@ -234,6 +234,7 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
         assert any(name.endswith("(live)") for name, _ in c["series"]), c  # the step in progress is traced
         assert len(colors) == len(set(colors)) >= 4, c
     assert "of 3" in view.locator('#headline .card[data-key="step"] .v').inner_text()
+    assert view.locator("#current-hint").is_visible()  # the caption of the step in progress, while there is one
     if shot is not None:
         view.screenshot(path=str(shot), full_page=True)
         wide.screenshot(path=str(shot.with_name(SIZES[1][2])), full_page=True)
@@ -274,6 +275,9 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
     wait_until(lambda: (run_dir / "report.json").exists(), 30, "report.json")
     wait_until(lambda: view.locator('#headline .card[data-key="status"] .v').text_content()
                == load_report(run_dir / "report.json").status, 30, "the headline's final status")
+    # the run has ended: no step is in progress, and no caption describes one
+    wait_until(lambda: view.locator("#current-row tr").count() == 0, 10, "no current row after the run")
+    assert not view.locator("#current-hint").is_visible()
     for page in (view, wide):
         figures[f"headline_{page.viewport_size['width']}"] = check_dashboard(page, run_dir)
         figures[f"widths_{page.viewport_size['width']}"] = answer_visible(page)

@@ -4,7 +4,7 @@
   const BASE = document.body.dataset.base;
   const POLL_MS = 2000;
   const NS = "http://www.w3.org/2000/svg";
-  // One colour per series of a chart: each figure's final bars, its live line and its slices all differ.
+  // One colour per series of a chart: each figure's final segments, its live line and its slices all differ.
   const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2",
                   "#7f7f7f", "#bcbd22"];
   const open = new Set();  // labels of the rows whose details are shown (kept across refreshes)
@@ -76,6 +76,7 @@
     }
     document.getElementById("step-rows").replaceChildren(...d.steps.flatMap((r) => rowEls(r, cols, false)));
     document.getElementById("current-row").replaceChildren(...(d.current ? rowEls(d.current, cols, true) : []));
+    document.getElementById("current-hint").hidden = !d.current;  // no step in progress: no caption for one
   }
 
   // The headline strip: every text is the server's (the report's display text of the step in progress).
@@ -220,7 +221,7 @@
       svg.appendChild(lt);
     });
   }
-  // A figure's series: its final rows (bars), its live trace (line) and its slices (dots), each its own colour;
+  // A figure's series: its final rows (flat segments), its live trace (line) and its slices (dots), each its own colour;
   // values × factor (the catalogue's conversion to the chart's unit, from the server).
   function seriesOf(rows, history, t0, key, name, factor, colors) {
     const out = [];
