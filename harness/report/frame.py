@@ -74,7 +74,8 @@ key of :data:`harness.records.REQUIRED_RECORD_FIELDS` is an error ``path:line: n
 start_wall, ok)`` (a JSON null there is a record: null reads as the default). Known differences: numbers are stored
 in their column's dtype (``from_record`` keeps a JSON ``12`` in a float field as an int), a field of the wrong JSON
 type for its dtype is an error (``path:line: field e2e: expected a number, got "abc"``), and ``"schema": null``
-reads as schema 1 (``from_record`` refuses it). """
+reads as schema 1 (``from_record`` refuses it).
+"""
 
 from __future__ import annotations
 
