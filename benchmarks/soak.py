@@ -244,6 +244,7 @@ def soak(
     log: Any = None,
     locustfile: Path | None = None,
     trace: Path | None = None,
+    sim_args: tuple[str, ...] = (),
 ) -> SoakResult:
     """Run one soak of ``requests`` requests (see the module docstring) with its run directory under ``out``.
 
@@ -252,8 +253,9 @@ def soak(
     ``llmload report`` after the run; ``log``: called with each progress line (default: print it);
     ``locustfile``: the locustfile to run (default ``locustfiles/k26.py``); ``trace``: a directory where the
     master writes its memory trace (``benchmarks/soak_trace.py`` becomes the locustfile; see its docstring for the
-    ``LLMLOAD_TRACE_*`` settings). Every process started is ended before
-    this returns.
+    ``LLMLOAD_TRACE_*`` settings); ``sim_args``: more simulator options (``("--decode-base", "0.01")`` paces the
+    ``bench`` preset's otherwise instant replies: 10 ms a token before ``time_scale``). Every process started is
+    ended before this returns.
 
     Raises:
         RuntimeError: the master or a worker exited early, or the exporter never answered.
@@ -273,7 +275,7 @@ def soak(
     rpc, mport = str(_free_port()), _free_port()
     locust = [sys.executable, "-m", "locust", "-f", str(locustfile or ROOT / "locustfiles" / "k26.py")]
     logs = [out / f"proc{i}.log" for i in range(workers + 1)]
-    with launch(preset="bench", time_scale=time_scale, seed=1) as sim:
+    with launch(preset="bench", time_scale=time_scale, seed=1, extra_args=list(sim_args)) as sim:
         master = [*locust, "--headless", "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", rpc,
                   "--expect-workers", str(workers), "--profile", str(prof), "--host", sim.url,
                   "--metrics-addr", "127.0.0.1", "--metrics-port", str(mport), "--loglevel", "WARNING"]
