@@ -273,8 +273,10 @@ def run_flow(pw: Any, chromium: str, base: str, out: Path, truth: Path, shot: Pa
                              f"error {d.get('error')!r}, age {d.get('report_age_s')}, records {main_ok}") from None
     figures = check_view_against_records(view, run_dir)
     wait_until(lambda: (run_dir / "report.json").exists(), 30, "report.json")
-    wait_until(lambda: view.locator('#headline .card[data-key="status"] .v').text_content()
-               == load_report(run_dir / "report.json").status, 30, "the headline's final status")
+    final = load_report(run_dir / "report.json").status
+    for page in (view, wide):  # each page polls on its own timer: both must have read the final status
+        wait_until(lambda page=page: page.locator('#headline .card[data-key="status"] .v').text_content() == final,
+                   30, f"the headline's final status at {page.viewport_size['width']} px")
     # the run has ended: no step is in progress, and no caption describes one
     wait_until(lambda: view.locator("#current-row tr").count() == 0, 10, "no current row after the run")
     assert not view.locator("#current-hint").is_visible()
