@@ -1,8 +1,9 @@
-"""Build of the optional compiled per-read stream path (harness/_fastchunk.pyx; docs/development/native.md).
+"""Build of the optional compiled extensions (docs/development/native.md): the per-read stream path
+(harness/_fastchunk.pyx) and the records scanner (harness/_fastrecords.pyx).
 
-Everything else is declared in pyproject.toml. The extension is optional: without Cython, a C compiler or Python's
-headers the install still succeeds (with a warning) and the pure-Python path runs
-(``harness.chunkpath.CLIENT_PATH == "python"``).
+Everything else is declared in pyproject.toml. The extensions are optional: without Cython, a C compiler or Python's
+headers the install still succeeds (with a warning) and the pure-Python paths run
+(``harness.chunkpath.CLIENT_PATH == "python"``; the report parses records with polars alone).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as e:  # CompileError / LinkError / a missing compiler binary or Python.h
-            self._skipped(e)
+            self._skipped(e, ext.name)
 
     @staticmethod
-    def _skipped(e: BaseException) -> None:
-        print(f"llmload: the compiled stream path (harness._fastchunk) was not built ({e}); the pure-Python path "
-              "will run (docs/development/native.md)", file=sys.stderr)
+    def _skipped(e: BaseException, name: str = "harness._fastchunk, harness._fastrecords") -> None:
+        print(f"llmload: the compiled extension(s) {name} were not built ({e}); the pure-Python paths will run "
+              "(docs/development/native.md)", file=sys.stderr)
 
 
 try:
@@ -40,7 +41,8 @@ except ImportError:  # Cython is a build requirement; a build without it install
     ext_modules: list[Extension] = []
 else:
     ext_modules = cythonize(
-        [Extension("harness._fastchunk", ["harness/_fastchunk.pyx"], optional=True)],
+        [Extension("harness._fastchunk", ["harness/_fastchunk.pyx"], optional=True),
+         Extension("harness._fastrecords", ["harness/_fastrecords.pyx"], optional=True)],
         compiler_directives={"language_level": "3"},
         quiet=True,
     )

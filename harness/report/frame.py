@@ -93,6 +93,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from harness.chunkpath import pure_forced
 from harness.jsonl import is_torn_line
 from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
 from harness.report.parts import parts_dir, valid_chain, write_part
@@ -296,7 +297,64 @@ def _line_number(path: Path, offset: int) -> int:
     return n
 
 
+def _load_scanner() -> Any:
+    try:
+        from harness import _fastrecords  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _fastrecords
+
+
+#: The compiled records scanner (``harness._fastrecords``, docs/development/native.md), None when not built.
+_SCANNER = _load_scanner()
+#: ``(name, scanner kind)`` of each column of a schema, by the schema's items (None: a dtype it does not read).
+_KINDS: dict[tuple[tuple[str, str], ...], list[tuple[str, int]] | None] = {}
+
+
+def scanner_available() -> bool:
+    """True when the compiled records scanner (``harness._fastrecords``) imported."""
+    return _SCANNER is not None
+
+
+def scanner_active() -> bool:
+    """Whether :func:`_parse` tries the compiled scanner: built, and not forced off by ``LLMLOAD_PURE_PYTHON``
+    (:func:`harness.chunkpath.pure_forced`, the switch of the compiled stream path too)."""
+    return _SCANNER is not None and not pure_forced()
+
+
+def _scan_kinds(schema: dict[str, pl.DataType]) -> list[tuple[str, int]] | None:
+    """The scanner's column kinds for ``schema``, or None when a dtype is not one it reads."""
+    key = tuple((k, str(v)) for k, v in schema.items())
+    if key not in _KINDS:
+        names = {pl.Int64(): "Int64", pl.Float64(): "Float64", pl.Boolean(): "Boolean", pl.String(): "String",
+                 HIST_DTYPE: "Hist", pl.List(pl.Int64): "List(Int64)", pl.List(pl.Float64): "List(Float64)"}
+        kinds: list[tuple[str, int]] | None = []
+        for name, dtype in schema.items():
+            kind = next((n for d, n in names.items() if dtype == d), None)
+            if kind is None or kinds is None:
+                kinds = None
+                break
+            kinds.append((name, _SCANNER.KINDS[kind]))
+        _KINDS[key] = kinds
+    return _KINDS[key]
+
+
 def _parse(text: bytes, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``text`` (whole NDJSON lines) as the frame ``pl.read_ndjson(io.BytesIO(text), schema=schema)`` returns: by
+    the compiled scanner when it is active (:func:`scanner_active`) and reads the piece exactly (the same frame,
+    tested), else (anything it does not read exactly: invalid JSON, a wrong type, an escaped key, ...) by polars,
+    whose errors callers turn into messages.
+
+    Raises:
+        polars.exceptions.PolarsError: polars refused the piece.
+    """
+    if scanner_active():
+        kinds = _scan_kinds(schema)
+        if kinds is not None:
+            try:
+                return _SCANNER.scan(text, kinds)  # type: ignore[no-any-return]
+            except _SCANNER.Unsupported:
+                pass  # polars reads it (or raises its error)
     return pl.read_ndjson(io.BytesIO(text), schema=schema)
 
 
