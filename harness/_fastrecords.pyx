@@ -1287,3 +1287,77 @@ def scan(bytes text, list kinds):
         col.ci = i
         series.append(_pl.Series(values=col))
     return _pl.DataFrame(series)
+
+
+# -- pass 2: schema-3 chunk times decoded in one pass ------------------------------------------------------------------
+
+from libc.math cimport floor, fabs, rint
+
+import numpy as _np
+
+
+def decode_us_times(const double[::1] deltas, const int64_t[::1] lengths, const double[:, ::1] anchors):
+    """Schema-3 chunk times (µs deltas, lists of ``lengths`` back to back) decoded to seconds from the request
+    start, pinned to their anchors: the values ``harness.report.chunkbins.reduce_chunks_flat`` computes with numpy
+    (running sums of whole µs, times ``harness.result.CHUNK_TIME_UNIT_S`` = 1e-6, then for each anchor in
+    ``harness.result.CHUNK_ANCHORS`` order, a chunk whose running µs equals ``rint(anchor * 1e6)`` becomes
+    ``t + (anchor - t)``), the same IEEE double operations in the same order, in one pass instead of ~8.
+
+    Args:
+        deltas: float64, one per chunk (the lists' values concatenated in row order).
+        lengths: int64, one per list (each ≥ 1); ``sum(lengths) == len(deltas)``.
+        anchors: float64 of shape ``(k, len(lengths))`` (k ≤ 8), an anchor time (s) per list, -1.0 for none.
+
+    Returns:
+        A float64 numpy array of ``len(deltas)`` times (s), or None when the numpy form declines too: a delta is
+        not a whole number (NaN included), or ``max |delta| × len(deltas) ≥ 2**53`` (a sum might not be exact).
+
+    Raises:
+        ValueError: the lengths do not add up to the deltas, or more than 8 anchors.
+    """
+    cdef Py_ssize_t n = deltas.shape[0], rows = lengths.shape[0], na = anchors.shape[0]
+    cdef Py_ssize_t i = 0, r, j, k
+    cdef int64_t total = 0, L
+    cdef double a[8]
+    cdef double a_us[8]
+    cdef double v, us, x, m = 0.0
+    cdef bint bad = False
+    if na > 8:
+        raise ValueError("at most 8 anchors")
+    if anchors.shape[1] != rows and na:
+        raise ValueError("one anchor per list")
+    for r in range(rows):
+        if lengths[r] < 0:
+            raise ValueError("a negative list length")
+        total += lengths[r]
+    if total != n:
+        raise ValueError(f"the lengths add up to {total}, not the {n} deltas")
+    out = _np.empty(n, dtype=_np.float64)
+    cdef double[::1] t = out
+    with nogil:
+        for r in range(rows):
+            L = lengths[r]
+            for k in range(na):
+                a[k] = anchors[k, r]
+                a_us[k] = rint(a[k] * 1e6)
+            us = 0.0
+            for j in range(L):
+                v = deltas[i]
+                if not (floor(v) == v):  # not whole (NaN: False)
+                    bad = True
+                    break
+                x = fabs(v)
+                if x > m:
+                    m = x
+                us = v if j == 0 else us + v
+                x = us * 1e-6
+                for k in range(na):
+                    if us == a_us[k]:
+                        x = x + (a[k] - x)
+                t[i] = x
+                i += 1
+            if bad:
+                break
+    if bad or m * <double>n >= 9007199254740992.0:
+        return None
+    return out

@@ -15,11 +15,12 @@ chunk list, a schema-3 delta that is not a whole number of µs, or running sums 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
 
+from harness.chunkpath import pure_forced
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S
 
 __all__ = ["CHUNK_BINS_DTYPE", "reduce_chunks_flat"]
@@ -31,6 +32,22 @@ CHUNK_BINS_DTYPE = pl.List(pl.Struct({"b0": pl.Float64, "b1": pl.Float64, "n": p
                                       "t_r": pl.Int64, "t_a": pl.Int64}))
 
 _MAX_EXACT = float(2 ** 53)
+
+
+def _load_decode() -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None:
+    """The compiled schema-3 decode (``harness._fastrecords.decode_us_times``), None when it is not built or
+    ``LLMLOAD_PURE_PYTHON`` forces the pure paths (:func:`harness.chunkpath.pure_forced`)."""
+    if pure_forced():
+        return None
+    try:
+        from harness._fastrecords import decode_us_times  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return decode_us_times  # type: ignore[no-any-return]
+
+
+#: The compiled decode of schema-3 chunk times (the numpy one's values in one pass), or None: numpy decodes.
+_DECODE = _load_decode()
 
 
 def _lengths(s: pl.Series) -> np.ndarray:
@@ -133,31 +150,10 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
         every = bool((has3 == has).all())  # the usual case: every record with chunks is schema 3
         at3 = None if every else np.repeat(has3, n)
         raw3 = times if at3 is None else times[at3]
-        us = _running_us(raw3, n[has3])
-        if us is None:
+        t = _decode_v3(batch, raw3, np.flatnonzero(has3), n[has3])
+        if t is None:
             return None
-        t = us * CHUNK_TIME_UNIT_S
-        rows = np.flatnonzero(has3)
-        lengths3 = n[has3]
-        firsts3 = np.cumsum(lengths3) - lengths3
-        ordered = bool((raw3 >= 0).all())  # every running sum non-decreasing: the anchors found by search
-        rows3 = None if ordered else np.repeat(rows, lengths3)
-        for name in CHUNK_ANCHORS:  # t + pin * (a - t), pin 1 where the µs is the anchor's, else 0 (t itself)
-            a_row = batch.get_column(name).cast(pl.Float64).fill_null(-1.0).to_numpy()
-            a_us = np.round(a_row * 1e6)
-            if rows3 is None:
-                hit = _pins(us, firsts3, lengths3, a_us[rows])
-                a = a_row[rows][np.searchsorted(firsts3, hit, side="right") - 1]
-            else:
-                hit = np.flatnonzero(us == a_us[rows3])
-                a = a_row[rows3[hit]]
-            if hit.size:
-                t[hit] = t[hit] + (a - t[hit])
-        if at3 is None:
-            times = t
-        else:
-            times = times.copy()
-            times[at3] = t
+        times = t if at3 is None else _put(times, at3, t)
 
     start_row = batch.get_column("start_wall").fill_null(0.0).cast(pl.Float64).to_numpy()
     ttfat_row = batch.get_column("ttfat").cast(pl.Float64).fill_null(np.nan).to_numpy()
@@ -190,6 +186,42 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     return out.select(pl.col("chunk_bins").cast(CHUNK_BINS_DTYPE), pl.col("chunk_n").cast(pl.Int64),
                       pl.col("chunk_n_r").fill_null(0).cast(pl.Int64), pl.col("chunk_shown").cast(pl.Int64),
                       pl.col("chunk_usage").cast(pl.Boolean))
+
+
+def _put(times: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A copy of ``times`` with ``values`` at the mask ``at``."""
+    times = times.copy()
+    times[at] = values
+    return times
+
+
+def _decode_v3(batch: pl.DataFrame, raw3: np.ndarray, rows: np.ndarray, lengths3: np.ndarray) -> np.ndarray | None:
+    """The schema-3 chunk times of ``batch``'s rows ``rows`` (``raw3``: their µs deltas, lists of ``lengths3``)
+    decoded to seconds and pinned to their anchors (float64, one per chunk); None when a delta is not whole or a
+    running sum might exceed 2**53 µs. Compiled (``harness._fastrecords.decode_us_times``, one pass) when built,
+    else numpy: the same float operations, equal values (tested)."""
+    anchor_rows = [batch.get_column(name).cast(pl.Float64).fill_null(-1.0).to_numpy() for name in CHUNK_ANCHORS]
+    if _DECODE is not None and CHUNK_TIME_UNIT_S == 1e-6:
+        return _DECODE(np.ascontiguousarray(raw3, dtype=np.float64), lengths3.astype(np.int64),
+                       np.ascontiguousarray(np.stack([a[rows] for a in anchor_rows])))
+    us = _running_us(raw3, lengths3)
+    if us is None:
+        return None
+    t = us * CHUNK_TIME_UNIT_S
+    firsts3 = np.cumsum(lengths3) - lengths3
+    ordered = bool((raw3 >= 0).all())  # every running sum non-decreasing: the anchors found by search
+    rows3 = None if ordered else np.repeat(rows, lengths3)
+    for a_row in anchor_rows:  # t + pin * (a - t), pin 1 where the µs is the anchor's, else 0 (t itself)
+        a_us = np.round(a_row * 1e6)
+        if rows3 is None:
+            hit = _pins(us, firsts3, lengths3, a_us[rows])
+            a = a_row[rows][np.searchsorted(firsts3, hit, side="right") - 1]
+        else:
+            hit = np.flatnonzero(us == a_us[rows3])
+            a = a_row[rows3[hit]]
+        if hit.size:
+            t[hit] = t[hit] + (a - t[hit])
+    return t
 
 
 _Groups = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]

@@ -94,3 +94,51 @@ def test_declined_batches_are_none() -> None:
         assert reduce_chunks_flat(raw, [1_000.0], decoded=False) is None
     fine = _raw([{**base, "chunk_times": [100.0, 5.0]}])
     assert reduce_chunks_flat(fine, [1_000.0], decoded=False) is not None
+
+
+def _compiled_decode() -> Any:
+    import os
+
+    from harness.report import chunkbins
+    if chunkbins._DECODE is None:
+        msg = "the compiled decode (harness._fastrecords.decode_us_times) is not built or is forced off"
+        if os.environ.get("LLMLOAD_REQUIRE_NATIVE") == "1" and os.environ.get("LLMLOAD_PURE_PYTHON") is None:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return chunkbins._DECODE
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_compiled_decode_gives_the_numpy_decodes_bits(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``harness._fastrecords.decode_us_times`` = the numpy decode, bit for bit: in-order and out-of-order µs
+    (negative deltas), chunks in an anchor's µs (pinned), -0 deltas, a null anchor; and it declines what numpy
+    declines (a delta not whole, NaN, sums that could pass 2**53)."""
+    import numpy as np
+
+    from harness.report import chunkbins
+    native = _compiled_decode()
+    rng = random.Random(seed)
+    rows = [_row(rng, i, 1.0) for i in range(300)]
+    for r in rows[::7]:  # out of order: a negative delta
+        if r["chunk_times"] and len(r["chunk_times"]) > 2:
+            r["chunk_times"][2] = -r["chunk_times"][2]
+    for r in rows[::11]:
+        if r["chunk_times"] and len(r["chunk_times"]) > 1:
+            r["chunk_times"][1] = -0.0
+    raw = _raw(rows)
+    has = (raw.get_column("chunk_times").list.len().fill_null(0) > 0) & (raw.get_column("schema") == 3)
+    sel = np.flatnonzero(has.to_numpy())
+    lengths = raw.get_column("chunk_times").list.len().fill_null(0).to_numpy()[sel].astype(np.int64)
+    deltas = raw.filter(has).get_column("chunk_times").list.explode().to_numpy().astype(np.float64)
+    got = chunkbins._decode_v3(raw, deltas, sel, lengths)
+    monkeypatch.setattr(chunkbins, "_DECODE", None)
+    want = chunkbins._decode_v3(raw, deltas, sel, lengths)
+    assert got is not None and want is not None
+    assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
+    anchors = np.full((3, 1), -1.0)
+    for bad in ([100.0, 2.5], [100.0, float("nan")], [2.0 ** 53, 1.0], [float("inf"), 1.0]):
+        d = np.array(bad)
+        assert native(d, np.array([2], dtype=np.int64), anchors) is None
+        assert chunkbins._running_us(d, np.array([2], dtype=np.int64)) is None
+    with pytest.raises(ValueError, match="add up"):
+        native(np.array([1.0, 2.0]), np.array([3], dtype=np.int64), anchors)
