@@ -1291,7 +1291,7 @@ def scan(bytes text, list kinds):
 
 # -- pass 2: schema-3 chunk times decoded in one pass ------------------------------------------------------------------
 
-from libc.math cimport floor, fabs, rint
+from libc.math cimport fabs, rint
 
 import numpy as _np
 
@@ -1343,10 +1343,11 @@ def decode_us_times(const double[::1] deltas, const int64_t[::1] lengths, const 
             us = 0.0
             for j in range(L):
                 v = deltas[i]
-                if not (floor(v) == v):  # not whole (NaN: False)
+                x = fabs(v)
+                # not whole, NaN, or 2**53 or more (numpy declines that too: max |delta| x count >= 2**53)
+                if not (x < 9007199254740992.0 and v == <double>(<int64_t>v)):
                     bad = True
                     break
-                x = fabs(v)
                 if x > m:
                     m = x
                 us = v if j == 0 else us + v
