@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Compiled NDJSON scanner for ``records*.jsonl`` pieces (docs/development/native.md, "The records scanner").
+"""Compiled NDJSON scanner for ``records*.jsonl`` pieces (docs/development/native.md, "The records scanner"), and
+the one-pass decode of schema-3 chunk times the report's second pass uses (:func:`decode_us_times`).
 
 :func:`scan` parses a piece of whole JSON lines into the columns of a schema and returns the frame
 ``pl.read_ndjson(io.BytesIO(text), schema=schema)`` returns for it (equal: values, nulls and dtypes), faster because
