@@ -299,8 +299,8 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
             run.frame = _with_reduced_chunks(run, edges, chunk_bytes or DEFAULT_CHUNK_BYTES)
         except _RecordsChanged:  # a run still going appended records between the passes: one pass, consistent
             return load_frame_run(root, chunk_bytes)
-        columns, run.frame = run.frame.get_columns(), pl.DataFrame()
-        run.frame = _compacted(columns)
+        series, run.frame = run.frame.get_columns(), pl.DataFrame()
+        run.frame = _compacted(series)
     return run
 
 
