@@ -676,12 +676,16 @@ cdef inline cp parse_null_or(Scan* s, cp p, cp end, bint* is_null) noexcept nogi
     return p
 
 
-cdef inline cp parse_int(Scan* s, cp p, cp end, int64_t* out) noexcept nogil:
-    cdef Num n
-    cdef cp q
+cdef inline cp expect_number(Scan* s, cp p, cp end, Num* n) noexcept nogil:
+    """:func:`scan_number` at a value its column wants as a number: another JSON type is :data:`E_TYPE`."""
     if not (p[0] == 45 or 48 <= p[0] <= 57):
         return fail(s, p, E_TYPE)
-    q = scan_number(s, p, end, &n)
+    return scan_number(s, p, end, n)
+
+
+cdef inline cp parse_int(Scan* s, cp p, cp end, int64_t* out) noexcept nogil:
+    cdef Num n
+    cdef cp q = expect_number(s, p, end, &n)
     if q == NULL:
         return NULL
     if not n.is_int:
@@ -694,10 +698,7 @@ cdef inline cp parse_int(Scan* s, cp p, cp end, int64_t* out) noexcept nogil:
 
 cdef inline cp parse_float(Scan* s, cp p, cp end, double* out) noexcept nogil:
     cdef Num n
-    cdef cp q
-    if not (p[0] == 45 or 48 <= p[0] <= 57):
-        return fail(s, p, E_TYPE)
-    q = scan_number(s, p, end, &n)
+    cdef cp q = expect_number(s, p, end, &n)
     if q == NULL:
         return NULL
     if not num_double(&n, p, q, out):
