@@ -23,7 +23,7 @@ then parses the piece with polars, whose errors are the reference (``harness.rep
 """
 
 from libc.math cimport isinf, isnan
-from libc.stdint cimport int16_t, int64_t, uint64_t, uint8_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint64_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.string cimport memcpy, memchr, memcmp, memset
 
@@ -1363,4 +1363,513 @@ def decode_us_times(const double[::1] deltas, const int64_t[::1] lengths, const 
                 break
     if bad or m * <double>n >= 9007199254740992.0:
         return None
+    return out
+
+
+# -- chunk times packed in the Parquet parts (harness.report.packed) ----------------------------------------------------
+
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid
+
+cdef extern from *:
+    """
+    struct ArrowArrayStream {
+        int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+        int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+        const char* (*get_last_error)(struct ArrowArrayStream*);
+        void (*release)(struct ArrowArrayStream*);
+        void* private_data;
+    };
+    static void fr_stream_schema_release(struct ArrowSchema* s) { if (s->release) s->release(s); }
+    static void fr_stream_array_release(struct ArrowArray* a) { if (a->release) a->release(a); }
+    static int fr_stream_get_schema(struct ArrowArrayStream* st, struct ArrowSchema* out) {
+        return st->get_schema(st, out);
+    }
+    static int fr_stream_get_next(struct ArrowArrayStream* st, struct ArrowArray* out) {
+        return st->get_next(st, out);
+    }
+    static int fr_array_live(struct ArrowArray* a) { return a->release != NULL; }
+    """
+    struct ArrowSchemaFull "ArrowSchema":
+        const char* format
+        int64_t n_children
+        ArrowSchemaFull** children
+        void (*release)(ArrowSchemaFull*)
+    struct ArrowArrayFull "ArrowArray":
+        int64_t length
+        int64_t null_count
+        int64_t offset
+        int64_t n_buffers
+        int64_t n_children
+        const void** buffers
+        ArrowArrayFull** children
+        void (*release)(ArrowArrayFull*)
+    struct ArrowArrayStream:
+        pass
+    void fr_stream_schema_release(ArrowSchemaFull* s) nogil
+    void fr_stream_array_release(ArrowArrayFull* a) nogil
+    int fr_stream_get_schema(ArrowArrayStream* st, ArrowSchemaFull* out) nogil
+    int fr_stream_get_next(ArrowArrayStream* st, ArrowArrayFull* out) nogil
+    int fr_array_live(ArrowArrayFull* a) nogil
+
+
+cdef int _binary_layout(const char* fmt) noexcept:
+    """1: binary with int32 offsets (``z``), 2: int64 offsets (``Z``), 3: binary view (``vz``), 0: another type."""
+    if fmt[0] == b'z' and fmt[1] == 0:
+        return 1
+    if fmt[0] == b'Z' and fmt[1] == 0:
+        return 2
+    if fmt[0] == b'v' and fmt[1] == b'z' and fmt[2] == 0:
+        return 3
+    return 0
+
+
+cdef int64_t _value_at(ArrowArrayFull* a, int layout, int64_t i, const uint8_t** at) noexcept nogil:
+    """Length (bytes) of element ``i`` of a binary array (its offset applied), its bytes in ``at[0]``."""
+    cdef int64_t j = a.offset + i, lo, hi
+    cdef const uint8_t* view
+    cdef int32_t n, buf, off
+    if layout == 1:
+        lo = (<const int32_t*>a.buffers[1])[j]
+        hi = (<const int32_t*>a.buffers[1])[j + 1]
+        at[0] = <const uint8_t*>a.buffers[2] + lo
+        return hi - lo
+    if layout == 2:
+        lo = (<const int64_t*>a.buffers[1])[j]
+        hi = (<const int64_t*>a.buffers[1])[j + 1]
+        at[0] = <const uint8_t*>a.buffers[2] + lo
+        return hi - lo
+    view = <const uint8_t*>a.buffers[1] + 16 * j
+    memcpy(&n, view, 4)
+    if n <= 12:
+        at[0] = view + 4
+        return n
+    memcpy(&buf, view + 8, 4)
+    memcpy(&off, view + 12, 4)
+    at[0] = <const uint8_t*>a.buffers[2 + buf] + off
+    return n
+
+
+cdef inline bint _is_valid(ArrowArrayFull* a, int64_t i) noexcept nogil:
+    cdef int64_t j = a.offset + i
+    if a.null_count == 0 or a.buffers[0] == NULL:
+        return True
+    return ((<const uint8_t*>a.buffers[0])[j >> 3] >> (j & 7)) & 1
+
+
+def unpack_f64(series):
+    """The values and lengths of a Binary polars Series of packed float64 lists (``harness.report.packed``: each
+    value is its list's float64s, little-endian, back to back), read through the Arrow C stream interface
+    (``series.__arrow_c_stream__()``) without a Python object per value.
+
+    Returns:
+        ``(values, lengths)``: float64 numpy array of every list's values in row order, and int64 numpy array of
+        each row's list length (-1 for a null value).
+
+    Raises:
+        ValueError: the series is not Binary (in a layout read here), or a value's size is not a multiple of 8.
+    """
+    cap = series.__arrow_c_stream__()
+    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
+        raise ValueError("not an Arrow C stream capsule")
+    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
+    cdef ArrowSchemaFull sc
+    cdef ArrowArrayFull arr
+    cdef int layout, rc
+    cdef int64_t total = 0, rows = 0, i, n
+    cdef const uint8_t* at = NULL
+    memset(&sc, 0, sizeof(sc))
+    if fr_stream_get_schema(st, &sc) != 0:
+        raise ValueError("the Arrow stream gave no schema")
+    layout = _binary_layout(sc.format)
+    fmt = (<bytes>sc.format).decode("ascii", "replace")
+    fr_stream_schema_release(&sc)
+    if layout == 0:
+        raise ValueError(f"packed chunk times must be Binary, got Arrow format {fmt!r}")
+    # two passes over the stream's arrays: sizes, then the copy (arrays held until the end)
+    cdef ArrowArrayFull* held = NULL
+    cdef int64_t nheld = 0, cap_held = 0, h
+    try:
+        while True:
+            if nheld == cap_held:
+                cap_held = cap_held * 2 + 4
+                held = <ArrowArrayFull*>realloc(held, cap_held * sizeof(ArrowArrayFull))
+                if held == NULL:
+                    raise MemoryError()
+            memset(&held[nheld], 0, sizeof(ArrowArrayFull))
+            rc = fr_stream_get_next(st, &held[nheld])
+            if rc != 0:
+                raise ValueError("the Arrow stream failed to give its next array")
+            if not fr_array_live(&held[nheld]):
+                break
+            nheld += 1
+        for h in range(nheld):
+            rows += held[h].length
+            for i in range(held[h].length):
+                if _is_valid(&held[h], i):
+                    n = _value_at(&held[h], layout, i, &at)
+                    if n % 8:
+                        raise ValueError(f"a packed chunk-times value of {n} bytes (not a multiple of 8)")
+                    total += n // 8
+        values = _np.empty(total, dtype=_np.float64)
+        lengths = _np.empty(rows, dtype=_np.int64)
+        vbuf = values
+        lbuf = lengths
+        _fill_unpacked(held, nheld, layout, vbuf, lbuf)
+        return values, lengths
+    finally:
+        for h in range(nheld):
+            fr_stream_array_release(&held[h])
+        free(held)
+
+
+cdef int _fill_unpacked(ArrowArrayFull* held, int64_t nheld, int layout, double[::1] values,
+                        int64_t[::1] lengths) except -1:
+    cdef int64_t h, i, n, k = 0, r = 0
+    cdef const uint8_t* at = NULL
+    cdef uint8_t* out = <uint8_t*>&values[0] if values.shape[0] else NULL
+    with nogil:
+        for h in range(nheld):
+            for i in range(held[h].length):
+                if _is_valid(&held[h], i):
+                    n = _value_at(&held[h], layout, i, &at)
+                    if n:
+                        memcpy(out + 8 * k, at, n)  # little-endian float64s (x86-64, aarch64: native order)
+                    k += n // 8
+                    lengths[r] = n // 8
+                else:
+                    lengths[r] = -1
+                r += 1
+    return 0
+
+
+cdef class _ListF64:
+    """A ``List(Float64)`` column built from flat values and lengths, handed to polars through
+    ``__arrow_c_array__`` (large list: int64 offsets; a null where the length is -1)."""
+
+    cdef object values
+    cdef object lengths
+
+    def __arrow_c_array__(self, requested_schema=None):
+        cdef const double[::1] v = self.values
+        cdef const int64_t[::1] lens = self.lengths
+        cdef int64_t n = lens.shape[0], i, nulls = 0, at = 0, total = v.shape[0]
+        for i in range(n):
+            if lens[i] > 0:
+                at += lens[i]
+        if at != total:
+            raise ValueError(f"the lengths add up to {at}, not the {total} values")
+        at = 0
+        cdef ArrowSchema* sc = fr_schema_new(b"+L", b"chunk_times", 1)
+        if sc == NULL:
+            raise MemoryError()
+        sc.children[0] = fr_schema_new(b"g", b"item", 0)
+        if sc.children[0] == NULL:
+            sc.release(sc)
+            raise MemoryError()
+        schema_cap = fr_schema_capsule(sc)
+        cdef ArrowArray* a = fr_array_new(n, 0, 2, 1)
+        if a == NULL:
+            raise MemoryError()
+        array_cap = fr_array_capsule(a)
+        cdef int64_t* offs = <int64_t*>malloc((n + 1) * 8)
+        cdef uint8_t* bits = <uint8_t*>calloc((n + 7) // 8 + 1, 1)
+        cdef double* data = <double*>malloc(total * 8 if total else 8)
+        if offs == NULL or bits == NULL or data == NULL:
+            free(offs)
+            free(bits)
+            free(data)
+            raise MemoryError()
+        a.buffers[1] = offs
+        a.buffers[0] = bits
+        with nogil:
+            offs[0] = 0
+            for i in range(n):
+                if lens[i] < 0:
+                    nulls += 1
+                else:
+                    bits[i >> 3] |= <uint8_t>(1 << (i & 7))
+                    at += lens[i]
+                offs[i + 1] = at
+            if total:
+                memcpy(data, &v[0], total * 8)
+        a.null_count = nulls
+        cdef ArrowArray* child = fr_array_new(total, 0, 2, 0)
+        if child == NULL:
+            free(data)
+            raise MemoryError()
+        child.buffers[1] = data
+        a.children[0] = child
+        return schema_cap, array_cap
+
+
+def lists_f64(values, lengths):
+    """A ``List(Float64)`` polars Series named ``chunk_times`` from flat ``values`` (float64, the lists back to back)
+    and ``lengths`` (int64, one per row, -1 for a null list): the inverse of :func:`unpack_f64` as lists.
+
+    Raises:
+        ValueError: the lengths do not add up to the values.
+    """
+    cdef _ListF64 col = _ListF64()
+    col.values = _np.ascontiguousarray(values, dtype=_np.float64)
+    col.lengths = _np.ascontiguousarray(lengths, dtype=_np.int64)
+    return _pl.Series(values=col)
+
+
+cdef class _BinaryOut:
+    """A ``Binary`` column (large binary: int64 offsets) whose buffers were built by :func:`pack_f64`, handed to
+    polars through ``__arrow_c_array__`` (the buffers move into the Arrow array; once only)."""
+
+    cdef int64_t rows, nulls
+    cdef int64_t* offs
+    cdef uint8_t* bits
+    cdef uint8_t* data
+
+    def __dealloc__(self):
+        free(self.offs)
+        free(self.bits)
+        free(self.data)
+
+    def __arrow_c_array__(self, requested_schema=None):
+        if self.offs == NULL:
+            raise RuntimeError("the packed column was already handed over")
+        cdef ArrowSchema* sc = fr_schema_new(b"Z", b"chunk_times", 0)
+        if sc == NULL:
+            raise MemoryError()
+        schema_cap = fr_schema_capsule(sc)
+        cdef ArrowArray* a = fr_array_new(self.rows, self.nulls, 3, 0)
+        if a == NULL:
+            raise MemoryError()
+        array_cap = fr_array_capsule(a)
+        a.buffers[0] = self.bits
+        a.buffers[1] = self.offs
+        a.buffers[2] = self.data
+        self.bits = NULL
+        self.offs = NULL
+        self.data = NULL
+        return schema_cap, array_cap
+
+
+def pack_f64(series):
+    """A ``List(Float64)`` polars Series packed (``harness.report.packed``): a ``Binary`` Series named
+    ``chunk_times``, each value its list's float64s, little-endian, back to back (a null list: null; an empty
+    list: empty), read through the Arrow C stream interface (one copy of the values, no Python object a value).
+
+    Returns:
+        The Binary Series, or None when a list holds a null (not packable).
+
+    Raises:
+        ValueError: the series is not a list of float64 (in a layout read here).
+    """
+    cap = series.__arrow_c_stream__()
+    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
+        raise ValueError("not an Arrow C stream capsule")
+    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
+    cdef ArrowSchemaFull sc
+    cdef bint large, ok
+    memset(&sc, 0, sizeof(sc))
+    if fr_stream_get_schema(st, &sc) != 0:
+        raise ValueError("the Arrow stream gave no schema")
+    ok = (sc.n_children == 1 and sc.format[0] == b'+' and (sc.format[1] == b'l' or sc.format[1] == b'L')
+          and sc.format[2] == 0 and sc.children[0].format[0] == b'g' and sc.children[0].format[1] == 0)
+    large = ok and sc.format[1] == b'L'
+    fmt = (<bytes>sc.format).decode("ascii", "replace")
+    fr_stream_schema_release(&sc)
+    if not ok:
+        raise ValueError(f"chunk times to pack must be List(Float64), got Arrow format {fmt!r}")
+    cdef ArrowArrayFull* held = NULL
+    cdef ArrowArrayFull* a
+    cdef ArrowArrayFull* child
+    cdef int64_t nheld = 0, cap_held = 0, h, i, j, lo, hi, rows = 0, total = 0, r = 0, at = 0, nulls = 0
+    cdef const uint8_t* cbits
+    cdef _BinaryOut out = _BinaryOut()
+    try:
+        while True:
+            if nheld == cap_held:
+                cap_held = cap_held * 2 + 4
+                held = <ArrowArrayFull*>realloc(held, cap_held * sizeof(ArrowArrayFull))
+                if held == NULL:
+                    raise MemoryError()
+            memset(&held[nheld], 0, sizeof(ArrowArrayFull))
+            if fr_stream_get_next(st, &held[nheld]) != 0:
+                raise ValueError("the Arrow stream failed to give its next array")
+            if not fr_array_live(&held[nheld]):
+                break
+            nheld += 1
+        for h in range(nheld):  # sizes, and any null value inside a list
+            a = &held[h]
+            child = a.children[0]
+            rows += a.length
+            cbits = <const uint8_t*>child.buffers[0] if child.null_count != 0 else NULL
+            for i in range(a.length):
+                if not _is_valid(a, i):
+                    continue
+                lo, hi = _list_bounds(a, large, i)
+                total += hi - lo
+                if cbits != NULL:
+                    for j in range(lo + child.offset, hi + child.offset):
+                        if not ((cbits[j >> 3] >> (j & 7)) & 1):
+                            return None
+        out.rows = rows
+        out.offs = <int64_t*>malloc((rows + 1) * 8)
+        out.bits = <uint8_t*>calloc((rows + 7) // 8 + 1, 1)
+        out.data = <uint8_t*>malloc(total * 8 if total else 8)
+        if out.offs == NULL or out.bits == NULL or out.data == NULL:
+            raise MemoryError()
+        with nogil:
+            out.offs[0] = 0
+            for h in range(nheld):
+                a = &held[h]
+                child = a.children[0]
+                for i in range(a.length):
+                    if _is_valid(a, i):
+                        lo, hi = _list_bounds(a, large, i)
+                        if hi > lo:
+                            memcpy(out.data + at, <const double*>child.buffers[1] + child.offset + lo,
+                                   (hi - lo) * 8)
+                        at += (hi - lo) * 8
+                        out.bits[r >> 3] |= <uint8_t>(1 << (r & 7))
+                    else:
+                        nulls += 1
+                    r += 1
+                    out.offs[r] = at
+        out.nulls = nulls
+        return _pl.Series(values=out)
+    finally:
+        for h in range(nheld):
+            fr_stream_array_release(&held[h])
+        free(held)
+
+
+cdef inline (int64_t, int64_t) _list_bounds(ArrowArrayFull* a, bint large, int64_t i) noexcept nogil:
+    """Child index range ``[lo, hi)`` of list ``i`` (its offset applied; the child's own offset not)."""
+    cdef int64_t j = a.offset + i
+    if large:
+        return (<const int64_t*>a.buffers[1])[j], (<const int64_t*>a.buffers[1])[j + 1]
+    return (<const int32_t*>a.buffers[1])[j], (<const int32_t*>a.buffers[1])[j + 1]
+
+
+# -- the steps' gap histograms merged (harness.report.columns.gap_histograms) -----------------------------------------
+
+#: Bucket indices :func:`merge_buckets` counts (``harness.histogram.bucket_of`` of any finite double is below ~72,600).
+BUCKETS = 1 << 17
+cdef enum:
+    _NBUCKETS = 131072
+
+
+cdef inline const uint8_t* _skip_ws(const uint8_t* p, const uint8_t* end) noexcept nogil:
+    while p < end and (p[0] == 32 or p[0] == 9 or p[0] == 10 or p[0] == 13):
+        p += 1
+    return p
+
+
+cdef inline const uint8_t* _digits(const uint8_t* p, const uint8_t* end, int64_t* out) noexcept nogil:
+    """Parse 1 to 18 ASCII digits at ``p`` into ``out``; NULL when there are none or more than 18."""
+    cdef int64_t v = 0
+    cdef int nd = 0
+    while p < end and 48 <= p[0] <= 57:
+        if nd == 18:
+            return NULL
+        v = v * 10 + (p[0] - 48)
+        nd += 1
+        p += 1
+    if nd == 0:
+        return NULL
+    out[0] = v
+    return p
+
+
+cdef int _merge_one(const uint8_t* p, int64_t n, int64_t* counts) noexcept nogil:
+    """Add the ``{"k": c, ...}`` text at ``p`` (``n`` bytes) into ``counts`` (:data:`BUCKETS` wide); 0, or -1 when
+    it is not that form (flat, non-negative integer keys below :data:`BUCKETS` and counts)."""
+    cdef const uint8_t* end = p + n
+    cdef int64_t k, c
+    p = _skip_ws(p, end)
+    if p >= end or p[0] != 123:  # {
+        return -1
+    p = _skip_ws(p + 1, end)
+    if p < end and p[0] == 125:  # }
+        return 0 if _skip_ws(p + 1, end) == end else -1
+    while True:
+        if p >= end or p[0] != 34:  # "
+            return -1
+        p = _digits(p + 1, end, &k)
+        if p == NULL or p >= end or p[0] != 34 or k >= _NBUCKETS:
+            return -1
+        p = _skip_ws(p + 1, end)
+        if p >= end or p[0] != 58:  # :
+            return -1
+        p = _digits(_skip_ws(p + 1, end), end, &c)
+        if p == NULL:
+            return -1
+        counts[k] += c
+        p = _skip_ws(p, end)
+        if p < end and p[0] == 44:  # ,
+            p = _skip_ws(p + 1, end)
+            continue
+        if p < end and p[0] == 125:
+            return 0 if _skip_ws(p + 1, end) == end else -1
+        return -1
+
+
+def merge_buckets(series, const int64_t[::1] groups, int64_t ngroups):
+    """The gap histograms' ``buckets`` texts (a String polars Series, ``{"k": count, ...}`` as the records scanner
+    and polars write them) summed per group: row ``i`` adds into group ``groups[i]`` (-1: not counted), read
+    through the Arrow C stream interface without a Python object a row.
+
+    Returns:
+        An int64 numpy array of shape ``(ngroups, BUCKETS)`` (counts per bucket index), or None when a counted text
+        is not that form (then the polars merge, ``harness.report.columns.gap_histogram``, reads it and reports
+        what is wrong). Null texts add nothing.
+
+    Raises:
+        ValueError: ``groups`` is not one per row, or the series is not a String series.
+    """
+    cap = series.__arrow_c_stream__()
+    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
+        raise ValueError("not an Arrow C stream capsule")
+    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
+    cdef ArrowSchemaFull sc
+    cdef int layout
+    memset(&sc, 0, sizeof(sc))
+    if fr_stream_get_schema(st, &sc) != 0:
+        raise ValueError("the Arrow stream gave no schema")
+    fmt = (<bytes>sc.format).decode("ascii", "replace")
+    fr_stream_schema_release(&sc)
+    layout = {"u": 1, "U": 2, "vu": 3}.get(fmt, 0)
+    if layout == 0:
+        raise ValueError(f"bucket texts must be a String series, got Arrow format {fmt!r}")
+    out = _np.zeros((ngroups, BUCKETS), dtype=_np.int64)
+    cdef int64_t[:, ::1] counts = out
+    cdef ArrowArrayFull arr
+    cdef int64_t r = 0, i, n, g, rows = groups.shape[0]
+    cdef const uint8_t* at = NULL
+    cdef bint bad = False
+    while True:
+        memset(&arr, 0, sizeof(arr))
+        if fr_stream_get_next(st, &arr) != 0:
+            raise ValueError("the Arrow stream failed to give its next array")
+        if not fr_array_live(&arr):
+            break
+        try:
+            if r + arr.length > rows:
+                raise ValueError(f"more rows than the {rows} groups")
+            with nogil:
+                for i in range(arr.length):
+                    g = groups[r + i]
+                    if g < 0 or not _is_valid(&arr, i):
+                        continue
+                    if g >= ngroups:
+                        bad = True
+                        break
+                    n = _value_at(&arr, layout, i, &at)
+                    if _merge_one(at, n, &counts[g, 0]) != 0:
+                        bad = True
+                        break
+            r += arr.length
+        finally:
+            fr_stream_array_release(&arr)
+        if bad:
+            return None
+    if r != rows:
+        raise ValueError(f"{r} rows, not the {rows} groups")
     return out

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from harness.chunkpath import pure_forced
+from harness.report.packed import is_packed, unpack_flat
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S
 
 __all__ = ["CHUNK_BINS_DTYPE", "reduce_chunks_flat"]
@@ -53,6 +54,17 @@ _DECODE = _load_decode()
 def _lengths(s: pl.Series) -> np.ndarray:
     """List lengths of ``s`` (int64; -1 for a null list)."""
     return s.list.len().fill_null(-1).cast(pl.Int64).to_numpy()
+
+
+def _times(s: pl.Series) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(lengths, values)`` of the chunk times ``s``: :func:`_lengths`, and the values of its lists concatenated
+    in row order (:func:`_flat`; None when a list holds a null); packed (``Binary``, :mod:`harness.report.packed`)
+    or lists."""
+    if is_packed(s):
+        values, lengths = unpack_flat(s)
+        return lengths, values
+    lengths = _lengths(s)
+    return lengths, _flat(s, int(np.maximum(lengths, 0).sum()))
 
 
 def _flat(s: pl.Series, count: int) -> np.ndarray | None:
@@ -106,7 +118,8 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     the decoded batch; None when the batch holds what this form declines (module docstring).
 
     Args:
-        batch: records with ``start_wall`` (epoch s; null read as 0), ``ttfat`` (s), ``chunk_times`` (List(Float64))
+        batch: records with ``start_wall`` (epoch s; null read as 0), ``ttfat`` (s), ``chunk_times`` (List(Float64),
+            or packed: :mod:`harness.report.packed`)
             and ``chunk_tokens`` (List(Int64)); ``decoded``: the lists are seconds from the request start and one
             count per chunk (the frame's form), else as written (schema 3: µs deltas and one count for all chunks;
             schema 1-2 as they are), with ``schema``, ``ttft`` and ``t_last_token`` too
@@ -120,10 +133,9 @@ def reduce_chunks_flat(batch: pl.DataFrame, edges: Sequence[float], decoded: boo
     e = np.array(sorted(set(float(x) for x in edges)), dtype=np.float64)
     n_rows = batch.height
     ct_s, tk_s = batch.get_column("chunk_times"), batch.get_column("chunk_tokens")
-    n_ct = _lengths(ct_s)
+    n_ct, times = _times(ct_s)
     has = n_ct > 0
     n = np.where(has, n_ct, 0)
-    times = _flat(ct_s, int(n.sum()))
     if times is None:
         return None
     times = times.astype(np.float64, copy=False)

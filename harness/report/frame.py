@@ -96,6 +96,7 @@ import polars as pl
 from harness.chunkpath import pure_forced
 from harness.jsonl import is_torn_line
 from harness.records import REQUIRED_RECORD_FIELDS, missing_record_fields, not_a_record_message
+from harness.report.packed import PACKED_COLUMN, unpacked
 from harness.report.parts import parts_dir, valid_chain, write_part
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S, READABLE_SCHEMAS, RECORD_FIELDS, RequestResult
 
@@ -402,7 +403,9 @@ def _decode_chunks(df: pl.DataFrame) -> pl.DataFrame:
     """``df`` with its schema-3 rows' compact ``chunk_times`` / ``chunk_tokens`` (integer µs deltas; one count for
     every chunk) decoded to seconds and one count per chunk, as :func:`harness.result.decode_chunks` decodes them
     (the same float operations: running sums times 1e-6). Schema 1-2 rows, and frames without those columns,
-    are returned as they are."""
+    are returned as they are. Packed chunk times (a part's ``Binary`` form, :mod:`harness.report.packed`) are
+    unpacked first."""
+    df = unpacked(df)
     if "chunk_times" not in df.columns or not df.height:
         return df
     v3 = pl.col("schema") == 3
@@ -855,8 +858,11 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
     if not chain and not (from_start and write_tail and size and _ends_with_newline(path, size)):
         return None
     try:  # one scan over every part: read in parallel (~1 s for 1M records, 1.5 s one file after the other)
-        frames = [_stored(pl.scan_parquet([p.path for p in chain]).select(_order(need)).collect(), keep)] \
-            if chain else []
+        if PACKED_COLUMN in need:  # a part's chunk times packed or not (one dtype a scan): one part at a time
+            frames = [_stored(pl.read_parquet(p.path, columns=_order(need)), keep) for p in chain]
+        else:
+            frames = [_stored(pl.scan_parquet([p.path for p in chain]).select(_order(need)).collect(), keep)] \
+                if chain else []
     except (OSError, pl.exceptions.PolarsError):
         return None  # a part went away or broke since it was checked: the JSON is the source
     at = chain[-1].end if chain else 0

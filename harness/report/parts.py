@@ -8,19 +8,21 @@ one Parquet file, so the report that follows the run reads those parts and parse
 Layout: the parts of ``<dir>/records.jsonl`` are ``<dir>/records.parts/<start>-<end>.parquet`` (:func:`parts_dir`,
 :func:`part_path`; ``start`` / ``end`` are byte offsets in the records file, 12 digits, ``[start, end)``, ``end``
 just after a newline). Each holds the records of exactly that range as :func:`harness.report.frame.read_frame`
-reads them from the JSON (the same columns, dtypes and null defaults, no row-number column), and a Parquet
+reads them from the JSON (the same columns, dtypes and null defaults, no row-number column; ``chunk_times`` packed,
+one ``Binary`` value a record, :mod:`harness.report.packed`, unless a list holds a null), and a Parquet
 metadata entry ``llmload_part``: JSON ``{"key", "start", "end", "head_sha256", "tail_sha256"}``, ``key`` the
 reader's :data:`harness.report.frame.SIDECAR_KEY`, the two digests over the range's first and last
 :data:`CHECK_BYTES` bytes (the whole range when it is shorter).
 
 A part is used only while it is valid: its name and stamp agree, its key is the reader's, the records file is at
 least ``end`` bytes long and its bytes at both ends of the range still have the stamped digests, and it has
-every column asked for with its dtype. Parts are used as one chain from byte 0 (each starting where the previous
-ended); the first missing, invalid or unreadable part ends the chain and everything after it is parsed from the
-JSON. ``records.jsonl`` stays the durable source: a part is only a cache, deleting one is always safe, and a
-stale or corrupt one is ignored. The digests see a change at a range's ends only; once the run has ended the
-report seals the parts with the file's size, times and inode (:func:`harness.report.frame.read_frame`), so an edit
-anywhere after that drops them.
+every column asked for with its dtype (packed ``chunk_times`` stand for ``List(Float64)``: a part written before
+they were packed holds the list, and reads as before). Parts are used as one chain from byte 0 (each starting
+where the previous ended); the first missing, invalid or unreadable part ends the chain and everything after it
+is parsed from the JSON. ``records.jsonl`` stays the durable source: a part is only a cache, deleting one is
+always safe, and a stale or corrupt one is ignored. The digests see a change at a range's ends only; once the run
+has ended the report seals the parts with the file's size, times and inode (:func:`harness.report.frame.read_frame`),
+so an edit anywhere after that drops them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from harness.report.packed import PACKED_COLUMN, pack_chunk_times
 
 __all__ = ["CHECK_BYTES", "Part", "part_path", "parts_dir", "range_digests", "valid_chain", "write_part"]
 
@@ -96,7 +100,8 @@ def _valid(records_file: Path, path: Path, start: int, end: int, key: str, size:
         have = pl.scan_parquet(path).collect_schema()
     except (OSError, ValueError, pl.exceptions.PolarsError):
         return False
-    return all(c in have and have[c] == dt for c, dt in schema.items())
+    return all(c in have and (have[c] == dt or (c == PACKED_COLUMN and dt == pl.List(pl.Float64)
+                                                and have[c] == pl.Binary)) for c, dt in schema.items())
 
 
 def valid_chain(records_file: Path, key: str, schema: dict[str, pl.DataType]) -> list[Part]:
@@ -148,7 +153,7 @@ def write_part(records_file: Path, df: pl.DataFrame, start: int, end: int, key: 
     try:
         path.parent.mkdir(exist_ok=True)
         stamp = _stamp(records_file, start, end, key)
-        df.write_parquet(tmp, compression="uncompressed", metadata={PART_META: json.dumps(stamp)})
+        pack_chunk_times(df).write_parquet(tmp, compression="uncompressed", metadata={PART_META: json.dumps(stamp)})
         os.replace(tmp, path)
     except (OSError, pl.exceptions.PolarsError):
         tmp.unlink(missing_ok=True)

@@ -339,3 +339,58 @@ def test_an_interrupted_run_keeps_every_record(tmp_path: Path, monkeypatch: pyte
     assert got.height == len(records)
     assert _same(got, _json(rd.path, ALL))
     rd.close("interrupted")
+
+
+def test_parts_hold_chunk_times_packed_and_parts_written_before_still_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each record's chunk times are one Binary value in a part (harness.report.packed); a chain mixing such
+    parts with parts of an earlier version (``List(Float64)``) reads the records the JSON holds, in one pass (the
+    lists) and in the report's second pass (the chunk lists, batch by batch)."""
+    from harness.report.frame import CHUNK_COLUMNS, iter_chunk_frames
+    from harness.report.packed import unpacked
+    from tests.benchmarks import load_benchmark
+
+    gen = load_benchmark("records_gen")
+    root = tmp_path / "gen"
+    gen.generate(root, gen.GenSpec(600, [4], seed=2, chunk_times="compact"))  # as the demo profile writes them
+    _running(root)
+    path = root / "records.jsonl"
+    end = convert_ready(path, 0, 100_000)
+    expected = _json(root, ALL)
+    assert expected.get_column("chunk_times").list.len().sum() > 0
+    chain = valid_chain(path, SIDECAR_KEY, PART_SCHEMA)
+    assert len(chain) >= 4
+    for p in chain:
+        assert pl.read_parquet_schema(p.path)["chunk_times"] == pl.Binary
+    for p in chain[::2]:  # every other part as an earlier version wrote it: the lists, same stamp
+        meta = pl.read_parquet_metadata(p.path)
+        unpacked(pl.read_parquet(p.path)).write_parquet(p.path, compression="uncompressed", metadata=meta)
+        assert pl.read_parquet_schema(p.path)["chunk_times"] == pl.List(pl.Float64)
+    assert [q.path for q in valid_chain(path, SIDECAR_KEY, PART_SCHEMA)] == [p.path for p in chain]
+    parsed_from: list[int] = []
+    json_frames = frame_mod._json_frames
+
+    def spy(*a: Any, **k: Any) -> Any:
+        parsed_from.append(a[5] if len(a) > 5 else k.get("start", 0))
+        return json_frames(*a, **k)
+    monkeypatch.setattr(frame_mod, "_json_frames", spy)
+    assert _same(read_frame(root, ALL), expected)
+    assert parsed_from == [end]  # both kinds of part used, only the JSON after them parsed
+    lists = pl.concat(list(iter_chunk_frames(root, chunk_bytes=50_000, batch_rows=300)))
+    assert lists.equals(_json(root, list(CHUNK_COLUMNS)).drop("row_nr"))
+
+
+def test_a_part_whose_chunk_list_holds_a_null_keeps_the_lists(tmp_path: Path) -> None:
+    """A hand-edited record with a null inside its chunk times cannot be packed: its part holds the lists."""
+    root = tmp_path / "run"
+    root.mkdir()
+    lines = [rec("u1", 1, float(i), 2.0, chunk_times=[0.5, 1.0 + i], chunk_tokens=[1, 1]) for i in range(40)]
+    lines[7]["chunk_times"] = [0.5, None]
+    (root / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    _running(root)
+    end = convert_ready(root / "records.jsonl", 0, 2_000)
+    assert end > 0
+    chain = valid_chain(root / "records.jsonl", SIDECAR_KEY, PART_SCHEMA)
+    kinds = [pl.read_parquet_schema(p.path)["chunk_times"] for p in chain]
+    assert pl.List(pl.Float64) in kinds and pl.Binary in kinds  # the null's part keeps the lists, others packed
+    assert _same(read_frame(root, ALL), _json(root, ALL))
