@@ -106,9 +106,14 @@ def test_bad_profiles_name_file_key_and_problem(tmp_path: Path, text: str, needl
     assert needle in msg
 
 
-def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ProfileError, match="cannot read profile"):
+def test_missing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ProfileError, match="cannot read profile") as e:
         load_profile(tmp_path / "nope.yaml")
+    assert "shipped" not in str(e.value)  # a path: no list of names
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ProfileError, match=r"^nope: cannot read profile: No such file or directory \(a file, or one "
+                                           r"of the shipped profiles in .*profiles: .*demo, .*k26"):
+        load_profile("nope")  # a bare name found nowhere: the shipped names
 
 
 def test_api_key_comes_from_the_named_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,7 +104,11 @@ def load_profile(path: str | os.PathLike[str]) -> Profile:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise ProfileError(f"{p}: cannot read profile: {e.strerror or e}") from None
+        hint = ""
+        if not p.exists() and len(p.parts) == 1 and PROFILES_DIR.is_dir():  # a bare name: the shipped ones
+            names = sorted(q.stem for q in PROFILES_DIR.glob("*.yaml"))
+            hint = f" (a file, or one of the shipped profiles in {PROFILES_DIR}: {', '.join(names)})"
+        raise ProfileError(f"{p}: cannot read profile: {e.strerror or e}{hint}") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -83,7 +83,8 @@ def add_form_options(parser: Any, **_: Any) -> None:
     add_option(parser, "--web-profile", default=launched, choices=choices,
                help="profile from profiles/ (a path typed in the Profile field above wins)")
     add_option(parser, "--mode", default=d("mode", "sweep"), choices=list(MODES),
-               help="sweep: the profile's steps; fixed: hold Number of users (Ramp up, Run time) after the warm-up")
+               help="sweep: the profile's steps; fixed: after the warm-up, hold Number of users (headless: -u) "
+               "reached at Ramp up users/s (-r) for Run time (-t; none: until Stop or Ctrl-C)")
     add_option(parser, "--prompt-mix", default=d("prompt_mix", ""),
                help="prompts sent and their weights: id:weight,id:weight")
     add_option(parser, "--prompts-file", default=d("prompts_file", ""),
@@ -290,14 +291,14 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
                 if pid.strip() not in ids:
                     raise ProfileError(f"max_tokens: no prompt {pid.strip()!r} (prompts: {', '.join(sorted(ids))})")
                 if n.strip():
-                    per[pid.strip()] = _positive_int(n.strip(), f"max_tokens of {pid.strip()}")
+                    per[pid.strip()] = _positive_int(n.strip(), f"max_tokens: {pid.strip()}")
                     continue
                 # "id=" is how the form shows a prompt with no max_tokens at all; for one that has a value it
                 # would silently run that value
                 has = next((p.get("max_tokens") for p in d["prompts"] if str(p.get("id")) == pid.strip()), None)
                 has = has if has is not None else (d.get("request") or {}).get("max_tokens")
                 if has is not None:
-                    raise ProfileError(f"max_tokens of {pid.strip()}: empty (the profile's value is {has}): give a "
+                    raise ProfileError(f"max_tokens: {pid.strip()}: empty (the profile's value is {has}): give a "
                                        f"number, or leave {pid.strip()}= out to keep the profile's value")
             for p in d["prompts"]:
                 if str(p.get("id")) in per:
@@ -333,7 +334,9 @@ def apply_knobs(profile: Profile, knobs: Knobs, base: Path | None = None) -> Pro
         return Profile.model_validate(d)
     except Exception as e:  # pydantic's ValidationError: one line per problem
         lines = [(".".join(str(p) for p in x.get("loc", ())) + ": " if x.get("loc") else "")
-                 + str(x.get("msg", x)).removeprefix("Value error, ") for x in getattr(e, "errors", list)()] or [str(e)]
+                 + ("unknown key (typo?)" if x.get("type") == "extra_forbidden"  # as a profile's own keys say
+                    else str(x.get("msg", x)).removeprefix("Value error, "))
+                 for x in getattr(e, "errors", list)()] or [str(e)]
         who = (f"prompts file {knobs.prompts_file}" if knobs.prompts_file else
                "the options / form fields " + ", ".join(knobs.as_dict()))
         raise ProfileError(f"{who}: the profile they make is invalid: " + "; ".join(lines)) from None

@@ -147,9 +147,11 @@ def _on_init(run: Run, environment: Environment, runner: Any, web_ui: Any = None
     opts = environment.parsed_options
     role = "master" if isinstance(runner, MasterRunner) else "local"
     mo = metrics_options(opts)
-    if getattr(opts, "mode", "sweep") == "fixed" and web_ui is None:
-        sys.stderr.write("llmload: --mode fixed is for the web UI (headless: the profile's sweep)\n")
-        raise SystemExit(2)
+    if web_ui is None and getattr(opts, "mode", "sweep") != "fixed" and not isinstance(runner, WorkerRunner) and \
+            (getattr(opts, "num_users", None) is not None or getattr(opts, "run_time", None)):
+        log.warning("-u/--users and -t/--run-time do not change the sweep (the profile's steps run as written): "
+                    "for one fixed concurrency give --mode fixed -u N [-r RATE] [-t TIME], or --steps N "
+                    "--step-duration SECONDS")
     exporter = open_exporter(mo)  # first: a port in use stops the run before anything starts
     run.runner = runner
     if web_ui is not None:

@@ -67,6 +67,10 @@ def add_options(parser: Any, **_: Any) -> None:
     ``--help`` (called by :func:`harness.locust.register`'s ``init_command_line_parser`` listener), and make the
     parser's ``parse_args`` check ``--processes`` (:func:`check_processes`) before Locust forks anything."""
     _option_actions(parser)
+    profile = getattr(parser, "_option_string_actions", {}).get("--profile")
+    if profile is not None:  # Locust's own option, which llmload reads as its profile: say so in --help
+        profile.help = ("llmload: the profile, a YAML file or the name of one in profiles/ (demo, k26, ...; default "
+                        "demo, or k26 with --host)")
     parse = getattr(parser, "parse_args", None)
     if callable(parse) and not getattr(parse, "llmload_checks_processes", False):
         def parse_and_check(*args: Any, **kwargs: Any) -> Any:

@@ -254,7 +254,8 @@ def open_run(
             target.sim.stop()
         typed = str(((extra_meta or {}).get("form") or {}).get("output_dir") or "").strip()
         source = (f"Output Dir {typed!r}" if typed else "--output-dir") if output_dir else f"{path}: output.dir"
-        raise RuntimeError(f"{source}: cannot create a run directory under {base}: {e.strerror or e}") from None
+        why = "it is a file, not a directory" if Path(base).is_file() else (e.strerror or str(e))
+        raise RuntimeError(f"{source}: cannot create a run directory under {base}: {why}") from None
     ctx.run_id = ctx.run_dir.path.name
     log.info("profile %s -> %s model %s; records in %s; stream path %s", path, target.shown, target.model,
              ctx.run_dir.path, CLIENT_PATH)

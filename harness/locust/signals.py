@@ -66,6 +66,25 @@ def _refuse_later_sigterm_handlers() -> None:
     gevent.signal_handler = guarded
 
 
+def mark_aborted(run: Run) -> str | None:
+    """Before an abort (second Ctrl-C): the run's ``run.json`` says ``status: aborted`` with its end time, so a
+    later ``llmload report`` (and anyone reading run.json) sees a dead run, not a running one; the records written so
+    far stay (each was flushed as written). Returns the run directory (None: no run open here, e.g. a worker, or it
+    could not be written: the abort goes on)."""
+    ctx = run.ctx
+    rd = getattr(ctx, "run_dir", None) if ctx is not None else None
+    if rd is None:
+        return None
+    try:
+        if not rd.closed:
+            rd.meta["status"] = "aborted"
+            rd.meta["end_wall"] = time.time()
+            rd.write_meta()
+    except Exception:  # the abort goes on whatever happens here
+        log.exception("could not mark run.json aborted")
+    return str(rd.path)
+
+
 def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
     """Ctrl-C and SIGTERM on the master or the single process.
 
@@ -93,7 +112,9 @@ def install_master_signals(run: Run, runner: Any, web: bool = False) -> None:
         if _echo(run, now):
             return
         if state.interrupted:
-            sys.stderr.write("llmload: second Ctrl-C: aborting now (no report; records kept: llmload report DIR)\n")
+            where = mark_aborted(run) or "RUN_DIR"
+            sys.stderr.write(f"llmload: second Ctrl-C: aborting now (no report; records kept: llmload report "
+                             f"{where})\n")
             sys.stderr.flush()
             os._exit(130)
         state.interrupted = True

@@ -75,8 +75,8 @@ from harness.runtime import FixedLoad, Run, RunContext, StopProgress
 
 __all__ = [
     "FORM_PATH", "LAST_BATCH_WAIT_S", "REPORT_TIMEOUT_S", "SHOWN_FIELD", "Launch", "StartError", "StopProgress",
-    "begin_stop", "cut_off_by_timeout", "end_run", "form_values", "headless_launch", "install", "launch_of",
-    "output_dir_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "write_report_child",
+    "begin_stop", "cut_off_by_timeout", "end_run", "form_values", "headless_fixed_form", "headless_launch", "install",
+    "launch_of", "output_dir_of", "parse_fixed", "start_run", "stop_at_once", "stop_for_quit", "write_report_child",
 ]  # (the end of a run is harness.locust.end's, re-exported here: one path for headless and web-UI runs)
 
 log = logging.getLogger("llmload")
@@ -119,8 +119,12 @@ class Launch:
     #: ``given``; a Start of another profile against that profile's own values (:func:`form_values`).
     profile_path: Path | None = None
     #: A headless launch (:func:`headless_launch`): its one run is started at ``init`` by :func:`start_run` with
-    #: the command line's values; always the profile's sweep, and ``run.json`` holds no web-UI fields.
+    #: the command line's values (the profile's sweep, or ``--mode fixed``), and ``run.json`` holds no web-UI fields.
     headless: bool = False
+    #: Headless: ``--mode`` ("sweep" or "fixed"); its fixed load from ``-u`` / ``-r`` / ``-t`` as the web form's
+    #: ``user_count`` / ``spawn_rate`` / ``run_time`` fields (:func:`parse_fixed`).
+    headless_mode: str = "sweep"
+    fixed_form: dict[str, str] = field(default_factory=dict)
     #: Knob options given empty on a headless command line (``--prompt-mix ''``): refused at the start.
     blank_options: tuple[str, ...] = ()
 
@@ -186,7 +190,20 @@ def headless_launch(opts: Any, host: str | None, role: str, profile_arg: str | N
         sims=sims,
         headless=True,
         blank_options=blank_knob_options(sys.argv[1:]),
+        headless_mode=str(getattr(opts, "mode", "") or "sweep"),
+        fixed_form=headless_fixed_form(opts),
     )
+
+
+def headless_fixed_form(opts: Any) -> dict[str, str]:
+    """``-u`` / ``-r`` / ``-t`` as the web form's ``user_count`` / ``spawn_rate`` / ``run_time`` fields (for
+    :func:`parse_fixed`; ``-t`` in seconds, as Locust parsed it; empty when not given: no users is refused, no run
+    time runs until Ctrl-C)."""
+    users = getattr(opts, "num_users", None)
+    rate = getattr(opts, "spawn_rate", None)
+    run_time = getattr(opts, "run_time", None)
+    return {"user_count": "" if users is None else str(users), "spawn_rate": "" if rate is None else str(rate),
+            "run_time": "" if not run_time else str(run_time)}
 
 
 def blank_knob_options(argv: Sequence[str]) -> tuple[str, ...]:
@@ -205,6 +222,14 @@ def blank_knob_options(argv: Sequence[str]) -> tuple[str, ...]:
         if given is not None and not given.strip() and name not in out:
             out.append(name)
     return tuple(out)
+
+
+def _option_words(message: str) -> str:
+    """A fixed-load error named as the command line's options (headless) instead of the web form's fields."""
+    for field_name, option in (("Number of users", "-u/--users"), ("Ramp up", "-r/--spawn-rate"),
+                               ("Run time", "-t/--run-time")):
+        message = message.replace(field_name, option)
+    return message.replace("must be at least 1", "must be at least 1 (give -u N)")
 
 
 def parse_fixed(form: Mapping[str, str]) -> FixedLoad:
@@ -399,8 +424,9 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     (:func:`_wait_for_report`).
 
     Headless (``launch.headless``, :func:`headless_launch`; called once at ``init``): ``form`` is ``{"host":
-    --host}``; the mode is the profile's sweep; ``run.json`` holds the knobs only when the command line gave some
-    (no ``mode``, ``form`` or ``fixed``).
+    --host}``; the mode is ``--mode`` (the profile's sweep, or fixed: ``-u`` users, ramp-up ``-r``, run time
+    ``-t``); ``run.json`` holds the knobs when the command line gave some, and in fixed mode the mode and the fixed
+    load (no ``form``).
 
     Raises:
         StartError: a run is going (running, or draining its in-flight requests), or a bad profile, knob,
@@ -411,13 +437,19 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     _wait_for_report(run)
     if run.active():
         raise StartError(f"run {run.ctx.run_id if run.ctx else ''} is {run.state}: Stop it (or wait) first")
-    mode = "sweep" if launch.headless else str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
+    mode = launch.headless_mode if launch.headless else \
+        str(form.get("mode", "") or launch.shown.get("mode", "sweep")).strip()
     if mode not in MODES:
         raise StartError(f"mode {mode!r}: one of {', '.join(MODES)}")
     if launch.blank_options:
         raise StartError("; ".join(f"{o}: empty: give a value or leave the option out (the profile's applies)"
                                    for o in launch.blank_options))
-    fixed = parse_fixed(form) if mode == "fixed" else None
+    try:
+        fixed = parse_fixed(launch.fixed_form if launch.headless else form) if mode == "fixed" else None
+    except StartError as e:
+        if not launch.headless:
+            raise
+        raise StartError(_option_words(str(e))) from e
     if mode == "sweep" and not launch.headless:
         _check_sweep_users(form)
     try:
@@ -470,7 +502,11 @@ def _run_meta(form: Mapping[str, str], launch: Launch, mode: str, fixed: FixedLo
     web UI, the mode, the form's values (secret fields masked, the host as measured), the knobs and the fixed
     load."""
     if launch.headless:
-        return {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
+        extra = {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
+        if fixed is not None:
+            extra.update(mode=mode, fixed={"users": fixed.users, "spawn_rate": fixed.spawn_rate,
+                                           "run_time_s": fixed.run_time})
+        return extra
     shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items()
                   if k not in ("host", SHOWN_FIELD)}
     shown_form["host"] = target.shown

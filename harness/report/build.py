@@ -437,7 +437,8 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
         "run_id": str(meta.run_id or Path(run.path).resolve().name),
         "run_dir": str(run.path),
         "status": status,
-        "interrupted": status in ("interrupted", "running") or (not run.has_run_end and not run.phases_inferred),
+        "interrupted": status in ("interrupted", "running", "aborted") or (not run.has_run_end and
+                                                                        not run.phases_inferred),
         "profile_name": profile.get("name") or meta.get("profile_name"),  # profile_name, model: older run.json
         "target": target,
         "model": target.get("model") or meta.get("model"),
@@ -472,6 +473,7 @@ def assemble_report(run: RunInfo, settings: Settings, figs: RunFigures) -> Repor
     if settings.slo_problem:
         notes.append(settings.slo_problem)
     report.notes = notes
+    report.input_notes = list(run.problems)  # the run directory's own state (damage, missing files): shown first
     return report
 
 

@@ -63,7 +63,8 @@ TOPICS: dict[str, str] = {
     "ws = max of those ends (the first wave has been replaced), window = [ws, e) (e = the next step's start; "
     "load_end for the last step, so the drain is outside). If ws >= e the step has no steady window and its row "
     "shows burst figures over [s, e) and the step's own requests, marked NOT steady.",
-    "sample": "One sample per step: every request (ok or not) that ENDED inside the steady window [ws, e). Every "
+    "sample": "One sample per step: every request (ok or not) that ENDED inside the steady window, after ws and "
+    "before e: (ws, e) (the request ending at ws, the last of the first wave, opened the window). Every "
     "column of the row (completed, errors, % truncated, usable share, mean output tokens, latency percentiles, "
     "per-stream tok/s, req/s, hours) is over it, success-only figures over its successes. Each such request "
     "started after s and ran entirely at the step's concurrency (none in the drain or the next step), and "

@@ -284,6 +284,9 @@ def load_frame_run(run_dir: str | os.PathLike[str], chunk_bytes: int | None = No
     trim_heap()  # what the parser threads freed goes back to the system before the figures grow the process
     problems.extend(f"{f.name} ends in an incomplete line (the run was killed while writing it): that record "
                     "was skipped." for f in record_files(root) if torn_last_line(f))
+    if frame.height == 0:
+        problems.append("records.jsonl holds no records: every figure is empty (the run stopped before any request "
+                        "ended, or the file was emptied).")
     run = FrameRun(root, frame, [], False, False, meta, problems, events)
     if any(isinstance(e, PhaseStart) for e in events):
         run.phases, run.has_run_end = phases_from_events(events, run.last_end)

@@ -2,7 +2,7 @@
 cross-check and the token-based cross-check.
 
 Recommended figure: with ``k`` usable completions (success, not truncated, passing the profile's usable checks)
-ending inside the steady window ``[ws, e)`` of ``W`` seconds, the rate is ``r = k / W`` usable samples per second
+ending inside the steady window ``(ws, e)`` of ``W`` seconds, the rate is ``r = k / W`` usable samples per second
 and ``hours = N / (r * 3600)``.
 
 THE interval (chosen per step by :func:`harness.report.figures.rate_estimate`; docs: "Hours to N: the interval"):

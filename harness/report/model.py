@@ -672,8 +672,8 @@ class Report(ReportModel):
     as written), ``model``, wall interval (epoch s), ``duration_s``, ``simulated`` / ``time_scale``, ``hours_to_n``.
     Blocks: ``warmup``, ``totals``, ``steps``, cost (``cost_usd_per_hour``), ``slice_s``, SLOs, search,
     ``prompts``, ``settings``, ``turns``, ``definitions`` (the formulas, by name), ``figures`` (each figure's
-    header, units and format, from the catalogue; absent in report.json files written before the catalogue) and
-    ``notes``.
+    header, units and format, from the catalogue; absent in report.json files written before the catalogue),
+    ``notes`` and ``input_notes`` (those of the notes about the run directory's files).
     """
 
     schema_: str = Field(SCHEMA, alias="schema")
@@ -704,6 +704,11 @@ class Report(ReportModel):
     definitions: dict[str, str] = Field(default_factory=dict)
     figures: dict[str, FigureMeta] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    #: The notes about the run directory itself, also the first of ``notes``: a torn last records line, a missing
+    #: or unreadable ``run.json`` / ``phases.jsonl``, no records, lost workers, requests cut off (empty: none; absent
+    #: from report.json files written before it).
+    #: Every surface that shows a short summary (the terminal) shows these, since they change what the figures mean.
+    input_notes: list[str] = Field(default_factory=list)
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, protected_namespaces=())
 

@@ -205,6 +205,8 @@ def render_summary(report: Report | Mapping[str, Any], where: str | None = None,
     lines = _wrap(" · ".join(head), width) + _wrap(" · ".join(meta), width)
     if rep.interrupted:
         lines += _wrap("! Interrupted run: figures are partial (see the notes in report.md).", width)
+    for note in rep.input_notes:  # the run directory's state: it changes what every figure below means
+        lines += _wrap(f"! {note}", width)
     ts = rep.time_scale
     if ts != 1.0:
         lines += _wrap(f"! COMPRESSED TIME (simulator time_scale = {ts:g}): tok/s, latencies and hours below are "

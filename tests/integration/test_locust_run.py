@@ -363,7 +363,8 @@ output: {{dir: {out}}}
 
 def test_second_ctrl_c_aborts_at_once(tmp_path: Path, env: dict[str, str]) -> None:
     """A second Ctrl-C while the first waits for in-flight requests: exit 130 at once, no report, the records
-    written so far intact (run.json stays "running"; llmload report rebuilds the report)."""
+    written so far intact (run.json says "aborted", the message names the run directory; llmload report rebuilds
+    the report, marked interrupted)."""
     # Requests of ~20 s: in flight at both Ctrl-Cs.
     code, stderr, took, out = _two_sigints_in_a_step(
         tmp_path, env, "Write a comprehensive guide to Redis data structures.", 2000, 4, 1, 30
@@ -371,10 +372,16 @@ def test_second_ctrl_c_aborts_at_once(tmp_path: Path, env: dict[str, str]) -> No
     assert code == 130 and took < 5, (code, took, stderr[-2000:])
     assert "second Ctrl-C: aborting now" in stderr
     run = run_dir_of(out)
-    assert json.loads((run / "run.json").read_text())["status"] == "running"
+    assert f"records kept: llmload report {run}" in stderr
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "aborted" and meta["end_wall"] > meta["start_wall"]
     assert not (run / "report.md").exists()
     recs = records(run)  # whatever finished before is there, every line whole
     assert recs and all(r["phase"] in ("warmup", "single", "step") for r in recs)
+    from harness.report.build import build_report
+
+    rep = build_report(run)
+    assert rep.status == "aborted" and rep.interrupted
 
 
 def test_a_ctrl_c_delivered_twice_is_one_ctrl_c(tmp_path: Path, env: dict[str, str]) -> None:

@@ -67,7 +67,7 @@ def test_apply_knobs_changes_only_what_is_given(tmp_path: Path) -> None:
         (Knobs(max_tokens="lots"), "max_tokens: 'lots' is not an integer"),
         (Knobs(max_tokens="-3"), "max_tokens: -3 must be > 0"),
         (Knobs(max_tokens="zzz=3"), "max_tokens: no prompt 'zzz'"),
-        (Knobs(max_tokens="quantum=,quicksort=5"), "max_tokens of quantum: empty (the profile's value is 1024)"),
+        (Knobs(max_tokens="quantum=,quicksort=5"), "max_tokens: quantum: empty (the profile's value is 1024)"),
         (Knobs(thinking="maybe"), "thinking: 'maybe'"),
         (Knobs(steps="8,x"), "steps: 'x' is not an integer"),
         (Knobs(steps=" , "), "steps: no concurrency"),
@@ -82,6 +82,14 @@ def test_bad_knobs_raise_one_line_profile_errors(knobs: Knobs, message: str) -> 
     with pytest.raises(ProfileError) as ei:
         apply_knobs(load_profile(DEMO), knobs)
     assert message in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_a_typo_in_a_prompts_file_is_an_unknown_key_as_in_a_profile(tmp_path: Path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("- {id: a, text: hi, wieght: 2}\n")
+    with pytest.raises(ProfileError, match=r"prompts file .*p.yaml: the profile they make is invalid: "
+                                           r"prompts.0.wieght: unknown key \(typo\?\)$"):
+        apply_knobs(load_profile(DEMO), Knobs(prompts_file=str(f)))
 
 
 def test_an_empty_per_prompt_max_tokens_is_the_forms_way_of_saying_none(tmp_path: Path) -> None:

@@ -103,6 +103,8 @@ def test_an_unwritable_output_dir_is_a_clear_error(tmp_path: Path) -> None:
     prof.write_text("name: h\ntarget: {base_url: 'http://127.0.0.1:9', model: m}\nprompts: [{id: a, text: hi}]\n")
     with pytest.raises(RuntimeError, match=r"^--output-dir: cannot create a run directory under .*file/sub"):
         setup_master(str(prof), None, "local", str(blocker / "sub"))
+    with pytest.raises(RuntimeError, match=r"under .*/file: it is a file, not a directory$"):
+        setup_master(str(prof), None, "local", str(blocker))
 
 
 def _start_messages(prof: Path, caplog: pytest.LogCaptureFixture, level: str, **knobs: str) -> list[str]:

@@ -78,6 +78,31 @@ def test_a_headless_start_writes_todays_run_json_keys(tmp_path: Path) -> None:
     assert set(meta) == _COMMON | {"knobs"} and meta["knobs"] == {"steps": "3"}
 
 
+def test_a_headless_fixed_run_holds_the_command_lines_users_for_its_run_time(tmp_path: Path) -> None:
+    """``--headless --mode fixed -u N -r R -t T``: the web UI's fixed mode from the command line; run.json holds the
+    mode and the fixed load (no form); a missing or bad value is refused naming the option."""
+    prof = _profile(tmp_path)
+    run, opts = Run(), _opts(mode="fixed", num_users=3, spawn_rate=1.5, run_time=20)
+    ctx = start_run(run, _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert (ctx.web, ctx.mode) == (False, "fixed")
+    assert ctx.fixed is not None and (ctx.fixed.users, ctx.fixed.spawn_rate, ctx.fixed.run_time) == (3, 1.5, 20.0)
+    meta = _meta(run)
+    assert set(meta) == _COMMON | {"mode", "fixed"}
+    assert meta["mode"] == "fixed" and meta["fixed"] == {"users": 3, "spawn_rate": 1.5, "run_time_s": 20.0}
+
+    run, opts = Run(), _opts(mode="fixed", num_users=4, spawn_rate=None, run_time=None)  # until Ctrl-C, ramp 4/s
+    ctx = start_run(run, _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert ctx.fixed is not None and (ctx.fixed.users, ctx.fixed.spawn_rate, ctx.fixed.run_time) == (4, 4.0, None)
+    _meta(run)
+
+    for users, message in ((None, "fixed mode: -u/--users '' is not an integer"),
+                           (0, "fixed mode: -u/--users must be at least 1 (give -u N)")):
+        opts = _opts(mode="fixed", num_users=users, spawn_rate=None, run_time=None)
+        with pytest.raises(StartError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            start_run(Run(), _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
+    assert not (tmp_path / "runs").exists() or len(list((tmp_path / "runs").iterdir())) == 2
+
+
 def test_a_web_start_writes_the_mode_form_and_knobs(tmp_path: Path) -> None:
     prof = _profile(tmp_path)
     opts = _opts(profile=str(prof))

@@ -75,6 +75,8 @@ def compare(run_dir: Path, n: list[int] | None = None) -> list[dict[str, Any]]:
             for f in record_files(run_dir) if torn_last_line(f)]
     assert [x for x in rep["notes"] if "ends in an incomplete line" in x] == torn
     rep["notes"] = [x for x in rep["notes"] if x not in torn]
+    assert [x for x in rep["input_notes"] if x in torn] == torn  # the run directory's notes, said in the terminal
+    rep["input_notes"] = [x for x in rep["input_notes"] if x not in torn]
     assert_same(oracle_report(run_dir, hours_n), rep, "report")
     run = load_run(run_dir)
     fr = load_frame_run(run_dir)

@@ -103,13 +103,17 @@ def test_previous_versions_report_json_loads_with_the_values_of_a_new_build(tmp_
     assert "figures" not in old_d and set(new_d.pop("figures")) >= {"output_tps", "ttft_p50_s", "hours"}
     new_defs, old_defs = new_d.pop("definitions"), old_d.pop("definitions")
     assert set(new_defs) >= set(old_defs) and "client_selfcert" in new_defs
-    # (drift: TTFT p50's absolute floor, harness.report.soak.DRIFT_MIN_ABS_CHANGE, beside the 5 % rule)
+    # (drift: TTFT p50's absolute floor, harness.report.soak.DRIFT_MIN_ABS_CHANGE, beside the 5 % rule; sample: its
+    # text now says (ws, e) as the code always took it, the request ending at ws excluded)
     assert {k for k in old_defs if new_defs[k] != old_defs[k]} <= {"goodput", "slo_capacity", "slo_search",
-                                                                             "by_finish_reason", "hours", "drift"}
+                                                                             "by_finish_reason", "hours", "drift",
+                                                                             "sample"}
     # issue 16: THE hours interval is now renewal-reward (batch means its cross-check): the interval keys, the
     # bounds derived from it and the notes about it differ; every point estimate is the same
     assert all(s["hours_interval"]["method"] == "batch_means" for s in old_d["steps"])
     assert {s["hours_interval"]["method"] for s in new_d["steps"]} == {"renewal_reward"}
+    # the run directory's own notes, now also apart (the terminal shows them): none for the demo run
+    assert new_d.pop("input_notes") == [] and "input_notes" not in old_d
     assert _without_interval(new_d) == _without_interval(old_d)
     assert new.steps[1].output_tps == old.steps[1].output_tps and isinstance(old.steps[1], StepRow)
 

@@ -67,3 +67,32 @@ def test_the_calibration_provenance_is_said_once_not_on_every_step(tmp_path: Pat
     plain, _ = write_report(_scenario(tmp_path / "run2"))
     assert all(r.client_selfcert != "certified" for r in plain.steps)
     assert CALIBRATION_SOURCE not in render_summary(plain, None, width=120)
+
+
+def test_the_run_directorys_damage_is_said_in_the_terminal_not_only_in_report_md(tmp_path: Path) -> None:
+    """A torn last records line, a missing phases.jsonl, an unreadable run.json and an empty records file change
+    what the figures mean: each note is a '!' line under the header (report.json: ``input_notes``)."""
+    import json
+    import shutil
+
+    from tests.report.test_frame import demo_run
+
+    root = demo_run(tmp_path / "demo")
+    clean, _ = write_report(root)
+    assert clean.input_notes == [] and clean.as_dict()["input_notes"] == []
+    assert not [ln for ln in render_summary(clean, width=100).splitlines() if ln.startswith("! ")]
+    with open(root / "records.jsonl", "rb+") as f:
+        f.truncate((root / "records.jsonl").stat().st_size - 300)
+    (root / "phases.jsonl").unlink()
+    (root / "run.json").write_text('{"run_id": ')
+    for cache in ("records.parquet", "records.parts"):
+        shutil.rmtree(root / cache, ignore_errors=True) if (root / cache).is_dir() else (root / cache).unlink(
+            missing_ok=True)
+    rep, _ = write_report(root)
+    bang = [ln for ln in render_summary(rep, width=100).splitlines() if ln.startswith("! ")]
+    assert [b.split(" ")[1] for b in bang] == ["run.json", "records.jsonl", "phases.jsonl"]
+    assert rep.input_notes == rep.notes[:3] and json.loads((root / "report.json").read_text())["input_notes"]
+    (root / "records.jsonl").write_text("")
+    empty, _ = write_report(root)
+    assert any(n.startswith("records.jsonl holds no records") for n in empty.input_notes)
+    assert "! records.jsonl holds no records" in render_summary(empty, width=100)
