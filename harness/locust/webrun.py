@@ -501,18 +501,19 @@ def _run_meta(form: Mapping[str, str], launch: Launch, mode: str, fixed: FixedLo
     """What a start adds to ``run.json`` (:func:`harness.locust.setup.open_run`): headless, the knobs when any;
     web UI, the mode, the form's values (secret fields masked, the host as measured), the knobs and the fixed
     load."""
+    fixed_meta = None if fixed is None else {"users": fixed.users, "spawn_rate": fixed.spawn_rate,
+                                             "run_time_s": fixed.run_time}
     if launch.headless:
-        extra = {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
-        if fixed is not None:
-            extra.update(mode=mode, fixed={"users": fixed.users, "spawn_rate": fixed.spawn_rate,
-                                           "run_time_s": fixed.run_time})
-        return extra
+        head: dict[str, Any] = {"knobs": knobs.as_dict()} if knobs.as_dict() else {}
+        if fixed_meta is not None:
+            head.update(mode=mode, fixed=fixed_meta)
+        return head
     shown_form = {k: ("***" if _SECRET_FIELD.search(k) else str(v)) for k, v in form.items()
                   if k not in ("host", SHOWN_FIELD)}
     shown_form["host"] = target.shown
     extra: dict[str, Any] = {"mode": mode, "form": shown_form, "knobs": knobs.as_dict()}
-    if fixed is not None:
-        extra["fixed"] = {"users": fixed.users, "spawn_rate": fixed.spawn_rate, "run_time_s": fixed.run_time}
+    if fixed_meta is not None:
+        extra["fixed"] = fixed_meta
     return extra
 
 
