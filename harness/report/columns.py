@@ -331,6 +331,9 @@ class _RecordsChanged(ValueError):
     """Pass 2 of a two-pass read read another number of records than pass 1 (a run still going appends)."""
 
 
+#: What sets a fixed-mode run's length (its rows' advice names it instead of ``steps.duration``).
+FIXED_RUN_TIME = "the run time (-t, or the web form's Run time)"
+
 #: Batches of chunk lists reduced at once in pass 2 of a two-pass read (threads).
 _REDUCERS = 2
 
@@ -819,6 +822,12 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
     loops = dict(open_loop or {})
     rows = [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles, run.gaps)
             for p, w in zip(steps, windows, strict=True)]
+    if run.meta.get("mode") == "fixed":  # a fixed run's length is its run time, not steps.duration
+        for row in rows:
+            if row.get("low_confidence_fix"):
+                row["low_confidence_fix"] = row["low_confidence_fix"].replace("steps.duration", FIXED_RUN_TIME)
+            if (row.get("hours_interval") or {}).get("duration_key") == "steps.duration":
+                row["hours_interval"]["duration_key"] = FIXED_RUN_TIME
     for p, row in zip(steps, rows, strict=True):  # the self-certification (harness.report.selfcert)
         row.update(selfcert_figures(light.filter(pl.col(STEP) == p.step), run.events, p.start, p.end,
                                     row["client_read_lag_p99_s"], row["client_starved"]))

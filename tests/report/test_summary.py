@@ -96,3 +96,22 @@ def test_the_run_directorys_damage_is_said_in_the_terminal_not_only_in_report_md
     empty, _ = write_report(root)
     assert any(n.startswith("records.jsonl holds no records") for n in empty.input_notes)
     assert "! records.jsonl holds no records" in render_summary(empty, width=100)
+
+
+def test_a_fixed_runs_advice_names_its_run_time_not_steps_duration(tmp_path: Path) -> None:
+    """A fixed-mode run (--mode fixed, or the web UI's) is as long as its run time: the rows' advice says so."""
+    import json
+
+    from harness.report.build import build_report
+    from harness.report.columns import FIXED_RUN_TIME
+    from tests.report.test_frame import demo_run
+
+    root = demo_run(tmp_path / "demo")
+    sweep = build_report(root)
+    assert any("steps.duration" in (r.low_confidence_fix or "") for r in sweep.steps)
+    meta = json.loads((root / "run.json").read_text())
+    (root / "run.json").write_text(json.dumps({**meta, "mode": "fixed"}))
+    fixed = build_report(root)
+    fixes = [r.low_confidence_fix or "" for r in fixed.steps]
+    assert any(FIXED_RUN_TIME in f for f in fixes) and not any("steps.duration" in f for f in fixes)
+    assert all(r.hours_interval.duration_key != "steps.duration" for r in fixed.steps)
