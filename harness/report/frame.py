@@ -863,7 +863,7 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
         else:
             frames = [_stored(pl.scan_parquet([p.path for p in chain]).select(_order(need)).collect(), keep)] \
                 if chain else []
-    except (OSError, pl.exceptions.PolarsError):
+    except (OSError, ValueError, pl.exceptions.PolarsError):  # ValueError: a packed value not whole float64s
         return None  # a part went away or broke since it was checked: the JSON is the source
     at = chain[-1].end if chain else 0
     if size > at:

@@ -394,3 +394,24 @@ def test_a_part_whose_chunk_list_holds_a_null_keeps_the_lists(tmp_path: Path) ->
     kinds = [pl.read_parquet_schema(p.path)["chunk_times"] for p in chain]
     assert pl.List(pl.Float64) in kinds and pl.Binary in kinds  # the null's part keeps the lists, others packed
     assert _same(read_frame(root, ALL), _json(root, ALL))
+
+
+def test_a_part_whose_packed_chunk_times_are_broken_is_not_used(tmp_path: Path) -> None:
+    """A packed value that is not whole float64s (a part damaged after it was written, its stamp intact): the
+    one-pass read does not use the parts, the JSON is the source."""
+    from tests.benchmarks import load_benchmark
+
+    gen = load_benchmark("records_gen")
+    root = tmp_path / "gen"
+    gen.generate(root, gen.GenSpec(300, [4], seed=4, chunk_times="compact"))
+    _running(root)
+    path = root / "records.jsonl"
+    assert convert_ready(path, 0, 100_000) > 0
+    part = valid_chain(path, SIDECAR_KEY, PART_SCHEMA)[0].path
+    meta = pl.read_parquet_metadata(part)
+    df = pl.read_parquet(part)
+    broken = df.with_columns(pl.when(pl.int_range(pl.len()) == 1).then(pl.lit(b"\x00" * 12))
+                             .otherwise(pl.col("chunk_times")).alias("chunk_times"))
+    broken.write_parquet(part, compression="uncompressed", metadata=meta)
+    assert valid_chain(path, SIDECAR_KEY, PART_SCHEMA)  # its stamp still says it is valid
+    assert _same(read_frame(root, ALL), _json(root, ALL))
