@@ -63,12 +63,12 @@ REPORT_TIMEOUT_S = 900.0
 
 def run_status(run: Run, ctx: RunContext, warmup_error: str | None) -> str:
     """The status ``run.json`` gets for the run of ``ctx``: ``warmup_failed`` (``warmup_error``: the shape's, every
-    warm-up request failed), ``finished`` (the load ran to its end, or a fixed run without run time was stopped
-    other than by a signal) or ``interrupted``."""
+    warm-up request failed), ``finished`` (the load ran to its end, or a fixed run without run time was stopped:
+    in the web UI by Stop, headless by Ctrl-C or SIGTERM, its only way to end) or ``interrupted``."""
     open_ended = ctx.fixed is not None and ctx.fixed.run_time is None
     if warmup_error:
         return "warmup_failed"
-    if ctx.finished or (open_ended and not run.signals.interrupted):
+    if ctx.finished or (open_ended and (not run.signals.interrupted or not ctx.web)):
         return "finished"
     return "interrupted"
 

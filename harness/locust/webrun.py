@@ -203,7 +203,7 @@ def headless_fixed_form(opts: Any) -> dict[str, str]:
     rate = getattr(opts, "spawn_rate", None)
     run_time = getattr(opts, "run_time", None)
     return {"user_count": "" if users is None else str(users), "spawn_rate": "" if rate is None else str(rate),
-            "run_time": "" if not run_time else str(run_time)}
+            "run_time": "" if run_time is None else str(run_time)}  # -t 0 is refused, not "until Ctrl-C"
 
 
 def blank_knob_options(argv: Sequence[str]) -> tuple[str, ...]:
@@ -226,10 +226,13 @@ def blank_knob_options(argv: Sequence[str]) -> tuple[str, ...]:
 
 def _option_words(message: str) -> str:
     """A fixed-load error named as the command line's options (headless) instead of the web form's fields."""
+    if message == "fixed mode: Number of users '' is not an integer":
+        return "fixed mode needs -u N: the number of users to hold"
     for field_name, option in (("Number of users", "-u/--users"), ("Ramp up", "-r/--spawn-rate"),
                                ("Run time", "-t/--run-time")):
         message = message.replace(field_name, option)
-    return message.replace("must be at least 1", "must be at least 1 (give -u N)")
+    return message.replace("must be at least 1", "must be at least 1 (give -u N)").replace(
+        "(empty: until Stop)", "(leave -t out: until Ctrl-C)")
 
 
 def parse_fixed(form: Mapping[str, str]) -> FixedLoad:
@@ -482,6 +485,11 @@ def start_run(run: Run, environment: Any, form: Mapping[str, str], launch: Launc
     except RuntimeError as e:
         raise StartError(str(e)) from e
     ctx.mode, ctx.fixed, ctx.web = mode, fixed, not launch.headless
+    if launch.headless and fixed is not None:  # Locust has just warned that -u/-r/-t "will be ignored": not here
+        until = f"for {fixed.run_time:g} s" if fixed.run_time is not None else "until Ctrl-C"
+        log.info("fixed mode: %d users, started at %g/s, held %s after the warm-up (llmload's shape reads -u, -r "
+                 "and -t: Locust's warning that they are ignored does not apply)", fixed.users, fixed.spawn_rate,
+                 until)
     run.begin(ctx)
     if launch.headless:  # where a long run is (harness.locust.progress); the web UI has its LLM view
         from harness.locust.progress import start_progress

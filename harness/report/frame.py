@@ -850,9 +850,12 @@ def _read_with_parts(path: Path, asked: dict[str, pl.DataType], chunk_bytes: int
     need = _with_decode_columns(asked)
     seal = _read_seal(path)
     if seal is not None and seal != _stamp(path):  # records.jsonl changed after the run's parts were sealed
-        if write_tail:
-            shutil.rmtree(parts_dir(path), ignore_errors=True)  # a cache: the JSON is read (and a sidecar written)
-        return None
+        if not write_tail:
+            return None
+        shutil.rmtree(parts_dir(path), ignore_errors=True)  # a cache: the JSON is read (a copied run too: new inode)
+        if not from_start:
+            return None  # (and a sidecar written)
+        # the report's own read (from_start): the whole file written as parts again, below (no part is left)
     chain = valid_chain(path, SIDECAR_KEY, need)
     size = path.stat().st_size
     if not chain and not (from_start and write_tail and size and _ends_with_newline(path, size)):

@@ -94,10 +94,12 @@ def test_status_of_each_end() -> None:
     assert end.run_status(run, ctx, "every warm-up request failed") == "warmup_failed"  # type: ignore[arg-type]
     ctx.finished = True
     assert end.run_status(run, ctx, None) == "finished"  # type: ignore[arg-type]
-    open_ended = SimpleNamespace(finished=False, fixed=FixedLoad(4, 4.0, None))
+    open_ended = SimpleNamespace(finished=False, fixed=FixedLoad(4, 4.0, None), web=True)
     assert end.run_status(run, open_ended, None) == "finished"  # type: ignore[arg-type]  # fixed, ended by Stop
     run.signals.interrupted = True
     assert end.run_status(run, open_ended, None) == "interrupted"  # type: ignore[arg-type]  # ... by Ctrl-C
+    headless = SimpleNamespace(finished=False, fixed=FixedLoad(4, 4.0, None), web=False)  # --mode fixed, no -t
+    assert end.run_status(run, headless, None) == "finished"  # type: ignore[arg-type]  # Ctrl-C: its only end
     timed = SimpleNamespace(finished=False, fixed=FixedLoad(4, 4.0, 60.0))
     run.signals.interrupted = False
     assert end.run_status(run, timed, None) == "interrupted"  # type: ignore[arg-type]

@@ -95,9 +95,10 @@ def test_a_headless_fixed_run_holds_the_command_lines_users_for_its_run_time(tmp
     assert ctx.fixed is not None and (ctx.fixed.users, ctx.fixed.spawn_rate, ctx.fixed.run_time) == (4, 4.0, None)
     _meta(run)
 
-    for users, message in ((None, "fixed mode: -u/--users '' is not an integer"),
-                           (0, "fixed mode: -u/--users must be at least 1 (give -u N)")):
-        opts = _opts(mode="fixed", num_users=users, spawn_rate=None, run_time=None)
+    for users, run_time, message in ((None, None, "fixed mode needs -u N: the number of users to hold"),
+                                     (0, None, "fixed mode: -u/--users must be at least 1 (give -u N)"),
+                                     (2, 0, "fixed mode: -t/--run-time must be > 0 (leave -t out: until Ctrl-C)")):
+        opts = _opts(mode="fixed", num_users=users, spawn_rate=None, run_time=run_time)
         with pytest.raises(StartError, match=message.replace("(", r"\(").replace(")", r"\)")):
             start_run(Run(), _env(opts), {"host": ""}, headless_launch(opts, None, "local", str(prof), SimHolder()))
     assert not (tmp_path / "runs").exists() or len(list((tmp_path / "runs").iterdir())) == 2

@@ -415,3 +415,24 @@ def test_a_part_whose_packed_chunk_times_are_broken_is_not_used(tmp_path: Path) 
     broken.write_parquet(part, compression="uncompressed", metadata=meta)
     assert valid_chain(path, SIDECAR_KEY, PART_SCHEMA)  # its stamp still says it is valid
     assert _same(read_frame(root, ALL), _json(root, ALL))
+
+
+def test_a_copied_run_gets_its_parts_written_again_by_the_report(tmp_path: Path) -> None:
+    """A run directory copied elsewhere (a new inode: its seal no longer matches) is read from its JSON; the
+    report's own read (``parts=True``) then writes the whole file as parts again, as for a run without parts (no
+    whole-file sidecar); a plain read caches a sidecar as before."""
+    import shutil
+
+    root = demo_run(tmp_path / "demo")
+    path = root / "records.jsonl"
+    assert convert_ready(path, 0, PART) > 0
+    read_frame(root, ALL, parts=True)  # the report after the run: the tail part and the seal
+    assert (parts_dir(path) / "sealed.json").exists()
+    copy = Path(shutil.copytree(root, tmp_path / "copy"))
+    expected = _json(copy, ALL)
+    assert _same(read_frame(copy, ALL, parts=True), expected)
+    assert _parts(copy) and (parts_dir(copy / "records.jsonl") / "sealed.json").exists()
+    assert not sidecar_path(copy / "records.jsonl").exists()
+    again = Path(shutil.copytree(root, tmp_path / "again"))
+    assert _same(read_frame(again, ALL), expected)  # a plain read: the JSON, then a sidecar
+    assert not parts_dir(again / "records.jsonl").exists() and sidecar_path(again / "records.jsonl").exists()
