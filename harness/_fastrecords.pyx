@@ -1412,15 +1412,65 @@ cdef extern from *:
     int fr_array_live(ArrowArrayFull* a) nogil
 
 
-cdef int _binary_layout(const char* fmt) noexcept:
-    """1: binary with int32 offsets (``z``), 2: int64 offsets (``Z``), 3: binary view (``vz``), 0: another type."""
-    if fmt[0] == b'z' and fmt[1] == 0:
-        return 1
-    if fmt[0] == b'Z' and fmt[1] == 0:
-        return 2
-    if fmt[0] == b'v' and fmt[1] == b'z' and fmt[2] == 0:
-        return 3
-    return 0
+#: Arrow formats of the binary-like arrays :func:`_value_at` reads: int32 offsets (1), int64 offsets (2), views (3).
+_BINARY_LAYOUTS = {"z": 1, "Z": 2, "vz": 3}
+_STRING_LAYOUTS = {"u": 1, "U": 2, "vu": 3}
+
+
+cdef class _Arrays:
+    """Every array of a polars Series' Arrow C stream (:func:`_arrays_of`), held until this object goes (each then
+    released): ``fmt`` the stream's Arrow format, ``child_fmt`` its first child's ("" without one), ``rows`` the
+    arrays' lengths summed."""
+
+    cdef ArrowArrayFull* a
+    cdef int64_t n
+    cdef int64_t rows
+    cdef str fmt
+    cdef str child_fmt
+
+    def __dealloc__(self):
+        cdef int64_t h
+        for h in range(self.n):
+            fr_stream_array_release(&self.a[h])
+        free(self.a)
+
+
+cdef _Arrays _arrays_of(series):
+    """The arrays and formats of ``series.__arrow_c_stream__()`` (the Arrow C stream interface: the series'
+    buffers, no copy).
+
+    Raises:
+        ValueError: the stream failed (no schema, or an array it could not give).
+        MemoryError: out of memory.
+    """
+    cap = series.__arrow_c_stream__()
+    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
+        raise ValueError("not an Arrow C stream capsule")
+    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
+    cdef ArrowSchemaFull sc
+    cdef _Arrays arrs = _Arrays()
+    cdef ArrowArrayFull* grown
+    cdef int64_t cap_held = 0
+    memset(&sc, 0, sizeof(sc))
+    if fr_stream_get_schema(st, &sc) != 0:
+        raise ValueError("the Arrow stream gave no schema")
+    arrs.fmt = (<bytes>sc.format).decode("ascii", "replace")
+    arrs.child_fmt = (<bytes>sc.children[0].format).decode("ascii", "replace") if sc.n_children >= 1 else ""
+    fr_stream_schema_release(&sc)
+    while True:
+        if arrs.n == cap_held:
+            cap_held = cap_held * 2 + 4
+            grown = <ArrowArrayFull*>realloc(arrs.a, cap_held * sizeof(ArrowArrayFull))
+            if grown == NULL:
+                raise MemoryError()  # arrs still holds (and releases) what it has
+            arrs.a = grown
+        memset(&arrs.a[arrs.n], 0, sizeof(ArrowArrayFull))
+        if fr_stream_get_next(st, &arrs.a[arrs.n]) != 0:
+            raise ValueError("the Arrow stream failed to give its next array")
+        if not fr_array_live(&arrs.a[arrs.n]):
+            return arrs
+        arrs.rows += arrs.a[arrs.n].length
+        arrs.n += 1
 
 
 cdef int64_t _value_at(ArrowArrayFull* a, int layout, int64_t i, const uint8_t** at) noexcept nogil:
@@ -1468,58 +1518,23 @@ def unpack_f64(series):
     Raises:
         ValueError: the series is not Binary (in a layout read here), or a value's size is not a multiple of 8.
     """
-    cap = series.__arrow_c_stream__()
-    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
-        raise ValueError("not an Arrow C stream capsule")
-    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
-    cdef ArrowSchemaFull sc
-    cdef ArrowArrayFull arr
-    cdef int layout, rc
-    cdef int64_t total = 0, rows = 0, i, n
+    cdef _Arrays arrs = _arrays_of(series)
+    cdef int layout = _BINARY_LAYOUTS.get(arrs.fmt, 0)
+    cdef int64_t total = 0, i, n, h
     cdef const uint8_t* at = NULL
-    memset(&sc, 0, sizeof(sc))
-    if fr_stream_get_schema(st, &sc) != 0:
-        raise ValueError("the Arrow stream gave no schema")
-    layout = _binary_layout(sc.format)
-    fmt = (<bytes>sc.format).decode("ascii", "replace")
-    fr_stream_schema_release(&sc)
     if layout == 0:
-        raise ValueError(f"packed chunk times must be Binary, got Arrow format {fmt!r}")
-    # two passes over the stream's arrays: sizes, then the copy (arrays held until the end)
-    cdef ArrowArrayFull* held = NULL
-    cdef int64_t nheld = 0, cap_held = 0, h
-    try:
-        while True:
-            if nheld == cap_held:
-                cap_held = cap_held * 2 + 4
-                held = <ArrowArrayFull*>realloc(held, cap_held * sizeof(ArrowArrayFull))
-                if held == NULL:
-                    raise MemoryError()
-            memset(&held[nheld], 0, sizeof(ArrowArrayFull))
-            rc = fr_stream_get_next(st, &held[nheld])
-            if rc != 0:
-                raise ValueError("the Arrow stream failed to give its next array")
-            if not fr_array_live(&held[nheld]):
-                break
-            nheld += 1
-        for h in range(nheld):
-            rows += held[h].length
-            for i in range(held[h].length):
-                if _is_valid(&held[h], i):
-                    n = _value_at(&held[h], layout, i, &at)
-                    if n % 8:
-                        raise ValueError(f"a packed chunk-times value of {n} bytes (not a multiple of 8)")
-                    total += n // 8
-        values = _np.empty(total, dtype=_np.float64)
-        lengths = _np.empty(rows, dtype=_np.int64)
-        vbuf = values
-        lbuf = lengths
-        _fill_unpacked(held, nheld, layout, vbuf, lbuf)
-        return values, lengths
-    finally:
-        for h in range(nheld):
-            fr_stream_array_release(&held[h])
-        free(held)
+        raise ValueError(f"packed chunk times must be Binary, got Arrow format {arrs.fmt!r}")
+    for h in range(arrs.n):  # two passes over the arrays: sizes, then the copy
+        for i in range(arrs.a[h].length):
+            if _is_valid(&arrs.a[h], i):
+                n = _value_at(&arrs.a[h], layout, i, &at)
+                if n % 8:
+                    raise ValueError(f"a packed chunk-times value of {n} bytes (not a multiple of 8)")
+                total += n // 8
+    values = _np.empty(total, dtype=_np.float64)
+    lengths = _np.empty(arrs.rows, dtype=_np.int64)
+    _fill_unpacked(arrs.a, arrs.n, layout, values, lengths)
+    return values, lengths
 
 
 cdef int _fill_unpacked(ArrowArrayFull* held, int64_t nheld, int layout, double[::1] values,
@@ -1660,84 +1675,54 @@ def pack_f64(series):
     Raises:
         ValueError: the series is not a list of float64 (in a layout read here).
     """
-    cap = series.__arrow_c_stream__()
-    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
-        raise ValueError("not an Arrow C stream capsule")
-    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
-    cdef ArrowSchemaFull sc
-    cdef bint large, ok
-    memset(&sc, 0, sizeof(sc))
-    if fr_stream_get_schema(st, &sc) != 0:
-        raise ValueError("the Arrow stream gave no schema")
-    ok = (sc.n_children == 1 and sc.format[0] == b'+' and (sc.format[1] == b'l' or sc.format[1] == b'L')
-          and sc.format[2] == 0 and sc.children[0].format[0] == b'g' and sc.children[0].format[1] == 0)
-    large = ok and sc.format[1] == b'L'
-    fmt = (<bytes>sc.format).decode("ascii", "replace")
-    fr_stream_schema_release(&sc)
-    if not ok:
-        raise ValueError(f"chunk times to pack must be List(Float64), got Arrow format {fmt!r}")
-    cdef ArrowArrayFull* held = NULL
+    cdef _Arrays arrs = _arrays_of(series)
+    if arrs.fmt not in ("+l", "+L") or arrs.child_fmt != "g":
+        raise ValueError(f"chunk times to pack must be List(Float64), got Arrow format {arrs.fmt!r}"
+                         f"{f' of {arrs.child_fmt!r}' if arrs.child_fmt else ''}")
+    cdef bint large = arrs.fmt == "+L"
+    cdef ArrowArrayFull* held = arrs.a
     cdef ArrowArrayFull* a
     cdef ArrowArrayFull* child
-    cdef int64_t nheld = 0, cap_held = 0, h, i, j, lo, hi, rows = 0, total = 0, r = 0, at = 0, nulls = 0
+    cdef int64_t h, i, j, lo, hi, rows = arrs.rows, total = 0, r = 0, at = 0, nulls = 0
     cdef const uint8_t* cbits
     cdef _BinaryOut out = _BinaryOut()
-    try:
-        while True:
-            if nheld == cap_held:
-                cap_held = cap_held * 2 + 4
-                held = <ArrowArrayFull*>realloc(held, cap_held * sizeof(ArrowArrayFull))
-                if held == NULL:
-                    raise MemoryError()
-            memset(&held[nheld], 0, sizeof(ArrowArrayFull))
-            if fr_stream_get_next(st, &held[nheld]) != 0:
-                raise ValueError("the Arrow stream failed to give its next array")
-            if not fr_array_live(&held[nheld]):
-                break
-            nheld += 1
-        for h in range(nheld):  # sizes, and any null value inside a list
+    for h in range(arrs.n):  # sizes, and any null value inside a list
+        a = &held[h]
+        child = a.children[0]
+        cbits = <const uint8_t*>child.buffers[0] if child.null_count != 0 else NULL
+        for i in range(a.length):
+            if not _is_valid(a, i):
+                continue
+            lo, hi = _list_bounds(a, large, i)
+            total += hi - lo
+            if cbits != NULL:
+                for j in range(lo + child.offset, hi + child.offset):
+                    if not ((cbits[j >> 3] >> (j & 7)) & 1):
+                        return None
+    out.rows = rows
+    out.offs = <int64_t*>malloc((rows + 1) * 8)
+    out.bits = <uint8_t*>calloc((rows + 7) // 8 + 1, 1)
+    out.data = <uint8_t*>malloc(total * 8 if total else 8)
+    if out.offs == NULL or out.bits == NULL or out.data == NULL:
+        raise MemoryError()
+    with nogil:
+        out.offs[0] = 0
+        for h in range(arrs.n):
             a = &held[h]
             child = a.children[0]
-            rows += a.length
-            cbits = <const uint8_t*>child.buffers[0] if child.null_count != 0 else NULL
             for i in range(a.length):
-                if not _is_valid(a, i):
-                    continue
-                lo, hi = _list_bounds(a, large, i)
-                total += hi - lo
-                if cbits != NULL:
-                    for j in range(lo + child.offset, hi + child.offset):
-                        if not ((cbits[j >> 3] >> (j & 7)) & 1):
-                            return None
-        out.rows = rows
-        out.offs = <int64_t*>malloc((rows + 1) * 8)
-        out.bits = <uint8_t*>calloc((rows + 7) // 8 + 1, 1)
-        out.data = <uint8_t*>malloc(total * 8 if total else 8)
-        if out.offs == NULL or out.bits == NULL or out.data == NULL:
-            raise MemoryError()
-        with nogil:
-            out.offs[0] = 0
-            for h in range(nheld):
-                a = &held[h]
-                child = a.children[0]
-                for i in range(a.length):
-                    if _is_valid(a, i):
-                        lo, hi = _list_bounds(a, large, i)
-                        if hi > lo:
-                            memcpy(out.data + at, <const double*>child.buffers[1] + child.offset + lo,
-                                   (hi - lo) * 8)
-                        at += (hi - lo) * 8
-                        out.bits[r >> 3] |= <uint8_t>(1 << (r & 7))
-                    else:
-                        nulls += 1
-                    r += 1
-                    out.offs[r] = at
-        out.nulls = nulls
-        return _pl.Series(values=out)
-    finally:
-        for h in range(nheld):
-            fr_stream_array_release(&held[h])
-        free(held)
+                if _is_valid(a, i):
+                    lo, hi = _list_bounds(a, large, i)
+                    if hi > lo:
+                        memcpy(out.data + at, <const double*>child.buffers[1] + child.offset + lo, (hi - lo) * 8)
+                    at += (hi - lo) * 8
+                    out.bits[r >> 3] |= <uint8_t>(1 << (r & 7))
+                else:
+                    nulls += 1
+                r += 1
+                out.offs[r] = at
+    out.nulls = nulls
+    return _pl.Series(values=out)
 
 
 cdef inline (int64_t, int64_t) _list_bounds(ArrowArrayFull* a, bint large, int64_t i) noexcept nogil:
@@ -1824,52 +1809,33 @@ def merge_buckets(series, const int64_t[::1] groups, int64_t ngroups):
     Raises:
         ValueError: ``groups`` is not one per row, or the series is not a String series.
     """
-    cap = series.__arrow_c_stream__()
-    if not PyCapsule_IsValid(cap, b"arrow_array_stream"):
-        raise ValueError("not an Arrow C stream capsule")
-    cdef ArrowArrayStream* st = <ArrowArrayStream*>PyCapsule_GetPointer(cap, b"arrow_array_stream")
-    cdef ArrowSchemaFull sc
-    cdef int layout
-    memset(&sc, 0, sizeof(sc))
-    if fr_stream_get_schema(st, &sc) != 0:
-        raise ValueError("the Arrow stream gave no schema")
-    fmt = (<bytes>sc.format).decode("ascii", "replace")
-    fr_stream_schema_release(&sc)
-    layout = {"u": 1, "U": 2, "vu": 3}.get(fmt, 0)
+    cdef _Arrays arrs = _arrays_of(series)
+    cdef int layout = _STRING_LAYOUTS.get(arrs.fmt, 0)
+    cdef int64_t r = 0, h, i, n, g, rows = groups.shape[0]
+    cdef const uint8_t* at = NULL
+    cdef ArrowArrayFull* arr
+    cdef bint bad = False
     if layout == 0:
-        raise ValueError(f"bucket texts must be a String series, got Arrow format {fmt!r}")
+        raise ValueError(f"bucket texts must be a String series, got Arrow format {arrs.fmt!r}")
+    if arrs.rows != rows:
+        raise ValueError(f"{arrs.rows} rows, not the {rows} groups")
     out = _np.zeros((ngroups, BUCKETS), dtype=_np.int64)
     cdef int64_t[:, ::1] counts = out
-    cdef ArrowArrayFull arr
-    cdef int64_t r = 0, i, n, g, rows = groups.shape[0]
-    cdef const uint8_t* at = NULL
-    cdef bint bad = False
-    while True:
-        memset(&arr, 0, sizeof(arr))
-        if fr_stream_get_next(st, &arr) != 0:
-            raise ValueError("the Arrow stream failed to give its next array")
-        if not fr_array_live(&arr):
-            break
-        try:
-            if r + arr.length > rows:
-                raise ValueError(f"more rows than the {rows} groups")
-            with nogil:
-                for i in range(arr.length):
-                    g = groups[r + i]
-                    if g < 0 or not _is_valid(&arr, i):
-                        continue
-                    if g >= ngroups:
-                        bad = True
-                        break
-                    n = _value_at(&arr, layout, i, &at)
-                    if _merge_one(at, n, &counts[g, 0]) != 0:
-                        bad = True
-                        break
+    with nogil:
+        for h in range(arrs.n):
+            arr = &arrs.a[h]
+            for i in range(arr.length):
+                g = groups[r + i]
+                if g < 0 or not _is_valid(arr, i):
+                    continue
+                if g >= ngroups:
+                    bad = True
+                    break
+                n = _value_at(arr, layout, i, &at)
+                if _merge_one(at, n, &counts[g, 0]) != 0:
+                    bad = True
+                    break
+            if bad:
+                break
             r += arr.length
-        finally:
-            fr_stream_array_release(&arr)
-        if bad:
-            return None
-    if r != rows:
-        raise ValueError(f"{r} rows, not the {rows} groups")
-    return out
+    return None if bad else out
