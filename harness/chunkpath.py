@@ -18,7 +18,7 @@ from harness.http import BodyFraming, ChunkedDecoder
 from harness.interpret import StreamInterpreter
 from harness.sse import SSEDecoder
 
-__all__ = ["CLIENT_PATH", "PATHS", "ChunkPath", "active", "native_available", "pure_forced"]
+__all__ = ["CLIENT_PATH", "PATHS", "ChunkPath", "active", "native_available", "native_records", "pure_forced"]
 
 log = logging.getLogger("llmload.chunkpath")
 
@@ -90,6 +90,19 @@ def native_available() -> bool:
 PURE_ON = frozenset({"1", "true", "yes", "on"})
 PURE_OFF = frozenset({"", "0", "false", "no", "off"})
 _WARNED: set[str] = set()
+
+
+def native_records(*names: str) -> tuple[Any, ...] | None:
+    """The functions ``names`` of the report's compiled module ``harness._fastrecords`` (docs/development/native.md),
+    in that order; None when it is not built or ``LLMLOAD_PURE_PYTHON`` forces the pure paths (:func:`pure_forced`),
+    and the caller then runs its numpy / polars twin."""
+    if pure_forced():
+        return None
+    try:
+        from harness import _fastrecords  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return tuple(getattr(_fastrecords, n) for n in names)
 
 
 def pure_forced() -> bool:

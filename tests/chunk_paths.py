@@ -7,10 +7,13 @@
 from __future__ import annotations
 
 import os
+from typing import TypeVar
 
 import pytest
 
 from harness.chunkpath import PATHS, ChunkPath
+
+T = TypeVar("T")
 
 #: The path names tests parametrize over.
 PATH_NAMES = ("python", "native")
@@ -24,3 +27,15 @@ def chunk_path(name: str) -> ChunkPath:
             pytest.fail(msg)
         pytest.skip(msg)
     return PATHS[name]
+
+
+def compiled(value: T | None, what: str) -> T:
+    """``value``, a compiled function of the report's module as its caller loaded it
+    (:func:`harness.chunkpath.native_records`); when it is None, skips ("``what`` is not built or is forced off"),
+    or fails under ``LLMLOAD_REQUIRE_NATIVE=1`` unless ``LLMLOAD_PURE_PYTHON`` turned it off on purpose."""
+    if value is None:
+        msg = f"{what} is not built or is forced off"
+        if os.environ.get("LLMLOAD_REQUIRE_NATIVE") == "1" and os.environ.get("LLMLOAD_PURE_PYTHON") is None:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return value

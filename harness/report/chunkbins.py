@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import polars as pl
 
-from harness.chunkpath import pure_forced
+from harness.chunkpath import native_records
 from harness.report.packed import is_packed, unpack_flat
 from harness.result import CHUNK_ANCHORS, CHUNK_TIME_UNIT_S
 
@@ -35,20 +35,9 @@ CHUNK_BINS_DTYPE = pl.List(pl.Struct({"b0": pl.Float64, "b1": pl.Float64, "n": p
 _MAX_EXACT = float(2 ** 53)
 
 
-def _load_decode() -> Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None:
-    """The compiled schema-3 decode (``harness._fastrecords.decode_us_times``), None when it is not built or
-    ``LLMLOAD_PURE_PYTHON`` forces the pure paths (:func:`harness.chunkpath.pure_forced`)."""
-    if pure_forced():
-        return None
-    try:
-        from harness._fastrecords import decode_us_times  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return decode_us_times  # type: ignore[no-any-return]
-
-
 #: The compiled decode of schema-3 chunk times (the numpy one's values in one pass), or None: numpy decodes.
-_DECODE = _load_decode()
+_DECODE: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray | None] | None = \
+    (native_records("decode_us_times") or (None,))[0]
 
 
 def _lengths(s: pl.Series) -> np.ndarray:

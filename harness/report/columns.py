@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from harness.chunkpath import pure_forced
+from harness.chunkpath import native_records
 from harness.clientlag import CLIENT_LAG_LIMIT_S, CLIENT_STARVED_PCT
 from harness.histogram import LogHistogram
 from harness.report.chunkbins import reduce_chunks_flat
@@ -437,20 +437,9 @@ def without_gaps(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.drop("gap_hist", strict=False)
 
 
-def _load_merge() -> Callable[[pl.Series, np.ndarray, int], np.ndarray | None] | None:
-    """The compiled merge of bucket texts (``harness._fastrecords.merge_buckets``), None when it is not built or
-    ``LLMLOAD_PURE_PYTHON`` forces the pure paths (:func:`harness.chunkpath.pure_forced`)."""
-    if pure_forced():
-        return None
-    try:
-        from harness._fastrecords import merge_buckets  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return merge_buckets  # type: ignore[no-any-return]
-
-
 #: The compiled merge of the gap histograms' bucket texts, or None: polars merges them (:func:`gap_histogram`).
-_MERGE = _load_merge()
+_MERGE: Callable[[pl.Series, np.ndarray, int], np.ndarray | None] | None = \
+    (native_records("merge_buckets") or (None,))[0]
 
 
 def _gap_stats(sample: pl.DataFrame, keep: list[pl.Expr], h: LogHistogram) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from harness.chunkpath import pure_forced
+from harness.chunkpath import native_records
 
 __all__ = ["PACKED_COLUMN", "is_packed", "lists_from_flat", "pack_chunk_times", "unpack_flat", "unpacked"]
 
@@ -33,20 +33,13 @@ PACKED_COLUMN = "chunk_times"
 _LIST = pl.List(pl.Float64)
 
 
-def _load() -> tuple[Callable[[pl.Series], pl.Series | None] | None, Callable[[pl.Series], Any] | None,
-                     Callable[[np.ndarray, np.ndarray], pl.Series] | None]:
-    """The compiled pack, unpack and list builder (``harness._fastrecords``), None when not built or
-    ``LLMLOAD_PURE_PYTHON`` forces the pure paths (numpy and polars: equal results, tested)."""
-    if pure_forced() or sys.byteorder != "little":
-        return None, None, None
-    try:
-        from harness._fastrecords import lists_f64, pack_f64, unpack_f64  # type: ignore[import-not-found]
-    except ImportError:
-        return None, None, None
-    return pack_f64, unpack_f64, lists_f64
-
-
-_PACK, _UNPACK, _LISTS = _load()
+#: The compiled pack, unpack and list builder (``harness._fastrecords``), or None each: numpy and polars (equal
+#: results, tested). A float64 is packed in the machine's byte order: the compiled forms only where that is little.
+_PACK: Callable[[pl.Series], pl.Series | None] | None
+_UNPACK: Callable[[pl.Series], Any] | None
+_LISTS: Callable[[np.ndarray, np.ndarray], pl.Series] | None
+_PACK, _UNPACK, _LISTS = (native_records("pack_f64", "unpack_f64", "lists_f64") if sys.byteorder == "little"
+                          else None) or (None, None, None)
 
 
 def is_packed(s: pl.Series) -> bool:

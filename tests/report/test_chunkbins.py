@@ -97,15 +97,10 @@ def test_declined_batches_are_none() -> None:
 
 
 def _compiled_decode() -> Any:
-    import os
-
     from harness.report import chunkbins
-    if chunkbins._DECODE is None:
-        msg = "the compiled decode (harness._fastrecords.decode_us_times) is not built or is forced off"
-        if os.environ.get("LLMLOAD_REQUIRE_NATIVE") == "1" and os.environ.get("LLMLOAD_PURE_PYTHON") is None:
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return chunkbins._DECODE
+    from tests.chunk_paths import compiled
+
+    return compiled(chunkbins._DECODE, "the compiled decode (harness._fastrecords.decode_us_times)")
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13])

@@ -4,7 +4,6 @@ compiled ``harness._fastrecords.merge_buckets``): equal to the polars merge of e
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,16 +17,12 @@ from harness.report.columns import OK, gap_histogram, gap_histograms, step_windo
 from harness.report.exprs import in_sample
 from harness.report.frame import HIST_DTYPE
 from tests.benchmarks import load_benchmark
+from tests.chunk_paths import compiled
 
 
 def _merge():  # type: ignore[no-untyped-def]
     """The compiled merge; skips when it was not built (fails under ``LLMLOAD_REQUIRE_NATIVE=1``, as CI sets)."""
-    if columns._MERGE is None:
-        msg = "the compiled merge (harness._fastrecords.merge_buckets) is not built or is forced off"
-        if os.environ.get("LLMLOAD_REQUIRE_NATIVE") == "1" and os.environ.get("LLMLOAD_PURE_PYTHON") is None:
-            pytest.fail(msg)
-        pytest.skip(msg)
-    return columns._MERGE
+    return compiled(columns._MERGE, "the compiled merge (harness._fastrecords.merge_buckets)")
 
 
 def _same(a: LogHistogram, b: LogHistogram) -> None:

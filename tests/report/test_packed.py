@@ -3,7 +3,6 @@ list bit for bit; the compiled pack / unpack / list builder (harness/_fastrecord
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator
 
@@ -13,6 +12,7 @@ import pytest
 
 import harness.report.packed as packed
 from harness.report.packed import lists_from_flat, pack_chunk_times, unpack_flat, unpacked
+from tests.chunk_paths import compiled
 
 LIST = pl.List(pl.Float64)
 
@@ -43,11 +43,8 @@ def form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
         monkeypatch.setattr(packed, "_PACK", None)
         monkeypatch.setattr(packed, "_UNPACK", None)
         monkeypatch.setattr(packed, "_LISTS", None)
-    elif packed._PACK is None:
-        msg = "the compiled pack (harness._fastrecords.pack_f64) is not built or is forced off"
-        if os.environ.get("LLMLOAD_REQUIRE_NATIVE") == "1" and os.environ.get("LLMLOAD_PURE_PYTHON") is None:
-            pytest.fail(msg)
-        pytest.skip(msg)
+    else:
+        compiled(packed._PACK, "the compiled pack (harness._fastrecords.pack_f64)")
     yield request.param
 
 
@@ -101,22 +98,21 @@ def test_a_broken_packed_value_is_refused(form: str) -> None:
 
 
 def test_compiled_and_numpy_forms_agree_on_random_lists(monkeypatch: pytest.MonkeyPatch) -> None:
-    if packed._PACK is None:
-        pytest.skip("the compiled pack is not built")
+    compiled(packed._PACK, "the compiled pack (harness._fastrecords.pack_f64)")
     rng = np.random.default_rng(7)
     rows: list[list[float] | None] = []
     for _ in range(500):
         n = int(rng.integers(-1, 40))
         rows.append(None if n < 0 else rng.normal(0, 1e6, n).round(int(rng.integers(0, 3))).tolist())
     df = _frame(rows)
-    compiled = pack_chunk_times(df)
-    c_values, c_lengths = unpack_flat(compiled.get_column("chunk_times"))
+    by_c = pack_chunk_times(df)
+    c_values, c_lengths = unpack_flat(by_c.get_column("chunk_times"))
     c_lists = lists_from_flat(c_values, c_lengths)
     monkeypatch.setattr(packed, "_PACK", None)
     monkeypatch.setattr(packed, "_UNPACK", None)
     monkeypatch.setattr(packed, "_LISTS", None)
     plain = pack_chunk_times(df)
-    assert compiled.get_column("chunk_times").to_list() == plain.get_column("chunk_times").to_list()
+    assert by_c.get_column("chunk_times").to_list() == plain.get_column("chunk_times").to_list()
     n_values, n_lengths = unpack_flat(plain.get_column("chunk_times"))
     assert n_lengths.tolist() == c_lengths.tolist()
     assert n_values.view(np.uint64).tolist() == c_values.view(np.uint64).tolist()
