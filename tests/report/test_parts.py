@@ -59,6 +59,18 @@ def _no_json(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(frame_mod, "_json_frames", boom)
 
 
+def _json_starts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The byte offsets the reads parse the JSON from, from now on (each ``_json_frames`` call's start)."""
+    starts: list[int] = []
+    json_frames = frame_mod._json_frames
+
+    def spy(*a: Any, **k: Any) -> Any:
+        starts.append(a[5] if len(a) > 5 else k.get("start", 0))
+        return json_frames(*a, **k)
+    monkeypatch.setattr(frame_mod, "_json_frames", spy)
+    return starts
+
+
 def _running(root: Path) -> Path:
     (root / "run.json").write_text(json.dumps({"status": "running"}))
     return root
@@ -85,13 +97,7 @@ def test_parts_cover_whole_lines_and_equal_the_json_parse(tmp_path: Path, monkey
     for p in chain:
         assert data[p.end - 1:p.end] == b"\n" and (p.start == 0 or data[p.start - 1:p.start] == b"\n")
     expected = _json(root, ALL)
-    parsed_from: list[int] = []
-    json_frames = frame_mod._json_frames
-
-    def spy(*a: Any, **k: Any) -> Any:
-        parsed_from.append(a[5] if len(a) > 5 else k.get("start", 0))
-        return json_frames(*a, **k)
-    monkeypatch.setattr(frame_mod, "_json_frames", spy)
+    parsed_from = _json_starts(monkeypatch)
     got = read_frame(root, ALL)
     assert parsed_from == [end]  # only the JSON after the parts was parsed
     assert _same(got, expected)
@@ -127,13 +133,7 @@ def test_parts_are_written_uncompressed_and_lz4_parts_of_earlier_versions_still_
         df.write_parquet(p.path, compression="lz4", metadata=meta)
         assert p.path.stat().st_size < before  # it was written uncompressed
     assert [q.path for q in valid_chain(path, SIDECAR_KEY, PART_SCHEMA)] == [p.path for p in chain]
-    parsed_from: list[int] = []
-    json_frames = frame_mod._json_frames
-
-    def spy(*a: Any, **k: Any) -> Any:
-        parsed_from.append(a[5] if len(a) > 5 else k.get("start", 0))
-        return json_frames(*a, **k)
-    monkeypatch.setattr(frame_mod, "_json_frames", spy)
+    parsed_from = _json_starts(monkeypatch)
     assert _same(read_frame(root, ALL), expected)
     assert parsed_from == [end]  # the lz4 parts were used, only the JSON after them parsed
 
@@ -367,13 +367,7 @@ def test_parts_hold_chunk_times_packed_and_parts_written_before_still_read(
         unpacked(pl.read_parquet(p.path)).write_parquet(p.path, compression="uncompressed", metadata=meta)
         assert pl.read_parquet_schema(p.path)["chunk_times"] == pl.List(pl.Float64)
     assert [q.path for q in valid_chain(path, SIDECAR_KEY, PART_SCHEMA)] == [p.path for p in chain]
-    parsed_from: list[int] = []
-    json_frames = frame_mod._json_frames
-
-    def spy(*a: Any, **k: Any) -> Any:
-        parsed_from.append(a[5] if len(a) > 5 else k.get("start", 0))
-        return json_frames(*a, **k)
-    monkeypatch.setattr(frame_mod, "_json_frames", spy)
+    parsed_from = _json_starts(monkeypatch)
     assert _same(read_frame(root, ALL), expected)
     assert parsed_from == [end]  # both kinds of part used, only the JSON after them parsed
     lists = pl.concat(list(iter_chunk_frames(root, chunk_bytes=50_000, batch_rows=300)))
