@@ -690,11 +690,13 @@ _ROW_COLUMNS: tuple[str, ...] = (
 def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequence[int],
               time_scale: float, usd_per_hour: float | None, open_loop: Mapping[int, float | None],
               cycles: tuple[pl.DataFrame, pl.DataFrame],
-              known_gaps: Mapping[tuple[int, bool, float, float], LogHistogram] | None = None) -> dict[str, Any]:
+              known_gaps: Mapping[tuple[int, bool, float, float], LogHistogram] | None = None,
+              fixed_run: bool = False) -> dict[str, Any]:
     """The row of one step, with ``cost.add_cost``; ``main`` holds every non-warm-up record, prepared;
     ``open_loop`` maps a rate step to its shortfall; ``cycles`` are the run's request cycles rewarded by usable
     and by ok (:func:`harness.report.interval.cycle_frame`); ``known_gaps``: :attr:`FrameRun.gaps` (the step's
-    gap histogram when merged at load; else merged here from ``main``'s ``gap_hist``).
+    gap histogram when merged at load; else merged here from ``main``'s ``gap_hist``); ``fixed_run``: a fixed-mode
+    run (its advice names the run time, :data:`FIXED_RUN_TIME`, not ``steps.duration``).
 
     Raises:
         ValueError: ``main`` has no ``gap_hist`` and ``known_gaps`` lacks the step's window.
@@ -773,6 +775,8 @@ def _step_row(main: pl.DataFrame, phase: Phase, window: Window, hours_n: Sequenc
     est = rate_estimate(renewal_reward(cycles[0], w0, w1), usable_ends, w0, w1, e2e_mean, shortfall, is_open)
     est_ok = rate_estimate(renewal_reward(cycles[1], w0, w1), ok_ends, w0, w1, e2e_mean, shortfall, is_open)
     row["hours_interval"] = _hours_interval_info(est, phase, w0, e2e_mean, lat["usable_share"])
+    if fixed_run and row["hours_interval"]["duration_key"] == "steps.duration":  # its length is its run time
+        row["hours_interval"]["duration_key"] = FIXED_RUN_TIME
     row["hours"] = [_hours_entry(int(n), est.primary, est_ok.primary, lat, output_tps) for n in hours_n]
     row.update(_client_lag(step_recs))
     row["users_seen"] = _users_seen(step_recs)
@@ -809,14 +813,9 @@ def step_rows(run: FrameRun, hours_n: Sequence[int], time_scale: float = 1.0,
     light = without_gaps(main)
     cycles = (cycle_frame(light, START, END, "user", USABLE), cycle_frame(light, START, END, "user", OK))
     loops = dict(open_loop or {})
-    rows = [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles, run.gaps)
+    fixed = run.meta.get("mode") == "fixed"
+    rows = [_step_row(main, p, w, hours_n, time_scale, usd_per_hour, loops, cycles, run.gaps, fixed)
             for p, w in zip(steps, windows, strict=True)]
-    if run.meta.get("mode") == "fixed":  # a fixed run's length is its run time, not steps.duration
-        for row in rows:
-            if row.get("low_confidence_fix"):
-                row["low_confidence_fix"] = row["low_confidence_fix"].replace("steps.duration", FIXED_RUN_TIME)
-            if (row.get("hours_interval") or {}).get("duration_key") == "steps.duration":
-                row["hours_interval"]["duration_key"] = FIXED_RUN_TIME
     for p, row in zip(steps, rows, strict=True):  # the self-certification (harness.report.selfcert)
         row.update(selfcert_figures(light.filter(pl.col(STEP) == p.step), run.events, p.start, p.end,
                                     row["client_read_lag_p99_s"], row["client_starved"]))

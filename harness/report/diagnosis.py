@@ -180,12 +180,14 @@ def low_confidence_fix(row: dict[str, Any]) -> str:
 
     A window with too few usable completions because most requests were truncated is fixed by ``max_tokens``, one
     where most failed the usable checks by the prompt or the check, and one where most failed by the errors; only a
-    window too short, or one short of completions for no such reason, by the phase's duration key
-    (``single_stream.duration`` for the single-stream row, else ``steps.duration``).
+    window too short, or one short of completions for no such reason, by what sets the step's length: its
+    ``hours_interval.duration_key`` (:func:`harness.report.figures.interval_info`; a fixed run's run time), else
+    ``single_stream.duration`` for the single-stream row, ``steps.duration`` for the others.
     """
     from harness.report.figures import MIN_WINDOW_COMPLETIONS, MIN_WINDOW_E2E  # figures imports this module
 
-    duration = "single_stream.duration" if row.get("phase") == "single" else "steps.duration"
+    duration = ((row.get("hours_interval") or {}).get("duration_key")
+                or ("single_stream.duration" if row.get("phase") == "single" else "steps.duration"))
     e2e = row.get("e2e_p50_s")
     fixes = []
     if e2e and (row.get("window_s") or 0.0) < MIN_WINDOW_E2E * e2e:
